@@ -1,0 +1,115 @@
+//! Our stand-in for rustc's `llvm-bitcode-linker` (see the crate docs for why).
+
+use std::path::PathBuf;
+use std::process::Command;
+
+/// Set in the kernel build's environment; a process started with it set is acting as the linker.
+pub const LINKER_MODE_ENV: &str = "CONVRS_PTX_LINKER_MODE";
+
+/// If rustc started this executable as the nvptx linker, links and exits; otherwise returns.
+pub fn link_if_invoked_as_linker() {
+    if std::env::var_os(LINKER_MODE_ENV).is_none() {
+        return;
+    }
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match link(&args) {
+        Ok(()) => std::process::exit(0),
+        Err(e) => {
+            eprintln!("convrs ptx linker: {e}");
+            std::process::exit(1);
+        }
+    }
+}
+
+/// What rustc asks of the bitcode linker.
+#[derive(Default, Debug)]
+struct LinkRequest {
+    inputs: Vec<PathBuf>,
+    exports: Vec<String>,
+    output: Option<PathBuf>,
+    cpu: Option<String>,
+    opt_level: String,
+}
+
+fn parse(args: &[String]) -> Result<LinkRequest, String> {
+    let mut req = LinkRequest { opt_level: "3".into(), ..Default::default() };
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let mut value = |name: &str| it.next().cloned().ok_or_else(|| format!("`{name}` needs a value"));
+        match a.as_str() {
+            "--export-symbol" => req.exports.push(value(a)?),
+            "-o" => req.output = Some(value(a)?.into()),
+            "--target-cpu" => req.cpu = Some(value(a)?),
+            "--target" | "-L" | "--linker-flavor" => {
+                value(a)?;
+            }
+            "--debug" => {}
+            s if s.starts_with("-O") => req.opt_level = s[2..].to_string(),
+            s if s.starts_with('-') => return Err(format!("unexpected linker argument `{s}`")),
+            s => req.inputs.push(s.into()),
+        }
+    }
+    Ok(req)
+}
+
+fn run(cmd: &mut Command) -> Result<(), String> {
+    let status = cmd.status().map_err(|e| format!("cannot start {:?}: {e}", cmd.get_program()))?;
+    if status.success() { Ok(()) } else { Err(format!("{:?} failed ({status})", cmd.get_program())) }
+}
+
+fn link(args: &[String]) -> Result<(), String> {
+    let req = parse(args)?;
+    let output = req.output.ok_or("no `-o` output given")?;
+    let cpu = req.cpu.ok_or("no `--target-cpu` given")?;
+    let tools = crate::llvm_tools_dir()?;
+    let work = output.with_extension("link");
+    std::fs::create_dir_all(&work).map_err(|e| format!("cannot create {}: {e}", work.display()))?;
+
+    let linked = work.join("linked.bc");
+    run(Command::new(tools.join("llvm-link")).arg("--ignore-non-bitcode").args(&req.inputs).arg("-o").arg(&linked))?;
+
+    // Internalizing everything but the kernels lets globaldce drop unused core code.
+    let exports = work.join("exports.txt");
+    std::fs::write(&exports, req.exports.join("\n")).map_err(|e| format!("cannot write {}: {e}", exports.display()))?;
+    let level = match req.opt_level.as_str() {
+        "0" | "1" | "2" | "3" => req.opt_level.clone(),
+        _ => "2".to_string(), // "s"/"z": size levels have no meaning for PTX; a plain level stands in.
+    };
+    let optimized = work.join("optimized.bc");
+    run(Command::new(tools.join("opt"))
+        .arg(&linked)
+        .arg("--strip-debug") // nvptx cannot lower debug info from build-std's core.
+        .arg(format!("--internalize-public-api-file={}", exports.display()))
+        .arg(format!("--passes=default<O{level}>,internalize,globaldce"))
+        .arg("-o")
+        .arg(&optimized))?;
+
+    run(Command::new(tools.join("llc")).arg(format!("--mcpu={cpu}")).arg(&optimized).arg("-o").arg(&output))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_rustc_arguments() {
+        let args: Vec<String> = [
+            "--export-symbol", "k1", "-L", "/x", "a.o", "--target", "nvptx64-nvidia-cuda", "--target-cpu",
+            "sm_90", "-O3", "--export-symbol", "k2", "b.rlib", "-o", "out.ptx",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let r = parse(&args).unwrap();
+        assert_eq!(r.exports, ["k1", "k2"]);
+        assert_eq!(r.inputs, [PathBuf::from("a.o"), PathBuf::from("b.rlib")]);
+        assert_eq!(r.cpu.as_deref(), Some("sm_90"));
+        assert_eq!(r.opt_level, "3");
+        assert_eq!(r.output, Some(PathBuf::from("out.ptx")));
+    }
+
+    #[test]
+    fn rejects_unknown_flags() {
+        assert!(parse(&["--frobnicate".to_string()]).is_err());
+    }
+}
