@@ -159,3 +159,134 @@ macro_rules! conv_kernel {
         }
     };
 }
+
+// ---------------------------------------------------------------------------------------------
+// Shared memory through 32-bit shared-window addresses, and `cp.async` (sm_80+).
+//
+// Hot loops address shared memory with `u32` byte offsets in the `.shared` window: one 32-bit
+// add per access, and `ld.shared` instead of generic loads the hardware must classify.
+// ---------------------------------------------------------------------------------------------
+
+/// Address of the block's dynamic shared memory in the `.shared` window (byte 0 of the array).
+#[inline(always)]
+pub fn dynamic_smem_u32() -> u32 {
+    let a: u32;
+    // SAFETY: `mov` of a shared symbol's address reads no memory; it is the array's window offset.
+    unsafe { asm!("mov.u32 {a}, convrs_dynamic_smem;", a = out(reg32) a, options(pure, nomem, nostack)) };
+    a
+}
+
+/// Bytes of dynamic shared memory this launch gave the block (`%dynamic_smem_size`).
+#[inline(always)]
+pub fn dynamic_smem_bytes() -> u32 {
+    let n: u32;
+    // SAFETY: reading a special register has no preconditions.
+    unsafe { asm!("mov.u32 {n}, %dynamic_smem_size;", n = out(reg32) n, options(pure, nomem, nostack)) };
+    n
+}
+
+/// Loads one `f32` from shared memory.
+///
+/// # Safety
+/// `addr` is a 4-byte aligned address inside this block's shared memory, written before (and
+/// made visible by a barrier) if another thread wrote it.
+#[inline(always)]
+pub unsafe fn ld_shared_f32(addr: u32) -> f32 {
+    let v: f32;
+    // SAFETY: the caller guarantees the address is valid, aligned shared memory.
+    unsafe { asm!("ld.shared.f32 {v}, [{a}];", v = out(reg32) v, a = in(reg32) addr, options(pure, readonly, nostack)) };
+    v
+}
+
+/// Loads two `f32`s from shared memory as one 8-byte access.
+///
+/// # Safety
+/// As [`ld_shared_f32`], with `addr` 8-byte aligned and valid for 8 bytes.
+#[inline(always)]
+pub unsafe fn ld_shared_f32x2(addr: u32) -> [f32; 2] {
+    let (a, b): (f32, f32);
+    // SAFETY: the caller guarantees the address is valid, 8-byte aligned shared memory.
+    unsafe {
+        asm!("ld.shared.v2.f32 {{{a}, {b}}}, [{p}];", a = out(reg32) a, b = out(reg32) b, p = in(reg32) addr,
+            options(pure, readonly, nostack))
+    };
+    [a, b]
+}
+
+/// Loads four `f32`s from shared memory as one 16-byte access.
+///
+/// # Safety
+/// As [`ld_shared_f32`], with `addr` 16-byte aligned and valid for 16 bytes.
+#[inline(always)]
+pub unsafe fn ld_shared_f32x4(addr: u32) -> F32x4 {
+    let (a, b, c, d): (f32, f32, f32, f32);
+    // SAFETY: the caller guarantees the address is valid, 16-byte aligned shared memory.
+    unsafe {
+        asm!("ld.shared.v4.f32 {{{a}, {b}, {c}, {d}}}, [{p}];",
+            a = out(reg32) a, b = out(reg32) b, c = out(reg32) c, d = out(reg32) d, p = in(reg32) addr,
+            options(pure, readonly, nostack))
+    };
+    F32x4([a, b, c, d])
+}
+
+/// Starts an asynchronous 4-byte copy global -> shared that reads `src_bytes` (0 or 4) bytes of
+/// `src` and zero-fills the rest: `src_bytes == 0` writes a zero (padding) and reads nothing.
+///
+/// # Safety
+/// `dst` is 4-byte aligned shared memory of this block; `src` is valid global memory for
+/// `src_bytes` bytes that nobody writes during the launch. The data is visible only after
+/// [`cp_async_commit`], [`cp_async_wait_all`] and (for other threads) a barrier.
+#[inline(always)]
+pub unsafe fn cp_async_4(dst: u32, src: *const f32, src_bytes: u32) {
+    // SAFETY: the caller guarantees both addresses; the instruction writes only `dst`'s 4 bytes.
+    unsafe {
+        asm!("cp.async.ca.shared.global [{d}], [{s}], 4, {n};", d = in(reg32) dst, s = in(reg64) src, n = in(reg32) src_bytes,
+            options(nostack))
+    };
+}
+
+/// Starts an asynchronous 16-byte copy global -> shared (L2 only, `.cg`) that reads `src_bytes`
+/// (0 to 16, a multiple of 4) bytes of `src` and zero-fills the rest.
+///
+/// # Safety
+/// `dst` and `src` are 16-byte aligned; `dst` is shared memory of this block, `src` global
+/// memory valid for `src_bytes` bytes that nobody writes during the launch. Visibility as for
+/// [`cp_async_4`].
+#[inline(always)]
+pub unsafe fn cp_async_16(dst: u32, src: *const f32, src_bytes: u32) {
+    // SAFETY: the caller guarantees alignment and validity; it writes only `dst`'s 16 bytes.
+    unsafe {
+        asm!("cp.async.cg.shared.global [{d}], [{s}], 16, {n};", d = in(reg32) dst, s = in(reg64) src, n = in(reg32) src_bytes,
+            options(nostack))
+    };
+}
+
+/// Closes the group of `cp.async` copies this thread has started since the last commit.
+#[inline(always)]
+pub fn cp_async_commit() {
+    // SAFETY: committing a (possibly empty) group has no preconditions.
+    unsafe { asm!("cp.async.commit_group;", options(nostack)) };
+}
+
+/// Waits until every `cp.async` group this thread committed has landed in shared memory.
+/// Other threads see the data only after a barrier that follows this wait.
+#[inline(always)]
+pub fn cp_async_wait_all() {
+    // SAFETY: waiting has no preconditions; the memory clobber keeps shared loads after it.
+    unsafe { asm!("cp.async.wait_group 0;", options(nostack)) };
+}
+
+/// Stores four `f32`s to global memory as one 16-byte access.
+///
+/// # Safety
+/// `p` is 16-byte aligned global memory, valid for 4 `f32`s, that no other thread accesses
+/// during the launch.
+#[inline(always)]
+pub unsafe fn store_global_f32x4(p: *mut f32, v: F32x4) {
+    let [a, b, c, d] = v.0;
+    // SAFETY: the caller guarantees alignment, validity and exclusive access.
+    unsafe {
+        asm!("st.global.v4.f32 [{p}], {{{a}, {b}, {c}, {d}}};", p = in(reg64) p,
+            a = in(reg32) a, b = in(reg32) b, c = in(reg32) c, d = in(reg32) d, options(nostack))
+    };
+}

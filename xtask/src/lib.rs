@@ -5,6 +5,7 @@
 //! kernel build passes our own executable as `-C linker=` and marks the environment so that
 //! the same executable, started by rustc, does the link (llvm-link, opt, llc) and exits.
 
+pub mod bundle;
 pub mod link;
 pub mod ptxas;
 

@@ -7,6 +7,8 @@ use std::process::Command;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KernelResources {
     pub name: String,
+    /// A kernel entry point (`.entry`), as opposed to a device function ptxas also reports.
+    pub is_entry: bool,
     pub registers: u32,
     pub stack_frame_bytes: u32,
     pub spill_store_bytes: u32,
@@ -61,10 +63,15 @@ pub fn assemble(ptxas: &Path, ptx: &Path, arch: &str) -> Result<Vec<KernelResour
 /// Parses `ptxas -v` output into one entry per kernel.
 pub fn parse_report(text: &str) -> Vec<KernelResources> {
     let mut kernels: Vec<KernelResources> = Vec::new();
+    let mut entries: Vec<String> = Vec::new();
     for line in text.lines() {
-        if let Some(rest) = line.split("Function properties for ").nth(1) {
+        if let Some(rest) = line.split("Compiling entry function '").nth(1) {
+            entries.push(rest.split('\'').next().unwrap_or("").to_string());
+        } else if let Some(rest) = line.split("Function properties for ").nth(1) {
+            let name = rest.trim().to_string();
             kernels.push(KernelResources {
-                name: rest.trim().to_string(),
+                is_entry: entries.contains(&name),
+                name,
                 registers: 0,
                 stack_frame_bytes: 0,
                 spill_store_bytes: 0,
@@ -107,9 +114,10 @@ ptxas info    : Function properties for other\n\
 ptxas info    : Used 128 registers, used 1 barriers, 448 bytes cmem[0]\n";
         let r = parse_report(text);
         assert_eq!(r.len(), 2);
-        assert_eq!(r[0], KernelResources { name: "direct_naive".into(), registers: 30, stack_frame_bytes: 8, spill_store_bytes: 4, spill_load_bytes: 12 });
+        assert_eq!(r[0], KernelResources { name: "direct_naive".into(), is_entry: true, registers: 30, stack_frame_bytes: 8, spill_store_bytes: 4, spill_load_bytes: 12 });
         assert!(r[0].spills());
         assert_eq!(r[1].registers, 128);
+        assert!(!r[1].is_entry);
         assert!(!r[1].spills());
     }
 }

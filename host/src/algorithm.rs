@@ -1,0 +1,153 @@
+//! The kernels a user can pick, and `conv2d`, which runs one of them.
+
+use std::str::FromStr;
+
+use cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
+
+use crate::gpu::cuda_err;
+use crate::plan::{self, DeviceLimits, LaunchPlan};
+use crate::{Conv2d, Error, Gpu, Layout, Result, Tensor};
+
+/// A conv2d kernel of convrs. Each family reads as a progression from naive to fast.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Algorithm {
+    /// Family 1, step 1: one output element per thread (NCHW, fp32).
+    DirectNaive,
+    /// Family 1, step 2: shared-memory tiles, register blocking over output channels,
+    /// 16-byte loads and prefetching (NCHW, fp32).
+    DirectSmem,
+}
+
+impl Algorithm {
+    /// Every algorithm, in the order of the progression.
+    pub const ALL: &'static [Algorithm] = &[Algorithm::DirectNaive, Algorithm::DirectSmem];
+
+    /// The name the CLI takes (`--algo`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Algorithm::DirectNaive => "direct_naive",
+            Algorithm::DirectSmem => "direct_smem",
+        }
+    }
+
+    /// Layouts of (input, filter, output) the kernel reads and writes; filters use the
+    /// (K, C, R, S) reading of [`Layout`].
+    pub fn layouts(self) -> (Layout, Layout, Layout) {
+        match self {
+            Algorithm::DirectNaive | Algorithm::DirectSmem => (Layout::Nchw, Layout::Nchw, Layout::Nchw),
+        }
+    }
+
+    /// How this kernel would be launched on `problem`, or why it cannot take it.
+    pub fn plan(self, problem: &Conv2d, limits: &DeviceLimits) -> Result<LaunchPlan> {
+        match self {
+            Algorithm::DirectNaive => plan::direct_naive::plan(problem, limits),
+            Algorithm::DirectSmem => plan::direct_smem::plan(problem, limits),
+        }
+    }
+}
+
+impl std::fmt::Display for Algorithm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Algorithm {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        Algorithm::ALL.iter().copied().find(|a| a.name() == s).ok_or_else(|| {
+            let names: Vec<_> = Algorithm::ALL.iter().map(|a| a.name()).collect();
+            Error::InvalidArgument(format!("unknown algorithm `{s}`; expected one of: {}", names.join(", ")))
+        })
+    }
+}
+
+/// The `i32` geometry every kernel takes after its pointers, in the order of
+/// `kernels_gpu::prelude::ConvShape::new`.
+pub(crate) fn shape_args(p: &Conv2d) -> [i32; 15] {
+    let (out_h, out_w) = p.output_hw();
+    // validate() has bounded every one of these by i32::MAX.
+    [p.n, p.c, p.h, p.w, p.k, p.r, p.s, out_h, out_w, p.pad.0, p.pad.1, p.stride.0, p.stride.1, p.dilation.0, p.dilation.1]
+        .map(|v| v as i32)
+}
+
+/// Enqueues `algo` on buffers already on the device (asynchronous: call
+/// [`Gpu::synchronize`] before reading `output`). The plan comes from [`Algorithm::plan`].
+pub fn launch(gpu: &Gpu, plan: &LaunchPlan, problem: &Conv2d, input: &CudaSlice<f32>, filter: &CudaSlice<f32>, output: &mut CudaSlice<f32>) -> Result<()> {
+    check_len("input", problem.input_len(), input.len())?;
+    check_len("filter", problem.filter_len(), filter.len())?;
+    check_len("output", problem.output_len(), output.len())?;
+    let f = gpu.function(plan.kernel, plan.shared_bytes)?;
+    let args = shape_args(problem);
+    let cfg = LaunchConfig { grid_dim: plan.grid, block_dim: plan.block, shared_mem_bytes: plan.shared_bytes };
+    let mut b = gpu.stream().launch_builder(&f);
+    b.arg(input).arg(filter).arg(output);
+    for a in &args {
+        b.arg(a);
+    }
+    // SAFETY: the kernel's arguments are (input, filter, output, shape...) by the conv_kernel! convention,
+    // and the buffer lengths were checked against the problem above.
+    unsafe { b.launch(cfg) }.map_err(cuda_err(plan.kernel))?;
+    Ok(())
+}
+
+fn check_len(tensor: &'static str, expected: usize, got: usize) -> Result<()> {
+    if expected == got { Ok(()) } else { Err(Error::BufferSize { tensor, expected, got }) }
+}
+
+/// Runs `algo` on host tensors and returns the output (NKPQ, i.e. [`Layout::Nchw`]).
+///
+/// Inputs in another layout are converted first. The output buffer is poisoned with NaN before
+/// the launch, so an element the kernel failed to write cannot pass for a result.
+///
+/// ```no_run
+/// use convrs::{conv2d, Algorithm, Conv2d, Gpu, Layout, Tensor};
+/// let gpu = Gpu::new(0)?;
+/// let problem = Conv2d::new(1, 3, 32, 32, 8, 3, 3).with_pad(1);
+/// let x = Tensor::random(problem.input_shape(), Layout::Nchw, 1)?;
+/// let w = Tensor::random(problem.filter_shape(), Layout::Nchw, 2)?;
+/// let y = conv2d(&gpu, Algorithm::DirectSmem, &problem, &x, &w)?;
+/// assert_eq!(y.dims(), problem.output_shape());
+/// # Ok::<(), convrs::Error>(())
+/// ```
+pub fn conv2d(gpu: &Gpu, algo: Algorithm, problem: &Conv2d, input: &Tensor<f32>, filter: &Tensor<f32>) -> Result<Tensor<f32>> {
+    problem.validate()?;
+    if input.dims() != problem.input_shape() {
+        return Err(Error::InvalidArgument(format!("input dims {:?} do not match the problem's {:?}", input.dims(), problem.input_shape())));
+    }
+    if filter.dims() != problem.filter_shape() {
+        return Err(Error::InvalidArgument(format!("filter dims {:?} do not match the problem's {:?}", filter.dims(), problem.filter_shape())));
+    }
+    problem.check_device_memory(4, 4, gpu.info().free_memory_bytes)?;
+    let plan = algo.plan(problem, &gpu.limits())?;
+    let (in_layout, filter_layout, out_layout) = algo.layouts();
+    let x = gpu.upload(input.to_layout(in_layout)?.data())?;
+    let w = gpu.upload(filter.to_layout(filter_layout)?.data())?;
+    let mut y = gpu.alloc_zeros::<f32>(problem.output_len())?;
+    gpu.poison(&mut y)?;
+    launch(gpu, &plan, problem, &x, &w, &mut y)?;
+    gpu.synchronize()?;
+    let out = Tensor::new(problem.output_shape(), out_layout, gpu.download(&y)?)?;
+    out.to_layout(Layout::Nchw)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for a in Algorithm::ALL {
+            assert_eq!(a.name().parse::<Algorithm>().unwrap(), *a);
+        }
+        assert!(matches!("direct_fast".parse::<Algorithm>(), Err(Error::InvalidArgument(_))));
+    }
+
+    #[test]
+    fn shape_args_follow_the_kernel_order() {
+        let p = Conv2d::new(2, 3, 10, 12, 4, 3, 5).with_pad(1).with_stride(2).with_dilation(1);
+        // P = (10 + 2 - 2 - 1)/2 + 1 = 5; Q = (12 + 2 - 4 - 1)/2 + 1 = 5.
+        assert_eq!(shape_args(&p), [2, 3, 10, 12, 4, 3, 5, 5, 5, 1, 1, 2, 2, 1, 1]);
+    }
+}

@@ -1,0 +1,126 @@
+//! The cuDNN baseline every benchmark is measured against, in the same process and run.
+//!
+//! The algorithm is chosen the way `torch.backends.cudnn.benchmark = True` does: every forward
+//! algorithm cuDNN accepts for the problem is run and timed, and the fastest is kept. fp32 runs
+//! with `CUDNN_FMA_MATH`, so TF32 tensor cores are off and the comparison is fp32 against fp32.
+
+use std::sync::Arc;
+
+use cudarc::cudnn::{sys, ConvDescriptor, ConvForward, Cudnn, FilterDescriptor, TensorDescriptor};
+use cudarc::driver::CudaSlice;
+
+use crate::timing::{time_runs, TimingConfig};
+use crate::{Conv2d, Error, Gpu, Result};
+
+use sys::cudnnConvolutionFwdAlgo_t as Algo;
+
+const ALGOS: [Algo; 8] = [
+    Algo::CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM,
+    Algo::CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM,
+    Algo::CUDNN_CONVOLUTION_FWD_ALGO_GEMM,
+    Algo::CUDNN_CONVOLUTION_FWD_ALGO_DIRECT,
+    Algo::CUDNN_CONVOLUTION_FWD_ALGO_FFT,
+    Algo::CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING,
+    Algo::CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD,
+    Algo::CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED,
+];
+
+/// Workspace cuDNN may take for one algorithm; larger requests are skipped.
+const MAX_WORKSPACE_BYTES: usize = 4 << 30;
+
+fn cudnn_err(what: &'static str) -> impl FnOnce(cudarc::cudnn::CudnnError) -> Error {
+    move |e| Error::Cudnn(format!("{what}: {e}"))
+}
+
+/// Is libcudnn loadable on this machine?
+pub fn available() -> bool {
+    // SAFETY: only tries to dlopen the library.
+    unsafe { sys::is_culib_present() }
+}
+
+/// cuDNN's version as major.minor.patch.
+pub fn version() -> String {
+    let v = cudarc::cudnn::result::get_version();
+    format!("{}.{}.{}", v / 10000, (v % 10000) / 100, v % 100)
+}
+
+/// A planned fp32 NCHW forward convolution in cuDNN.
+pub struct CudnnConv {
+    x: TensorDescriptor<f32>,
+    w: FilterDescriptor<f32>,
+    y: TensorDescriptor<f32>,
+    conv: ConvDescriptor<f32>,
+    algo: Algo,
+    workspace: Option<CudaSlice<u8>>,
+    _handle: Arc<Cudnn>,
+}
+
+fn dims4(d: [usize; 4]) -> [i32; 4] {
+    d.map(|v| v as i32)
+}
+
+impl CudnnConv {
+    /// Describes `problem` to cuDNN and picks its fastest algorithm by timing each on the given buffers.
+    pub fn fp32_nchw(gpu: &Gpu, problem: &Conv2d, x: &CudaSlice<f32>, w: &CudaSlice<f32>, y: &mut CudaSlice<f32>) -> Result<CudnnConv> {
+        if !available() {
+            return Err(Error::Cudnn("libcudnn was not found on the library path".into()));
+        }
+        problem.validate()?;
+        let handle = Cudnn::new(gpu.stream().clone()).map_err(cudnn_err("handle"))?;
+        let nchw = sys::cudnnTensorFormat_t::CUDNN_TENSOR_NCHW;
+        let xd = handle.create_4d_tensor::<f32>(nchw, dims4(problem.input_shape())).map_err(cudnn_err("input descriptor"))?;
+        let wd = handle.create_4d_filter::<f32>(nchw, dims4(problem.filter_shape())).map_err(cudnn_err("filter descriptor"))?;
+        let yd = handle.create_4d_tensor::<f32>(nchw, dims4(problem.output_shape())).map_err(cudnn_err("output descriptor"))?;
+        let mut conv = handle
+            .create_conv2d::<f32>(
+                [problem.pad.0 as i32, problem.pad.1 as i32],
+                [problem.stride.0 as i32, problem.stride.1 as i32],
+                [problem.dilation.0 as i32, problem.dilation.1 as i32],
+                sys::cudnnConvolutionMode_t::CUDNN_CROSS_CORRELATION,
+            )
+            .map_err(cudnn_err("convolution descriptor"))?;
+        conv.set_math_type(sys::cudnnMathType_t::CUDNN_FMA_MATH).map_err(cudnn_err("math type"))?;
+        let mut this = CudnnConv { x: xd, w: wd, y: yd, conv, algo: ALGOS[0], workspace: None, _handle: handle };
+        let mut best: Option<(f64, Algo)> = None;
+        for algo in ALGOS {
+            let Ok(bytes) = this.forward().get_workspace_size(algo) else { continue };
+            if bytes > MAX_WORKSPACE_BYTES {
+                continue;
+            }
+            this.algo = algo;
+            this.workspace = if bytes > 0 { gpu.alloc_zeros::<u8>(bytes).ok() } else { None };
+            if bytes > 0 && this.workspace.is_none() {
+                continue;
+            }
+            if this.run(x, w, y).is_err() || gpu.synchronize().is_err() {
+                continue;
+            }
+            let t = time_runs(gpu, TimingConfig { warmup: 1, runs: 5 }, |_| this.run(x, w, y))?;
+            if best.is_none_or(|(ms, _)| t.median_ms < ms) {
+                best = Some((t.median_ms, algo));
+            }
+        }
+        let (_, algo) = best.ok_or_else(|| Error::Cudnn("no forward algorithm accepted this problem".into()))?;
+        let bytes = this.forward().get_workspace_size(algo).map_err(cudnn_err("workspace size"))?;
+        this.algo = algo;
+        this.workspace = if bytes > 0 { Some(gpu.alloc_zeros::<u8>(bytes)?) } else { None };
+        Ok(this)
+    }
+
+    fn forward(&self) -> ConvForward<'_, f32, f32, f32> {
+        ConvForward { conv: &self.conv, x: &self.x, w: &self.w, y: &self.y }
+    }
+
+    /// The chosen algorithm's name, e.g. `WINOGRAD_NONFUSED`.
+    pub fn algo_name(&self) -> String {
+        format!("{:?}", self.algo).trim_start_matches("CUDNN_CONVOLUTION_FWD_ALGO_").to_string()
+    }
+
+    /// Enqueues one forward convolution.
+    pub fn run(&mut self, x: &CudaSlice<f32>, w: &CudaSlice<f32>, y: &mut CudaSlice<f32>) -> Result<()> {
+        let algo = self.algo;
+        let fwd = ConvForward { conv: &self.conv, x: &self.x, w: &self.w, y: &self.y };
+        // SAFETY: the buffers hold the problem's NCHW/KCRS/NKPQ f32 tensors the descriptors describe.
+        unsafe { fwd.launch(algo, self.workspace.as_mut(), (1.0f32, 0.0f32), x, w, y) }.map_err(cudnn_err("forward"))
+    }
+}

@@ -1,0 +1,163 @@
+//! The GPU handle: driver context, stream, and the embedded kernel module.
+//!
+//! cudarc loads libcuda at run time, so a machine without a driver or GPU gets
+//! [`Error::NoGpu`] from [`Gpu::new`] instead of a failed process start.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use cudarc::driver::sys::{CUdevice_attribute, CUfunction_attribute};
+use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtrMut, DeviceRepr, ValidAsZeroBits};
+
+use crate::plan::DeviceLimits;
+use crate::{Error, Result};
+
+/// What `convrs info` prints about the device.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct DeviceInfo {
+    pub ordinal: usize,
+    pub name: String,
+    pub compute_capability: (i32, i32),
+    pub multiprocessors: i32,
+    pub total_memory_bytes: u64,
+    pub free_memory_bytes: u64,
+    pub l2_cache_bytes: i32,
+    pub max_shared_bytes_per_block_optin: i32,
+    /// The CUDA version the driver supports, as 1000*major + 10*minor.
+    pub driver_cuda_version: i32,
+    /// Which embedded PTX was loaded.
+    pub ptx_arch: &'static str,
+}
+
+/// An open GPU with convrs's kernels loaded. Cheap to share by reference; launches go to one stream.
+pub struct Gpu {
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    module: Arc<CudaModule>,
+    functions: Mutex<HashMap<&'static str, (CudaFunction, u32)>>,
+    info: DeviceInfo,
+}
+
+pub(crate) fn cuda_err(what: &str) -> impl FnOnce(cudarc::driver::DriverError) -> Error + '_ {
+    move |e| Error::Cuda(format!("{what}: {e}"))
+}
+
+impl Gpu {
+    /// Opens GPU `ordinal` and loads the kernels compiled for its architecture.
+    ///
+    /// ```no_run
+    /// let gpu = convrs::Gpu::new(0)?;
+    /// println!("{}", gpu.info().name);
+    /// # Ok::<(), convrs::Error>(())
+    /// ```
+    pub fn new(ordinal: usize) -> Result<Gpu> {
+        // SAFETY: only tries to dlopen the driver library; nothing from it is called yet.
+        if !unsafe { cudarc::driver::sys::is_culib_present() } {
+            return Err(Error::NoGpu("the CUDA driver library (libcuda.so) was not found: is an NVIDIA driver installed?".into()));
+        }
+        let count = CudaContext::device_count().map_err(|e| Error::NoGpu(format!("the CUDA driver did not initialise: {e}")))?;
+        if count <= 0 {
+            return Err(Error::NoGpu("the driver reports no CUDA device".into()));
+        }
+        if ordinal >= count as usize {
+            return Err(Error::NoGpu(format!("device {ordinal} requested but only {count} present")));
+        }
+        let ctx = CudaContext::new(ordinal).map_err(|e| Error::NoGpu(format!("cannot open device {ordinal}: {e}")))?;
+        // One stream, used in order: cudarc's per-buffer event tracking would only add launch overhead.
+        // SAFETY: convrs issues all work on a single stream, so no cross-stream ordering is needed.
+        unsafe { ctx.disable_event_tracking() };
+        let cc = ctx.compute_capability().map_err(cuda_err("compute capability"))?;
+        let ptx_arch = crate::ptx::arch_for(cc).ok_or_else(|| {
+            Error::NoGpu(format!("device has compute capability {}.{}; convrs needs 8.0 (Ampere) or newer", cc.0, cc.1))
+        })?;
+        let attr = |a: CUdevice_attribute| ctx.attribute(a).map_err(cuda_err("device attribute"));
+        let (free, total) = ctx.mem_get_info().map_err(cuda_err("memory info"))?;
+        let mut driver_version = 0;
+        // SAFETY: writes one int through a valid pointer.
+        unsafe { cudarc::driver::sys::cuDriverGetVersion(&mut driver_version) };
+        let info = DeviceInfo {
+            ordinal,
+            name: ctx.name().map_err(cuda_err("device name"))?,
+            compute_capability: cc,
+            multiprocessors: attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
+            total_memory_bytes: total as u64,
+            free_memory_bytes: free as u64,
+            l2_cache_bytes: attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)?,
+            max_shared_bytes_per_block_optin: attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)?,
+            driver_cuda_version: driver_version,
+            ptx_arch,
+        };
+        let module = ctx
+            .load_module(cudarc::nvrtc::Ptx::from_src(crate::ptx::source(ptx_arch)))
+            .map_err(cuda_err("loading the embedded PTX"))?;
+        let stream = ctx.default_stream();
+        Ok(Gpu { ctx, stream, module, functions: Mutex::new(HashMap::new()), info })
+    }
+
+    pub fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    /// Limits that launch plans must respect on this device.
+    pub fn limits(&self) -> DeviceLimits {
+        DeviceLimits {
+            max_shared_bytes_per_block: self.info.max_shared_bytes_per_block_optin as u32,
+            ..DeviceLimits::SM80
+        }
+    }
+
+    pub fn stream(&self) -> &Arc<CudaStream> {
+        &self.stream
+    }
+
+    pub fn context(&self) -> &Arc<CudaContext> {
+        &self.ctx
+    }
+
+    /// The kernel `name`, with its dynamic shared memory limit raised to at least `shared_bytes`.
+    pub(crate) fn function(&self, name: &'static str, shared_bytes: u32) -> Result<CudaFunction> {
+        let mut cache = self.functions.lock().unwrap_or_else(|p| p.into_inner());
+        if !cache.contains_key(name) {
+            let f = self.module.load_function(name).map_err(cuda_err(name))?;
+            cache.insert(name, (f, 48 * 1024));
+        }
+        let (f, limit) = cache.get_mut(name).expect("inserted above");
+        if shared_bytes > *limit {
+            f.set_attribute(CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shared_bytes as i32)
+                .map_err(cuda_err("raising the dynamic shared memory limit"))?;
+            *limit = shared_bytes;
+        }
+        Ok(f.clone())
+    }
+
+    /// Copies `data` to a new device buffer.
+    pub fn upload<T: DeviceRepr>(&self, data: &[T]) -> Result<CudaSlice<T>> {
+        self.stream.clone_htod(data).map_err(cuda_err("copy to device"))
+    }
+
+    /// Copies a device buffer back to the host (waits for the stream).
+    pub fn download<T: DeviceRepr + Default + Clone>(&self, buf: &CudaSlice<T>) -> Result<Vec<T>> {
+        self.stream.clone_dtoh(buf).map_err(cuda_err("copy to host"))
+    }
+
+    /// A new device buffer of `len` elements, zeroed.
+    pub fn alloc_zeros<T: DeviceRepr + ValidAsZeroBits>(&self, len: usize) -> Result<CudaSlice<T>> {
+        self.stream.alloc_zeros(len).map_err(cuda_err("device allocation"))
+    }
+
+    /// Fills a buffer with a quiet-NaN bit pattern, so any element a kernel fails to write shows
+    /// up as NaN in the comparison instead of a plausible stale value.
+    pub fn poison<T>(&self, buf: &mut CudaSlice<T>) -> Result<()> {
+        let n_bytes = buf.num_bytes();
+        let (ptr, _sync) = buf.device_ptr_mut(&self.stream);
+        // 0x7FC0 repeated is a quiet NaN in both f32 (0x7FC07FC0) and f16 (0x7FC0).
+        // SAFETY: `ptr` addresses `n_bytes` bytes of the buffer, which stays alive until the stream is synchronized.
+        let r = unsafe { cudarc::driver::sys::cuMemsetD16Async(ptr, 0x7FC0, n_bytes / 2, self.stream.cu_stream()) };
+        r.result().map_err(cuda_err("poisoning the output"))
+    }
+
+    /// Waits for all work on the stream and reports any kernel failure.
+    pub fn synchronize(&self) -> Result<()> {
+        self.stream.synchronize().map_err(cuda_err("kernel execution"))
+    }
+}

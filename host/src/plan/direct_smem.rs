@@ -1,0 +1,458 @@
+//! Plan for `direct_smem` (kernels-gpu/src/direct/smem.rs): which entry point, and the block
+//! shape, grid and shared memory for it.
+//!
+//! The kernel's tile is set by its launch: a block of `(TXC, TH)` threads computes TH output
+//! rows by TXC*WPT output columns for KT output channels of one image, and the grid is one
+//! flattened dimension of `column tiles x row tiles x K tiles x N` blocks. The kernel re-derives
+//! the tile counts and its shared-memory layout from the block shape and the problem, with the
+//! same formulas as [`Geometry`] below (keep the two in step; the kernel traps if it is given
+//! less shared memory than it needs, so a mismatch fails loudly rather than silently).
+//!
+//! Choice: every variant (KT in {4, 6, 8, 16}; the compiled-S fast path when stride_w =
+//! dilation_w = 1 and S is 1, 3, 5, 6 or 7, else the generic path) and every block shape of 64
+//! to 128 threads with at least 8 threads per tile row (fewer only for narrow or tiny outputs;
+//! a second pass takes any shape up to 256 threads if nothing else fits in shared memory) is
+//! scored by a small issue-slot model of an H100/H200 (132 SMs, 4 warp instructions per cycle
+//! per SM, 1 shared-memory wavefront per cycle, registers per variant from ptxas), and the
+//! cheapest wins. The model charges wasted work (K padded to KT, tiles past the image edge,
+//! idle lanes), per-channel staging and barrier overhead, shared-memory bank conflicts and tail
+//! waves; its constants were fitted to ~290 timed block shapes of six problems on an H200.
+//!
+//! Picks (H200 timings from `convrs bench` / `convrs run`):
+//! - 1,6,768,512 -> 6, 6x6: `direct_smem_k6_s6`, block (8, 16), 768 blocks, 8448 B: 0.031 ms.
+//! - 64,64,56,56 -> 64, 3x3 p1: `direct_smem_k16_s3`, block (15, 8), 1792 blocks, 6272 B: 0.44 ms.
+
+use super::{DeviceLimits, LaunchPlan};
+use crate::{Conv2d, Error, Result};
+
+/// Must equal `kernels_gpu::direct::smem::MAX_BLOCK_THREADS`: at most 255 registers per
+/// thread times 256 threads fit an SM's 64 Ki registers, so no plan can fail to launch for
+/// registers.
+const MAX_BLOCK_THREADS: usize = 256;
+
+/// Filter widths with a compiled fast path (entry `direct_smem_k{KT}_s{S}`).
+const FAST_S: [usize; 5] = [1, 3, 5, 6, 7];
+
+/// One register tile: KT output channels x WPT output columns per thread.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Variant {
+    kt: usize,
+    wpt: usize,
+    /// Registers per thread as ptxas allocates them (sm_90, rounded up to its granularity of
+    /// 8), for the occupancy estimate only.
+    regs: usize,
+}
+
+/// Must match the `conv::<KT, WPT, S>` instantiations in kernels-gpu/src/direct/smem.rs.
+const VARIANTS: [Variant; 4] = [
+    Variant { kt: 4, wpt: 8, regs: 96 },
+    Variant { kt: 6, wpt: 4, regs: 80 },
+    Variant { kt: 8, wpt: 8, regs: 128 },
+    Variant { kt: 16, wpt: 4, regs: 136 },
+];
+
+/// The entry point of variant `kt` with fast-path width `s` (`None`: generic).
+fn kernel_name(kt: usize, s: Option<usize>) -> &'static str {
+    match (kt, s) {
+        (4, Some(1)) => "direct_smem_k4_s1",
+        (4, Some(3)) => "direct_smem_k4_s3",
+        (4, Some(5)) => "direct_smem_k4_s5",
+        (4, Some(6)) => "direct_smem_k4_s6",
+        (4, Some(7)) => "direct_smem_k4_s7",
+        (4, _) => "direct_smem_k4_sx",
+        (6, Some(1)) => "direct_smem_k6_s1",
+        (6, Some(3)) => "direct_smem_k6_s3",
+        (6, Some(5)) => "direct_smem_k6_s5",
+        (6, Some(6)) => "direct_smem_k6_s6",
+        (6, Some(7)) => "direct_smem_k6_s7",
+        (6, _) => "direct_smem_k6_sx",
+        (8, Some(1)) => "direct_smem_k8_s1",
+        (8, Some(3)) => "direct_smem_k8_s3",
+        (8, Some(5)) => "direct_smem_k8_s5",
+        (8, Some(6)) => "direct_smem_k8_s6",
+        (8, Some(7)) => "direct_smem_k8_s7",
+        (8, _) => "direct_smem_k8_sx",
+        (16, Some(1)) => "direct_smem_k16_s1",
+        (16, Some(3)) => "direct_smem_k16_s3",
+        (16, Some(5)) => "direct_smem_k16_s5",
+        (16, Some(6)) => "direct_smem_k16_s6",
+        (16, Some(7)) => "direct_smem_k16_s7",
+        _ => "direct_smem_k16_sx",
+    }
+}
+
+/// Every entry point the plan can name (for tests and tools).
+pub fn kernel_names() -> Vec<&'static str> {
+    let mut names = Vec::new();
+    for v in VARIANTS {
+        for s in FAST_S.iter().copied().map(Some).chain([None]) {
+            names.push(kernel_name(v.kt, s));
+        }
+    }
+    names
+}
+
+/// Assumed SM count for the wave model (H100 SXM). DeviceLimits does not carry it; on a GPU
+/// with another count the choice is still sound, only the tail-wave estimate is off.
+const MODEL_SMS: u128 = 132;
+/// Shared memory per SM usable by blocks (H100: 228 KiB, 1 KiB of it reserved per block).
+const MODEL_SMEM_PER_SM: u128 = 228 * 1024;
+
+/// The kernel's geometry for one block shape, mirroring kernels-gpu/src/direct/smem.rs `conv`.
+/// All arithmetic in u128, so absurd problems become rejections, never overflows.
+#[derive(Clone, Copy, Debug)]
+struct Geometry {
+    /// Output rows per block (TH).
+    th: u128,
+    /// Output columns per block (TXC * WPT).
+    tw: u128,
+    /// Tiles start `shift` columns left of a multiple of TW so that 16-byte copies are aligned.
+    #[cfg_attr(not(test), allow(dead_code))] // read by the tests' replay of the kernel's mapping
+    shift: u128,
+    qtiles: u128,
+    ptiles: u128,
+    #[cfg_attr(not(test), allow(dead_code))] // read by the tests' replay of the kernel's mapping
+    ktiles: u128,
+    blocks: u128,
+    /// Input tile rows, including the halo.
+    ih: u128,
+    /// Input tile columns read (a multiple of 4), including the halo.
+    need_w: u128,
+    /// Floats per tile row in shared memory (`need_w`: rows are 16-byte aligned and packed).
+    pitch: u128,
+    /// Whether the input is copied in 16-byte pieces (assuming a 16-byte aligned input buffer,
+    /// which every device allocation is; the kernel checks and falls back to 4-byte copies).
+    vec16: bool,
+    smem_bytes: u128,
+}
+
+fn round4(v: u128) -> u128 {
+    v.div_ceil(4) * 4
+}
+
+fn geometry(p: &Conv2d, v: Variant, fast: bool, txc: usize, th: usize) -> Geometry {
+    let (out_p, out_q) = p.output_hw();
+    let u = |x: usize| x as u128;
+    let (sh, sw) = (u(p.stride.0), u(p.stride.1));
+    let (dh, dw) = (u(p.dilation.0), u(p.dilation.1));
+    let tw = u(txc * v.wpt);
+    let vec16 = p.stride.1 == 1 && p.w % 4 == 0;
+    let shift = if vec16 { u((4 - p.pad.1 % 4) % 4) } else { 0 };
+    let qtiles = (u(out_q) + shift).div_ceil(tw);
+    let ptiles = u(out_p).div_ceil(u(th));
+    let ktiles = u(p.k).div_ceil(u(v.kt));
+    let blocks = qtiles * ptiles * ktiles * u(p.n);
+    let ih = (u(th) - 1) * sh + (u(p.r) - 1) * dh + 1;
+    let need_w = round4((tw - 1) * sw + (u(p.s) - 1) * dw + 1);
+    let pitch = need_w;
+    // Taps: fast path packed per filter row ([rx][k], rounded up to 16 bytes), generic path one
+    // 16-byte aligned group of round4(KT) per (ry, rx).
+    let tap_floats = if fast { u(p.r) * round4(u(p.s) * u(v.kt)) } else { u(p.r) * u(p.s) * round4(u(v.kt)) };
+    let smem_bytes = 8 * (ih * pitch + tap_floats);
+    Geometry { th: u(th), tw, shift, qtiles, ptiles, ktiles, blocks, ih, need_w, pitch, vec16, smem_bytes }
+}
+
+/// Whether every 32-bit index the kernel forms for this geometry fits in an `i32` (the
+/// problem's own indices are checked by `validate`; these are the tile and halo extents).
+fn indices_fit(p: &Conv2d, g: &Geometry) -> bool {
+    let lim = i32::MAX as u128;
+    let u = |x: usize| x as u128;
+    // Largest row / column coordinate formed: the last tile's origin times the stride plus the
+    // halo (and the padding it is offset by); the column bound also covers `Q + shift + TW`.
+    let rows = (g.ptiles - 1) * g.th * u(p.stride.0) + g.ih + u(p.pad.0);
+    let cols = (g.qtiles - 1) * g.tw * u(p.stride.1) + g.need_w + g.tw + u(p.pad.1);
+    g.blocks <= lim && rows <= lim && cols <= lim && g.smem_bytes <= lim
+}
+
+/// Modelled cycles of the whole launch (smaller is better). See the module docs; the constants
+/// were fitted to timings of six shapes (3x3 to 7x7, strided, 1x1, few and many channels) on an
+/// H200 over ~290 block shapes, where the model's pick came within 4% of the best on average.
+fn cost(p: &Conv2d, v: Variant, fast: bool, txc: usize, th: usize, g: &Geometry) -> f64 {
+    /// Issue slots charged per staged item (one `cp.async` with its address and bounds logic,
+    /// plus its share of the copy latency the barrier exposes).
+    const STAGE_ITEM: f64 = 80.0;
+    /// Per channel and warp: the wait, the barrier and the loop.
+    const CHANNEL: f64 = 40.0;
+    /// Per warp: index set-up before the channel loop.
+    const SETUP: f64 = 150.0;
+    let threads = (txc * th) as f64;
+    let warps = (txc * th).div_ceil(32) as f64;
+    let (r, s, kt, wpt) = (p.r as f64, p.s as f64, v.kt as f64, v.wpt as f64);
+    let fma = r * s * wpt * kt;
+    // Per warp and input channel: issued instructions and shared-memory wavefronts. Tap loads
+    // are broadcasts (one wavefront each); window loads as `window_wavefronts` counts.
+    let window = window_wavefronts(p, v, fast, txc, th, g.pitch);
+    let (lds, wavefronts, loop_ovh) = if fast {
+        let nch = (v.wpt + p.s - 1).div_ceil(4) as f64;
+        let tap_quads = (p.s * v.kt).div_ceil(4) as f64;
+        (r * (nch + tap_quads), r * (nch * window + tap_quads), r * 4.0)
+    } else {
+        let tap_loads = (v.kt / 4 + usize::from(v.kt % 4 >= 2) + (v.kt % 2)) as f64;
+        (r * s * (wpt + tap_loads), r * s * (wpt * window + tap_loads), r * s * 4.0 + r * 3.0)
+    };
+    let units = if g.vec16 { g.need_w / 4 } else { g.need_w } as f64;
+    let items = (g.ih as f64 * units / threads).ceil() + (kt * r * s / threads).ceil();
+    let issue = fma + lds + loop_ovh + items * STAGE_ITEM + CHANNEL;
+    let per_channel = issue.max(4.0 * wavefronts);
+    let warp_slots = p.c as f64 * per_channel + 3.0 * kt * wpt + SETUP;
+    // WPT = 8 variants measured ~1.2x slower per FMA than the model says: their 16-byte window
+    // loads are 32 bytes apart across lanes (2-way bank conflicts) and they hold ~125 registers.
+    let variant_factor = if v.wpt == 8 { 1.2 } else { 1.0 };
+    let block_slots = warps * warp_slots * variant_factor;
+
+    // Blocks resident per SM: registers (allocated in units of 8 per thread), shared memory,
+    // 2048 threads, 32 blocks.
+    let regs_per_warp = (v.regs.div_ceil(8) * 8 * 32) as f64;
+    let by_regs = (65536.0 / (regs_per_warp * warps)).floor();
+    let by_smem = (MODEL_SMEM_PER_SM / (g.smem_bytes + 1024)) as f64;
+    let by_threads = (2048.0 / (warps * 32.0)).floor();
+    let bps = by_regs.min(by_smem).min(by_threads).min(32.0).max(1.0);
+    // Issue efficiency with w warps per scheduler: FMA chains are independent, but each filter
+    // row starts with dependent shared loads that other warps must cover.
+    let eff = |w: f64| w / (w + 0.35);
+    let sms = MODEL_SMS as f64;
+    let blocks = g.blocks as f64;
+    let full_waves = (blocks / (sms * bps)).floor();
+    let rest = blocks - full_waves * sms * bps;
+    let wave = |resident: f64| resident * block_slots / (4.0 * eff(resident * warps / 4.0));
+    full_waves * wave(bps) + if rest > 0.0 { wave((rest / sms).ceil()) } else { 0.0 }
+}
+
+/// Shared-memory wavefronts of one window load instruction, averaged over the block's warps:
+/// the largest number of lanes whose addresses fall in one bank (fast path: 16-byte loads, so
+/// one group of 4 banks). The fast path's lane reads 16 bytes at tile column
+/// tx*WPT; the generic path's lane reads 4 bytes at column tx*stride_w; both from tile row
+/// ty*stride_h, rows `pitch` floats apart.
+fn window_wavefronts(p: &Conv2d, v: Variant, fast: bool, txc: usize, th: usize, pitch: u128) -> f64 {
+    let threads = txc * th;
+    let mut total = 0usize;
+    for warp in 0..threads.div_ceil(32) {
+        // Lanes never share an address (rows are at least a tile wide apart), so the count of
+        // lanes per bank is the count of distinct addresses per bank.
+        let mut per_bank = [0usize; 32];
+        for tid in warp * 32..((warp + 1) * 32).min(threads) {
+            let (tx, ty) = ((tid % txc) as u128, (tid / txc) as u128);
+            let row = ty * p.stride.0 as u128 * pitch;
+            let bank = if fast { (row + tx * v.wpt as u128) / 4 % 8 } else { (row + tx * p.stride.1 as u128) % 32 };
+            per_bank[bank as usize] += 1;
+        }
+        total += per_bank.into_iter().max().unwrap_or(1).max(1);
+    }
+    total as f64 / threads.div_ceil(32) as f64
+}
+
+/// The plan for `problem`: the entry point, a block of `(TXC, TH)` threads, the flattened
+/// grid and the dynamic shared memory (the host raises the kernel's limit to it), or
+/// [`Error::Unsupported`] when even the smallest tile's shared memory exceeds the device's.
+pub fn plan(problem: &Conv2d, limits: &DeviceLimits) -> Result<LaunchPlan> {
+    problem.validate()?;
+    let p = problem;
+    let fast_s = (p.stride.1 == 1 && p.dilation.1 == 1 && FAST_S.contains(&p.s)).then_some(p.s);
+    let max_smem = limits.max_shared_bytes_per_block as u128;
+    let mut best: Option<(f64, LaunchPlan)> = None;
+    let mut smallest_smem = u128::MAX;
+    let mut index_limited = false;
+    let (out_p, out_q) = p.output_hw();
+    // Pass 1 searches the block shapes that measured well; pass 2 (only if nothing in pass 1
+    // fits in shared memory, e.g. a very tall dilated halo) every shape up to 256 threads.
+    for relaxed in [false, true] {
+        for v in VARIANTS {
+            // Blocks wider or taller than the output (plus up to 3 columns of shift) only add
+            // waste. Pass 1: at least 8 threads per tile row (narrower tiles spend more on halo
+            // columns and staging per output, and measured slower) unless the output is narrow;
+            // 64 to 128 threads (4-warp blocks were best or within 2% of it in every measured
+            // shape, and keep occupancy steady if the driver's compiler allocates more registers).
+            let txc_max = 64usize.min((out_q + 3).div_ceil(v.wpt));
+            let (txc_min, max_threads) = if relaxed { (1, MAX_BLOCK_THREADS) } else { (txc_max.min(8), 128) };
+            let min_threads = if relaxed { 1 } else { 64.min(txc_max * out_p.min(max_threads / txc_max)) };
+            for txc in txc_min..=txc_max {
+                for th in 1..=(max_threads / txc).min(out_p) {
+                    if txc * th < min_threads {
+                        continue;
+                    }
+                    let g = geometry(p, v, fast_s.is_some(), txc, th);
+                    smallest_smem = smallest_smem.min(g.smem_bytes);
+                    if g.smem_bytes > max_smem {
+                        continue;
+                    }
+                    if !indices_fit(p, &g) {
+                        index_limited = true;
+                        continue;
+                    }
+                    let c = cost(p, v, fast_s.is_some(), txc, th, &g);
+                    if best.as_ref().is_none_or(|(b, _)| c < *b) {
+                        let plan = LaunchPlan {
+                            kernel: kernel_name(v.kt, fast_s),
+                            grid: (g.blocks as u32, 1, 1),
+                            block: (txc as u32, th as u32, 1),
+                            shared_bytes: g.smem_bytes as u32,
+                        };
+                        best = Some((c, plan));
+                    }
+                }
+            }
+        }
+        if best.is_some() {
+            break;
+        }
+    }
+    match best {
+        Some((_, plan)) => Ok(plan),
+        None if index_limited => Err(Error::Unsupported {
+            algorithm: "direct_smem",
+            reason: "the tile and halo coordinates of this problem (huge strides, dilations or extents) exceed 32-bit indexing".into(),
+        }),
+        None => Err(Error::Unsupported {
+            algorithm: "direct_smem",
+            reason: format!(
+                "even its smallest tile needs {smallest_smem} bytes of shared memory (two buffers of the input halo, \
+                 {}x{} filter taps dilated by {:?}, and 4 output channels' taps), more than the device's {} per block; \
+                 use direct_naive",
+                p.r, p.s, p.dilation, limits.max_shared_bytes_per_block
+            ),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const H100: DeviceLimits = DeviceLimits { max_shared_bytes_per_block: 227 * 1024, max_grid_y: 65535, max_grid_z: 65535 };
+
+    fn variant_of(kernel: &str) -> Variant {
+        let kt: usize = kernel.trim_start_matches("direct_smem_k").split('_').next().unwrap().parse().unwrap();
+        VARIANTS.into_iter().find(|v| v.kt == kt).unwrap()
+    }
+
+    /// Replays the kernel's block -> tile -> thread -> output mapping on the CPU and checks that
+    /// every output is written exactly once and nothing outside the output is.
+    fn assert_covers_exactly_once(p: &Conv2d, plan: &LaunchPlan) {
+        let (out_p, out_q) = p.output_hw();
+        let v = variant_of(plan.kernel);
+        let (txc, th) = (plan.block.0 as usize, plan.block.1 as usize);
+        let fast = !plan.kernel.ends_with("_sx");
+        let g = geometry(p, v, fast, txc, th);
+        assert_eq!(plan.grid, (g.blocks as u32, 1, 1));
+        let mut hits = vec![0u8; p.output_len()];
+        let (qt, pt, kt) = (g.qtiles as usize, g.ptiles as usize, g.ktiles as usize);
+        for b in 0..plan.grid.0 as usize {
+            let (xt, yt, kti, n) = (b % qt, (b / qt) % pt, (b / qt / pt) % kt, b / qt / pt / kt);
+            assert!(n < p.n, "block {b} decodes to image {n}");
+            for ty in 0..th {
+                let oy = yt * th + ty;
+                for tx in 0..txc {
+                    for k in kti * v.kt..(kti + 1) * v.kt {
+                        for j in 0..v.wpt {
+                            let col = if fast { tx * v.wpt + j } else { tx + j * txc };
+                            let ox = (xt * g.tw as usize + col) as isize - g.shift as isize;
+                            if oy < out_p && k < p.k && ox >= 0 && (ox as usize) < out_q {
+                                hits[((n * p.k + k) * out_p + oy) * out_q + ox as usize] += 1;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert!(hits.iter().all(|&h| h == 1), "{p}: {} outputs not written exactly once", hits.iter().filter(|&&h| h != 1).count());
+    }
+
+    #[test]
+    fn speed_target_shapes_get_fast_kernels() {
+        let a = Conv2d::new(1, 6, 768, 512, 6, 6, 6);
+        let plan = super::plan(&a, &H100).unwrap();
+        assert_eq!(plan.kernel, "direct_smem_k6_s6", "{plan:?}");
+        assert!(plan.grid.0 >= 264, "shape A must fill 132 SMs at least twice: {plan:?}");
+        assert!(plan.block.0 * plan.block.1 <= 128, "{plan:?}");
+        assert_covers_exactly_once(&a, &plan);
+
+        let b = Conv2d::new(64, 64, 56, 56, 64, 3, 3).with_pad(1);
+        let plan = super::plan(&b, &H100).unwrap();
+        assert!(plan.kernel.ends_with("_s3") && (plan.kernel.contains("k16") || plan.kernel.contains("k8")), "{plan:?}");
+        assert_covers_exactly_once(&b, &plan);
+    }
+
+    #[test]
+    fn plans_cover_every_output_once_and_fit_in_shared_memory() {
+        let mut shapes = vec![
+            Conv2d::new(1, 1, 1, 1, 1, 1, 1),
+            Conv2d::new(3, 7, 31, 29, 5, 1, 1).with_stride(2),
+            Conv2d::new(2, 3, 33, 35, 9, 7, 7).with_pad(3),
+            Conv2d::new(2, 4, 40, 41, 6, 3, 3).with_pad(2).with_dilation(2),
+            Conv2d::new(1, 2, 5, 5, 3, 5, 5).with_pad(4),
+            Conv2d { n: 2, c: 5, h: 23, w: 64, k: 10, r: 3, s: 5, pad: (1, 2), stride: (2, 1), dilation: (1, 3) },
+            Conv2d::new(1, 3, 64, 256, 4, 3, 3).with_pad(1),
+            Conv2d::new(2, 16, 56, 56, 24, 3, 3).with_pad(1),
+            Conv2d::new(1, 6, 768, 512, 6, 6, 6),
+            Conv2d::new(8, 3, 224, 224, 64, 7, 7).with_pad(3).with_stride(2),
+            Conv2d::new(1, 1, 9, 300, 33, 2, 8).with_pad(3),
+        ];
+        // A deterministic sweep over small odd shapes, every filter width 1..=8 and each padding,
+        // stride and dilation up to 3 along W.
+        for i in 0..240usize {
+            let s = 1 + i % 8;
+            let (pw, sw, dw) = (i / 8 % 4, 1 + i / 32 % 3, 1 + i / 96 % 3);
+            let w = (s - 1) * dw + 1 + i % 13;
+            shapes.push(Conv2d {
+                n: 1 + i % 3,
+                c: 1 + i % 2,
+                h: 3 + i % 11,
+                w,
+                k: 1 + i % 19,
+                r: 1 + i % 3,
+                s,
+                pad: (i % 2, pw),
+                stride: (1 + i % 2, sw),
+                dilation: (1 + i / 5 % 2, dw),
+            });
+        }
+        for p in shapes.iter().filter(|p| p.validate().is_ok()) {
+            let plan = super::plan(p, &H100).unwrap_or_else(|e| panic!("{p}: {e}"));
+            assert!(plan.shared_bytes <= H100.max_shared_bytes_per_block, "{p}: {plan:?}");
+            assert!(plan.block.0 * plan.block.1 <= MAX_BLOCK_THREADS as u32 && plan.block.2 == 1, "{p}: {plan:?}");
+            assert!(kernel_names().contains(&plan.kernel));
+            let fast = p.stride.1 == 1 && p.dilation.1 == 1 && FAST_S.contains(&p.s);
+            assert_eq!(!plan.kernel.ends_with("_sx"), fast, "{p}: {plan:?}");
+            assert_covers_exactly_once(p, &plan);
+        }
+    }
+
+    #[test]
+    fn shared_memory_formula_matches_the_kernel_layout() {
+        // Shape A (KT 6, WPT 4) with a (16, 8) block: tile 8 x 64 outputs, halo 13 x 69 read as
+        // 13 x 72 (16-byte chunks); taps packed per filter row, 6 x 6 = 36 floats per row; two buffers.
+        let a = Conv2d::new(1, 6, 768, 512, 6, 6, 6);
+        let g = geometry(&a, VARIANTS[1], true, 16, 8);
+        assert_eq!((g.ih, g.need_w, g.pitch, g.shift), (13, 72, 72, 0));
+        assert_eq!(g.smem_bytes, 8 * (13 * 72 + 6 * 36));
+        assert_eq!((g.qtiles, g.ptiles, g.ktiles, g.blocks), (8, 96, 1, 768));
+        // Shape B with a (14, 16) block and KT 16: pad 1 shifts tiles by 3; 59 columns need 2 tiles of 56.
+        let b = Conv2d::new(64, 64, 56, 56, 64, 3, 3).with_pad(1);
+        let g = geometry(&b, VARIANTS[3], true, 14, 16);
+        assert_eq!((g.tw, g.shift, g.qtiles, g.ih, g.need_w, g.pitch), (56, 3, 2, 18, 60, 60));
+        assert_eq!(g.smem_bytes, 8 * (18 * 60 + 3 * 48));
+        // The generic path keeps round4(KT) floats per (ry, rx): KT 6 -> 8.
+        let g = geometry(&Conv2d { stride: (1, 2), ..a }, VARIANTS[1], false, 16, 8);
+        assert_eq!(g.smem_bytes, 8 * (g.ih * g.pitch + 36 * 8));
+    }
+
+    #[test]
+    fn filters_too_large_for_shared_memory_are_unsupported() {
+        let huge = Conv2d::new(1, 1, 200, 200, 1, 150, 150);
+        match super::plan(&huge, &H100) {
+            Err(Error::Unsupported { algorithm: "direct_smem", reason }) => assert!(reason.contains("shared memory"), "{reason}"),
+            other => panic!("expected Unsupported, got {other:?}"),
+        }
+        let tiny = DeviceLimits { max_shared_bytes_per_block: 512, ..H100 };
+        assert!(matches!(super::plan(&Conv2d::new(1, 1, 8, 8, 1, 3, 3), &tiny), Err(Error::Unsupported { .. })));
+        // A large dilation makes a tall halo, but one output row still fits.
+        let dilated = Conv2d { dilation: (1000, 1), ..Conv2d::new(1, 1, 3000, 64, 1, 3, 3) };
+        assert!(super::plan(&dilated, &H100).is_ok());
+    }
+
+    #[test]
+    fn invalid_problems_are_rejected_before_planning() {
+        assert!(matches!(super::plan(&Conv2d::new(1, 1, 4, 4, 1, 7, 7), &H100), Err(Error::FilterLargerThanPaddedInput { .. })));
+        assert!(matches!(super::plan(&Conv2d::new(0, 1, 4, 4, 1, 1, 1), &H100), Err(Error::ZeroSize { .. })));
+    }
+}

@@ -1,0 +1,333 @@
+//! The conv2d problem: its shape, the checks that make it safe to hand to a kernel, and the
+//! sizes derived from it.
+//!
+//! Kernels index with 32-bit signed integers (faster on the GPU than 64-bit), so
+//! [`Conv2d::validate`] is the single gate that guarantees every index a kernel forms fits in
+//! an `i32`. Everything here uses widened, checked or saturating arithmetic so that absurd
+//! shapes (say `usize::MAX`) become errors instead of overflow panics or wrapped sizes.
+
+use std::fmt;
+
+use crate::{Error, Result};
+
+/// One 2-D convolution (cross-correlation, as in cuDNN and PyTorch): input `N x C x H x W`,
+/// filter `K x C x R x S`, output `N x K x P x Q`.
+///
+/// Pairs are `(along H, along W)`. The fields are public so callers can set each axis on its
+/// own; the `with_*` builders set both axes at once.
+///
+/// ```
+/// use convrs::Conv2d;
+/// let p = Conv2d::new(2, 3, 32, 32, 8, 3, 3).with_pad(1).with_stride(2);
+/// p.validate()?;
+/// assert_eq!(p.output_hw(), (16, 16));
+/// assert_eq!(p.output_shape(), [2, 8, 16, 16]);
+/// assert_eq!(p.flops(), 2.0 * (2 * 8 * 16 * 16 * 3 * 3 * 3) as f64);
+/// # Ok::<(), convrs::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Conv2d {
+    /// Batch size N.
+    pub n: usize,
+    /// Input channels C.
+    pub c: usize,
+    /// Input height H.
+    pub h: usize,
+    /// Input width W.
+    pub w: usize,
+    /// Output channels K.
+    pub k: usize,
+    /// Filter height R.
+    pub r: usize,
+    /// Filter width S.
+    pub s: usize,
+    /// Zero padding on each side, `(along H, along W)`.
+    pub pad: (usize, usize),
+    /// Step between output positions, `(along H, along W)`.
+    pub stride: (usize, usize),
+    /// Step between filter taps, `(along H, along W)`; 1 is a dense filter.
+    pub dilation: (usize, usize),
+}
+
+/// Widest value every kernel index must stay within.
+const INDEX_LIMIT: u128 = i32::MAX as u128;
+
+/// Product in `u128`, saturating so that even four `usize::MAX` factors cannot panic.
+fn product(factors: &[usize]) -> u128 {
+    factors.iter().fold(1u128, |acc, &f| acc.saturating_mul(f as u128))
+}
+
+fn saturate_usize(v: u128) -> usize {
+    usize::try_from(v).unwrap_or(usize::MAX)
+}
+
+/// Output extent along one axis, 0 where the filter does not fit (or a size is zero).
+fn output_extent(size: usize, pad: usize, dilation: usize, taps: usize, stride: usize) -> u128 {
+    if taps == 0 || stride == 0 {
+        return 0;
+    }
+    let padded = size as u128 + 2 * pad as u128;
+    let extent = dilation as u128 * (taps as u128 - 1) + 1;
+    if extent > padded { 0 } else { (padded - extent) / stride as u128 + 1 }
+}
+
+impl Conv2d {
+    /// A problem with no padding, unit stride and unit dilation.
+    pub fn new(n: usize, c: usize, h: usize, w: usize, k: usize, r: usize, s: usize) -> Self {
+        Self { n, c, h, w, k, r, s, pad: (0, 0), stride: (1, 1), dilation: (1, 1) }
+    }
+
+    /// The same problem with `p` zero padding on every side.
+    pub fn with_pad(self, p: usize) -> Self {
+        Self { pad: (p, p), ..self }
+    }
+
+    /// The same problem with stride `s` along both axes.
+    pub fn with_stride(self, s: usize) -> Self {
+        Self { stride: (s, s), ..self }
+    }
+
+    /// The same problem with dilation `d` along both axes.
+    pub fn with_dilation(self, d: usize) -> Self {
+        Self { dilation: (d, d), ..self }
+    }
+
+    /// Checks that the problem is well formed and that every index a kernel computes fits in
+    /// an `i32`.
+    ///
+    /// The checks run in this order, and the first failure is returned:
+    /// 1. [`Error::ZeroSize`] if any of `n, c, h, w, k, r, s`, a stride or a dilation is zero
+    ///    (`dim` is the field name, with `_h`/`_w` for the pairs).
+    /// 2. [`Error::FilterLargerThanPaddedInput`] if the dilated filter, `dil*(R-1)+1`, is larger
+    ///    than the padded input `H + 2*pad` (height first, then width).
+    /// 3. [`Error::IndexOverflow`] if, in this order, the input element count, a padded input
+    ///    extent `H + 2*pad` / `W + 2*pad`, a stride or a dilation (all of which kernels handle
+    ///    as input indices; `tensor` is `"input"` and `elements` is the offending value), the
+    ///    filter element count or the output element count exceeds `i32::MAX`.
+    ///
+    /// ```
+    /// use convrs::{Conv2d, Error};
+    /// assert!(Conv2d::new(1, 3, 8, 8, 4, 3, 3).validate().is_ok());
+    /// assert!(matches!(Conv2d::new(1, 3, 8, 8, 0, 3, 3).validate(), Err(Error::ZeroSize { dim: "k" })));
+    /// assert!(matches!(
+    ///     Conv2d::new(1, 3, 2, 8, 4, 3, 3).validate(),
+    ///     Err(Error::FilterLargerThanPaddedInput { axis: "height", filter_extent: 3, padded_input: 2 })
+    /// ));
+    /// ```
+    pub fn validate(&self) -> Result<()> {
+        let sizes = [
+            ("n", self.n),
+            ("c", self.c),
+            ("h", self.h),
+            ("w", self.w),
+            ("k", self.k),
+            ("r", self.r),
+            ("s", self.s),
+            ("stride_h", self.stride.0),
+            ("stride_w", self.stride.1),
+            ("dilation_h", self.dilation.0),
+            ("dilation_w", self.dilation.1),
+        ];
+        if let Some(&(dim, _)) = sizes.iter().find(|(_, v)| *v == 0) {
+            return Err(Error::ZeroSize { dim });
+        }
+
+        let axes = [
+            ("height", self.h, self.pad.0, self.dilation.0, self.r),
+            ("width", self.w, self.pad.1, self.dilation.1, self.s),
+        ];
+        for (axis, size, pad, dilation, taps) in axes {
+            // Every operand is below 2^64, so neither expression can overflow u128.
+            let padded = size as u128 + 2 * pad as u128;
+            let extent = dilation as u128 * (taps as u128 - 1) + 1;
+            if extent > padded {
+                return Err(Error::FilterLargerThanPaddedInput {
+                    axis,
+                    filter_extent: saturate_usize(extent),
+                    padded_input: saturate_usize(padded),
+                });
+            }
+        }
+
+        let overflow = |tensor: &'static str, elements: u128| {
+            if elements > INDEX_LIMIT { Err(Error::IndexOverflow { tensor, elements }) } else { Ok(()) }
+        };
+        overflow("input", product(&[self.n, self.c, self.h, self.w]))?;
+        // Kernels compute `out * stride - pad + tap * dilation`; its largest value is below
+        // the padded extent, but the operands themselves are passed as i32 and must fit too.
+        overflow("input", self.h as u128 + 2 * self.pad.0 as u128)?;
+        overflow("input", self.w as u128 + 2 * self.pad.1 as u128)?;
+        overflow("input", self.stride.0 as u128)?;
+        overflow("input", self.stride.1 as u128)?;
+        overflow("input", self.dilation.0 as u128)?;
+        overflow("input", self.dilation.1 as u128)?;
+        overflow("filter", product(&[self.k, self.c, self.r, self.s]))?;
+        let (p, q) = self.output_hw();
+        overflow("output", product(&[self.n, self.k, p, q]))
+    }
+
+    /// Output height and width `(P, Q)`.
+    ///
+    /// Meaningful only once [`validate`](Self::validate) has passed; before that it never
+    /// panics, but answers 0 where the filter does not fit and saturates at `usize::MAX`.
+    pub fn output_hw(&self) -> (usize, usize) {
+        let p = output_extent(self.h, self.pad.0, self.dilation.0, self.r, self.stride.0);
+        let q = output_extent(self.w, self.pad.1, self.dilation.1, self.s, self.stride.1);
+        (saturate_usize(p), saturate_usize(q))
+    }
+
+    /// Floating-point operations of the convolution, `2*N*K*P*Q*C*R*S` (a multiply and an add
+    /// per tap, padding taps included, as cuDNN and most papers count them).
+    pub fn flops(&self) -> f64 {
+        let (p, q) = self.output_hw();
+        [self.n, self.k, p, q, self.c, self.r, self.s].iter().fold(2.0, |acc, &v| acc * v as f64)
+    }
+
+    /// Elements of the input, `N*C*H*W` (saturating; exact once validated).
+    pub fn input_len(&self) -> usize {
+        saturate_usize(product(&self.input_shape()))
+    }
+
+    /// Elements of the filter, `K*C*R*S` (saturating; exact once validated).
+    pub fn filter_len(&self) -> usize {
+        saturate_usize(product(&self.filter_shape()))
+    }
+
+    /// Elements of the output, `N*K*P*Q` (saturating; exact once validated).
+    pub fn output_len(&self) -> usize {
+        saturate_usize(product(&self.output_shape()))
+    }
+
+    /// Logical input dimensions `[N, C, H, W]`.
+    pub fn input_shape(&self) -> [usize; 4] {
+        [self.n, self.c, self.h, self.w]
+    }
+
+    /// Logical filter dimensions `[K, C, R, S]`.
+    pub fn filter_shape(&self) -> [usize; 4] {
+        [self.k, self.c, self.r, self.s]
+    }
+
+    /// Logical output dimensions `[N, K, P, Q]`.
+    pub fn output_shape(&self) -> [usize; 4] {
+        let (p, q) = self.output_hw();
+        [self.n, self.k, p, q]
+    }
+
+    /// Fails with [`Error::ExceedsDeviceMemory`] when input and filter (`elem_bytes_in` bytes
+    /// per element each) plus output (`elem_bytes_out` per element) need more than
+    /// `available_bytes`.
+    ///
+    /// Callers holding several copies of the buffers pass multiples of the element size.
+    ///
+    /// ```
+    /// use convrs::{Conv2d, Error};
+    /// let p = Conv2d::new(1, 1, 4, 4, 1, 1, 1); // 16 + 1 + 16 elements
+    /// assert!(p.check_device_memory(4, 4, 132).is_ok());
+    /// assert_eq!(
+    ///     p.check_device_memory(4, 4, 131),
+    ///     Err(Error::ExceedsDeviceMemory { needed_bytes: 132, available_bytes: 131 })
+    /// );
+    /// ```
+    pub fn check_device_memory(&self, elem_bytes_in: usize, elem_bytes_out: usize, available_bytes: u64) -> Result<()> {
+        let inputs = product(&self.input_shape()).saturating_add(product(&self.filter_shape()));
+        let needed = inputs
+            .saturating_mul(elem_bytes_in as u128)
+            .saturating_add(product(&self.output_shape()).saturating_mul(elem_bytes_out as u128));
+        if needed > available_bytes as u128 {
+            Err(Error::ExceedsDeviceMemory { needed_bytes: u64::try_from(needed).unwrap_or(u64::MAX), available_bytes })
+        } else {
+            Ok(())
+        }
+    }
+}
+
+impl fmt::Display for Conv2d {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "N={} C={} H={} W={} -> K={} R={} S={} pad=({},{}) stride=({},{}) dilation=({},{})",
+            self.n,
+            self.c,
+            self.h,
+            self.w,
+            self.k,
+            self.r,
+            self.s,
+            self.pad.0,
+            self.pad.1,
+            self.stride.0,
+            self.stride.1,
+            self.dilation.0,
+            self.dilation.1
+        )
+    }
+}
+
+/// Parses `"N,C,H,W,K,R,S"` (seven comma-separated non-negative integers, spaces allowed
+/// around each) into a problem with no padding, unit stride and unit dilation.
+///
+/// Zeros parse, so that [`Conv2d::validate`] can name the zero dimension precisely; anything
+/// else malformed is an [`Error::InvalidArgument`].
+///
+/// ```
+/// use convrs::{problem::parse_shape, Conv2d};
+/// assert_eq!(parse_shape("1,6,768,512,6,6,6")?, Conv2d::new(1, 6, 768, 512, 6, 6, 6));
+/// assert!(parse_shape("1,6,768").is_err());
+/// # Ok::<(), convrs::Error>(())
+/// ```
+pub fn parse_shape(s: &str) -> Result<Conv2d> {
+    const NAMES: [&str; 7] = ["N", "C", "H", "W", "K", "R", "S"];
+    let parts: Vec<&str> = s.split(',').map(str::trim).collect();
+    if parts.len() != NAMES.len() {
+        return Err(Error::InvalidArgument(format!(
+            "shape `{s}` has {} comma-separated fields but needs 7: N,C,H,W,K,R,S (e.g. 1,6,768,512,6,6,6)",
+            parts.len()
+        )));
+    }
+    let mut v = [0usize; 7];
+    for ((slot, part), name) in v.iter_mut().zip(&parts).zip(NAMES) {
+        // usize::from_str accepts a leading '+'; refusing it keeps the format strictly digits.
+        if part.is_empty() || !part.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(Error::InvalidArgument(format!(
+                "shape `{s}`: {name} = `{part}` is not a non-negative integer (expected N,C,H,W,K,R,S)"
+            )));
+        }
+        *slot = part.parse().map_err(|e| Error::InvalidArgument(format!("shape `{s}`: {name} = `{part}`: {e}")))?;
+    }
+    Ok(Conv2d::new(v[0], v[1], v[2], v[3], v[4], v[5], v[6]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn output_hw_matches_formula() {
+        // (H + 2p - d(R-1) - 1)/s + 1 = (10 + 2 - 4 - 1)/2 + 1 = 4; (9 + 2 - 2 - 1)/3 + 1 = 3.
+        let p = Conv2d { pad: (1, 1), stride: (2, 3), dilation: (2, 1), ..Conv2d::new(1, 1, 10, 9, 1, 3, 3) };
+        assert_eq!(p.output_hw(), (4, 3));
+    }
+
+    #[test]
+    fn absurd_sizes_do_not_panic() {
+        let m = usize::MAX;
+        let p = Conv2d { pad: (m, m), stride: (1, 1), dilation: (m, m), ..Conv2d::new(m, m, m, m, m, m, m) };
+        let _ = p.output_hw();
+        let _ = p.flops();
+        let _ = (p.input_len(), p.filter_len(), p.output_len());
+        assert!(p.validate().is_err());
+        assert!(p.check_device_memory(m, m, u64::MAX).is_err());
+    }
+
+    #[test]
+    fn display_names_every_field() {
+        let p = Conv2d { pad: (1, 2), stride: (3, 4), dilation: (5, 6), ..Conv2d::new(1, 6, 768, 512, 6, 7, 8) };
+        assert_eq!(p.to_string(), "N=1 C=6 H=768 W=512 -> K=6 R=7 S=8 pad=(1,2) stride=(3,4) dilation=(5,6)");
+    }
+
+    #[test]
+    fn parse_accepts_spaces() {
+        assert_eq!(parse_shape(" 1, 2 ,3,4,5,6, 7 ").unwrap(), Conv2d::new(1, 2, 3, 4, 5, 6, 7));
+    }
+}

@@ -1,0 +1,103 @@
+//! Shared helpers for the integration tests: finding a GPU or ptxas, and skipping loudly.
+//!
+//! A test that needs hardware or a tool this machine lacks prints a banner straight to the
+//! process's stderr (not through the test harness's capture, which would hide it) and returns.
+//! Setting `CONVRS_REQUIRE_GPU=1` or `CONVRS_REQUIRE_PTXAS=1` turns such a skip into a failure,
+//! so the GPU machine and CI can insist that the tests really ran.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+/// Prints `msg` where a person running the tests will see it, even with output captured.
+pub fn shout(msg: &str) {
+    let line = "*".repeat(78);
+    let _ = writeln!(std::io::stderr(), "\n{line}\n{msg}\n{line}");
+}
+
+fn required(var: &str) -> bool {
+    std::env::var(var).is_ok_and(|v| v == "1")
+}
+
+/// The GPU, or `None` after announcing that `test` was SKIPPED (a panic if a GPU is required).
+pub fn gpu_or_skip(test: &str) -> Option<convrs::Gpu> {
+    match convrs::Gpu::new(0) {
+        Ok(gpu) => Some(gpu),
+        Err(e) if required("CONVRS_REQUIRE_GPU") => panic!("CONVRS_REQUIRE_GPU=1 but no GPU: {e}"),
+        Err(e) => {
+            shout(&format!("SKIPPED GPU test `{test}`: {e}\n(these tests run on a GPU machine: see README, `cargo xtask gpu-bundle`)"));
+            None
+        }
+    }
+}
+
+/// ptxas, or `None` after announcing that `test` was SKIPPED (a panic if ptxas is required).
+pub fn ptxas_or_skip(test: &str) -> Option<PathBuf> {
+    match xtask::ptxas::find_ptxas() {
+        Some(p) => Some(p),
+        None if required("CONVRS_REQUIRE_PTXAS") => panic!("CONVRS_REQUIRE_PTXAS=1 but ptxas was not found"),
+        None => {
+            shout(&format!(
+                "SKIPPED `{test}`: ptxas not found (pip install nvidia-cuda-nvcc-cu12, or set CONVRS_PTXAS)"
+            ));
+            None
+        }
+    }
+}
+
+use convrs::{compare, conv2d, conv2d_cpu, Algorithm, Comparison, Conv2d, Gpu, Layout, Tensor};
+use proptest::prelude::*;
+
+/// Random conv2d problems for GPU property tests: odd sizes, 1x1 to 8x8 filters (1, 3 and 7
+/// weighted up), padding up to 4, stride and dilation up to 3 (each axis on its own), batch 1 to
+/// 4, and a seed for fresh random data. Only problems that validate are produced.
+pub fn conv_problems() -> impl Strategy<Value = (Conv2d, u64)> {
+    let filter = || prop_oneof![Just(1usize), Just(3), Just(7), 1usize..=8];
+    (
+        (1usize..=4, 1usize..=20, 1usize..=50, 1usize..=70, 1usize..=13),
+        (filter(), filter()),
+        ((0usize..=4, 0usize..=4), (1usize..=3, 1usize..=3), (1usize..=3, 1usize..=3)),
+        any::<u64>(),
+    )
+        .prop_map(|((n, c, h, w, k), (r, s), (pad, stride, dilation), seed)| {
+            (Conv2d { n, c, h, w, k, r, s, pad, stride, dilation }, seed)
+        })
+        .prop_filter("filter must fit the padded input", |(p, _)| p.validate().is_ok())
+}
+
+/// Runs `algo` on fresh random data (the output poisoned with NaN first, inside `conv2d`) and
+/// compares with the f64 CPU reference on the same inputs.
+pub fn gpu_vs_cpu(gpu: &Gpu, algo: Algorithm, p: &Conv2d, seed: u64) -> convrs::Result<Comparison> {
+    let x = Tensor::random(p.input_shape(), Layout::Nchw, seed)?;
+    let w = Tensor::random(p.filter_shape(), Layout::Nchw, seed ^ 0x9E37_79B9_7F4A_7C15)?;
+    let y = conv2d(gpu, algo, p, &x, &w)?;
+    let reference = conv2d_cpu(p, &x, &w)?;
+    Ok(compare(y.data(), reference.data()))
+}
+
+/// Property test: `cases` random problems (see [`conv_problems`]) through `algo`, each within
+/// `rel_l2_tolerance` of the CPU reference with every output written. Problems the algorithm
+/// reports as unsupported are counted and must stay a minority.
+pub fn property_test_gpu(gpu: &Gpu, algo: Algorithm, cases: u32, rel_l2_tolerance: f64) {
+    use proptest::test_runner::{Config, TestRunner};
+    let mut runner = TestRunner::new(Config { cases, failure_persistence: None, ..Config::default() });
+    let ran = std::cell::Cell::new(0u32);
+    let unsupported = std::cell::Cell::new(0u32);
+    let result = runner.run(&conv_problems(), |(p, seed)| {
+        match gpu_vs_cpu(gpu, algo, &p, seed) {
+            Err(convrs::Error::Unsupported { .. }) => unsupported.set(unsupported.get() + 1),
+            Err(e) => return Err(TestCaseError::fail(format!("{algo} on {p}: {e}"))),
+            Ok(c) => {
+                prop_assert_eq!(c.non_finite, 0, "{} on {}: {} outputs not written or not finite ({})", algo, p, c.non_finite, c);
+                prop_assert!(c.rel_l2_err <= rel_l2_tolerance, "{} on {}: {}", algo, p, c);
+            }
+        }
+        ran.set(ran.get() + 1);
+        Ok(())
+    });
+    if let Err(e) = result {
+        panic!("{algo}: {e}");
+    }
+    shout(&format!("{algo}: {} random problems checked on the GPU, {} unsupported", ran.get(), unsupported.get()));
+    assert!(ran.get() >= cases, "only {} of {cases} cases ran", ran.get());
+    assert!(unsupported.get() * 4 <= ran.get(), "{algo} refused {} of {} problems", unsupported.get(), ran.get());
+}

@@ -1,0 +1,108 @@
+//! `cargo xtask gpu-bundle`: everything the GPU machine needs, in one folder.
+//!
+//! The GPU machine has CUDA but no Rust toolchain, so we build here: the `convrs` CLI and the
+//! release test binaries (the PTX is embedded in both), plus `run-gpu.sh`, which runs the GPU
+//! tests, compute-sanitizer over every kernel, and the benchmark there.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The folder must travel to the GPU machine, which takes at most 64 MiB in all.
+const MAX_BUNDLE_BYTES: u64 = 60 << 20;
+
+const RUN_GPU_SH: &str = include_str!("run-gpu.sh");
+
+fn cargo() -> Command {
+    Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+}
+
+fn run(cmd: &mut Command) -> Result<String, String> {
+    eprintln!("xtask: running {cmd:?}");
+    let out = cmd.stderr(std::process::Stdio::inherit()).output().map_err(|e| format!("cannot start {cmd:?}: {e}"))?;
+    if !out.status.success() {
+        return Err(format!("{cmd:?} failed ({})", out.status));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Test executables named in cargo's JSON messages.
+fn test_executables(json: &str) -> Vec<PathBuf> {
+    json.lines()
+        .filter(|l| l.contains("\"reason\":\"compiler-artifact\"") && l.contains("\"test\":true"))
+        .filter_map(|l| l.split("\"executable\":\"").nth(1))
+        .filter_map(|rest| rest.split('"').next())
+        .map(PathBuf::from)
+        .collect()
+}
+
+fn copy(from: &Path, to: &Path) -> Result<u64, String> {
+    std::fs::copy(from, to).map_err(|e| format!("cannot copy {} to {}: {e}", from.display(), to.display()))
+}
+
+pub fn gpu_bundle(args: &[String]) -> Result<(), String> {
+    let root = crate::workspace_root();
+    let out = match args {
+        [] => root.join("target/gpu-bundle"),
+        [flag, dir] if flag == "--out" => PathBuf::from(dir),
+        _ => return Err("usage: cargo xtask gpu-bundle [--out DIR]".into()),
+    };
+    run(cargo().current_dir(&root).args(["build", "--release", "-p", "convrs", "--bin", "convrs"]))?;
+    let json = run(cargo().current_dir(&root).args([
+        "test", "--release", "--no-run", "--message-format=json", "-p", "convrs", "-p", "convrs-tests",
+    ]))?;
+    let tests = test_executables(&json);
+    if tests.is_empty() {
+        return Err("cargo built no test executables".into());
+    }
+    if out.exists() {
+        std::fs::remove_dir_all(&out).map_err(|e| format!("cannot clear {}: {e}", out.display()))?;
+    }
+    std::fs::create_dir_all(out.join("tests")).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
+    let mut total = copy(&root.join("target/release/convrs"), &out.join("convrs"))?;
+    for t in &tests {
+        // Cargo names test binaries NAME-HASH; the hash only matters inside target/.
+        let name = t.file_name().and_then(|n| n.to_str()).unwrap_or("test");
+        let short = name.rsplit_once('-').map_or(name, |(stem, _)| stem);
+        total += copy(t, &out.join("tests").join(short))?;
+    }
+    let script = out.join("run-gpu.sh");
+    std::fs::write(&script, RUN_GPU_SH).map_err(|e| format!("cannot write {}: {e}", script.display()))?;
+    Command::new("chmod").arg("+x").arg(&script).status().map_err(|e| e.to_string())?;
+    // Symbols are not needed to run; stripping keeps the folder small enough to travel.
+    let _ = Command::new("strip").arg(out.join("convrs")).args(std::fs::read_dir(out.join("tests")).map_err(|e| e.to_string())?.flatten().map(|e| e.path())).status();
+    total = dir_size(&out);
+    println!("GPU bundle: {} ({:.1} MiB, {} test binaries)", out.display(), total as f64 / 1048576.0, tests.len());
+    if total > MAX_BUNDLE_BYTES {
+        return Err(format!("the bundle is {total} bytes, over the {MAX_BUNDLE_BYTES}-byte limit"));
+    }
+    println!("On the GPU machine: bash {}/run-gpu.sh  (STEPS=\"tests sanitize bench\" by default)", out.display());
+    Ok(())
+}
+
+fn dir_size(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| match e.metadata() {
+                    Ok(m) if m.is_dir() => dir_size(&e.path()),
+                    Ok(m) => m.len(),
+                    Err(_) => 0,
+                })
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_test_executables_in_cargo_json() {
+        let json = r#"{"reason":"compiler-artifact","profile":{"test":true},"executable":"/t/release/deps/gpu_direct-abc123"}
+{"reason":"compiler-artifact","profile":{"test":false},"executable":"/t/release/convrs"}
+{"reason":"compiler-artifact","profile":{"test":true},"executable":null}
+{"reason":"build-finished","success":true}"#;
+        assert_eq!(test_executables(json), [PathBuf::from("/t/release/deps/gpu_direct-abc123")]);
+    }
+}
