@@ -63,7 +63,15 @@ pub fn gpu_bundle(args: &[String]) -> Result<(), String> {
         // Cargo names test binaries NAME-HASH; the hash only matters inside target/.
         let name = t.file_name().and_then(|n| n.to_str()).unwrap_or("test");
         let short = name.rsplit_once('-').map_or(name, |(stem, _)| stem);
-        total += copy(t, &out.join("tests").join(short))?;
+        // A package's lib and bin unit tests share a stem: number the later ones.
+        let mut dest = out.join("tests").join(short);
+        for i in 2.. {
+            if !dest.exists() {
+                break;
+            }
+            dest = out.join("tests").join(format!("{short}_{i}"));
+        }
+        total += copy(t, &dest)?;
     }
     let script = out.join("run-gpu.sh");
     std::fs::write(&script, RUN_GPU_SH).map_err(|e| format!("cannot write {}: {e}", script.display()))?;

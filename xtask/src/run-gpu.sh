@@ -28,15 +28,21 @@ if [[ " $steps " == *" sanitize "* ]]; then
   if [ -z "$san" ]; then
     echo "compute-sanitizer NOT FOUND: sanitizer step failed"; failed+=("sanitize:missing")
   else
+    # Odd sizes with padding (edge tiles, predication, 4-byte copies); a W%4==0 3x3 (16-byte copies);
+    # the 6x6 speed-target geometry; stride 2 with a 7x7 filter; dilation 2 (generic filter path).
+    shapes=("2,5,23,37,6,3,3 --pad 2" "1,3,32,64,16,3,3 --pad 1" "1,6,70,64,6,6,6" "2,3,33,35,9,7,7 --pad 3 --stride 2" "1,4,29,31,20,3,3 --pad 2 --dilation 2")
     for algo in $("$here/convrs" list); do
-      for tool in memcheck racecheck; do
-        # Odd sizes, padding and stride so edge tiles and predication are exercised.
-        "$san" --tool "$tool" --error-exitcode 99 "$here/convrs" run --algo "$algo" --shape 2,5,23,37,6,3,3 --pad 2 --stride 1 --runs 1 \
-          >"$out/sanitize-$algo-$tool.log" 2>&1
-        rc=$?
-        summary=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$out/sanitize-$algo-$tool.log" | tail -1)
-        echo "sanitize $algo $tool: exit $rc ${summary}"
-        [ "$rc" -eq 0 ] || failed+=("sanitize:$algo:$tool")
+      for i in "${!shapes[@]}"; do
+        for tool in memcheck racecheck; do
+          log="$out/sanitize.log"
+          echo "### $algo shape $i ${shapes[$i]} $tool" >>"$log"
+          # shellcheck disable=SC2086
+          "$san" --tool "$tool" --error-exitcode 99 "$here/convrs" run --algo "$algo" --shape ${shapes[$i]} --runs 1 >>"$log" 2>&1
+          rc=$?
+          summary=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$log" | tail -1)
+          echo "sanitize $algo [${shapes[$i]}] $tool: exit $rc ${summary}"
+          [ "$rc" -eq 0 ] || failed+=("sanitize:$algo:$i:$tool")
+        done
       done
     done
   fi
