@@ -17,8 +17,8 @@ failed=()
 if [[ " $steps " == *" tests "* ]]; then
   for t in "$here"/tests/*; do
     name=$(basename "$t")
-    echo "=== test binary $name"
-    "$t" ${TEST_FILTER:-} 2>&1 | tee "$out/test-$name.log" | grep -E "^test result|SKIPPED|FAILED|panicked|random problems checked" 
+    echo "=== test binary $name" | tee -a "$out/tests.log"
+    "$t" ${TEST_FILTER:-} 2>&1 | tee -a "$out/tests.log" | grep -E "^test result|SKIPPED|FAILED|panicked|random problems checked" 
     [ "${PIPESTATUS[0]}" -eq 0 ] || failed+=("tests:$name")
   done
 fi
