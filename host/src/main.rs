@@ -47,15 +47,9 @@ enum Command {
         /// Shapes N,C,H,W,K,R,S to time (repeatable); default: the issues' target shapes, each with its own padding.
         #[arg(long = "shape", value_name = "N,C,H,W,K,R,S")]
         shapes: Vec<String>,
-        /// Padding for the --shape shapes (both axes).
-        #[arg(long, default_value_t = 0)]
-        pad: usize,
-        /// Stride for the --shape shapes (both axes).
-        #[arg(long, default_value_t = 1)]
-        stride: usize,
-        /// Dilation for the --shape shapes (both axes).
-        #[arg(long, default_value_t = 1)]
-        dilation: usize,
+        /// Padding, stride and dilation of the --shape shapes.
+        #[command(flatten)]
+        geometry: Geometry,
         /// Algorithms to time (repeatable); default: all.
         #[arg(long = "algo")]
         algos: Vec<Algorithm>,
@@ -79,6 +73,12 @@ struct ShapeArgs {
     /// Problem shape N,C,H,W,K,R,S.
     #[arg(long, value_name = "N,C,H,W,K,R,S")]
     shape: String,
+    #[command(flatten)]
+    geometry: Geometry,
+}
+
+#[derive(clap::Args)]
+struct Geometry {
     /// Zero padding (both axes).
     #[arg(long, default_value_t = 0)]
     pad: usize,
@@ -90,8 +90,8 @@ struct ShapeArgs {
     dilation: usize,
 }
 
-fn problem(shape: &str, pad: usize, stride: usize, dilation: usize) -> convrs::Result<Conv2d> {
-    let p = convrs::problem::parse_shape(shape)?.with_pad(pad).with_stride(stride).with_dilation(dilation);
+fn problem(shape: &str, g: &Geometry) -> convrs::Result<Conv2d> {
+    let p = convrs::problem::parse_shape(shape)?.with_pad(g.pad).with_stride(g.stride).with_dilation(g.dilation);
     p.validate()?;
     Ok(p)
 }
@@ -105,11 +105,11 @@ fn main() -> ExitCode {
             Ok(true)
         }
         Command::Run { algo, shape, runs, seed } => run(cli.device, algo, &shape, runs, seed),
-        Command::Bench { shapes, pad, stride, dilation, algos, runs, warmup, seed, json } => {
+        Command::Bench { shapes, geometry, algos, runs, warmup, seed, json } => {
             let shapes = if shapes.is_empty() {
                 Ok(bench::default_shapes())
             } else {
-                shapes.iter().map(|s| problem(s, pad, stride, dilation)).collect()
+                shapes.iter().map(|s| problem(s, &geometry)).collect()
             };
             let algos = if algos.is_empty() { Algorithm::ALL.to_vec() } else { algos };
             shapes.and_then(|s| bench_cmd(cli.device, &s, &algos, TimingConfig { warmup, runs: runs as usize }, seed, json))
@@ -141,7 +141,7 @@ fn info(device: usize) -> convrs::Result<bool> {
 }
 
 fn run(device: usize, algo: Algorithm, s: &ShapeArgs, runs: usize, seed: u64) -> convrs::Result<bool> {
-    let p = problem(&s.shape, s.pad, s.stride, s.dilation)?;
+    let p = problem(&s.shape, &s.geometry)?;
     let gpu = Gpu::new(device)?;
     let plan = algo.plan(&p, &gpu.limits())?;
     p.check_device_memory(4, 4, gpu.info().free_memory_bytes)?;

@@ -58,7 +58,7 @@ pub fn gpu_bundle(args: &[String]) -> Result<(), String> {
         std::fs::remove_dir_all(&out).map_err(|e| format!("cannot clear {}: {e}", out.display()))?;
     }
     std::fs::create_dir_all(out.join("tests")).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
-    let mut total = copy(&root.join("target/release/convrs"), &out.join("convrs"))?;
+    copy(&root.join("target/release/convrs"), &out.join("convrs"))?;
     for t in &tests {
         // Cargo names test binaries NAME-HASH; the hash only matters inside target/.
         let name = t.file_name().and_then(|n| n.to_str()).unwrap_or("test");
@@ -71,14 +71,14 @@ pub fn gpu_bundle(args: &[String]) -> Result<(), String> {
             }
             dest = out.join("tests").join(format!("{short}_{i}"));
         }
-        total += copy(t, &dest)?;
+        copy(t, &dest)?;
     }
     let script = out.join("run-gpu.sh");
     std::fs::write(&script, RUN_GPU_SH).map_err(|e| format!("cannot write {}: {e}", script.display()))?;
     Command::new("chmod").arg("+x").arg(&script).status().map_err(|e| e.to_string())?;
     // Symbols are not needed to run; stripping keeps the folder small enough to travel.
     let _ = Command::new("strip").arg(out.join("convrs")).args(std::fs::read_dir(out.join("tests")).map_err(|e| e.to_string())?.flatten().map(|e| e.path())).status();
-    total = dir_size(&out);
+    let total = dir_size(&out);
     println!("GPU bundle: {} ({:.1} MiB, {} test binaries)", out.display(), total as f64 / 1048576.0, tests.len());
     if total > MAX_BUNDLE_BYTES {
         return Err(format!("the bundle is {total} bytes, over the {MAX_BUNDLE_BYTES}-byte limit"));
