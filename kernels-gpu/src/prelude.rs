@@ -81,6 +81,17 @@ pub fn dynamic_smem_f32() -> *mut f32 {
 #[repr(C, align(16))]
 pub struct F32x4(pub [f32; 4]);
 
+impl F32x4 {
+    /// Writes the four values to `dst[at..at + 4]`: how a 16-byte load lands in a register array.
+    #[inline(always)]
+    pub fn write_to(self, dst: &mut [f32], at: usize) {
+        dst[at] = self.0[0];
+        dst[at + 1] = self.0[1];
+        dst[at + 2] = self.0[2];
+        dst[at + 3] = self.0[3];
+    }
+}
+
 /// Loads 16 bytes through the read-only (non-coherent) cache path.
 ///
 /// # Safety

@@ -132,10 +132,7 @@ unsafe fn load_taps<const KT: usize>(addr: u32) -> [f32; KT] {
     unroll!(8: quads, g => {
         // SAFETY: addr + 16g + 16 <= addr + 4*KTP, inside this position's taps; 16-byte aligned.
         let v = unsafe { ld_shared_f32x4(addr + 16 * g as u32) };
-        f[4 * g] = v.0[0];
-        f[4 * g + 1] = v.0[1];
-        f[4 * g + 2] = v.0[2];
-        f[4 * g + 3] = v.0[3];
+        v.write_to(&mut f, 4 * g);
     });
     let done = quads * 4;
     if KT - done >= 2 {
@@ -184,10 +181,7 @@ unsafe fn compute_fast<const KT: usize, const WPT: usize, const S: usize>(
                 if 4 * q / KT == rx {
                     // SAFETY: q < quads: inside this filter row's packed taps; 16-byte aligned.
                     let v = unsafe { ld_shared_f32x4(t + 16 * q as u32) };
-                    f[4 * q] = v.0[0];
-                    f[4 * q + 1] = v.0[1];
-                    f[4 * q + 2] = v.0[2];
-                    f[4 * q + 3] = v.0[3];
+                    v.write_to(&mut f, 4 * q);
                 }
             });
             unroll!(16: KT, k => {
@@ -213,10 +207,7 @@ unsafe fn load_window<const WPT: usize, const S: usize>(a: u32) -> [f32; 16] {
     unroll!(4: nch, ch => {
         // SAFETY: the caller guarantees the chunk lies in the tile and is aligned.
         let v = unsafe { ld_shared_f32x4(a + 16 * ch as u32) };
-        xv[4 * ch] = v.0[0];
-        xv[4 * ch + 1] = v.0[1];
-        xv[4 * ch + 2] = v.0[2];
-        xv[4 * ch + 3] = v.0[3];
+        v.write_to(&mut xv, 4 * ch);
     });
     xv
 }
