@@ -51,34 +51,21 @@ const VARIANTS: [Variant; 4] = [
     Variant { kt: 16, wpt: 4, regs: 136 },
 ];
 
-/// The entry point of variant `kt` with fast-path width `s` (`None`: generic).
+/// Entry points as declared in kernels-gpu/src/direct/smem.rs: one row per [`VARIANTS`] entry,
+/// one column per [`FAST_S`] width, then the generic path.
+const KERNELS: [[&str; FAST_S.len() + 1]; VARIANTS.len()] = [
+    ["direct_smem_k4_s1", "direct_smem_k4_s3", "direct_smem_k4_s5", "direct_smem_k4_s6", "direct_smem_k4_s7", "direct_smem_k4_sx"],
+    ["direct_smem_k6_s1", "direct_smem_k6_s3", "direct_smem_k6_s5", "direct_smem_k6_s6", "direct_smem_k6_s7", "direct_smem_k6_sx"],
+    ["direct_smem_k8_s1", "direct_smem_k8_s3", "direct_smem_k8_s5", "direct_smem_k8_s6", "direct_smem_k8_s7", "direct_smem_k8_sx"],
+    ["direct_smem_k16_s1", "direct_smem_k16_s3", "direct_smem_k16_s5", "direct_smem_k16_s6", "direct_smem_k16_s7", "direct_smem_k16_sx"],
+];
+
+/// The entry point of variant `kt` with fast-path width `s` (`None` or a width without a fast
+/// path: generic). An unknown `kt` falls back to the last variant, as the planner never asks for one.
 fn kernel_name(kt: usize, s: Option<usize>) -> &'static str {
-    match (kt, s) {
-        (4, Some(1)) => "direct_smem_k4_s1",
-        (4, Some(3)) => "direct_smem_k4_s3",
-        (4, Some(5)) => "direct_smem_k4_s5",
-        (4, Some(6)) => "direct_smem_k4_s6",
-        (4, Some(7)) => "direct_smem_k4_s7",
-        (4, _) => "direct_smem_k4_sx",
-        (6, Some(1)) => "direct_smem_k6_s1",
-        (6, Some(3)) => "direct_smem_k6_s3",
-        (6, Some(5)) => "direct_smem_k6_s5",
-        (6, Some(6)) => "direct_smem_k6_s6",
-        (6, Some(7)) => "direct_smem_k6_s7",
-        (6, _) => "direct_smem_k6_sx",
-        (8, Some(1)) => "direct_smem_k8_s1",
-        (8, Some(3)) => "direct_smem_k8_s3",
-        (8, Some(5)) => "direct_smem_k8_s5",
-        (8, Some(6)) => "direct_smem_k8_s6",
-        (8, Some(7)) => "direct_smem_k8_s7",
-        (8, _) => "direct_smem_k8_sx",
-        (16, Some(1)) => "direct_smem_k16_s1",
-        (16, Some(3)) => "direct_smem_k16_s3",
-        (16, Some(5)) => "direct_smem_k16_s5",
-        (16, Some(6)) => "direct_smem_k16_s6",
-        (16, Some(7)) => "direct_smem_k16_s7",
-        _ => "direct_smem_k16_sx",
-    }
+    let row = VARIANTS.iter().position(|v| v.kt == kt).unwrap_or(VARIANTS.len() - 1);
+    let col = s.and_then(|s| FAST_S.iter().position(|&f| f == s)).unwrap_or(FAST_S.len());
+    KERNELS[row][col]
 }
 
 /// Every entry point the plan can name (for tests and tools).
