@@ -4,6 +4,7 @@ use std::str::FromStr;
 
 use cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
 
+use crate::dtype::{DType, Element};
 use crate::gpu::cuda_err;
 use crate::plan::{self, DeviceLimits, LaunchPlan};
 use crate::{Conv2d, Error, Gpu, Layout, Result, Tensor};
@@ -16,17 +17,49 @@ pub enum Algorithm {
     /// Family 1, step 2: shared-memory tiles, register blocking over output channels,
     /// 16-byte loads and prefetching (NCHW, fp32).
     DirectSmem,
+    /// Family 2, step 1: block tiles of (output channel x batch) per output pixel staged through
+    /// shared memory, register tiles with virtual-thread striding (HWCN input, RSCK filter,
+    /// HWKN output, fp32).
+    TiledHwcn,
+    /// Family 2, step 2: the same tiling as an implicit GEMM over the layout most users hold
+    /// (NCHW input, KCRS filter, NKPQ output, fp32).
+    TiledNchw,
+    /// Family 3, step 1: tensor cores on the blocked layout (NHWC16n16c input, RSCK16c16k
+    /// filter, NHWC16n16c output; fp16 in, fp32 accumulate and out). N, C, K multiples of 16.
+    WmmaNhwcnc,
+    /// Family 3, step 2: tensor-core implicit GEMM on plain channels-last data (NHWC input,
+    /// KRSC filter, NHWK output; fp16 in, fp32 accumulate and out). C, K multiples of 8.
+    WmmaNhwc,
 }
 
 impl Algorithm {
     /// Every algorithm, in the order of the progression.
-    pub const ALL: &'static [Algorithm] = &[Algorithm::DirectNaive, Algorithm::DirectSmem];
+    pub const ALL: &'static [Algorithm] = &[
+        Algorithm::DirectNaive,
+        Algorithm::DirectSmem,
+        Algorithm::TiledHwcn,
+        Algorithm::TiledNchw,
+        Algorithm::WmmaNhwcnc,
+        Algorithm::WmmaNhwc,
+    ];
 
     /// The name the CLI takes (`--algo`).
     pub fn name(self) -> &'static str {
         match self {
             Algorithm::DirectNaive => "direct_naive",
             Algorithm::DirectSmem => "direct_smem",
+            Algorithm::TiledHwcn => "tiled_hwcn",
+            Algorithm::TiledNchw => "tiled_nchw",
+            Algorithm::WmmaNhwcnc => "wmma_nhwcnc",
+            Algorithm::WmmaNhwc => "wmma_nhwc",
+        }
+    }
+
+    /// The element type of the input and filter the kernel reads (outputs are always fp32).
+    pub fn dtype(self) -> DType {
+        match self {
+            Algorithm::DirectNaive | Algorithm::DirectSmem | Algorithm::TiledHwcn | Algorithm::TiledNchw => DType::F32,
+            Algorithm::WmmaNhwcnc | Algorithm::WmmaNhwc => DType::F16,
         }
     }
 
@@ -34,7 +67,10 @@ impl Algorithm {
     /// (K, C, R, S) reading of [`Layout`].
     pub fn layouts(self) -> (Layout, Layout, Layout) {
         match self {
-            Algorithm::DirectNaive | Algorithm::DirectSmem => (Layout::Nchw, Layout::Nchw, Layout::Nchw),
+            Algorithm::DirectNaive | Algorithm::DirectSmem | Algorithm::TiledNchw => (Layout::Nchw, Layout::Nchw, Layout::Nchw),
+            Algorithm::TiledHwcn => (Layout::Hwcn, Layout::Hwcn, Layout::Hwcn),
+            Algorithm::WmmaNhwcnc => (Layout::Nhwc16n16c, Layout::Hwcn16c16n, Layout::Nhwc16n16c),
+            Algorithm::WmmaNhwc => (Layout::Nhwc, Layout::Nhwc, Layout::Nhwc),
         }
     }
 
@@ -43,6 +79,10 @@ impl Algorithm {
         match self {
             Algorithm::DirectNaive => plan::direct_naive::plan(problem, limits),
             Algorithm::DirectSmem => plan::direct_smem::plan(problem, limits),
+            Algorithm::TiledHwcn => plan::tiled_hwcn::plan(problem, limits),
+            Algorithm::TiledNchw => plan::tiled_nchw::plan(problem, limits),
+            Algorithm::WmmaNhwcnc => plan::wmma_nhwcnc::plan(problem, limits),
+            Algorithm::WmmaNhwc => plan::wmma_nhwc::plan(problem, limits),
         }
     }
 }
@@ -72,9 +112,13 @@ pub(crate) fn shape_args(p: &Conv2d) -> [i32; 15] {
         .map(|v| v as i32)
 }
 
-/// Enqueues `algo` on buffers already on the device (asynchronous: call
-/// [`Gpu::synchronize`] before reading `output`). The plan comes from [`Algorithm::plan`].
-pub fn launch(gpu: &Gpu, plan: &LaunchPlan, problem: &Conv2d, input: &CudaSlice<f32>, filter: &CudaSlice<f32>, output: &mut CudaSlice<f32>) -> Result<()> {
+/// Enqueues `plan`'s kernel on buffers already on the device, in the layouts of
+/// [`Algorithm::layouts`] (asynchronous: call [`Gpu::synchronize`] before reading `output`).
+/// The plan comes from [`Algorithm::plan`]; `T` must be the plan's input type.
+pub fn launch<T: Element>(gpu: &Gpu, plan: &LaunchPlan, problem: &Conv2d, input: &CudaSlice<T>, filter: &CudaSlice<T>, output: &mut CudaSlice<f32>) -> Result<()> {
+    if T::DTYPE != plan.dtype {
+        return Err(Error::InvalidArgument(format!("{} reads {} inputs but {} buffers were given", plan.kernel, plan.dtype, T::DTYPE)));
+    }
     check_len("input", problem.input_len(), input.len())?;
     check_len("filter", problem.filter_len(), filter.len())?;
     check_len("output", problem.output_len(), output.len())?;
@@ -96,10 +140,12 @@ fn check_len(tensor: &'static str, expected: usize, got: usize) -> Result<()> {
     if expected == got { Ok(()) } else { Err(Error::BufferSize { tensor, expected, got }) }
 }
 
-/// Runs `algo` on host tensors and returns the output (NKPQ, i.e. [`Layout::Nchw`]).
+/// Runs `algo` on host tensors and returns the output (NKPQ, i.e. [`Layout::Nchw`], fp32).
 ///
-/// Inputs in another layout are converted first. The output buffer is poisoned with NaN before
-/// the launch, so an element the kernel failed to write cannot pass for a result.
+/// Inputs in another layout are converted first. `T` is `f32` for the direct and tiled
+/// families and [`half::f16`] for the tensor-core family ([`Algorithm::dtype`]); a mismatch is
+/// an error. The output buffer is poisoned with NaN before the launch, so an element the kernel
+/// failed to write cannot pass for a result.
 ///
 /// ```no_run
 /// use convrs::{conv2d, Algorithm, Conv2d, Gpu, Layout, Tensor};
@@ -111,15 +157,18 @@ fn check_len(tensor: &'static str, expected: usize, got: usize) -> Result<()> {
 /// assert_eq!(y.dims(), problem.output_shape());
 /// # Ok::<(), convrs::Error>(())
 /// ```
-pub fn conv2d(gpu: &Gpu, algo: Algorithm, problem: &Conv2d, input: &Tensor<f32>, filter: &Tensor<f32>) -> Result<Tensor<f32>> {
+pub fn conv2d<T: Element>(gpu: &Gpu, algo: Algorithm, problem: &Conv2d, input: &Tensor<T>, filter: &Tensor<T>) -> Result<Tensor<f32>> {
     problem.validate()?;
+    if T::DTYPE != algo.dtype() {
+        return Err(Error::InvalidArgument(format!("{algo} takes {} tensors but {} tensors were given", algo.dtype(), T::DTYPE)));
+    }
     if input.dims() != problem.input_shape() {
         return Err(Error::InvalidArgument(format!("input dims {:?} do not match the problem's {:?}", input.dims(), problem.input_shape())));
     }
     if filter.dims() != problem.filter_shape() {
         return Err(Error::InvalidArgument(format!("filter dims {:?} do not match the problem's {:?}", filter.dims(), problem.filter_shape())));
     }
-    problem.check_device_memory(4, 4, gpu.info().free_memory_bytes)?;
+    problem.check_device_memory(T::DTYPE.size(), 4, gpu.info().free_memory_bytes)?;
     let plan = algo.plan(problem, &gpu.limits())?;
     let (in_layout, filter_layout, out_layout) = algo.layouts();
     let x = gpu.upload(input.to_layout(in_layout)?.data())?;

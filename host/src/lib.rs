@@ -21,6 +21,7 @@
 pub mod algorithm;
 pub mod bench;
 pub mod cudnn;
+pub mod dtype;
 pub mod error;
 pub mod gpu;
 pub mod plan;
@@ -28,6 +29,7 @@ pub mod ptx;
 pub mod timing;
 
 pub use algorithm::{conv2d, launch, Algorithm};
+pub use dtype::{DType, Element};
 pub use error::{Error, Result};
 pub use gpu::{DeviceInfo, Gpu};
 

@@ -3,6 +3,12 @@
 
 pub mod direct_naive;
 pub mod direct_smem;
+pub mod tiled_hwcn;
+pub mod tiled_nchw;
+pub mod wmma_nhwc;
+pub mod wmma_nhwcnc;
+
+use crate::dtype::DType;
 
 /// How to launch one kernel on one problem.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -13,6 +19,8 @@ pub struct LaunchPlan {
     pub block: (u32, u32, u32),
     /// Dynamic shared memory bytes per block.
     pub shared_bytes: u32,
+    /// The element type of the input and filter buffers the kernel reads (outputs are fp32).
+    pub dtype: DType,
 }
 
 /// Device limits a plan must respect (read from the device; fixed values in CPU tests).

@@ -12,6 +12,8 @@
 
 pub mod direct;
 pub mod prelude;
+pub mod tensor_core;
+pub mod tiled;
 
 #[panic_handler]
 fn panic(_: &core::panic::PanicInfo) -> ! {

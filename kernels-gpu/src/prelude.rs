@@ -3,6 +3,8 @@
 
 use core::arch::{asm, global_asm, nvptx};
 
+pub mod matrix;
+
 /// Aborts the kernel; the host sees a launch error instead of wrong numbers.
 #[inline(always)]
 pub fn trap() -> ! {

@@ -59,6 +59,32 @@ fn literal_offsets_blocked_layout() {
 }
 
 #[test]
+fn literal_offsets_blocked_filter_layout() {
+    // Dims read (K=32, C=48, R=3, S=5); memory order (R=3, S=5, C/16=3, K/16=2, 16 c, 16 k):
+    // strides 7680, 1536, 512, 256, 16, 1.
+    let d = [32, 48, 3, 5];
+    let cases = [
+        ((0, 0, 0, 0), 0),
+        ((1, 0, 0, 0), 1),
+        ((0, 1, 0, 0), 16),
+        ((16, 0, 0, 0), 256),
+        ((0, 16, 0, 0), 512),
+        ((0, 0, 0, 1), 1536),
+        ((0, 0, 1, 0), 7680),
+        ((17, 33, 2, 4), 1 + 256 + 16 + 2 * 512 + 2 * 7680 + 4 * 1536),
+        ((31, 47, 2, 4), 23039),
+    ];
+    for ((k, c, r, s), want) in cases {
+        assert_eq!(Layout::Hwcn16c16n.offset(d, k, c, r, s), want, "{:?}", (k, c, r, s));
+    }
+    let t = Tensor::from_fn(d, Layout::Hwcn16c16n, tag).unwrap();
+    assert_eq!(t.data()[16], tag(0, 1, 0, 0));
+    assert_eq!(t.data()[23039], tag(31, 47, 2, 4));
+    assert_eq!("rsck16c16k".parse::<Layout>().unwrap(), Layout::Hwcn16c16n);
+    assert!(matches!(Tensor::random([8, 16, 1, 1], Layout::Hwcn16c16n, 1), Err(Error::InvalidArgument(_))));
+}
+
+#[test]
 fn storage_order_of_each_layout() {
     // The first elements in memory walk the innermost dimension of each layout.
     let first = |l: Layout| Tensor::from_fn(DIMS, l, tag).unwrap().data()[..3].to_vec();
@@ -164,7 +190,7 @@ fn names_parse_and_display() {
         assert_eq!(s.parse::<Layout>().unwrap(), l);
     }
     let shown: Vec<String> = Layout::ALL.iter().map(|l| l.to_string()).collect();
-    assert_eq!(shown, ["NCHW", "NHWC", "HWCN", "NHWC16n16c"]);
+    assert_eq!(shown, ["NCHW", "NHWC", "HWCN", "NHWC16n16c", "HWCN16c16n"]);
     assert!(matches!("NCHW16".parse::<Layout>(), Err(Error::InvalidArgument(_))));
     assert!(matches!("".parse::<Layout>(), Err(Error::InvalidArgument(_))));
 }

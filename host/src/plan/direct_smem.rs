@@ -23,6 +23,7 @@
 //! - 64,64,56,56 -> 64, 3x3 p1: `direct_smem_k16_s3`, block (15, 8), 1792 blocks, 6272 B: 0.44 ms.
 
 use super::{DeviceLimits, LaunchPlan};
+use crate::dtype::DType;
 use crate::{Conv2d, Error, Result};
 
 /// Must equal `kernels_gpu::direct::smem::MAX_BLOCK_THREADS`: at most 255 registers per
@@ -273,6 +274,7 @@ pub fn plan(problem: &Conv2d, limits: &DeviceLimits) -> Result<LaunchPlan> {
                             grid: (g.blocks as u32, 1, 1),
                             block: (txc as u32, th as u32, 1),
                             shared_bytes: g.smem_bytes as u32,
+                            dtype: DType::F32,
                         };
                         best = Some((c, plan));
                     }

@@ -1,0 +1,1 @@
+//! Warp-level matrix instructions (mma.sync, ldmatrix, wmma): not written yet.

@@ -1,0 +1,4 @@
+//! Family 2, tiled shared-memory convolution (fp32): not implemented yet.
+
+pub mod hwcn;
+pub mod nchw;
