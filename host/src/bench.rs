@@ -14,6 +14,21 @@ use crate::{compare, conv2d_cpu, launch, Algorithm, Comparison, Conv2d, Gpu, Lay
 /// reference (rounding grows like sqrt(C*R*S) * 2^-24); a wrong index lands far above it.
 pub const FP32_REL_L2_TOLERANCE: f64 = 1e-5;
 
+/// fp16 inputs with fp32 accumulation, against the f64 sum of the same fp16-rounded inputs:
+/// each product of two fp16 values is exact in fp32, so only the fp32 accumulation rounds (the
+/// tensor cores' adder truncates a few more bits than IEEE fp32, still far under 1e-4 for
+/// C*R*S in the thousands). Accumulating in fp16 instead would give about 2^-11 = 5e-4, so
+/// this tolerance also proves that the accumulators are fp32.
+pub const FP16_REL_L2_TOLERANCE: f64 = 1e-4;
+
+/// The relative L2 tolerance for a kernel reading `dtype` inputs.
+pub fn tolerance(dtype: crate::DType) -> f64 {
+    match dtype {
+        crate::DType::F32 => FP32_REL_L2_TOLERANCE,
+        crate::DType::F16 => FP16_REL_L2_TOLERANCE,
+    }
+}
+
 /// The shapes `convrs bench` times when none are given: the targets of the open issues.
 pub fn default_shapes() -> Vec<Conv2d> {
     vec![Conv2d::new(1, 6, 768, 512, 6, 6, 6), Conv2d::new(64, 64, 56, 56, 64, 3, 3).with_pad(1)]

@@ -4,9 +4,9 @@ use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use convrs::bench::{self, BenchReport, FP32_REL_L2_TOLERANCE};
+use convrs::bench::{self, BenchReport};
 use convrs::timing::{time_runs, TimingConfig};
-use convrs::{compare, conv2d_cpu, launch, Algorithm, Conv2d, Gpu, Layout, Tensor};
+use convrs::{compare, conv2d_cpu, launch, Algorithm, Conv2d, DType, Element, Gpu, Layout, Tensor};
 
 #[derive(Parser)]
 #[command(name = "convrs", version, about = "conv2d kernels written in Rust, run on an NVIDIA GPU and checked against a CPU reference",
@@ -30,7 +30,7 @@ enum Command {
     List,
     /// Run one algorithm once on random data, check it against the CPU reference, and time it.
     Run {
-        /// Algorithm: direct_naive or direct_smem.
+        /// Algorithm (see `convrs list`): direct_naive, direct_smem, tiled_hwcn, tiled_nchw, wmma_nhwcnc, wmma_nhwc.
         #[arg(long)]
         algo: Algorithm,
         #[command(flatten)]
@@ -141,27 +141,37 @@ fn info(device: usize) -> convrs::Result<bool> {
 }
 
 fn run(device: usize, algo: Algorithm, s: &ShapeArgs, runs: usize, seed: u64) -> convrs::Result<bool> {
+    match algo.dtype() {
+        DType::F32 => run_typed::<f32>(device, algo, s, runs, seed),
+        DType::F16 => run_typed::<half::f16>(device, algo, s, runs, seed),
+    }
+}
+
+fn run_typed<T: Element>(device: usize, algo: Algorithm, s: &ShapeArgs, runs: usize, seed: u64) -> convrs::Result<bool> {
     let p = problem(&s.shape, &s.geometry)?;
     let gpu = Gpu::new(device)?;
     let plan = algo.plan(&p, &gpu.limits())?;
-    p.check_device_memory(4, 4, gpu.info().free_memory_bytes)?;
+    p.check_device_memory(T::DTYPE.size(), 4, gpu.info().free_memory_bytes)?;
     println!("{p}");
-    println!("{algo} on {}: grid {:?}, block {:?}, {} B shared memory", gpu.info().name, plan.grid, plan.block, plan.shared_bytes);
-    let x = Tensor::random(p.input_shape(), Layout::Nchw, seed)?;
-    let w = Tensor::random(p.filter_shape(), Layout::Nchw, seed.wrapping_add(1))?;
+    println!("{algo} ({}) on {}: grid {:?}, block {:?}, {} B shared memory", T::DTYPE, gpu.info().name, plan.grid, plan.block, plan.shared_bytes);
+    let x = Tensor::random(p.input_shape(), Layout::Nchw, seed)?.map(T::from_f32);
+    let w = Tensor::random(p.filter_shape(), Layout::Nchw, seed.wrapping_add(1))?.map(T::from_f32);
     let y = convrs::conv2d(&gpu, algo, &p, &x, &w)?;
     eprintln!("computing the f64 CPU reference ({:.2} GFLOP)...", p.flops() / 1e9);
     let reference = conv2d_cpu(&p, &x, &w)?;
     let check = compare(y.data(), reference.data());
-    let (dx, dw) = (gpu.upload(x.data())?, gpu.upload(w.data())?);
+    let (in_layout, filter_layout, _) = algo.layouts();
+    let dx = gpu.upload(x.to_layout(in_layout)?.data())?;
+    let dw = gpu.upload(w.to_layout(filter_layout)?.data())?;
     let mut dy = gpu.alloc_zeros::<f32>(p.output_len())?;
     let t = time_runs(&gpu, TimingConfig { warmup: 3, runs: runs.max(1) }, |_| launch(&gpu, &plan, &p, &dx, &dw, &mut dy))?;
+    let tol = bench::tolerance(T::DTYPE);
     println!("time      {:.4} ms (median of {} runs; min {:.4}, max {:.4})", t.median_ms, t.runs, t.min_ms, t.max_ms);
     println!("speed     {:.2} TFLOP/s", p.flops() / (t.median_ms * 1e-3) / 1e12);
     println!("max abs   {:.3e}", check.max_abs_err);
-    println!("rel L2    {:.3e} (tolerance {FP32_REL_L2_TOLERANCE:.0e})", check.rel_l2_err);
+    println!("rel L2    {:.3e} (tolerance {tol:.0e})", check.rel_l2_err);
     println!("worst at  {} (non-finite outputs: {})", check.worst_index, check.non_finite);
-    let ok = check.passes(FP32_REL_L2_TOLERANCE);
+    let ok = check.passes(tol);
     println!("check     {}", if ok { "PASSED" } else { "FAILED" });
     Ok(ok)
 }

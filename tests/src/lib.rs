@@ -44,45 +44,71 @@ pub fn ptxas_or_skip(test: &str) -> Option<PathBuf> {
     }
 }
 
-use convrs::{compare, conv2d, conv2d_cpu, Algorithm, Comparison, Conv2d, Gpu, Layout, Tensor};
+use convrs::{compare, conv2d, conv2d_cpu, Algorithm, Comparison, Conv2d, DType, Gpu, Layout, Tensor};
+use half::f16;
 use proptest::prelude::*;
+
+/// What `algo` requires of (N, C, K): each must be a multiple of the returned value.
+pub fn size_multiples(algo: Algorithm) -> (usize, usize, usize) {
+    match algo {
+        Algorithm::WmmaNhwcnc => (16, 16, 16),
+        Algorithm::WmmaNhwc => (1, 8, 8),
+        _ => (1, 1, 1),
+    }
+}
 
 /// Random conv2d problems for GPU property tests: odd sizes, 1x1 to 8x8 filters (1, 3 and 7
 /// weighted up), padding up to 4, stride and dilation up to 3 (each axis on its own), batch 1 to
 /// 4, and a seed for fresh random data. Only problems that validate are produced.
 pub fn conv_problems() -> impl Strategy<Value = (Conv2d, u64)> {
+    conv_problems_with((1, 1, 1))
+}
+
+/// [`conv_problems`] with N, C and K multiples of `(n, c, k)` (for kernels that need them).
+/// Where N must be a multiple of 16 the spatial sizes shrink, so the f64 CPU reference stays
+/// quick.
+pub fn conv_problems_with((n_mult, c_mult, k_mult): (usize, usize, usize)) -> impl Strategy<Value = (Conv2d, u64)> {
     let filter = || prop_oneof![Just(1usize), Just(3), Just(7), 1usize..=8];
+    let (max_c, max_k) = (20usize.div_ceil(c_mult).max(2), 13usize.div_ceil(k_mult).max(2));
+    let (max_h, max_w) = if n_mult > 1 { (20usize, 24usize) } else { (50, 70) };
     (
-        (1usize..=4, 1usize..=20, 1usize..=50, 1usize..=70, 1usize..=13),
+        (1usize..=if n_mult > 1 { 2 } else { 4 }, 1usize..=max_c, 1usize..=max_h, 1usize..=max_w, 1usize..=max_k),
         (filter(), filter()),
         ((0usize..=4, 0usize..=4), (1usize..=3, 1usize..=3), (1usize..=3, 1usize..=3)),
         any::<u64>(),
     )
-        .prop_map(|((n, c, h, w, k), (r, s), (pad, stride, dilation), seed)| {
-            (Conv2d { n, c, h, w, k, r, s, pad, stride, dilation }, seed)
+        .prop_map(move |((n, c, h, w, k), (r, s), (pad, stride, dilation), seed)| {
+            (Conv2d { n: n * n_mult, c: c * c_mult, h, w, k: k * k_mult, r, s, pad, stride, dilation }, seed)
         })
         .prop_filter("filter must fit the padded input", |(p, _)| p.validate().is_ok())
 }
 
 /// Runs `algo` on fresh random data (the output poisoned with NaN first, inside `conv2d`) and
-/// compares with the f64 CPU reference on the same inputs.
+/// compares with the f64 CPU reference on the same inputs. For fp16 kernels the inputs are
+/// rounded to fp16 first and the reference sums the rounded values, so only the kernel's own
+/// arithmetic is judged.
 pub fn gpu_vs_cpu(gpu: &Gpu, algo: Algorithm, p: &Conv2d, seed: u64) -> convrs::Result<Comparison> {
     let x = Tensor::random(p.input_shape(), Layout::Nchw, seed)?;
     let w = Tensor::random(p.filter_shape(), Layout::Nchw, seed ^ 0x9E37_79B9_7F4A_7C15)?;
-    let y = conv2d(gpu, algo, p, &x, &w)?;
-    let reference = conv2d_cpu(p, &x, &w)?;
+    let (y, reference) = match algo.dtype() {
+        DType::F32 => (conv2d(gpu, algo, p, &x, &w)?, conv2d_cpu(p, &x, &w)?),
+        DType::F16 => {
+            let (x, w) = (x.map(f16::from_f32), w.map(f16::from_f32));
+            (conv2d(gpu, algo, p, &x, &w)?, conv2d_cpu(p, &x, &w)?)
+        }
+    };
     Ok(compare(y.data(), reference.data()))
 }
 
-/// Property test: `cases` random problems (see [`conv_problems`]) through `algo`, each within
-/// `rel_l2_tolerance` of the CPU reference with every output written. Problems the algorithm
-/// reports as unsupported are counted and must stay a minority.
+/// Property test: `cases` random problems (see [`conv_problems_with`], with the sizes `algo`
+/// needs) through `algo`, each within `rel_l2_tolerance` of the CPU reference with every output
+/// written. Problems the algorithm reports as unsupported are counted and must stay a minority.
 pub fn property_test_gpu(gpu: &Gpu, algo: Algorithm, cases: u32, rel_l2_tolerance: f64) {
     use proptest::test_runner::{Config, TestRunner};
     let mut runner = TestRunner::new(Config { cases, failure_persistence: None, ..Config::default() });
     let ran = std::cell::Cell::new(0u32);
     let unsupported = std::cell::Cell::new(0u32);
-    let result = runner.run(&conv_problems(), |(p, seed)| {
+    let result = runner.run(&conv_problems_with(size_multiples(algo)), |(p, seed)| {
         match gpu_vs_cpu(gpu, algo, &p, seed) {
             Err(convrs::Error::Unsupported { .. }) => unsupported.set(unsupported.get() + 1),
             Err(e) => return Err(TestCaseError::fail(format!("{algo} on {p}: {e}"))),
