@@ -1,9 +1,176 @@
-//! Plan for `wmma_nhwc` (not implemented yet).
+//! Plan for `wmma_nhwc` (kernels-gpu/src/tensor_core/nhwc.rs): the tensor-core implicit GEMM
+//! over NHWC fp16 data (GEMM M = N*P*Q output pixels, GEMM N = K output channels, reduction
+//! R*S*C in k-tiles of 32 channels of one filter tap).
+//!
+//! The kernel comes in three block tiles (entry `wmma_nhwc_{BM}x{BN}`, 4 warps each, 4 stages
+//! of `(BM + BN) * 64` bytes of shared memory). The plan scores each with a small wave model of
+//! an H100 (132 SMs): blocks resident per SM from registers (ptxas, sm_90) and shared memory, an
+//! SM reaching its full mma rate only with 8 or more resident warps, and a per-tile efficiency
+//! from the shared-memory bytes `ldmatrix` reads per MAC (the 64x64 warp tile reads half as
+//! much per MAC as the 32x32 one). Wasted work (tiles past M or K) is charged in full, so K = 64
+//! takes the 128x64 tile and small grids take 64x64.
+//!
+//! Picks: 256,256,14,14 -> 512 3x3 p1: 128x128, 1568 blocks; 64,64,56,56 -> 64 3x3 p1: 128x64,
+//! 1568 blocks; 32,512,7,7 -> 512 3x3 p1: 64x64, 200 blocks.
 
 use super::{DeviceLimits, LaunchPlan};
+use crate::dtype::DType;
 use crate::{Conv2d, Error, Result};
 
-pub fn plan(problem: &Conv2d, _limits: &DeviceLimits) -> Result<LaunchPlan> {
+/// One instantiation of the kernel's const generics.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Tile {
+    kernel: &'static str,
+    bm: usize,
+    bn: usize,
+    threads: usize,
+    stages: usize,
+    /// Registers per thread as ptxas allocates them (sm_90), for the occupancy estimate only.
+    regs: usize,
+    /// Relative mma throughput of its warp tile (shared-memory bytes read per MAC).
+    efficiency: f64,
+}
+
+impl Tile {
+    fn smem_bytes(&self) -> usize {
+        self.stages * (self.bm + self.bn) * 64
+    }
+}
+
+/// Must match the `conv::<WARPS_M, WARPS_N, MT, NT, STAGES>` entries of the kernel.
+const TILES: [Tile; 3] = [
+    Tile { kernel: "wmma_nhwc_128x128", bm: 128, bn: 128, threads: 128, stages: 4, regs: 224, efficiency: 1.0 },
+    Tile { kernel: "wmma_nhwc_128x64", bm: 128, bn: 64, threads: 128, stages: 4, regs: 128, efficiency: 0.7 },
+    Tile { kernel: "wmma_nhwc_64x64", bm: 64, bn: 64, threads: 128, stages: 4, regs: 64, efficiency: 0.5 },
+];
+
+/// Every entry point the plan can name (for tests and tools).
+pub fn kernel_names() -> Vec<&'static str> {
+    TILES.iter().map(|t| t.kernel).collect()
+}
+
+const MODEL_SMS: f64 = 132.0;
+const MODEL_SMEM_PER_SM: usize = 228 * 1024;
+
+/// Modelled time of `tile` on a problem of `m x n` GEMM outputs, in arbitrary units.
+fn cost(tile: &Tile, m: usize, n: usize) -> f64 {
+    let blocks = (m.div_ceil(tile.bm) * n.div_ceil(tile.bn)) as f64;
+    let by_regs = 65536 / (tile.regs * tile.threads);
+    let by_smem = MODEL_SMEM_PER_SM / (tile.smem_bytes() + 1024);
+    let bps = by_regs.min(by_smem).min(2048 / tile.threads).clamp(1, 32) as f64;
+    let work = (tile.bm * tile.bn) as f64 / tile.efficiency;
+    let warps = (tile.threads / 32) as f64;
+    // An SM with `b` resident blocks finishes them in b * work / rate; the rate needs 8 warps.
+    let wave = |b: f64| b * work / (b * warps / 8.0).min(1.0);
+    let full = (blocks / (MODEL_SMS * bps)).floor();
+    let rest = blocks - full * MODEL_SMS * bps;
+    full * wave(bps) + if rest > 0.0 { wave((rest / MODEL_SMS).ceil()) } else { 0.0 }
+}
+
+pub fn plan(problem: &Conv2d, limits: &DeviceLimits) -> Result<LaunchPlan> {
     problem.validate()?;
-    Err(Error::Unsupported { algorithm: "wmma_nhwc", reason: "not implemented yet".into() })
+    let p = problem;
+    if p.c % 8 != 0 || p.k % 8 != 0 {
+        return Err(Error::Unsupported {
+            algorithm: "wmma_nhwc",
+            reason: format!(
+                "C = {} and K = {} must be multiples of 8: the kernel moves channels in 16-byte (8 x fp16) pieces",
+                p.c, p.k
+            ),
+        });
+    }
+    let (out_p, out_q) = p.output_hw();
+    let m = p.n * out_p * out_q;
+    let best = TILES
+        .iter()
+        .filter(|t| t.smem_bytes() <= limits.max_shared_bytes_per_block as usize)
+        .filter(|t| m.div_ceil(t.bm).checked_mul(p.k.div_ceil(t.bn)).is_some_and(|b| b <= i32::MAX as usize))
+        .min_by(|a, b| cost(a, m, p.k).total_cmp(&cost(b, m, p.k)));
+    let Some(t) = best else {
+        return Err(Error::Unsupported {
+            algorithm: "wmma_nhwc",
+            reason: format!(
+                "even the smallest tile needs {} bytes of shared memory (or the grid exceeds 2^31 blocks); the device allows {} per block",
+                TILES[2].smem_bytes(),
+                limits.max_shared_bytes_per_block
+            ),
+        });
+    };
+    Ok(LaunchPlan {
+        kernel: t.kernel,
+        grid: ((m.div_ceil(t.bm) * p.k.div_ceil(t.bn)) as u32, 1, 1),
+        block: (t.threads as u32, 1, 1),
+        shared_bytes: t.smem_bytes() as u32,
+        dtype: DType::F16,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const H100: DeviceLimits = DeviceLimits { max_shared_bytes_per_block: 227 * 1024, max_grid_y: 65535, max_grid_z: 65535 };
+
+    fn tile_of(plan: &LaunchPlan) -> Tile {
+        *TILES.iter().find(|t| t.kernel == plan.kernel).unwrap()
+    }
+
+    /// The grid covers every GEMM output (M x K) with whole tiles, one block per tile.
+    fn assert_covers(p: &Conv2d, plan: &LaunchPlan) {
+        let t = tile_of(plan);
+        let (out_p, out_q) = p.output_hw();
+        let m = p.n * out_p * out_q;
+        assert_eq!(plan.grid, ((m.div_ceil(t.bm) * p.k.div_ceil(t.bn)) as u32, 1, 1), "{p}");
+        assert_eq!(plan.block, (128, 1, 1));
+        assert_eq!(plan.shared_bytes as usize, t.stages * (t.bm + t.bn) * 64);
+        assert_eq!(plan.dtype, DType::F16);
+    }
+
+    #[test]
+    fn speed_shapes_get_the_expected_tiles() {
+        let cases = [
+            (Conv2d::new(256, 256, 14, 14, 512, 3, 3).with_pad(1), "wmma_nhwc_128x128", 1568),
+            (Conv2d::new(64, 64, 56, 56, 64, 3, 3).with_pad(1), "wmma_nhwc_128x64", 1568),
+            (Conv2d::new(32, 512, 7, 7, 512, 3, 3).with_pad(1), "wmma_nhwc_64x64", 200),
+        ];
+        for (p, kernel, blocks) in cases {
+            let plan = super::plan(&p, &H100).unwrap();
+            assert_eq!((plan.kernel, plan.grid.0), (kernel, blocks), "{p}");
+            assert_covers(&p, &plan);
+        }
+    }
+
+    #[test]
+    fn channels_not_multiple_of_8_are_unsupported() {
+        for p in [Conv2d::new(1, 12, 8, 8, 16, 3, 3), Conv2d::new(1, 16, 8, 8, 12, 3, 3), Conv2d::new(1, 3, 8, 8, 64, 3, 3)] {
+            match super::plan(&p, &H100) {
+                Err(Error::Unsupported { algorithm: "wmma_nhwc", reason }) => assert!(reason.contains("multiples of 8"), "{reason}"),
+                other => panic!("{p}: expected Unsupported, got {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn odd_shapes_plan_and_fit() {
+        let shapes = [
+            Conv2d::new(1, 8, 1, 1, 8, 1, 1),
+            Conv2d::new(3, 8, 31, 29, 8, 1, 1).with_stride(2),
+            Conv2d::new(2, 24, 33, 35, 40, 7, 7).with_pad(3),
+            Conv2d::new(2, 16, 40, 41, 16, 3, 3).with_pad(2).with_dilation(2),
+            Conv2d::new(4, 1024, 3, 3, 2048, 3, 3).with_pad(1),
+        ];
+        for p in shapes {
+            let plan = super::plan(&p, &H100).unwrap_or_else(|e| panic!("{p}: {e}"));
+            assert!(plan.shared_bytes <= H100.max_shared_bytes_per_block);
+            assert!(kernel_names().contains(&plan.kernel));
+            assert_covers(&p, &plan);
+        }
+        let tiny = DeviceLimits { max_shared_bytes_per_block: 16 * 1024, ..H100 };
+        assert!(matches!(super::plan(&Conv2d::new(1, 8, 8, 8, 8, 3, 3), &tiny), Err(Error::Unsupported { .. })));
+    }
+
+    #[test]
+    fn invalid_problems_are_rejected_before_planning() {
+        assert!(matches!(super::plan(&Conv2d::new(1, 8, 4, 4, 8, 7, 7), &H100), Err(Error::FilterLargerThanPaddedInput { .. })));
+    }
 }

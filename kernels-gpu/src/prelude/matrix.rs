@@ -1,1 +1,140 @@
-//! Warp-level matrix instructions (mma.sync, ldmatrix, wmma): not written yet.
+//! Warp-level matrix instructions (sm_80+) for the tensor-core kernels: `mma.sync` m16n8k16
+//! (fp16 x fp16 + fp32 -> fp32), `ldmatrix` (x1, x2, x4, and x4 `.trans`), `cp.async` group
+//! waits with a count, and an 8-byte global store for fp32 accumulator pairs.
+//!
+//! Fragments are `u32` registers holding two fp16 values each (the low half is the lower
+//! column), exactly as the PTX ISA lays out the `.f16x2` operands; accumulators are `f32`.
+//! The 16-byte `cp.async` with zero-fill lives in the parent prelude (`cp_async_16`).
+//!
+//! The `.sync.aligned` instructions need every lane of the warp to execute the same instruction
+//! (converged control flow); callers state this at each use.
+
+use core::arch::asm;
+
+/// `d = a * b + d` on one 16x8x16 tile: `mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32`.
+///
+/// Lane `l` (group `g = l / 4`, thread-in-group `t = l % 4`) holds
+/// - `a[0]` = A[g][2t..2t+2], `a[1]` = A[g+8][2t..], `a[2]` = A[g][2t+8..], `a[3]` = A[g+8][2t+8..]
+/// - `b[0]` = B[2t..2t+2][g] (k-pair, column g), `b[1]` = B[2t+8..2t+10][g]
+/// - `d[0..2]` = D[g][2t..2t+2], `d[2..4]` = D[g+8][2t..2t+2].
+///
+/// # Safety
+/// Every lane of the warp executes this call together (converged control flow).
+#[inline(always)]
+pub unsafe fn mma_m16n8k16_f16_f32(d: &mut [f32; 4], a: [u32; 4], b: [u32; 2]) {
+    // SAFETY: register-only instruction; the caller guarantees the warp is converged.
+    unsafe {
+        asm!(
+            "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {{{d0}, {d1}, {d2}, {d3}}}, {{{a0}, {a1}, {a2}, {a3}}}, {{{b0}, {b1}}}, {{{d0}, {d1}, {d2}, {d3}}};",
+            d0 = inout(reg32) d[0], d1 = inout(reg32) d[1], d2 = inout(reg32) d[2], d3 = inout(reg32) d[3],
+            a0 = in(reg32) a[0], a1 = in(reg32) a[1], a2 = in(reg32) a[2], a3 = in(reg32) a[3],
+            b0 = in(reg32) b[0], b1 = in(reg32) b[1],
+            options(pure, nomem, nostack)
+        )
+    };
+}
+
+/// Loads four 8x8 fp16 matrices from shared memory: lanes 8i..8i+8 give the 16-byte row
+/// addresses of matrix i, and lane `l` receives row `l / 4`, columns `2(l % 4)..+2` of matrix i
+/// in register i.
+///
+/// # Safety
+/// Every lane executes it together; each lane's `addr` is a 16-byte aligned address of 16 bytes
+/// of this block's shared memory, written and made visible (barrier) before.
+#[inline(always)]
+pub unsafe fn ldmatrix_x4(addr: u32) -> [u32; 4] {
+    let (r0, r1, r2, r3): (u32, u32, u32, u32);
+    // SAFETY: the caller guarantees convergence and valid, aligned shared addresses.
+    unsafe {
+        asm!(
+            "ldmatrix.sync.aligned.m8n8.x4.shared.b16 {{{r0}, {r1}, {r2}, {r3}}}, [{p}];",
+            r0 = out(reg32) r0, r1 = out(reg32) r1, r2 = out(reg32) r2, r3 = out(reg32) r3, p = in(reg32) addr,
+            options(pure, readonly, nostack)
+        )
+    };
+    [r0, r1, r2, r3]
+}
+
+/// [`ldmatrix_x4`] with each 8x8 matrix transposed (`.trans`): lane `l` receives column `l / 4`,
+/// rows `2(l % 4)..+2`.
+///
+/// # Safety
+/// As [`ldmatrix_x4`].
+#[inline(always)]
+pub unsafe fn ldmatrix_x4_trans(addr: u32) -> [u32; 4] {
+    let (r0, r1, r2, r3): (u32, u32, u32, u32);
+    // SAFETY: the caller guarantees convergence and valid, aligned shared addresses.
+    unsafe {
+        asm!(
+            "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {{{r0}, {r1}, {r2}, {r3}}}, [{p}];",
+            r0 = out(reg32) r0, r1 = out(reg32) r1, r2 = out(reg32) r2, r3 = out(reg32) r3, p = in(reg32) addr,
+            options(pure, readonly, nostack)
+        )
+    };
+    [r0, r1, r2, r3]
+}
+
+/// Two 8x8 matrices (addresses from lanes 0..16; the other lanes' `addr` is ignored but must
+/// still be valid shared memory).
+///
+/// # Safety
+/// As [`ldmatrix_x4`].
+#[inline(always)]
+pub unsafe fn ldmatrix_x2(addr: u32) -> [u32; 2] {
+    let (r0, r1): (u32, u32);
+    // SAFETY: the caller guarantees convergence and valid, aligned shared addresses.
+    unsafe {
+        asm!(
+            "ldmatrix.sync.aligned.m8n8.x2.shared.b16 {{{r0}, {r1}}}, [{p}];",
+            r0 = out(reg32) r0, r1 = out(reg32) r1, p = in(reg32) addr,
+            options(pure, readonly, nostack)
+        )
+    };
+    [r0, r1]
+}
+
+/// One 8x8 matrix (addresses from lanes 0..8).
+///
+/// # Safety
+/// As [`ldmatrix_x4`].
+#[inline(always)]
+pub unsafe fn ldmatrix_x1(addr: u32) -> u32 {
+    let r0: u32;
+    // SAFETY: the caller guarantees convergence and valid, aligned shared addresses.
+    unsafe {
+        asm!("ldmatrix.sync.aligned.m8n8.x1.shared.b16 {{{r0}}}, [{p}];", r0 = out(reg32) r0, p = in(reg32) addr,
+            options(pure, readonly, nostack))
+    };
+    r0
+}
+
+/// Waits until at most `pending` of this thread's committed `cp.async` groups are still in
+/// flight (`cp.async.wait_group N`; N must be an immediate, so this matches on the constants a
+/// pipeline uses and waits for everything beyond 6, which is always correct, only slower).
+/// Other threads see the data only after a barrier that follows this wait.
+#[inline(always)]
+pub fn cp_async_wait_group(pending: u32) {
+    // SAFETY: waiting has no preconditions; no `nomem`, so shared loads stay after it.
+    unsafe {
+        match pending {
+            1 => asm!("cp.async.wait_group 1;", options(nostack)),
+            2 => asm!("cp.async.wait_group 2;", options(nostack)),
+            3 => asm!("cp.async.wait_group 3;", options(nostack)),
+            4 => asm!("cp.async.wait_group 4;", options(nostack)),
+            5 => asm!("cp.async.wait_group 5;", options(nostack)),
+            6 => asm!("cp.async.wait_group 6;", options(nostack)),
+            _ => asm!("cp.async.wait_group 0;", options(nostack)),
+        }
+    }
+}
+
+/// Stores two `f32`s to global memory as one 8-byte access.
+///
+/// # Safety
+/// `p` is 8-byte aligned global memory, valid for 2 `f32`s, that no other thread accesses during
+/// the launch.
+#[inline(always)]
+pub unsafe fn store_global_f32x2(p: *mut f32, a: f32, b: f32) {
+    // SAFETY: the caller guarantees alignment, validity and exclusive access.
+    unsafe { asm!("st.global.v2.f32 [{p}], {{{a}, {b}}};", p = in(reg64) p, a = in(reg32) a, b = in(reg32) b, options(nostack)) };
+}

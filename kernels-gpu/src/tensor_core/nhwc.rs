@@ -1,1 +1,332 @@
-//! Not implemented yet.
+//! Family 3, step 2: conv2d as an implicit GEMM on tensor cores over plain channels-last data
+//! (fp16 NHWC input, fp16 KRSC filter, fp32 NHWK output; fp32 accumulate).
+//!
+//! # The GEMM
+//!
+//! ```text
+//! D[m][k] = sum over (r, s, c) of A[m][(r, s, c)] * B[(r, s, c)][k]
+//!   m = (n, p, q)  an output pixel,   GEMM M = N*P*Q
+//!   k              an output channel, GEMM N = K
+//!   A[m][(r,s,c)] = x[n][p*stride_h - pad_h + r*dil_h][q*stride_w - pad_w + s*dil_w][c]  (0 outside)
+//!   B[(r,s,c)][k] = w[k][r][s][c]
+//! ```
+//!
+//! Channels-last makes both operands K-major (the reduction index is contiguous): a row of A
+//! for one (r, s) is 16-byte chunks of `x`, a column of B is 16-byte chunks of `w`. That is why
+//! C and K must be multiples of 8 (one chunk = 8 halves): a chunk is wholly inside or wholly
+//! outside the tensor, so `cp.async`'s zero-fill handles every edge.
+//!
+//! # Tile hierarchy (CUTLASS vocabulary)
+//!
+//! ```text
+//! grid        1-D, (M tiles) x (N tiles), N tile fastest (the blocks sharing an A tile run together)
+//! block tile  BM x BN x BK  = (WARPS_M*WM) x (WARPS_N*WN) x 32
+//!             entries: 128x128 (4 warps of 64x64), 128x64 (4 warps of 64x32), 64x64 (4 warps of 32x32)
+//! warp tile   WM x WN = (MT*16) x (NT*8): MT x NT mma tiles, MT*NT*4 fp32 accumulators per thread
+//!             (64x64: 4 x 8 tiles, 128 accumulators)
+//! mma tile    m16n8k16 (`mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32`), two k-steps per BK
+//! ```
+//!
+//! # Mainloop
+//!
+//! The reduction runs as k-tiles of (r, s, 32 channels), c fastest; the last chunk of C is
+//! zero-filled past C. A k-tile of A is BM rows x 64 bytes and of B is BN rows x 64 bytes in
+//! shared memory; STAGES (4) of them form a ring (128x128: 4 x 16 KiB = 64 KiB):
+//!
+//! ```text
+//! prologue: load k-tiles 0..STAGES-2, one commit group each
+//! for kt:   wait_group(STAGES-2)        (k-tile kt has landed for this thread)
+//!           barrier                     (for every thread; and everyone is done with kt-1's stage)
+//!           load k-tile kt+STAGES-1 into kt-1's stage; commit (maybe empty)
+//!           2 k-steps: ldmatrix.x4 A (MT) and B (NT/2) fragments, MT*NT mma.sync
+//! epilogue: accumulators straight from registers to y as 8-byte stores, predicated on M and K
+//! ```
+//!
+//! Each thread copies fixed rows (`tid/4 + i*THREADS/4`) at a fixed 16-byte chunk (`tid%4`) of
+//! the k-tile. The pixel decomposition (n, p, q) of its A rows is done once before the
+//! mainloop; per k-tile only `(r*dil_h, s*dil_w)` and two running offsets change, advanced
+//! incrementally (no divisions in the mainloop). Out-of-image taps, rows past M, filter rows
+//! past K and channels past C are `cp.async` copies with `src-size` 0, i.e. zeros.
+//!
+//! # Swizzle
+//!
+//! A 64-byte shared row holds 4 chunks; `ldmatrix` reads one chunk from each of 8 consecutive
+//! rows per 8x8 matrix. Stored plainly those 8 chunks would fall in 2 of the 8 16-byte bank
+//! groups (4-way conflict). Chunk `c` of row `r` is stored at chunk `c ^ ((r >> 1) & 3)`: rows
+//! 2j and 2j+1 differ in the 64-byte half, and the XOR spreads the four row pairs over the four
+//! chunk slots, so the 8 rows hit 8 distinct bank groups (conflict-free), and the copies of a
+//! warp (8 whole rows) stay at the minimum 4 wavefronts.
+
+use core::num::NonZeroU32;
+
+use crate::prelude::matrix::{cp_async_wait_group, ldmatrix_x4, mma_m16n8k16_f16_f32, store_global_f32x2};
+use crate::prelude::*;
+
+/// Repeats `$body` with `$i` bound to 0, 1, ... `$n - 1` as straight-line copies, so every
+/// fragment and accumulator index is a compile-time constant (registers, never local memory).
+macro_rules! unroll {
+    (8: $n:expr, $i:ident => $body:block) => {
+        unroll!(@each $n, $i, $body, 0 1 2 3 4 5 6 7)
+    };
+    (@each $n:expr, $i:ident, $body:block, $($k:literal)*) => {{
+        $( if $k < $n { let $i: usize = $k; $body } )*
+    }};
+}
+
+/// Halves of the reduction per k-tile: 32 channels of one (r, s) tap, 64 bytes per smem row.
+pub const BK: i32 = 32;
+const ROW_BYTES: u32 = 2 * BK as u32;
+
+/// Physical 16-byte chunk slot of logical chunk 0 in shared row `row` (see the module docs).
+#[inline(always)]
+fn swizzle(row: u32) -> u32 {
+    (row >> 1) & 3
+}
+
+/// `(a / b, a % b)` in unsigned arithmetic, without the divide-by-zero branch.
+///
+/// # Safety
+/// `b >= 1`.
+#[inline(always)]
+unsafe fn divmod(a: u32, b: u32) -> (u32, u32) {
+    // SAFETY: the caller guarantees b >= 1.
+    let d = unsafe { NonZeroU32::new_unchecked(b) };
+    (a / d, a % d)
+}
+
+/// Where the producer is in the reduction: the next k-tile to copy.
+#[derive(Clone, Copy)]
+struct Tap {
+    /// First channel of the k-tile.
+    c0: i32,
+    s: i32,
+    /// `r * dil_h` and `s * dil_w`.
+    rdh: i32,
+    sdw: i32,
+    /// `(r*dil_h*W + s*dil_w) * C`: the tap's offset in `x` relative to a pixel's window origin.
+    x_off: i32,
+    /// `(r*S + s) * C`: the tap's offset in `w` relative to a filter row.
+    w_off: i32,
+}
+
+impl Tap {
+    #[inline(always)]
+    fn advance(&mut self, g: &ConvShape) {
+        self.c0 += BK;
+        if self.c0 >= g.c {
+            self.c0 = 0;
+            self.w_off += g.c;
+            self.s += 1;
+            self.sdw += g.dil_w;
+            if self.s == g.s {
+                self.s = 0;
+                self.sdw = 0;
+                self.rdh += g.dil_h;
+            }
+            // Wrapping: for taps wholly in the padding this may exceed i32, but it is only used
+            // for in-image taps, whose sums are in range.
+            self.x_off = self.rdh.wrapping_mul(g.w).wrapping_add(self.sdw).wrapping_mul(g.c);
+        }
+    }
+}
+
+/// The kernel: `WARPS_M x WARPS_N` warps of `MT x NT` m16n8 tiles each, `STAGES` k-tiles in
+/// flight. Launched with `32 * WARPS_M * WARPS_N` threads, a 1-D grid of
+/// `ceil(M / BM) * ceil(K / BN)` blocks and `STAGES * (BM + BN) * 64` bytes of shared memory
+/// (host/src/plan/wmma_nhwc.rs); C and K multiples of 8.
+///
+/// # Safety
+/// `x`, `w`, `y` hold N*H*W*C, K*R*S*C and N*P*Q*K elements, 16-byte aligned, and `sh`
+/// describes them with every index in `i32`.
+#[inline(always)]
+pub unsafe fn conv<const WARPS_M: usize, const WARPS_N: usize, const MT: usize, const NT: usize, const STAGES: usize>(
+    x: *const u16,
+    w: *const u16,
+    y: *mut f32,
+    sh: ConvShape,
+) {
+    const {
+        let threads = 32 * WARPS_M * WARPS_N;
+        assert!(MT >= 1 && MT <= 8 && NT >= 2 && NT <= 8 && NT % 2 == 0);
+        assert!(STAGES >= 2 && STAGES <= 8);
+        // Whole rows per pass of the block's copies, and at most 8 copies per operand per thread.
+        assert!((WARPS_M * MT * 16 * 4) % threads == 0 && (WARPS_M * MT * 16 * 4) / threads <= 8);
+        assert!((WARPS_N * NT * 8 * 4) % threads == 0 && (WARPS_N * NT * 8 * 4) / threads <= 8);
+    }
+    let threads = 32 * WARPS_M * WARPS_N;
+    let (bm, bn) = ((WARPS_M * MT * 16) as u32, (WARPS_N * NT * 8) as u32);
+    let (a_loads, b_loads) = (bm as usize * 4 / threads, bn as usize * 4 / threads);
+    let stage_bytes = (bm + bn) * ROW_BYTES;
+    if block_dim_x() != threads as i32 || dynamic_smem_bytes() < STAGES as u32 * stage_bytes {
+        trap();
+    }
+    let gemm_m = (sh.n * sh.p * sh.q) as u32;
+    let gemm_n = sh.k as u32;
+    // SAFETY: bn >= 16.
+    let (mtile, ntile) = unsafe { divmod(block_x() as u32, gemm_n.div_ceil(bn)) };
+    let (m0, n0) = (mtile * bm, ntile * bn);
+    let tid = thread_x() as u32;
+
+    // Producer: this thread copies chunk `tid % 4` of rows `lrow + i * row_step`. row_step is a
+    // multiple of 8, so all its rows share one swizzle and one destination offset pattern.
+    let chunk = (tid % 4) as i32;
+    let lrow = tid / 4;
+    let row_step = threads as u32 / 4;
+    let ldst = lrow * ROW_BYTES + (((chunk as u32) ^ swizzle(lrow)) << 4);
+    let mut a_ih = [0i32; 8];
+    let mut a_iw = [0i32; 8];
+    let mut a_base = [0i32; 8];
+    let pq = (sh.p * sh.q) as u32;
+    unroll!(8: a_loads, i => {
+        let m = m0 + lrow + i as u32 * row_step;
+        if m < gemm_m {
+            // SAFETY: P*Q >= 1 and Q >= 1 (validated problems have non-empty outputs).
+            let (n, rest) = unsafe { divmod(m, pq) };
+            // SAFETY: as above.
+            let (p, q) = unsafe { divmod(rest, sh.q as u32) };
+            a_ih[i] = p as i32 * sh.stride_h - sh.pad_h;
+            a_iw[i] = q as i32 * sh.stride_w - sh.pad_w;
+            // Offset of the window origin (may lie in the padding: wrapping, only summed with
+            // a tap offset when the tap is inside the image).
+            a_base[i] = ((n as i32 * sh.h).wrapping_add(a_ih[i]).wrapping_mul(sh.w).wrapping_add(a_iw[i]))
+                .wrapping_mul(sh.c)
+                .wrapping_add(chunk * 8);
+        } else {
+            // A row past M: an origin so far above the image that no tap reaches it
+            // (i32::MIN + r*dil_h stays negative for any tap offset in i32).
+            a_ih[i] = i32::MIN;
+        }
+    });
+    let mut b_ok = [false; 8];
+    let mut b_base = [0i32; 8];
+    let rsc = sh.r * sh.s * sh.c;
+    unroll!(8: b_loads, j => {
+        let k = n0 + lrow + j as u32 * row_step;
+        b_ok[j] = k < gemm_n;
+        b_base[j] = (k as i32).wrapping_mul(rsc).wrapping_add(chunk * 8);
+    });
+
+    let smem = dynamic_smem_u32();
+    let (h, wd) = (sh.h as u32, sh.w as u32);
+    // Copies one k-tile into the stage at shared address `stage`.
+    let load = |stage: u32, t: &Tap| {
+        let c_ok = t.c0 + chunk * 8 < sh.c;
+        unroll!(8: a_loads, i => {
+            let ok = c_ok && ((a_ih[i] + t.rdh) as u32) < h && ((a_iw[i] + t.sdw) as u32) < wd;
+            let off = if ok { a_base[i].wrapping_add(t.x_off).wrapping_add(t.c0) } else { 0 };
+            let dst = stage + ldst + i as u32 * row_step * ROW_BYTES;
+            // SAFETY: dst is inside the stage's A tile (row < BM), 16-byte aligned; off is an
+            // in-bounds, 8-element aligned index of x when ok, and nothing is read otherwise.
+            unsafe { cp_async_16(dst, x.wrapping_add(off as u32 as usize) as *const f32, if ok { 16 } else { 0 }) };
+        });
+        unroll!(8: b_loads, j => {
+            let ok = c_ok && b_ok[j];
+            let off = if ok { b_base[j] + t.w_off + t.c0 } else { 0 };
+            let dst = stage + bm * ROW_BYTES + ldst + j as u32 * row_step * ROW_BYTES;
+            // SAFETY: as for A, inside the stage's B tile; off < K*R*S*C when ok.
+            unsafe { cp_async_16(dst, w.wrapping_add(off as u32 as usize) as *const f32, if ok { 16 } else { 0 }) };
+        });
+    };
+
+    // Consumer: ldmatrix row addresses of this lane, for k-step 0 and 1 (chunk bit 1 flips).
+    let (warp, lane) = (tid / 32, tid % 32);
+    let (wm, wn) = (warp % WARPS_M as u32, warp / WARPS_M as u32);
+    // A: lanes 0-15 address rows 0-15 at chunk 0, lanes 16-31 the same rows at chunk 1 ->
+    // matrices (rows 0-7, k 0-7), (8-15, k 0-7), (0-7, k 8-15), (8-15, k 8-15) = a0..a3.
+    let a_row = wm * MT as u32 * 16 + lane % 16;
+    let a_chunk = (lane / 16) ^ swizzle(a_row);
+    let a_frag = [a_row * ROW_BYTES + (a_chunk << 4), a_row * ROW_BYTES + ((a_chunk ^ 2) << 4)];
+    // B (stored [n][k], i.e. already the "col" operand): lanes 0-7 rows n 0-7 chunk 0, 8-15 the
+    // same rows chunk 1, 16-23 rows 8-15 chunk 0, 24-31 chunk 1 -> b0, b1 of two n8 tiles.
+    let b_row = wn * NT as u32 * 8 + (lane & 7) + ((lane >> 4) << 3);
+    let b_chunk = ((lane >> 3) & 1) ^ swizzle(b_row);
+    let b_frag = [
+        bm * ROW_BYTES + b_row * ROW_BYTES + (b_chunk << 4),
+        bm * ROW_BYTES + b_row * ROW_BYTES + ((b_chunk ^ 2) << 4),
+    ];
+
+    let mut acc = [[[0.0f32; 4]; NT]; MT];
+    let cchunks = (sh.c + BK - 1) / BK;
+    let ktiles = sh.r * sh.s * cchunks;
+
+    let mut tap = Tap { c0: 0, s: 0, rdh: 0, sdw: 0, x_off: 0, w_off: 0 };
+    unroll!(8: STAGES - 1, st => {
+        if (st as i32) < ktiles {
+            load(smem + st as u32 * stage_bytes, &tap);
+            tap.advance(&sh);
+        }
+        cp_async_commit();
+    });
+    let (mut rd, mut wr) = (0u32, STAGES as u32 - 1);
+    let mut kt = 0;
+    while kt < ktiles {
+        cp_async_wait_group(STAGES as u32 - 2);
+        // Uniform: every thread runs the same trip count.
+        sync_threads();
+        if kt + (STAGES as i32 - 1) < ktiles {
+            load(smem + wr * stage_bytes, &tap);
+            tap.advance(&sh);
+        }
+        cp_async_commit();
+
+        let base = smem + rd * stage_bytes;
+        unroll!(8: 2, ks => {
+            let mut af = [[0u32; 4]; MT];
+            unroll!(8: MT, i => {
+                // SAFETY: converged (uniform loop); rows < BM of a stage made visible by the barrier.
+                af[i] = unsafe { ldmatrix_x4(base + a_frag[ks] + i as u32 * 16 * ROW_BYTES) };
+            });
+            let mut bf = [[0u32; 2]; NT];
+            unroll!(8: NT / 2, j => {
+                // SAFETY: as for A, rows < BN of the stage's B tile.
+                let v = unsafe { ldmatrix_x4(base + b_frag[ks] + j as u32 * 16 * ROW_BYTES) };
+                bf[2 * j] = [v[0], v[1]];
+                bf[2 * j + 1] = [v[2], v[3]];
+            });
+            unroll!(8: MT, i => {
+                unroll!(8: NT, j => {
+                    // SAFETY: converged (uniform loop).
+                    unsafe { mma_m16n8k16_f16_f32(&mut acc[i][j], af[i], bf[j]) };
+                });
+            });
+        });
+
+        rd = if rd + 1 == STAGES as u32 { 0 } else { rd + 1 };
+        wr = if wr + 1 == STAGES as u32 { 0 } else { wr + 1 };
+        kt += 1;
+    }
+    cp_async_wait_all();
+
+    // Epilogue: lane (g, t) holds D[g][2t..2t+2] and D[g+8][2t..2t+2] of each mma tile.
+    let (g, t) = (lane / 4, lane % 4);
+    unroll!(8: MT, i => {
+        let row = m0 + wm * MT as u32 * 16 + i as u32 * 16 + g;
+        unroll!(8: NT, j => {
+            let col = n0 + wn * NT as u32 * 8 + j as u32 * 8 + 2 * t;
+            if col < gemm_n {
+                if row < gemm_m {
+                    // SAFETY: row < M, col + 1 < K (K, col's tile multiples of 8); 8-byte aligned
+                    // as K and col are even; each (row, col) belongs to one lane of one block.
+                    unsafe { store_global_f32x2(y.add((row * gemm_n + col) as usize), acc[i][j][0], acc[i][j][1]) };
+                }
+                if row + 8 < gemm_m {
+                    // SAFETY: as above, for row + 8.
+                    unsafe { store_global_f32x2(y.add(((row + 8) * gemm_n + col) as usize), acc[i][j][2], acc[i][j][3]) };
+                }
+            }
+        });
+    });
+}
+
+crate::conv_kernel!(
+    /// Block tile 128x128x32, 4 warps of 64x64, 4 stages (64 KiB of shared memory).
+    fn wmma_nhwc_128x128(x: *const u16, w: *const u16, y: *mut f32) => conv::<2, 2, 4, 8, 4>
+);
+crate::conv_kernel!(
+    /// Block tile 128x64x32, 4 warps of 64x32, 4 stages (48 KiB).
+    fn wmma_nhwc_128x64(x: *const u16, w: *const u16, y: *mut f32) => conv::<2, 2, 4, 4, 4>
+);
+crate::conv_kernel!(
+    /// Block tile 64x64x32, 4 warps of 32x32, 4 stages (32 KiB): for grids that would not fill the GPU.
+    fn wmma_nhwc_64x64(x: *const u16, w: *const u16, y: *mut f32) => conv::<2, 2, 2, 4, 4>
+);

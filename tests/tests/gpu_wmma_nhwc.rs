@@ -1,0 +1,50 @@
+//! GPU tests of `wmma_nhwc` (tensor-core implicit GEMM, fp16 NHWC in, fp32 out) against the f64
+//! CPU reference on the fp16-rounded inputs. Without a GPU each test announces that it was skipped.
+
+use convrs::bench::FP16_REL_L2_TOLERANCE;
+use convrs::{Algorithm, Conv2d, Error};
+use convrs_tests::{gpu_or_skip, gpu_vs_cpu, property_test_gpu};
+
+const ALGO: Algorithm = Algorithm::WmmaNhwc;
+
+#[test]
+fn wmma_nhwc_matches_cpu_on_random_problems() {
+    let Some(gpu) = gpu_or_skip("wmma_nhwc_matches_cpu_on_random_problems") else { return };
+    property_test_gpu(&gpu, ALGO, 64, FP16_REL_L2_TOLERANCE);
+}
+
+/// The speed shapes at small batch, each tile entry, and the corners a random draw may miss.
+#[test]
+fn wmma_nhwc_matches_cpu_on_named_shapes() {
+    let Some(gpu) = gpu_or_skip("wmma_nhwc_matches_cpu_on_named_shapes") else { return };
+    let shapes = [
+        Conv2d::new(2, 256, 14, 14, 512, 3, 3).with_pad(1), // the speed target at batch 2
+        Conv2d::new(2, 64, 56, 56, 64, 3, 3).with_pad(1),   // 128x64 tile
+        Conv2d::new(2, 512, 7, 7, 512, 3, 3).with_pad(1),   // 64x64 tile, C spans 16 k-tiles per tap
+        Conv2d::new(3, 8, 13, 11, 8, 3, 3).with_pad(1),     // C = 8, K = 8: one partial chunk each
+        Conv2d::new(1, 24, 9, 7, 40, 3, 3),                 // ragged M (35 pixels), K not a tile multiple
+        Conv2d::new(3, 40, 31, 29, 24, 1, 1).with_stride(2), // 1x1, stride 2, odd sizes
+        Conv2d::new(2, 16, 33, 35, 136, 7, 7).with_pad(3),  // 7x7, K spans two 128 tiles
+        Conv2d::new(2, 32, 40, 41, 16, 3, 3).with_pad(2).with_dilation(2), // dilation 2
+        Conv2d { n: 2, c: 48, h: 23, w: 64, k: 72, r: 3, s: 5, pad: (1, 2), stride: (2, 1), dilation: (1, 3) }, // per-axis values
+        Conv2d::new(1, 8, 1, 1, 8, 1, 1),                   // the smallest problem
+        Conv2d::new(1, 16, 5, 5, 8, 5, 5).with_pad(4),      // padding near the filter size: most taps are zeros
+    ];
+    for p in &shapes {
+        let c = gpu_vs_cpu(&gpu, ALGO, p, 7).unwrap_or_else(|e| panic!("{ALGO} on {p}: {e}"));
+        assert_eq!(c.non_finite, 0, "{ALGO} on {p}: {c}");
+        assert!(c.rel_l2_err <= FP16_REL_L2_TOLERANCE, "{ALGO} on {p}: {c}");
+    }
+}
+
+/// C or K not a multiple of 8 is refused by the plan (on the GPU path too), never launched.
+#[test]
+fn wmma_nhwc_refuses_channels_not_multiple_of_8() {
+    let Some(gpu) = gpu_or_skip("wmma_nhwc_refuses_channels_not_multiple_of_8") else { return };
+    for p in [Conv2d::new(1, 12, 8, 8, 16, 3, 3), Conv2d::new(1, 16, 8, 8, 20, 3, 3)] {
+        match gpu_vs_cpu(&gpu, ALGO, &p, 1) {
+            Err(Error::Unsupported { algorithm: "wmma_nhwc", .. }) => {}
+            other => panic!("{p}: expected Unsupported, got {other:?}"),
+        }
+    }
+}

@@ -1,0 +1,26 @@
+//! The `wmma_nhwc` entries of the embedded PTX really use the tensor-core instructions
+//! (`mma.sync` m16n8k16, `ldmatrix`, `cp.async`), so a refactor cannot silently fall back to
+//! scalar code. CPU-only: reads the PTX text.
+
+/// The body of entry `name` in `ptx` (from `.entry name(` to the closing brace at column 0).
+fn entry_body<'a>(ptx: &'a str, name: &str) -> &'a str {
+    let start = ptx.find(&format!(".entry {name}(")).unwrap_or_else(|| panic!("entry {name} not in the PTX"));
+    let body = &ptx[start..];
+    let end = body.find("\n}").unwrap_or(body.len());
+    &body[..end]
+}
+
+#[test]
+fn wmma_nhwc_entries_use_mma_sync_and_ldmatrix() {
+    for (arch, ptx) in convrs::ptx::ALL {
+        for name in convrs::plan::wmma_nhwc::kernel_names() {
+            let body = entry_body(ptx, name);
+            let count = |needle: &str| body.matches(needle).count();
+            assert!(count("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32") >= 16, "{arch} {name}: too few mma.sync");
+            assert!(count("ldmatrix.sync.aligned.m8n8.x4.shared.b16") >= 4, "{arch} {name}: no ldmatrix.x4");
+            assert!(count("cp.async.cg.shared.global") >= 2, "{arch} {name}: no 16-byte cp.async");
+            assert!(count("cp.async.wait_group") >= 1, "{arch} {name}: no cp.async.wait_group");
+            assert_eq!(count("ld.local") + count("st.local"), 0, "{arch} {name}: local memory in the PTX");
+        }
+    }
+}
