@@ -2,8 +2,12 @@
 //! CPU reference on the fp16-rounded inputs. Without a GPU each test announces that it was skipped.
 
 use convrs::bench::FP16_REL_L2_TOLERANCE;
-use convrs::{Algorithm, Conv2d, Error};
+use convrs::plan::wmma_nhwc::{kernel_names, plan_for_kernel};
+use convrs::plan::LaunchPlan;
+use convrs::timing::{time_runs, TimingConfig};
+use convrs::{compare, conv2d_cpu, launch, Algorithm, Comparison, Conv2d, Error, Gpu, Layout, Tensor};
 use convrs_tests::{gpu_or_skip, gpu_vs_cpu, property_test_gpu};
+use half::f16;
 
 const ALGO: Algorithm = Algorithm::WmmaNhwc;
 
@@ -45,6 +49,79 @@ fn wmma_nhwc_refuses_channels_not_multiple_of_8() {
         match gpu_vs_cpu(&gpu, ALGO, &p, 1) {
             Err(Error::Unsupported { algorithm: "wmma_nhwc", .. }) => {}
             other => panic!("{p}: expected Unsupported, got {other:?}"),
+        }
+    }
+}
+
+/// Random fp16 input and filter for `p` (NCHW / KCRS) and the f64 CPU reference output.
+fn data(p: &Conv2d, seed: u64) -> (Tensor<f16>, Tensor<f16>, Tensor<f64>) {
+    let x = Tensor::random(p.input_shape(), Layout::Nchw, seed).unwrap().map(f16::from_f32);
+    let w = Tensor::random(p.filter_shape(), Layout::Nchw, seed + 1).unwrap().map(f16::from_f32);
+    let reference = conv2d_cpu(p, &x, &w).unwrap();
+    (x, w, reference)
+}
+
+/// Runs `plan` (any tile, not only the one the planner picks) on `data` and compares with its
+/// reference; the output is poisoned with NaN first. With `time`, also returns the median of 50
+/// timed launches in ms.
+fn run_plan(gpu: &Gpu, p: &Conv2d, plan: &LaunchPlan, (x, w, reference): &(Tensor<f16>, Tensor<f16>, Tensor<f64>), time: bool) -> (Comparison, Option<f64>) {
+    let dx = gpu.upload(x.to_layout(Layout::Nhwc).unwrap().data()).unwrap();
+    let dw = gpu.upload(w.to_layout(Layout::Nhwc).unwrap().data()).unwrap();
+    let mut dy = gpu.alloc_zeros::<f32>(p.output_len()).unwrap();
+    gpu.poison(&mut dy).unwrap();
+    launch(gpu, plan, p, &dx, &dw, &mut dy).unwrap();
+    gpu.synchronize().unwrap();
+    let y = Tensor::new(p.output_shape(), Layout::Nhwc, gpu.download(&dy).unwrap()).unwrap().to_layout(Layout::Nchw).unwrap();
+    let c = compare(y.data(), reference.data());
+    let t = time.then(|| {
+        time_runs(gpu, TimingConfig { warmup: 5, runs: 50 }, |_| launch(gpu, plan, p, &dx, &dw, &mut dy)).unwrap().median_ms
+    });
+    (c, t)
+}
+
+/// Every tile entry, not only those the planner picks on the shapes above, on ragged shapes.
+#[test]
+fn wmma_nhwc_every_tile_matches_cpu() {
+    let Some(gpu) = gpu_or_skip("wmma_nhwc_every_tile_matches_cpu") else { return };
+    let shapes = [
+        Conv2d::new(3, 72, 13, 11, 264, 3, 3).with_pad(1), // ragged M and K for every tile
+        Conv2d { n: 2, c: 8, h: 19, w: 17, k: 24, r: 2, s: 3, pad: (0, 1), stride: (2, 1), dilation: (2, 1) },
+    ];
+    for p in &shapes {
+        let d = data(p, 3);
+        for name in kernel_names() {
+            let plan = plan_for_kernel(p, &gpu.limits(), name).unwrap();
+            let (c, _) = run_plan(&gpu, p, &plan, &d, false);
+            assert!(c.non_finite == 0 && c.rel_l2_err <= FP16_REL_L2_TOLERANCE, "{name} on {p}: {c}");
+        }
+    }
+}
+
+/// Times every tile on the speed shapes (run with `--ignored --nocapture` on a GPU).
+#[test]
+#[ignore]
+fn wmma_nhwc_tile_timings() {
+    let Some(gpu) = gpu_or_skip("wmma_nhwc_tile_timings") else { return };
+    let shapes = [
+        Conv2d::new(256, 256, 14, 14, 512, 3, 3).with_pad(1),
+        Conv2d::new(64, 64, 56, 56, 64, 3, 3).with_pad(1),
+        Conv2d::new(32, 512, 7, 7, 512, 3, 3).with_pad(1),
+    ];
+    for p in &shapes {
+        let picked = convrs::plan::wmma_nhwc::plan(p, &gpu.limits()).unwrap().kernel;
+        let d = data(p, 5);
+        for name in kernel_names() {
+            let plan = plan_for_kernel(p, &gpu.limits(), name).unwrap();
+            let (c, t) = run_plan(&gpu, p, &plan, &d, true);
+            let t = t.unwrap();
+            println!(
+                "TIMING {p} {name}{} grid {}: {t:.4} ms {:.1} TFLOP/s rel_l2 {:.1e}",
+                if name == picked { " (picked)" } else { "" },
+                plan.grid.0,
+                p.flops() / (t * 1e-3) / 1e12,
+                c.rel_l2_err
+            );
+            assert!(c.non_finite == 0 && c.rel_l2_err <= FP16_REL_L2_TOLERANCE, "{name} on {p}: {c}");
         }
     }
 }

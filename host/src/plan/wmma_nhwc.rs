@@ -38,10 +38,13 @@ impl Tile {
 }
 
 /// Must match the `conv::<WARPS_M, WARPS_N, MT, NT, STAGES>` entries of the kernel.
-const TILES: [Tile; 3] = [
+const TILES: [Tile; 6] = [
     Tile { kernel: "wmma_nhwc_128x128", bm: 128, bn: 128, threads: 128, stages: 4, regs: 224, efficiency: 1.0 },
     Tile { kernel: "wmma_nhwc_128x64", bm: 128, bn: 64, threads: 128, stages: 4, regs: 128, efficiency: 0.7 },
     Tile { kernel: "wmma_nhwc_64x64", bm: 64, bn: 64, threads: 128, stages: 4, regs: 64, efficiency: 0.5 },
+    Tile { kernel: "wmma_nhwc_128x256", bm: 128, bn: 256, threads: 256, stages: 3, regs: 216, efficiency: 1.0 },
+    Tile { kernel: "wmma_nhwc_256x128", bm: 256, bn: 128, threads: 256, stages: 3, regs: 216, efficiency: 1.0 },
+    Tile { kernel: "wmma_nhwc_128x128w8", bm: 128, bn: 128, threads: 256, stages: 4, regs: 120, efficiency: 0.7 },
 ];
 
 /// Every entry point the plan can name (for tests and tools).
@@ -79,8 +82,7 @@ pub fn plan(problem: &Conv2d, limits: &DeviceLimits) -> Result<LaunchPlan> {
             ),
         });
     }
-    let (out_p, out_q) = p.output_hw();
-    let m = p.n * out_p * out_q;
+    let m = gemm_m(p);
     let best = TILES
         .iter()
         .filter(|t| t.smem_bytes() <= limits.max_shared_bytes_per_block as usize)
@@ -96,13 +98,33 @@ pub fn plan(problem: &Conv2d, limits: &DeviceLimits) -> Result<LaunchPlan> {
             ),
         });
     };
-    Ok(LaunchPlan {
+    Ok(launch_plan(p, t))
+}
+
+fn gemm_m(p: &Conv2d) -> usize {
+    let (out_p, out_q) = p.output_hw();
+    p.n * out_p * out_q
+}
+
+fn launch_plan(p: &Conv2d, t: &Tile) -> LaunchPlan {
+    LaunchPlan {
         kernel: t.kernel,
-        grid: ((m.div_ceil(t.bm) * p.k.div_ceil(t.bn)) as u32, 1, 1),
+        grid: ((gemm_m(p).div_ceil(t.bm) * p.k.div_ceil(t.bn)) as u32, 1, 1),
         block: (t.threads as u32, 1, 1),
         shared_bytes: t.smem_bytes() as u32,
         dtype: DType::F16,
-    })
+    }
+}
+
+/// The launch of entry `kernel` (one of [`kernel_names`]) on `problem`, whatever [`plan`]
+/// would pick: for timing and testing every tile. Same checks as [`plan`].
+pub fn plan_for_kernel(problem: &Conv2d, limits: &DeviceLimits, kernel: &str) -> Result<LaunchPlan> {
+    plan(problem, limits)?;
+    let t = TILES.iter().find(|t| t.kernel == kernel).ok_or_else(|| Error::InvalidArgument(format!("no wmma_nhwc entry `{kernel}`")))?;
+    if t.smem_bytes() > limits.max_shared_bytes_per_block as usize {
+        return Err(Error::Unsupported { algorithm: "wmma_nhwc", reason: format!("{kernel} needs {} bytes of shared memory", t.smem_bytes()) });
+    }
+    Ok(launch_plan(problem, t))
 }
 
 #[cfg(test)]
@@ -121,7 +143,7 @@ mod tests {
         let (out_p, out_q) = p.output_hw();
         let m = p.n * out_p * out_q;
         assert_eq!(plan.grid, ((m.div_ceil(t.bm) * p.k.div_ceil(t.bn)) as u32, 1, 1), "{p}");
-        assert_eq!(plan.block, (128, 1, 1));
+        assert_eq!(plan.block, (t.threads as u32, 1, 1));
         assert_eq!(plan.shared_bytes as usize, t.stages * (t.bm + t.bn) * 64);
         assert_eq!(plan.dtype, DType::F16);
     }

@@ -330,3 +330,15 @@ crate::conv_kernel!(
     /// Block tile 64x64x32, 4 warps of 32x32, 4 stages (32 KiB): for grids that would not fill the GPU.
     fn wmma_nhwc_64x64(x: *const u16, w: *const u16, y: *mut f32) => conv::<2, 2, 2, 4, 4>
 );
+crate::conv_kernel!(
+    /// Block tile 128x256x32, 8 warps of 64x64, 3 stages (72 KiB).
+    fn wmma_nhwc_128x256(x: *const u16, w: *const u16, y: *mut f32) => conv::<2, 4, 4, 8, 3>
+);
+crate::conv_kernel!(
+    /// Block tile 256x128x32, 8 warps of 64x64, 3 stages (72 KiB).
+    fn wmma_nhwc_256x128(x: *const u16, w: *const u16, y: *mut f32) => conv::<4, 2, 4, 8, 3>
+);
+crate::conv_kernel!(
+    /// Block tile 128x128x32, 8 warps of 64x32, 4 stages (64 KiB).
+    fn wmma_nhwc_128x128w8(x: *const u16, w: *const u16, y: *mut f32) => conv::<2, 4, 4, 4, 4>
+);
