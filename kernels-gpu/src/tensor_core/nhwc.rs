@@ -139,7 +139,7 @@ impl Tap {
 /// `x`, `w`, `y` hold N*H*W*C, K*R*S*C and N*P*Q*K elements, 16-byte aligned, and `sh`
 /// describes them with every index in `i32`.
 #[inline(always)]
-pub unsafe fn conv<const WARPS_M: usize, const WARPS_N: usize, const MT: usize, const NT: usize, const STAGES: usize>(
+pub unsafe fn conv<const WARPS_M: usize, const WARPS_N: usize, const MT: usize, const NT: usize, const STAGES: usize, const PF: bool>(
     x: *const u16,
     w: *const u16,
     y: *mut f32,
@@ -249,6 +249,33 @@ pub unsafe fn conv<const WARPS_M: usize, const WARPS_N: usize, const MT: usize, 
     let cchunks = (sh.c + BK - 1) / BK;
     let ktiles = sh.r * sh.s * cchunks;
 
+    // Fragments of k-step `ks` of the stage at `base`: MT A tiles (ldmatrix.x4 each) and NT B
+    // tiles (two per ldmatrix.x4).
+    let frags = |base: u32, ks: usize| {
+        let mut af = [[0u32; 4]; MT];
+        unroll!(8: MT, i => {
+            // SAFETY: called in uniform control flow (converged); rows < BM of a stage that a
+            // barrier made visible.
+            af[i] = unsafe { ldmatrix_x4(base + a_frag[ks] + i as u32 * 16 * ROW_BYTES) };
+        });
+        let mut bf = [[0u32; 2]; NT];
+        unroll!(8: NT / 2, j => {
+            // SAFETY: as for A, rows < BN of the stage's B tile.
+            let v = unsafe { ldmatrix_x4(base + b_frag[ks] + j as u32 * 16 * ROW_BYTES) };
+            bf[2 * j] = [v[0], v[1]];
+            bf[2 * j + 1] = [v[2], v[3]];
+        });
+        (af, bf)
+    };
+    let mmas = |acc: &mut [[[f32; 4]; NT]; MT], (af, bf): &([[u32; 4]; MT], [[u32; 2]; NT])| {
+        unroll!(8: MT, i => {
+            unroll!(8: NT, j => {
+                // SAFETY: called in uniform control flow (converged).
+                unsafe { mma_m16n8k16_f16_f32(&mut acc[i][j], af[i], bf[j]) };
+            });
+        });
+    };
+
     let mut tap = Tap { c0: 0, s: 0, rdh: 0, sdw: 0, x_off: 0, w_off: 0 };
     unroll!(8: STAGES - 1, st => {
         if (st as i32) < ktiles {
@@ -259,41 +286,52 @@ pub unsafe fn conv<const WARPS_M: usize, const WARPS_N: usize, const MT: usize, 
     });
     let (mut rd, mut wr) = (0u32, STAGES as u32 - 1);
     let mut kt = 0;
-    while kt < ktiles {
+    if PF {
+        // Fragment pipelining: the barrier sits between the two k-steps, so k-step 0 of the
+        // next k-tile is read from shared memory while k-step 1's mma.sync run.
         cp_async_wait_group(STAGES as u32 - 2);
-        // Uniform: every thread runs the same trip count.
         sync_threads();
-        if kt + (STAGES as i32 - 1) < ktiles {
-            load(smem + wr * stage_bytes, &tap);
-            tap.advance(&sh);
+        let mut f0 = frags(smem, 0);
+        while kt < ktiles {
+            let base = smem + rd * stage_bytes;
+            let f1 = frags(base, 1);
+            // wr was last read in k-tile kt-1, whose reads all precede the previous barrier.
+            if kt + (STAGES as i32 - 1) < ktiles {
+                load(smem + wr * stage_bytes, &tap);
+                tap.advance(&sh);
+            }
+            cp_async_commit();
+            mmas(&mut acc, &f0);
+            cp_async_wait_group(STAGES as u32 - 2);
+            // Uniform: every thread runs the same trip count. After it, k-tile kt+1 is visible
+            // and every thread's reads of k-tile kt are done.
+            sync_threads();
+            rd = if rd + 1 == STAGES as u32 { 0 } else { rd + 1 };
+            wr = if wr + 1 == STAGES as u32 { 0 } else { wr + 1 };
+            // Past the last k-tile this reads a stale stage, harmlessly: never used.
+            f0 = frags(smem + rd * stage_bytes, 0);
+            mmas(&mut acc, &f1);
+            kt += 1;
         }
-        cp_async_commit();
-
-        let base = smem + rd * stage_bytes;
-        unroll!(8: 2, ks => {
-            let mut af = [[0u32; 4]; MT];
-            unroll!(8: MT, i => {
-                // SAFETY: converged (uniform loop); rows < BM of a stage made visible by the barrier.
-                af[i] = unsafe { ldmatrix_x4(base + a_frag[ks] + i as u32 * 16 * ROW_BYTES) };
+    } else {
+        while kt < ktiles {
+            cp_async_wait_group(STAGES as u32 - 2);
+            // Uniform: every thread runs the same trip count.
+            sync_threads();
+            if kt + (STAGES as i32 - 1) < ktiles {
+                load(smem + wr * stage_bytes, &tap);
+                tap.advance(&sh);
+            }
+            cp_async_commit();
+            let base = smem + rd * stage_bytes;
+            unroll!(8: 2, ks => {
+                let f = frags(base, ks);
+                mmas(&mut acc, &f);
             });
-            let mut bf = [[0u32; 2]; NT];
-            unroll!(8: NT / 2, j => {
-                // SAFETY: as for A, rows < BN of the stage's B tile.
-                let v = unsafe { ldmatrix_x4(base + b_frag[ks] + j as u32 * 16 * ROW_BYTES) };
-                bf[2 * j] = [v[0], v[1]];
-                bf[2 * j + 1] = [v[2], v[3]];
-            });
-            unroll!(8: MT, i => {
-                unroll!(8: NT, j => {
-                    // SAFETY: converged (uniform loop).
-                    unsafe { mma_m16n8k16_f16_f32(&mut acc[i][j], af[i], bf[j]) };
-                });
-            });
-        });
-
-        rd = if rd + 1 == STAGES as u32 { 0 } else { rd + 1 };
-        wr = if wr + 1 == STAGES as u32 { 0 } else { wr + 1 };
-        kt += 1;
+            rd = if rd + 1 == STAGES as u32 { 0 } else { rd + 1 };
+            wr = if wr + 1 == STAGES as u32 { 0 } else { wr + 1 };
+            kt += 1;
+        }
     }
     cp_async_wait_all();
 
@@ -320,25 +358,37 @@ pub unsafe fn conv<const WARPS_M: usize, const WARPS_N: usize, const MT: usize, 
 
 crate::conv_kernel!(
     /// Block tile 128x128x32, 4 warps of 64x64, 4 stages (64 KiB of shared memory).
-    fn wmma_nhwc_128x128(x: *const u16, w: *const u16, y: *mut f32) => conv::<2, 2, 4, 8, 4>
+    fn wmma_nhwc_128x128(x: *const u16, w: *const u16, y: *mut f32) => conv::<2, 2, 4, 8, 4, false>
 );
 crate::conv_kernel!(
     /// Block tile 128x64x32, 4 warps of 64x32, 4 stages (48 KiB).
-    fn wmma_nhwc_128x64(x: *const u16, w: *const u16, y: *mut f32) => conv::<2, 2, 4, 4, 4>
+    fn wmma_nhwc_128x64(x: *const u16, w: *const u16, y: *mut f32) => conv::<2, 2, 4, 4, 4, false>
 );
 crate::conv_kernel!(
     /// Block tile 64x64x32, 4 warps of 32x32, 4 stages (32 KiB): for grids that would not fill the GPU.
-    fn wmma_nhwc_64x64(x: *const u16, w: *const u16, y: *mut f32) => conv::<2, 2, 2, 4, 4>
+    fn wmma_nhwc_64x64(x: *const u16, w: *const u16, y: *mut f32) => conv::<2, 2, 2, 4, 4, false>
 );
 crate::conv_kernel!(
     /// Block tile 128x256x32, 8 warps of 64x64, 3 stages (72 KiB).
-    fn wmma_nhwc_128x256(x: *const u16, w: *const u16, y: *mut f32) => conv::<2, 4, 4, 8, 3>
+    fn wmma_nhwc_128x256(x: *const u16, w: *const u16, y: *mut f32) => conv::<2, 4, 4, 8, 3, false>
 );
 crate::conv_kernel!(
     /// Block tile 256x128x32, 8 warps of 64x64, 3 stages (72 KiB).
-    fn wmma_nhwc_256x128(x: *const u16, w: *const u16, y: *mut f32) => conv::<4, 2, 4, 8, 3>
+    fn wmma_nhwc_256x128(x: *const u16, w: *const u16, y: *mut f32) => conv::<4, 2, 4, 8, 3, false>
 );
 crate::conv_kernel!(
     /// Block tile 128x128x32, 8 warps of 64x32, 4 stages (64 KiB).
-    fn wmma_nhwc_128x128w8(x: *const u16, w: *const u16, y: *mut f32) => conv::<2, 4, 4, 4, 4>
+    fn wmma_nhwc_128x128w8(x: *const u16, w: *const u16, y: *mut f32) => conv::<2, 4, 4, 4, 4, false>
+);
+crate::conv_kernel!(
+    /// 128x128 with fragment pipelining across the barrier.
+    fn wmma_nhwc_128x128pf(x: *const u16, w: *const u16, y: *mut f32) => conv::<2, 2, 4, 8, 4, true>
+);
+crate::conv_kernel!(
+    /// 128x64 with fragment pipelining across the barrier.
+    fn wmma_nhwc_128x64pf(x: *const u16, w: *const u16, y: *mut f32) => conv::<2, 2, 4, 4, 4, true>
+);
+crate::conv_kernel!(
+    /// 128x256 with fragment pipelining across the barrier.
+    fn wmma_nhwc_128x256pf(x: *const u16, w: *const u16, y: *mut f32) => conv::<2, 4, 4, 8, 3, true>
 );
