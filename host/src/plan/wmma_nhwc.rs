@@ -39,15 +39,15 @@ impl Tile {
 
 /// Must match the `conv::<WARPS_M, WARPS_N, MT, NT, STAGES>` entries of the kernel.
 const TILES: [Tile; 9] = [
-    Tile { kernel: "wmma_nhwc_128x128", bm: 128, bn: 128, threads: 128, stages: 4, regs: 224, efficiency: 1.0 },
-    Tile { kernel: "wmma_nhwc_128x64", bm: 128, bn: 64, threads: 128, stages: 4, regs: 128, efficiency: 0.7 },
-    Tile { kernel: "wmma_nhwc_64x64", bm: 64, bn: 64, threads: 128, stages: 4, regs: 64, efficiency: 0.5 },
-    Tile { kernel: "wmma_nhwc_128x256", bm: 128, bn: 256, threads: 256, stages: 3, regs: 216, efficiency: 1.0 },
-    Tile { kernel: "wmma_nhwc_256x128", bm: 256, bn: 128, threads: 256, stages: 3, regs: 216, efficiency: 1.0 },
-    Tile { kernel: "wmma_nhwc_128x128w8", bm: 128, bn: 128, threads: 256, stages: 4, regs: 128, efficiency: 0.7 },
-    Tile { kernel: "wmma_nhwc_128x128pf", bm: 128, bn: 128, threads: 128, stages: 4, regs: 248, efficiency: 1.0 },
-    Tile { kernel: "wmma_nhwc_128x64pf", bm: 128, bn: 64, threads: 128, stages: 4, regs: 152, efficiency: 0.7 },
-    Tile { kernel: "wmma_nhwc_128x256pf", bm: 128, bn: 256, threads: 256, stages: 3, regs: 240, efficiency: 1.0 },
+    Tile { kernel: "wmma_nhwc_128x128", bm: 128, bn: 128, threads: 128, stages: 4, regs: 248, efficiency: 1.0 },
+    Tile { kernel: "wmma_nhwc_128x64", bm: 128, bn: 64, threads: 128, stages: 4, regs: 152, efficiency: 0.7 },
+    Tile { kernel: "wmma_nhwc_64x64", bm: 64, bn: 64, threads: 128, stages: 4, regs: 96, efficiency: 0.5 },
+    Tile { kernel: "wmma_nhwc_128x256s3", bm: 128, bn: 256, threads: 256, stages: 3, regs: 240, efficiency: 1.0 },
+    Tile { kernel: "wmma_nhwc_128x256", bm: 128, bn: 256, threads: 256, stages: 4, regs: 240, efficiency: 1.0 },
+    Tile { kernel: "wmma_nhwc_128x256s6", bm: 128, bn: 256, threads: 256, stages: 6, regs: 240, efficiency: 1.0 },
+    Tile { kernel: "wmma_nhwc_256x128", bm: 256, bn: 128, threads: 256, stages: 4, regs: 240, efficiency: 1.0 },
+    Tile { kernel: "wmma_nhwc_128x128s6", bm: 128, bn: 128, threads: 128, stages: 6, regs: 248, efficiency: 1.0 },
+    Tile { kernel: "wmma_nhwc_128x64s6", bm: 128, bn: 64, threads: 128, stages: 6, regs: 152, efficiency: 0.7 },
 ];
 
 /// Every entry point the plan can name (for tests and tools).

@@ -139,7 +139,7 @@ impl Tap {
 /// `x`, `w`, `y` hold N*H*W*C, K*R*S*C and N*P*Q*K elements, 16-byte aligned, and `sh`
 /// describes them with every index in `i32`.
 #[inline(always)]
-pub unsafe fn conv<const WARPS_M: usize, const WARPS_N: usize, const MT: usize, const NT: usize, const STAGES: usize, const PF: bool>(
+pub unsafe fn conv<const WARPS_M: usize, const WARPS_N: usize, const MT: usize, const NT: usize, const STAGES: usize>(
     x: *const u16,
     w: *const u16,
     y: *mut f32,
@@ -286,52 +286,31 @@ pub unsafe fn conv<const WARPS_M: usize, const WARPS_N: usize, const MT: usize, 
     });
     let (mut rd, mut wr) = (0u32, STAGES as u32 - 1);
     let mut kt = 0;
-    if PF {
-        // Fragment pipelining: the barrier sits between the two k-steps, so k-step 0 of the
-        // next k-tile is read from shared memory while k-step 1's mma.sync run.
+    // Fragment pipelining: the barrier sits between the two k-steps, so k-step 0 of the next
+    // k-tile is read from shared memory while k-step 1's mma.sync run (ldmatrix cannot move
+    // across a barrier by itself).
+    cp_async_wait_group(STAGES as u32 - 2);
+    sync_threads();
+    let mut f0 = frags(smem, 0);
+    while kt < ktiles {
+        let f1 = frags(smem + rd * stage_bytes, 1);
+        // Stage wr was last read in k-tile kt-1, whose reads all precede the previous barrier.
+        if kt + (STAGES as i32 - 1) < ktiles {
+            load(smem + wr * stage_bytes, &tap);
+            tap.advance(&sh);
+        }
+        cp_async_commit();
+        mmas(&mut acc, &f0);
         cp_async_wait_group(STAGES as u32 - 2);
+        // Uniform: every thread runs the same trip count. After it, k-tile kt+1 is visible and
+        // every thread's reads of k-tile kt are done.
         sync_threads();
-        let mut f0 = frags(smem, 0);
-        while kt < ktiles {
-            let base = smem + rd * stage_bytes;
-            let f1 = frags(base, 1);
-            // wr was last read in k-tile kt-1, whose reads all precede the previous barrier.
-            if kt + (STAGES as i32 - 1) < ktiles {
-                load(smem + wr * stage_bytes, &tap);
-                tap.advance(&sh);
-            }
-            cp_async_commit();
-            mmas(&mut acc, &f0);
-            cp_async_wait_group(STAGES as u32 - 2);
-            // Uniform: every thread runs the same trip count. After it, k-tile kt+1 is visible
-            // and every thread's reads of k-tile kt are done.
-            sync_threads();
-            rd = if rd + 1 == STAGES as u32 { 0 } else { rd + 1 };
-            wr = if wr + 1 == STAGES as u32 { 0 } else { wr + 1 };
-            // Past the last k-tile this reads a stale stage, harmlessly: never used.
-            f0 = frags(smem + rd * stage_bytes, 0);
-            mmas(&mut acc, &f1);
-            kt += 1;
-        }
-    } else {
-        while kt < ktiles {
-            cp_async_wait_group(STAGES as u32 - 2);
-            // Uniform: every thread runs the same trip count.
-            sync_threads();
-            if kt + (STAGES as i32 - 1) < ktiles {
-                load(smem + wr * stage_bytes, &tap);
-                tap.advance(&sh);
-            }
-            cp_async_commit();
-            let base = smem + rd * stage_bytes;
-            unroll!(8: 2, ks => {
-                let f = frags(base, ks);
-                mmas(&mut acc, &f);
-            });
-            rd = if rd + 1 == STAGES as u32 { 0 } else { rd + 1 };
-            wr = if wr + 1 == STAGES as u32 { 0 } else { wr + 1 };
-            kt += 1;
-        }
+        rd = if rd + 1 == STAGES as u32 { 0 } else { rd + 1 };
+        wr = if wr + 1 == STAGES as u32 { 0 } else { wr + 1 };
+        // Past the last k-tile this reads a stale stage, harmlessly: it is never used.
+        f0 = frags(smem + rd * stage_bytes, 0);
+        mmas(&mut acc, &f1);
+        kt += 1;
     }
     cp_async_wait_all();
 
@@ -358,37 +337,37 @@ pub unsafe fn conv<const WARPS_M: usize, const WARPS_N: usize, const MT: usize, 
 
 crate::conv_kernel!(
     /// Block tile 128x128x32, 4 warps of 64x64, 4 stages (64 KiB of shared memory).
-    fn wmma_nhwc_128x128(x: *const u16, w: *const u16, y: *mut f32) => conv::<2, 2, 4, 8, 4, false>
+    fn wmma_nhwc_128x128(x: *const u16, w: *const u16, y: *mut f32) => conv::<2, 2, 4, 8, 4>
 );
 crate::conv_kernel!(
     /// Block tile 128x64x32, 4 warps of 64x32, 4 stages (48 KiB).
-    fn wmma_nhwc_128x64(x: *const u16, w: *const u16, y: *mut f32) => conv::<2, 2, 4, 4, 4, false>
+    fn wmma_nhwc_128x64(x: *const u16, w: *const u16, y: *mut f32) => conv::<2, 2, 4, 4, 4>
 );
 crate::conv_kernel!(
     /// Block tile 64x64x32, 4 warps of 32x32, 4 stages (32 KiB): for grids that would not fill the GPU.
-    fn wmma_nhwc_64x64(x: *const u16, w: *const u16, y: *mut f32) => conv::<2, 2, 2, 4, 4, false>
+    fn wmma_nhwc_64x64(x: *const u16, w: *const u16, y: *mut f32) => conv::<2, 2, 2, 4, 4>
 );
 crate::conv_kernel!(
     /// Block tile 128x256x32, 8 warps of 64x64, 3 stages (72 KiB).
-    fn wmma_nhwc_128x256(x: *const u16, w: *const u16, y: *mut f32) => conv::<2, 4, 4, 8, 3, false>
+    fn wmma_nhwc_128x256s3(x: *const u16, w: *const u16, y: *mut f32) => conv::<2, 4, 4, 8, 3>
 );
 crate::conv_kernel!(
-    /// Block tile 256x128x32, 8 warps of 64x64, 3 stages (72 KiB).
-    fn wmma_nhwc_256x128(x: *const u16, w: *const u16, y: *mut f32) => conv::<4, 2, 4, 8, 3, false>
+    /// Block tile 128x256x32, 8 warps of 64x64, 4 stages (96 KiB).
+    fn wmma_nhwc_128x256(x: *const u16, w: *const u16, y: *mut f32) => conv::<2, 4, 4, 8, 4>
 );
 crate::conv_kernel!(
-    /// Block tile 128x128x32, 8 warps of 64x32, 4 stages (64 KiB).
-    fn wmma_nhwc_128x128w8(x: *const u16, w: *const u16, y: *mut f32) => conv::<2, 4, 4, 4, 4, false>
+    /// Block tile 128x256x32, 8 warps of 64x64, 6 stages (144 KiB).
+    fn wmma_nhwc_128x256s6(x: *const u16, w: *const u16, y: *mut f32) => conv::<2, 4, 4, 8, 6>
 );
 crate::conv_kernel!(
-    /// 128x128 with fragment pipelining across the barrier.
-    fn wmma_nhwc_128x128pf(x: *const u16, w: *const u16, y: *mut f32) => conv::<2, 2, 4, 8, 4, true>
+    /// Block tile 256x128x32, 8 warps of 64x64, 4 stages (96 KiB).
+    fn wmma_nhwc_256x128(x: *const u16, w: *const u16, y: *mut f32) => conv::<4, 2, 4, 8, 4>
 );
 crate::conv_kernel!(
-    /// 128x64 with fragment pipelining across the barrier.
-    fn wmma_nhwc_128x64pf(x: *const u16, w: *const u16, y: *mut f32) => conv::<2, 2, 4, 4, 4, true>
+    /// Block tile 128x128x32, 4 warps of 64x64, 6 stages (96 KiB; 2 blocks per SM).
+    fn wmma_nhwc_128x128s6(x: *const u16, w: *const u16, y: *mut f32) => conv::<2, 2, 4, 8, 6>
 );
 crate::conv_kernel!(
-    /// 128x256 with fragment pipelining across the barrier.
-    fn wmma_nhwc_128x256pf(x: *const u16, w: *const u16, y: *mut f32) => conv::<2, 4, 4, 8, 3, true>
+    /// Block tile 128x64x32, 4 warps of 64x32, 6 stages (72 KiB).
+    fn wmma_nhwc_128x64s6(x: *const u16, w: *const u16, y: *mut f32) => conv::<2, 2, 4, 4, 6>
 );
