@@ -23,6 +23,8 @@ struct Tile {
     kernel: &'static str,
     bm: usize,
     bn: usize,
+    /// Channels per k-tile (32 or 64): shared rows of 2*bk bytes.
+    bk: usize,
     threads: usize,
     stages: usize,
     /// Registers per thread as ptxas allocates them (sm_90), for the occupancy estimate only.
@@ -33,21 +35,21 @@ struct Tile {
 
 impl Tile {
     fn smem_bytes(&self) -> usize {
-        self.stages * (self.bm + self.bn) * 64
+        self.stages * (self.bm + self.bn) * 2 * self.bk
     }
 }
 
 /// Must match the `conv::<WARPS_M, WARPS_N, MT, NT, STAGES>` entries of the kernel.
 const TILES: [Tile; 9] = [
-    Tile { kernel: "wmma_nhwc_128x128", bm: 128, bn: 128, threads: 128, stages: 4, regs: 248, efficiency: 1.0 },
-    Tile { kernel: "wmma_nhwc_128x64", bm: 128, bn: 64, threads: 128, stages: 4, regs: 152, efficiency: 0.7 },
-    Tile { kernel: "wmma_nhwc_64x64", bm: 64, bn: 64, threads: 128, stages: 4, regs: 96, efficiency: 0.5 },
-    Tile { kernel: "wmma_nhwc_128x256s3", bm: 128, bn: 256, threads: 256, stages: 3, regs: 240, efficiency: 1.0 },
-    Tile { kernel: "wmma_nhwc_128x256", bm: 128, bn: 256, threads: 256, stages: 4, regs: 240, efficiency: 1.0 },
-    Tile { kernel: "wmma_nhwc_128x256s6", bm: 128, bn: 256, threads: 256, stages: 6, regs: 240, efficiency: 1.0 },
-    Tile { kernel: "wmma_nhwc_256x128", bm: 256, bn: 128, threads: 256, stages: 4, regs: 240, efficiency: 1.0 },
-    Tile { kernel: "wmma_nhwc_128x128s6", bm: 128, bn: 128, threads: 128, stages: 6, regs: 248, efficiency: 1.0 },
-    Tile { kernel: "wmma_nhwc_128x64s6", bm: 128, bn: 64, threads: 128, stages: 6, regs: 152, efficiency: 0.7 },
+    Tile { kernel: "wmma_nhwc_128x128", bm: 128, bn: 128, bk: 32, threads: 128, stages: 4, regs: 224, efficiency: 1.0 },
+    Tile { kernel: "wmma_nhwc_128x64", bm: 128, bn: 64, bk: 32, threads: 128, stages: 4, regs: 152, efficiency: 0.7 },
+    Tile { kernel: "wmma_nhwc_64x64", bm: 64, bn: 64, bk: 32, threads: 128, stages: 4, regs: 88, efficiency: 0.5 },
+    Tile { kernel: "wmma_nhwc_128x256", bm: 128, bn: 256, bk: 32, threads: 256, stages: 4, regs: 224, efficiency: 1.0 },
+    Tile { kernel: "wmma_nhwc_256x128", bm: 256, bn: 128, bk: 32, threads: 256, stages: 4, regs: 232, efficiency: 1.0 },
+    Tile { kernel: "wmma_nhwc_128x256k64", bm: 128, bn: 256, bk: 64, threads: 256, stages: 4, regs: 232, efficiency: 1.0 },
+    Tile { kernel: "wmma_nhwc_128x128k64", bm: 128, bn: 128, bk: 64, threads: 128, stages: 3, regs: 232, efficiency: 1.0 },
+    Tile { kernel: "wmma_nhwc_128x64k64", bm: 128, bn: 64, bk: 64, threads: 128, stages: 3, regs: 152, efficiency: 0.7 },
+    Tile { kernel: "wmma_nhwc_64x64k64", bm: 64, bn: 64, bk: 64, threads: 128, stages: 4, regs: 88, efficiency: 0.5 },
 ];
 
 /// Every entry point the plan can name (for tests and tools).
@@ -147,7 +149,7 @@ mod tests {
         let m = p.n * out_p * out_q;
         assert_eq!(plan.grid, ((m.div_ceil(t.bm) * p.k.div_ceil(t.bn)) as u32, 1, 1), "{p}");
         assert_eq!(plan.block, (t.threads as u32, 1, 1));
-        assert_eq!(plan.shared_bytes as usize, t.stages * (t.bm + t.bn) * 64);
+        assert_eq!(plan.shared_bytes as usize, t.stages * (t.bm + t.bn) * 2 * t.bk);
         assert_eq!(plan.dtype, DType::F16);
     }
 

@@ -65,6 +65,9 @@ use crate::prelude::*;
 /// Repeats `$body` with `$i` bound to 0, 1, ... `$n - 1` as straight-line copies, so every
 /// fragment and accumulator index is a compile-time constant (registers, never local memory).
 macro_rules! unroll {
+    (4: $n:expr, $i:ident => $body:block) => {
+        unroll!(@each $n, $i, $body, 0 1 2 3)
+    };
     (8: $n:expr, $i:ident => $body:block) => {
         unroll!(@each $n, $i, $body, 0 1 2 3 4 5 6 7)
     };
@@ -73,14 +76,12 @@ macro_rules! unroll {
     }};
 }
 
-/// Halves of the reduction per k-tile: 32 channels of one (r, s) tap, 64 bytes per smem row.
-pub const BK: i32 = 32;
-const ROW_BYTES: u32 = 2 * BK as u32;
-
-/// Physical 16-byte chunk slot of logical chunk 0 in shared row `row` (see the module docs).
+/// Physical 16-byte chunk slot of logical chunk 0 in shared row `row` of `kch` chunks (4: 64-byte
+/// rows, two per 128-byte bank line; 8: 128-byte rows); see the module docs. Chunk `c` goes to
+/// slot `c ^ swizzle(row)`.
 #[inline(always)]
-fn swizzle(row: u32) -> u32 {
-    (row >> 1) & 3
+fn swizzle(row: u32, kch: usize) -> u32 {
+    if kch == 8 { row & 7 } else { (row >> 1) & 3 }
 }
 
 /// `(a / b, a % b)` in unsigned arithmetic, without the divide-by-zero branch.
@@ -110,9 +111,10 @@ struct Tap {
 }
 
 impl Tap {
+    /// Moves to the next k-tile: the next `bk` channels, or the next (r, s) tap.
     #[inline(always)]
-    fn advance(&mut self, g: &ConvShape) {
-        self.c0 += BK;
+    fn advance(&mut self, g: &ConvShape, bk: i32) {
+        self.c0 += bk;
         if self.c0 >= g.c {
             self.c0 = 0;
             self.w_off += g.c;
@@ -130,6 +132,42 @@ impl Tap {
     }
 }
 
+/// The fragments of one k-step: MT A tiles of 16x16 (one ldmatrix.x4 each, `a` the lane's row
+/// address of the first, `step` bytes between tiles) and NT B tiles of 16x8 (two per
+/// ldmatrix.x4, from `b` likewise). A plain function rather than a closure, so that it is
+/// always inlined and every fragment stays in registers.
+///
+/// # Safety
+/// The warp is converged; every lane's addresses are 16-byte aligned rows of a shared stage that
+/// a barrier made visible.
+#[inline(always)]
+unsafe fn fragments<const MT: usize, const NT: usize>(a: u32, b: u32, step: u32) -> ([[u32; 4]; MT], [[u32; 2]; NT]) {
+    let mut af = [[0u32; 4]; MT];
+    unroll!(8: MT, i => {
+        // SAFETY: as the caller guarantees.
+        af[i] = unsafe { ldmatrix_x4(a + i as u32 * step) };
+    });
+    let mut bf = [[0u32; 2]; NT];
+    unroll!(8: NT / 2, j => {
+        // SAFETY: as the caller guarantees.
+        let v = unsafe { ldmatrix_x4(b + j as u32 * step) };
+        bf[2 * j] = [v[0], v[1]];
+        bf[2 * j + 1] = [v[2], v[3]];
+    });
+    (af, bf)
+}
+
+/// The MT x NT mma.sync of one k-step on the warp tile's accumulators.
+#[inline(always)]
+fn mma_warp_tile<const MT: usize, const NT: usize>(acc: &mut [[[f32; 4]; NT]; MT], (af, bf): &([[u32; 4]; MT], [[u32; 2]; NT])) {
+    unroll!(8: MT, i => {
+        unroll!(8: NT, j => {
+            // SAFETY: the kernel calls this in uniform control flow (converged warps).
+            unsafe { mma_m16n8k16_f16_f32(&mut acc[i][j], af[i], bf[j]) };
+        });
+    });
+}
+
 /// The kernel: `WARPS_M x WARPS_N` warps of `MT x NT` m16n8 tiles each, `STAGES` k-tiles in
 /// flight. Launched with `32 * WARPS_M * WARPS_N` threads, a 1-D grid of
 /// `ceil(M / BM) * ceil(K / BN)` blocks and `STAGES * (BM + BN) * 64` bytes of shared memory
@@ -139,7 +177,7 @@ impl Tap {
 /// `x`, `w`, `y` hold N*H*W*C, K*R*S*C and N*P*Q*K elements, 16-byte aligned, and `sh`
 /// describes them with every index in `i32`.
 #[inline(always)]
-pub unsafe fn conv<const WARPS_M: usize, const WARPS_N: usize, const MT: usize, const NT: usize, const STAGES: usize>(
+pub unsafe fn conv<const WARPS_M: usize, const WARPS_N: usize, const MT: usize, const NT: usize, const STAGES: usize, const KCH: usize>(
     x: *const u16,
     w: *const u16,
     y: *mut f32,
@@ -149,6 +187,7 @@ pub unsafe fn conv<const WARPS_M: usize, const WARPS_N: usize, const MT: usize, 
         let threads = 32 * WARPS_M * WARPS_N;
         assert!(MT >= 1 && MT <= 8 && NT >= 2 && NT <= 8 && NT % 2 == 0);
         assert!(STAGES >= 2 && STAGES <= 8);
+        assert!(KCH == 4 || KCH == 8);
         // Whole rows per pass of the block's copies, and at most 8 copies per operand per thread.
         assert!((WARPS_M * MT * 16 * 4) % threads == 0 && (WARPS_M * MT * 16 * 4) / threads <= 8);
         assert!((WARPS_N * NT * 8 * 4) % threads == 0 && (WARPS_N * NT * 8 * 4) / threads <= 8);
@@ -156,7 +195,10 @@ pub unsafe fn conv<const WARPS_M: usize, const WARPS_N: usize, const MT: usize, 
     let threads = 32 * WARPS_M * WARPS_N;
     let (bm, bn) = ((WARPS_M * MT * 16) as u32, (WARPS_N * NT * 8) as u32);
     let (a_loads, b_loads) = (bm as usize * 4 / threads, bn as usize * 4 / threads);
-    let stage_bytes = (bm + bn) * ROW_BYTES;
+    // A k-tile is BK = 8*KCH channels: KCH 16-byte chunks per shared row.
+    let bk = 8 * KCH as i32;
+    let row_bytes = 16 * KCH as u32;
+    let stage_bytes = (bm + bn) * row_bytes;
     if block_dim_x() != threads as i32 || dynamic_smem_bytes() < STAGES as u32 * stage_bytes {
         trap();
     }
@@ -167,12 +209,13 @@ pub unsafe fn conv<const WARPS_M: usize, const WARPS_N: usize, const MT: usize, 
     let (m0, n0) = (mtile * bm, ntile * bn);
     let tid = thread_x() as u32;
 
-    // Producer: this thread copies chunk `tid % 4` of rows `lrow + i * row_step`. row_step is a
-    // multiple of 8, so all its rows share one swizzle and one destination offset pattern.
+    // Producer: this thread copies chunks `chunk + 4u` (u < KCH/4) of rows `lrow + i * row_step`.
+    // row_step is a multiple of 8, so all its rows share one swizzle and one destination offset
+    // pattern; chunk + 4u lands in slot (chunk ^ swizzle) ^ 4u.
     let chunk = (tid % 4) as i32;
     let lrow = tid / 4;
     let row_step = threads as u32 / 4;
-    let ldst = lrow * ROW_BYTES + (((chunk as u32) ^ swizzle(lrow)) << 4);
+    let ldst = lrow * row_bytes + (((chunk as u32) ^ swizzle(lrow, KCH)) << 4);
     let mut a_ih = [0i32; 8];
     let mut a_iw = [0i32; 8];
     let mut a_base = [0i32; 8];
@@ -209,107 +252,103 @@ pub unsafe fn conv<const WARPS_M: usize, const WARPS_N: usize, const MT: usize, 
     let smem = dynamic_smem_u32();
     let (h, wd) = (sh.h as u32, sh.w as u32);
     // Copies one k-tile into the stage at shared address `stage`.
-    let load = |stage: u32, t: &Tap| {
-        let c_ok = t.c0 + chunk * 8 < sh.c;
-        unroll!(8: a_loads, i => {
-            let ok = c_ok && ((a_ih[i] + t.rdh) as u32) < h && ((a_iw[i] + t.sdw) as u32) < wd;
-            let off = if ok { a_base[i].wrapping_add(t.x_off).wrapping_add(t.c0) } else { 0 };
-            let dst = stage + ldst + i as u32 * row_step * ROW_BYTES;
-            // SAFETY: dst is inside the stage's A tile (row < BM), 16-byte aligned; off is an
-            // in-bounds, 8-element aligned index of x when ok, and nothing is read otherwise.
-            unsafe { cp_async_16(dst, x.wrapping_add(off as u32 as usize) as *const f32, if ok { 16 } else { 0 }) };
-        });
-        unroll!(8: b_loads, j => {
-            let ok = c_ok && b_ok[j];
-            let off = if ok { b_base[j] + t.w_off + t.c0 } else { 0 };
-            let dst = stage + bm * ROW_BYTES + ldst + j as u32 * row_step * ROW_BYTES;
-            // SAFETY: as for A, inside the stage's B tile; off < K*R*S*C when ok.
-            unsafe { cp_async_16(dst, w.wrapping_add(off as u32 as usize) as *const f32, if ok { 16 } else { 0 }) };
-        });
-    };
+    // A macro rather than a closure, so that it is always inlined (a closure called from the
+    // prologue and the mainloop may be outlined, and its arrays then live in local memory).
+    macro_rules! load {
+        ($stage:expr, $t:expr) => {{
+            let stage: u32 = $stage;
+            let t: &Tap = $t;
+            unroll!(4: KCH / 4, u => {
+                let cu = chunk * 8 + 32 * u as i32;
+                let c_ok = t.c0 + cu < sh.c;
+                let slot = 64 * u as u32;
+                unroll!(8: a_loads, i => {
+                    let ok = c_ok && ((a_ih[i] + t.rdh) as u32) < h && ((a_iw[i] + t.sdw) as u32) < wd;
+                    let off = if ok { a_base[i].wrapping_add(t.x_off).wrapping_add(t.c0 + 32 * u as i32) } else { 0 };
+                    let dst = stage + (ldst ^ slot) + i as u32 * row_step * row_bytes;
+                    // SAFETY: dst is inside the stage's A tile (row < BM), 16-byte aligned; off is an
+                    // in-bounds, 8-element aligned index of x when ok, and nothing is read otherwise.
+                    unsafe { cp_async_16(dst, x.wrapping_add(off as u32 as usize) as *const f32, if ok { 16 } else { 0 }) };
+                });
+                unroll!(8: b_loads, j => {
+                    let ok = c_ok && b_ok[j];
+                    let off = if ok { b_base[j] + t.w_off + t.c0 + 32 * u as i32 } else { 0 };
+                    let dst = stage + bm * row_bytes + (ldst ^ slot) + j as u32 * row_step * row_bytes;
+                    // SAFETY: as for A, inside the stage's B tile; off < K*R*S*C when ok.
+                    unsafe { cp_async_16(dst, w.wrapping_add(off as u32 as usize) as *const f32, if ok { 16 } else { 0 }) };
+                });
+            });
+        }};
+    }
 
     // Consumer: ldmatrix row addresses of this lane, for k-step 0 and 1 (chunk bit 1 flips).
     let (warp, lane) = (tid / 32, tid % 32);
     let (wm, wn) = (warp % WARPS_M as u32, warp / WARPS_M as u32);
     // A: lanes 0-15 address rows 0-15 at chunk 0, lanes 16-31 the same rows at chunk 1 ->
     // matrices (rows 0-7, k 0-7), (8-15, k 0-7), (0-7, k 8-15), (8-15, k 8-15) = a0..a3.
+    // k-step ks reads chunks 2ks and 2ks+1, i.e. slot (bit ^ swizzle) ^ 2ks.
     let a_row = wm * MT as u32 * 16 + lane % 16;
-    let a_chunk = (lane / 16) ^ swizzle(a_row);
-    let a_frag = [a_row * ROW_BYTES + (a_chunk << 4), a_row * ROW_BYTES + ((a_chunk ^ 2) << 4)];
+    let a_chunk = (lane / 16) ^ swizzle(a_row, KCH);
+    let mut a_frag = [0u32; 4];
+    unroll!(4: KCH / 2, ks => { a_frag[ks] = a_row * row_bytes + ((a_chunk ^ (2 * ks as u32)) << 4); });
     // B (stored [n][k], i.e. already the "col" operand): lanes 0-7 rows n 0-7 chunk 0, 8-15 the
     // same rows chunk 1, 16-23 rows 8-15 chunk 0, 24-31 chunk 1 -> b0, b1 of two n8 tiles.
     let b_row = wn * NT as u32 * 8 + (lane & 7) + ((lane >> 4) << 3);
-    let b_chunk = ((lane >> 3) & 1) ^ swizzle(b_row);
-    let b_frag = [
-        bm * ROW_BYTES + b_row * ROW_BYTES + (b_chunk << 4),
-        bm * ROW_BYTES + b_row * ROW_BYTES + ((b_chunk ^ 2) << 4),
-    ];
+    let b_chunk = ((lane >> 3) & 1) ^ swizzle(b_row, KCH);
+    let mut b_frag = [0u32; 4];
+    unroll!(4: KCH / 2, ks => { b_frag[ks] = (bm + b_row) * row_bytes + ((b_chunk ^ (2 * ks as u32)) << 4); });
 
     let mut acc = [[[0.0f32; 4]; NT]; MT];
-    let cchunks = (sh.c + BK - 1) / BK;
+    let cchunks = (sh.c + bk - 1) / bk;
     let ktiles = sh.r * sh.s * cchunks;
 
-    // Fragments of k-step `ks` of the stage at `base`: MT A tiles (ldmatrix.x4 each) and NT B
-    // tiles (two per ldmatrix.x4).
     let frags = |base: u32, ks: usize| {
-        let mut af = [[0u32; 4]; MT];
-        unroll!(8: MT, i => {
-            // SAFETY: called in uniform control flow (converged); rows < BM of a stage that a
-            // barrier made visible.
-            af[i] = unsafe { ldmatrix_x4(base + a_frag[ks] + i as u32 * 16 * ROW_BYTES) };
-        });
-        let mut bf = [[0u32; 2]; NT];
-        unroll!(8: NT / 2, j => {
-            // SAFETY: as for A, rows < BN of the stage's B tile.
-            let v = unsafe { ldmatrix_x4(base + b_frag[ks] + j as u32 * 16 * ROW_BYTES) };
-            bf[2 * j] = [v[0], v[1]];
-            bf[2 * j + 1] = [v[2], v[3]];
-        });
-        (af, bf)
-    };
-    let mmas = |acc: &mut [[[f32; 4]; NT]; MT], (af, bf): &([[u32; 4]; MT], [[u32; 2]; NT])| {
-        unroll!(8: MT, i => {
-            unroll!(8: NT, j => {
-                // SAFETY: called in uniform control flow (converged).
-                unsafe { mma_m16n8k16_f16_f32(&mut acc[i][j], af[i], bf[j]) };
-            });
-        });
+        // SAFETY: called in uniform control flow (converged); the addresses are rows < BM and
+        // < BN of a stage that a barrier made visible.
+        unsafe { fragments::<MT, NT>(base + a_frag[ks], base + b_frag[ks], 16 * row_bytes) }
     };
 
     let mut tap = Tap { c0: 0, s: 0, rdh: 0, sdw: 0, x_off: 0, w_off: 0 };
     unroll!(8: STAGES - 1, st => {
         if (st as i32) < ktiles {
-            load(smem + st as u32 * stage_bytes, &tap);
-            tap.advance(&sh);
+            load!(smem + st as u32 * stage_bytes, &tap);
+            tap.advance(&sh, bk);
         }
         cp_async_commit();
     });
     let (mut rd, mut wr) = (0u32, STAGES as u32 - 1);
     let mut kt = 0;
-    // Fragment pipelining: the barrier sits between the two k-steps, so k-step 0 of the next
-    // k-tile is read from shared memory while k-step 1's mma.sync run (ldmatrix cannot move
-    // across a barrier by itself).
+    // Fragment pipelining: k-step ks+1's fragments are read while k-step ks's mma.sync run,
+    // and the barrier sits before the last k-step, so the next k-tile's first fragments are
+    // read while the last k-step computes (ldmatrix cannot move across a barrier by itself).
     cp_async_wait_group(STAGES as u32 - 2);
     sync_threads();
-    let mut f0 = frags(smem, 0);
+    let mut cur = frags(smem, 0);
     while kt < ktiles {
-        let f1 = frags(smem + rd * stage_bytes, 1);
-        // Stage wr was last read in k-tile kt-1, whose reads all precede the previous barrier.
-        if kt + (STAGES as i32 - 1) < ktiles {
-            load(smem + wr * stage_bytes, &tap);
-            tap.advance(&sh);
-        }
-        cp_async_commit();
-        mmas(&mut acc, &f0);
-        cp_async_wait_group(STAGES as u32 - 2);
-        // Uniform: every thread runs the same trip count. After it, k-tile kt+1 is visible and
-        // every thread's reads of k-tile kt are done.
-        sync_threads();
-        rd = if rd + 1 == STAGES as u32 { 0 } else { rd + 1 };
-        wr = if wr + 1 == STAGES as u32 { 0 } else { wr + 1 };
-        // Past the last k-tile this reads a stale stage, harmlessly: it is never used.
-        f0 = frags(smem + rd * stage_bytes, 0);
-        mmas(&mut acc, &f1);
+        unroll!(4: KCH / 2, ks => {
+            if ks == 0 {
+                // Stage wr was last read in k-tile kt-1, whose reads all precede the previous barrier.
+                if kt + (STAGES as i32 - 1) < ktiles {
+                    load!(smem + wr * stage_bytes, &tap);
+                    tap.advance(&sh, bk);
+                }
+                cp_async_commit();
+            }
+            let next = if ks + 1 < KCH / 2 {
+                frags(smem + rd * stage_bytes, ks + 1)
+            } else {
+                cp_async_wait_group(STAGES as u32 - 2);
+                // Uniform: every thread runs the same trip count. After it, k-tile kt+1 is
+                // visible and every thread's reads of k-tile kt are done.
+                sync_threads();
+                rd = if rd + 1 == STAGES as u32 { 0 } else { rd + 1 };
+                wr = if wr + 1 == STAGES as u32 { 0 } else { wr + 1 };
+                // Past the last k-tile this reads a stale stage, harmlessly: it is never used.
+                frags(smem + rd * stage_bytes, 0)
+            };
+            mma_warp_tile(&mut acc, &cur);
+            cur = next;
+        });
         kt += 1;
     }
     cp_async_wait_all();
@@ -337,37 +376,37 @@ pub unsafe fn conv<const WARPS_M: usize, const WARPS_N: usize, const MT: usize, 
 
 crate::conv_kernel!(
     /// Block tile 128x128x32, 4 warps of 64x64, 4 stages (64 KiB of shared memory).
-    fn wmma_nhwc_128x128(x: *const u16, w: *const u16, y: *mut f32) => conv::<2, 2, 4, 8, 4>
+    fn wmma_nhwc_128x128(x: *const u16, w: *const u16, y: *mut f32) => conv::<2, 2, 4, 8, 4, 4>
 );
 crate::conv_kernel!(
     /// Block tile 128x64x32, 4 warps of 64x32, 4 stages (48 KiB).
-    fn wmma_nhwc_128x64(x: *const u16, w: *const u16, y: *mut f32) => conv::<2, 2, 4, 4, 4>
+    fn wmma_nhwc_128x64(x: *const u16, w: *const u16, y: *mut f32) => conv::<2, 2, 4, 4, 4, 4>
 );
 crate::conv_kernel!(
     /// Block tile 64x64x32, 4 warps of 32x32, 4 stages (32 KiB): for grids that would not fill the GPU.
-    fn wmma_nhwc_64x64(x: *const u16, w: *const u16, y: *mut f32) => conv::<2, 2, 2, 4, 4>
-);
-crate::conv_kernel!(
-    /// Block tile 128x256x32, 8 warps of 64x64, 3 stages (72 KiB).
-    fn wmma_nhwc_128x256s3(x: *const u16, w: *const u16, y: *mut f32) => conv::<2, 4, 4, 8, 3>
+    fn wmma_nhwc_64x64(x: *const u16, w: *const u16, y: *mut f32) => conv::<2, 2, 2, 4, 4, 4>
 );
 crate::conv_kernel!(
     /// Block tile 128x256x32, 8 warps of 64x64, 4 stages (96 KiB).
-    fn wmma_nhwc_128x256(x: *const u16, w: *const u16, y: *mut f32) => conv::<2, 4, 4, 8, 4>
-);
-crate::conv_kernel!(
-    /// Block tile 128x256x32, 8 warps of 64x64, 6 stages (144 KiB).
-    fn wmma_nhwc_128x256s6(x: *const u16, w: *const u16, y: *mut f32) => conv::<2, 4, 4, 8, 6>
+    fn wmma_nhwc_128x256(x: *const u16, w: *const u16, y: *mut f32) => conv::<2, 4, 4, 8, 4, 4>
 );
 crate::conv_kernel!(
     /// Block tile 256x128x32, 8 warps of 64x64, 4 stages (96 KiB).
-    fn wmma_nhwc_256x128(x: *const u16, w: *const u16, y: *mut f32) => conv::<4, 2, 4, 8, 4>
+    fn wmma_nhwc_256x128(x: *const u16, w: *const u16, y: *mut f32) => conv::<4, 2, 4, 8, 4, 4>
 );
 crate::conv_kernel!(
-    /// Block tile 128x128x32, 4 warps of 64x64, 6 stages (96 KiB; 2 blocks per SM).
-    fn wmma_nhwc_128x128s6(x: *const u16, w: *const u16, y: *mut f32) => conv::<2, 2, 4, 8, 6>
+    /// Block tile 128x256x64, 8 warps of 64x64, 4 stages (192 KiB).
+    fn wmma_nhwc_128x256k64(x: *const u16, w: *const u16, y: *mut f32) => conv::<2, 4, 4, 8, 4, 8>
 );
 crate::conv_kernel!(
-    /// Block tile 128x64x32, 4 warps of 64x32, 6 stages (72 KiB).
-    fn wmma_nhwc_128x64s6(x: *const u16, w: *const u16, y: *mut f32) => conv::<2, 2, 4, 4, 6>
+    /// Block tile 128x128x64, 4 warps of 64x64, 3 stages (96 KiB).
+    fn wmma_nhwc_128x128k64(x: *const u16, w: *const u16, y: *mut f32) => conv::<2, 2, 4, 8, 3, 8>
+);
+crate::conv_kernel!(
+    /// Block tile 128x64x64, 4 warps of 64x32, 3 stages (72 KiB).
+    fn wmma_nhwc_128x64k64(x: *const u16, w: *const u16, y: *mut f32) => conv::<2, 2, 4, 4, 3, 8>
+);
+crate::conv_kernel!(
+    /// Block tile 64x64x64, 4 warps of 32x32, 4 stages (64 KiB).
+    fn wmma_nhwc_64x64k64(x: *const u16, w: *const u16, y: *mut f32) => conv::<2, 2, 2, 4, 4, 8>
 );
