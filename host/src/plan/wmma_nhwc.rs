@@ -1,17 +1,28 @@
 //! Plan for `wmma_nhwc` (kernels-gpu/src/tensor_core/nhwc.rs): the tensor-core implicit GEMM
 //! over NHWC fp16 data (GEMM M = N*P*Q output pixels, GEMM N = K output channels, reduction
-//! R*S*C in k-tiles of 32 channels of one filter tap).
+//! R*S*C in k-tiles of BK = 32 or 64 channels of one filter tap).
 //!
-//! The kernel comes in three block tiles (entry `wmma_nhwc_{BM}x{BN}`, 4 warps each, 4 stages
-//! of `(BM + BN) * 64` bytes of shared memory). The plan scores each with a small wave model of
-//! an H100 (132 SMs): blocks resident per SM from registers (ptxas, sm_90) and shared memory, an
-//! SM reaching its full mma rate only with 8 or more resident warps, and a per-tile efficiency
-//! from the shared-memory bytes `ldmatrix` reads per MAC (the 64x64 warp tile reads half as
-//! much per MAC as the 32x32 one). Wasted work (tiles past M or K) is charged in full, so K = 64
-//! takes the 128x64 tile and small grids take 64x64.
+//! The kernel comes in five instantiations (entry `wmma_nhwc_{BM}x{BN}[k64]`). The plan scores
+//! each with a small wave model of an H100 (132 SMs): blocks resident per SM from registers
+//! (ptxas, sm_90, rounded up to 8) and shared memory, an SM reaching its full mma rate only with
+//! 8 or more resident warps, a per-tile efficiency fitted to the timings below (a 64x64 warp
+//! tile reads half the shared-memory bytes per MAC of a 32x32 one; bigger block tiles copy less
+//! per MAC), and wasted work (tiles past M or K, k-tiles zero-filled past C) charged in full.
 //!
-//! Picks: 256,256,14,14 -> 512 3x3 p1: 128x128, 1568 blocks; 64,64,56,56 -> 64 3x3 p1: 128x64,
-//! 1568 blocks; 32,512,7,7 -> 512 3x3 p1: 64x64, 200 blocks.
+//! H100 timings of every entry (`wmma_nhwc_tile_timings`, median of 50; 2026-11-22):
+//!
+//! | entry | 256,256,14,14 -> 512 3x3 p1 | 64,64,56,56 -> 64 3x3 p1 | 32,512,7,7 -> 512 3x3 p1 |
+//! | --- | --- | --- | --- |
+//! | 128x256k64 (8 warps, 4 stages) | **0.273 ms** (433 TFLOP/s) | 0.165 ms | 0.083 ms |
+//! | 128x128k64 (4 warps, 3 stages) | 0.278 ms | 0.085 ms | 0.054 ms |
+//! | 128x128 (BK 32, 4 stages) | 0.281 ms | 0.089 ms | 0.059 ms |
+//! | 128x64 (BK 32, 4 stages) | 0.347 ms | **0.074 ms** (200 TFLOP/s) | 0.040 ms |
+//! | 64x64 (BK 32, 4 stages) | 0.445 ms | 0.093 ms | **0.037 ms** (200 TFLOP/s) |
+//!
+//! (cuDNN 9.19 fp16 NHWC on the same H100 model: 0.186 ms and 0.074 ms for the first two.)
+//! Also measured and dropped: 256x128 (8 warps, BK 32: 0.277 ms), 128x256 with BK 32 (0.278 to
+//! 0.285 ms for 3 to 6 stages), 128x128 of 8 warps of 64x32 (0.330 ms), and the same tiles
+//! without fragment pipelining across the barrier (2 to 10% slower).
 
 use super::{DeviceLimits, LaunchPlan};
 use crate::dtype::DType;
@@ -40,16 +51,12 @@ impl Tile {
 }
 
 /// Must match the `conv::<WARPS_M, WARPS_N, MT, NT, STAGES>` entries of the kernel.
-const TILES: [Tile; 9] = [
-    Tile { kernel: "wmma_nhwc_128x128", bm: 128, bn: 128, bk: 32, threads: 128, stages: 4, regs: 224, efficiency: 1.0 },
-    Tile { kernel: "wmma_nhwc_128x64", bm: 128, bn: 64, bk: 32, threads: 128, stages: 4, regs: 152, efficiency: 0.7 },
-    Tile { kernel: "wmma_nhwc_64x64", bm: 64, bn: 64, bk: 32, threads: 128, stages: 4, regs: 88, efficiency: 0.5 },
-    Tile { kernel: "wmma_nhwc_128x256", bm: 128, bn: 256, bk: 32, threads: 256, stages: 4, regs: 224, efficiency: 1.0 },
-    Tile { kernel: "wmma_nhwc_256x128", bm: 256, bn: 128, bk: 32, threads: 256, stages: 4, regs: 232, efficiency: 1.0 },
+const TILES: [Tile; 5] = [
     Tile { kernel: "wmma_nhwc_128x256k64", bm: 128, bn: 256, bk: 64, threads: 256, stages: 4, regs: 232, efficiency: 1.0 },
-    Tile { kernel: "wmma_nhwc_128x128k64", bm: 128, bn: 128, bk: 64, threads: 128, stages: 3, regs: 232, efficiency: 1.0 },
-    Tile { kernel: "wmma_nhwc_128x64k64", bm: 128, bn: 64, bk: 64, threads: 128, stages: 3, regs: 152, efficiency: 0.7 },
-    Tile { kernel: "wmma_nhwc_64x64k64", bm: 64, bn: 64, bk: 64, threads: 128, stages: 4, regs: 88, efficiency: 0.5 },
+    Tile { kernel: "wmma_nhwc_128x128k64", bm: 128, bn: 128, bk: 64, threads: 128, stages: 3, regs: 232, efficiency: 0.98 },
+    Tile { kernel: "wmma_nhwc_128x128", bm: 128, bn: 128, bk: 32, threads: 128, stages: 4, regs: 224, efficiency: 0.97 },
+    Tile { kernel: "wmma_nhwc_128x64", bm: 128, bn: 64, bk: 32, threads: 128, stages: 4, regs: 152, efficiency: 0.79 },
+    Tile { kernel: "wmma_nhwc_64x64", bm: 64, bn: 64, bk: 32, threads: 128, stages: 4, regs: 88, efficiency: 0.62 },
 ];
 
 /// Every entry point the plan can name (for tests and tools).
@@ -60,13 +67,16 @@ pub fn kernel_names() -> Vec<&'static str> {
 const MODEL_SMS: f64 = 132.0;
 const MODEL_SMEM_PER_SM: usize = 228 * 1024;
 
-/// Modelled time of `tile` on a problem of `m x n` GEMM outputs, in arbitrary units.
-fn cost(tile: &Tile, m: usize, n: usize) -> f64 {
+/// Modelled time of `tile` on a problem of `m x n` GEMM outputs and `c` input channels, in
+/// arbitrary units.
+fn cost(tile: &Tile, m: usize, n: usize, c: usize) -> f64 {
     let blocks = (m.div_ceil(tile.bm) * n.div_ceil(tile.bn)) as f64;
     let by_regs = 65536 / (tile.regs * tile.threads);
     let by_smem = MODEL_SMEM_PER_SM / (tile.smem_bytes() + 1024);
     let bps = by_regs.min(by_smem).min(2048 / tile.threads).clamp(1, 32) as f64;
-    let work = (tile.bm * tile.bn) as f64 / tile.efficiency;
+    // The last k-tile of each tap is zero-filled past C: C = 32 runs half-empty 64-channel tiles.
+    let c_waste = (c.div_ceil(tile.bk) * tile.bk) as f64 / c as f64;
+    let work = (tile.bm * tile.bn) as f64 * c_waste / tile.efficiency;
     let warps = (tile.threads / 32) as f64;
     // An SM with `b` resident blocks finishes them in b * work / rate; the rate needs 8 warps.
     let wave = |b: f64| b * work / (b * warps / 8.0).min(1.0);
@@ -92,13 +102,13 @@ pub fn plan(problem: &Conv2d, limits: &DeviceLimits) -> Result<LaunchPlan> {
         .iter()
         .filter(|t| t.smem_bytes() <= limits.max_shared_bytes_per_block as usize)
         .filter(|t| m.div_ceil(t.bm).checked_mul(p.k.div_ceil(t.bn)).is_some_and(|b| b <= i32::MAX as usize))
-        .min_by(|a, b| cost(a, m, p.k).total_cmp(&cost(b, m, p.k)));
+        .min_by(|a, b| cost(a, m, p.k, p.c).total_cmp(&cost(b, m, p.k, p.c)));
     let Some(t) = best else {
         return Err(Error::Unsupported {
             algorithm: "wmma_nhwc",
             reason: format!(
                 "even the smallest tile needs {} bytes of shared memory (or the grid exceeds 2^31 blocks); the device allows {} per block",
-                TILES[2].smem_bytes(),
+                TILES.iter().map(Tile::smem_bytes).min().unwrap_or(0),
                 limits.max_shared_bytes_per_block
             ),
         });
@@ -156,9 +166,11 @@ mod tests {
     #[test]
     fn speed_shapes_get_the_expected_tiles() {
         let cases = [
-            (Conv2d::new(256, 256, 14, 14, 512, 3, 3).with_pad(1), "wmma_nhwc_128x128", 1568),
+            (Conv2d::new(256, 256, 14, 14, 512, 3, 3).with_pad(1), "wmma_nhwc_128x256k64", 784),
             (Conv2d::new(64, 64, 56, 56, 64, 3, 3).with_pad(1), "wmma_nhwc_128x64", 1568),
             (Conv2d::new(32, 512, 7, 7, 512, 3, 3).with_pad(1), "wmma_nhwc_64x64", 200),
+            // C = 32: a 64-channel k-tile would be half zeros.
+            (Conv2d::new(256, 32, 28, 28, 256, 3, 3).with_pad(1), "wmma_nhwc_128x128", 3136),
         ];
         for (p, kernel, blocks) in cases {
             let plan = super::plan(&p, &H100).unwrap();

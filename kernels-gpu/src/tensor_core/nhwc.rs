@@ -20,42 +20,58 @@
 //!
 //! ```text
 //! grid        1-D, (M tiles) x (N tiles), N tile fastest (the blocks sharing an A tile run together)
-//! block tile  BM x BN x BK  = (WARPS_M*WM) x (WARPS_N*WN) x 32
-//!             entries: 128x128 (4 warps of 64x64), 128x64 (4 warps of 64x32), 64x64 (4 warps of 32x32)
+//! block tile  BM x BN x BK = (WARPS_M*WM) x (WARPS_N*WN) x (8*KCH), BK = 32 or 64 channels
 //! warp tile   WM x WN = (MT*16) x (NT*8): MT x NT mma tiles, MT*NT*4 fp32 accumulators per thread
-//!             (64x64: 4 x 8 tiles, 128 accumulators)
-//! mma tile    m16n8k16 (`mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32`), two k-steps per BK
+//!             (64x64: 4 x 8 tiles, 128 accumulators, ~225 registers, no spills)
+//! mma tile    m16n8k16 (`mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32`), BK/16 k-steps per k-tile
 //! ```
+//!
+//! | entry | block tile | warps x warp tile | stages | shared memory |
+//! | --- | --- | --- | --- | --- |
+//! | `wmma_nhwc_128x256k64` | 128x256x64 | 2x4 x 64x64 | 4 | 4 x 48 KiB = 192 KiB |
+//! | `wmma_nhwc_128x128k64` | 128x128x64 | 2x2 x 64x64 | 3 | 3 x 32 KiB = 96 KiB |
+//! | `wmma_nhwc_128x128` | 128x128x32 | 2x2 x 64x64 | 4 | 4 x 16 KiB = 64 KiB |
+//! | `wmma_nhwc_128x64` | 128x64x32 | 2x2 x 64x32 | 4 | 4 x 12 KiB = 48 KiB |
+//! | `wmma_nhwc_64x64` | 64x64x32 | 2x2 x 32x32 | 4 | 4 x 8 KiB = 32 KiB |
+//!
+//! 256,256,14,14 -> 512 3x3 p1 on an H100 runs `wmma_nhwc_128x256k64` in 0.273 ms (433
+//! TFLOP/s; cuDNN fp16 NHWC: 0.186 ms with Hopper's wgmma). The plan has every entry's timings.
 //!
 //! # Mainloop
 //!
-//! The reduction runs as k-tiles of (r, s, 32 channels), c fastest; the last chunk of C is
-//! zero-filled past C. A k-tile of A is BM rows x 64 bytes and of B is BN rows x 64 bytes in
-//! shared memory; STAGES (4) of them form a ring (128x128: 4 x 16 KiB = 64 KiB):
+//! The reduction runs as k-tiles of (r, s, BK channels), c fastest; the last k-tile of a tap is
+//! zero-filled past C. A k-tile of A is BM rows x 2*BK bytes and of B is BN rows x 2*BK bytes in
+//! shared memory; STAGES of them form a ring. With KS = BK/16 k-steps:
 //!
 //! ```text
-//! prologue: load k-tiles 0..STAGES-2, one commit group each
-//! for kt:   wait_group(STAGES-2)        (k-tile kt has landed for this thread)
-//!           barrier                     (for every thread; and everyone is done with kt-1's stage)
-//!           load k-tile kt+STAGES-1 into kt-1's stage; commit (maybe empty)
-//!           2 k-steps: ldmatrix.x4 A (MT) and B (NT/2) fragments, MT*NT mma.sync
+//! prologue: copy k-tiles 0..STAGES-2 (one commit group each); wait_group(STAGES-2); barrier
+//!           fragments of k-step 0
+//! for kt:   k-step 0:    copy k-tile kt+STAGES-1 into kt-1's stage; commit (maybe empty)
+//!           k-step ks:   ldmatrix the fragments of k-step ks+1, then the MT*NT mma.sync of ks
+//!           k-step KS-1: wait_group(STAGES-2); barrier (k-tile kt+1 visible; kt's reads done);
+//!                        ldmatrix k-step 0 of k-tile kt+1, then the mma.sync of KS-1
 //! epilogue: accumulators straight from registers to y as 8-byte stores, predicated on M and K
 //! ```
 //!
-//! Each thread copies fixed rows (`tid/4 + i*THREADS/4`) at a fixed 16-byte chunk (`tid%4`) of
-//! the k-tile. The pixel decomposition (n, p, q) of its A rows is done once before the
-//! mainloop; per k-tile only `(r*dil_h, s*dil_w)` and two running offsets change, advanced
-//! incrementally (no divisions in the mainloop). Out-of-image taps, rows past M, filter rows
-//! past K and channels past C are `cp.async` copies with `src-size` 0, i.e. zeros.
+//! So the fragments of the next k-step are always in flight while the tensor cores work, also
+//! across the barrier (which `ldmatrix` cannot cross by itself); this measured 2 to 10% faster
+//! than loading each k-step's fragments just before its mma.sync.
+//!
+//! Each thread copies fixed rows (`tid/4 + i*THREADS/4`) at fixed 16-byte chunks (`tid%4`, and
+//! `tid%4 + 4` when BK = 64) of the k-tile. The pixel decomposition (n, p, q) of its A rows is
+//! done once before the mainloop; per k-tile only `(r*dil_h, s*dil_w)` and two running offsets
+//! change, advanced incrementally (no divisions in the mainloop). Out-of-image taps, rows past
+//! M, filter rows past K and channels past C are `cp.async` copies with `src-size` 0, i.e. zeros.
 //!
 //! # Swizzle
 //!
-//! A 64-byte shared row holds 4 chunks; `ldmatrix` reads one chunk from each of 8 consecutive
-//! rows per 8x8 matrix. Stored plainly those 8 chunks would fall in 2 of the 8 16-byte bank
-//! groups (4-way conflict). Chunk `c` of row `r` is stored at chunk `c ^ ((r >> 1) & 3)`: rows
-//! 2j and 2j+1 differ in the 64-byte half, and the XOR spreads the four row pairs over the four
-//! chunk slots, so the 8 rows hit 8 distinct bank groups (conflict-free), and the copies of a
-//! warp (8 whole rows) stay at the minimum 4 wavefronts.
+//! `ldmatrix` reads one 16-byte chunk from each of 8 consecutive rows per 8x8 matrix; stored
+//! plainly, those chunks would share bank groups (64-byte rows: 2 of the 8 16-byte groups, a
+//! 4-way conflict; 128-byte rows: 1 group, 8-way). Chunk `c` of row `r` is stored in slot
+//! `c ^ swizzle(r)`: for 128-byte rows (BK 64) `swizzle(r) = r & 7`, for 64-byte rows (BK 32)
+//! `(r >> 1) & 3` (rows 2j and 2j+1 already differ in the 64-byte half; the XOR spreads the four
+//! row pairs over the four slots). Either way the 8 rows hit 8 distinct bank groups
+//! (conflict-free), and a warp's copies (whole rows) stay at the minimum number of wavefronts.
 
 use core::num::NonZeroU32;
 
@@ -168,10 +184,10 @@ fn mma_warp_tile<const MT: usize, const NT: usize>(acc: &mut [[[f32; 4]; NT]; MT
     });
 }
 
-/// The kernel: `WARPS_M x WARPS_N` warps of `MT x NT` m16n8 tiles each, `STAGES` k-tiles in
-/// flight. Launched with `32 * WARPS_M * WARPS_N` threads, a 1-D grid of
-/// `ceil(M / BM) * ceil(K / BN)` blocks and `STAGES * (BM + BN) * 64` bytes of shared memory
-/// (host/src/plan/wmma_nhwc.rs); C and K multiples of 8.
+/// The kernel: `WARPS_M x WARPS_N` warps of `MT x NT` m16n8 tiles each, k-tiles of BK = 8*KCH
+/// channels, `STAGES` k-tiles in flight. Launched with `32 * WARPS_M * WARPS_N` threads, a 1-D
+/// grid of `ceil(M / BM) * ceil(K / BN)` blocks and `STAGES * (BM + BN) * 2 * BK` bytes of shared
+/// memory (host/src/plan/wmma_nhwc.rs); C and K multiples of 8.
 ///
 /// # Safety
 /// `x`, `w`, `y` hold N*H*W*C, K*R*S*C and N*P*Q*K elements, 16-byte aligned, and `sh`
@@ -281,7 +297,7 @@ pub unsafe fn conv<const WARPS_M: usize, const WARPS_N: usize, const MT: usize, 
         }};
     }
 
-    // Consumer: ldmatrix row addresses of this lane, for k-step 0 and 1 (chunk bit 1 flips).
+    // Consumer: ldmatrix row addresses of this lane for each k-step.
     let (warp, lane) = (tid / 32, tid % 32);
     let (wm, wn) = (warp % WARPS_M as u32, warp / WARPS_M as u32);
     // A: lanes 0-15 address rows 0-15 at chunk 0, lanes 16-31 the same rows at chunk 1 ->
@@ -374,39 +390,24 @@ pub unsafe fn conv<const WARPS_M: usize, const WARPS_N: usize, const MT: usize, 
     });
 }
 
+// The instantiations the plan picks among (host/src/plan/wmma_nhwc.rs has their H100 timings).
 crate::conv_kernel!(
-    /// Block tile 128x128x32, 4 warps of 64x64, 4 stages (64 KiB of shared memory).
-    fn wmma_nhwc_128x128(x: *const u16, w: *const u16, y: *mut f32) => conv::<2, 2, 4, 8, 4, 4>
-);
-crate::conv_kernel!(
-    /// Block tile 128x64x32, 4 warps of 64x32, 4 stages (48 KiB).
-    fn wmma_nhwc_128x64(x: *const u16, w: *const u16, y: *mut f32) => conv::<2, 2, 4, 4, 4, 4>
-);
-crate::conv_kernel!(
-    /// Block tile 64x64x32, 4 warps of 32x32, 4 stages (32 KiB): for grids that would not fill the GPU.
-    fn wmma_nhwc_64x64(x: *const u16, w: *const u16, y: *mut f32) => conv::<2, 2, 2, 4, 4, 4>
-);
-crate::conv_kernel!(
-    /// Block tile 128x256x32, 8 warps of 64x64, 4 stages (96 KiB).
-    fn wmma_nhwc_128x256(x: *const u16, w: *const u16, y: *mut f32) => conv::<2, 4, 4, 8, 4, 4>
-);
-crate::conv_kernel!(
-    /// Block tile 256x128x32, 8 warps of 64x64, 4 stages (96 KiB).
-    fn wmma_nhwc_256x128(x: *const u16, w: *const u16, y: *mut f32) => conv::<4, 2, 4, 8, 4, 4>
-);
-crate::conv_kernel!(
-    /// Block tile 128x256x64, 8 warps of 64x64, 4 stages (192 KiB).
+    /// Block tile 128x256x64, 8 warps of 64x64, 4 stages (192 KiB): large M and K.
     fn wmma_nhwc_128x256k64(x: *const u16, w: *const u16, y: *mut f32) => conv::<2, 4, 4, 8, 4, 8>
 );
 crate::conv_kernel!(
-    /// Block tile 128x128x64, 4 warps of 64x64, 3 stages (96 KiB).
+    /// Block tile 128x128x64, 4 warps of 64x64, 3 stages (96 KiB, 2 blocks per SM).
     fn wmma_nhwc_128x128k64(x: *const u16, w: *const u16, y: *mut f32) => conv::<2, 2, 4, 8, 3, 8>
 );
 crate::conv_kernel!(
-    /// Block tile 128x64x64, 4 warps of 64x32, 3 stages (72 KiB).
-    fn wmma_nhwc_128x64k64(x: *const u16, w: *const u16, y: *mut f32) => conv::<2, 2, 4, 4, 3, 8>
+    /// Block tile 128x128x32, 4 warps of 64x64, 4 stages (64 KiB): C of at most 32 (mod 64).
+    fn wmma_nhwc_128x128(x: *const u16, w: *const u16, y: *mut f32) => conv::<2, 2, 4, 8, 4, 4>
 );
 crate::conv_kernel!(
-    /// Block tile 64x64x64, 4 warps of 32x32, 4 stages (64 KiB).
-    fn wmma_nhwc_64x64k64(x: *const u16, w: *const u16, y: *mut f32) => conv::<2, 2, 2, 4, 4, 8>
+    /// Block tile 128x64x32, 4 warps of 64x32, 4 stages (48 KiB): K of 64 or less.
+    fn wmma_nhwc_128x64(x: *const u16, w: *const u16, y: *mut f32) => conv::<2, 2, 4, 4, 4, 4>
+);
+crate::conv_kernel!(
+    /// Block tile 64x64x32, 4 warps of 32x32, 4 stages (32 KiB): grids that would not fill the GPU.
+    fn wmma_nhwc_64x64(x: *const u16, w: *const u16, y: *mut f32) => conv::<2, 2, 2, 4, 4, 4>
 );
