@@ -12,13 +12,13 @@
 //! Grid: 1-D, block -> (batch tile, channel tile, pixel), batch tile fastest. Block: 1-D,
 //! `threads(BM, BN, TM, TN)`. Tile numbers: see the parent module.
 
-use super::mainloop::{ceil_div, divmod, mainloop, thread_groups, threads, tile_index, Reduction};
+use super::mainloop::{ceil_div, divmod, mainloop, thread_groups, threads, tid_x_volatile, tile_index, Reduction, A_PAD};
 use crate::prelude::*;
 
-/// Copies `WORDS` 16-byte words of a `[BK][COLS]` slice whose row `kk` starts at global float
-/// `row_start(kk)` (or is zero when `row_start` says `None`), columns `col0..col0 + COLS`
-/// of `limit`. Thread `tid` of `nthreads` (a constant after inlining) takes words `tid,
-/// tid + nthreads, ...`.
+/// Copies the 16-byte words of a `[BK][COLS]` slice (rows `pitch` floats apart in shared
+/// memory) whose row `kk` starts at global float `row_start(kk)` (or is zero when `row_start`
+/// says `None`), columns `col0..col0 + COLS` of `limit`. Thread `tid` of `nthreads` (a
+/// constant after inlining) takes words `tid, tid + nthreads, ...`.
 ///
 /// # Safety
 /// `dst` is the slice's 16-byte aligned shared address; `row_start(kk) = Some(o)` only when
@@ -26,6 +26,7 @@ use crate::prelude::*;
 #[inline(always)]
 unsafe fn copy_rows<const BK: usize, const COLS: usize>(
     nthreads: usize,
+    pitch: usize,
     dst: u32,
     src: *const f32,
     tid: i32,
@@ -40,7 +41,7 @@ unsafe fn copy_rows<const BK: usize, const COLS: usize>(
         if e < words as i32 {
             let (kk, col4) = (e / (COLS / 4) as i32, e % (COLS / 4) as i32);
             let col = col0 + 4 * col4;
-            let d = dst + ((kk * COLS as i32 + 4 * col4) * 4) as u32;
+            let d = dst + ((kk * pitch as i32 + 4 * col4) * 4) as u32;
             let row = row_start(kk);
             if vec {
                 // limit % 4 == 0 and col % 4 == 0: the word is wholly inside or wholly outside.
@@ -111,11 +112,12 @@ pub unsafe fn conv<const BM: usize, const BN: usize, const BK: usize, const TM: 
         let w_tap = (r * sh.s + s) * sh.c;
         let x_pix = ((ih0 + r * sh.dil_h) * sh.w + iw0 + s * sh.dil_w) * sh.c;
         let ok = |kk: i32| c0 + kk < sh.c;
+        let tid = tid_x_volatile(); // recomputed per step rather than held: fewer registers
         // SAFETY: (r, s) is a tap of the block's reduction, so (ih, iw) is inside the image; a row
         // is read only for channel c0 + kk < C and columns below K (resp. N).
         unsafe {
-            copy_rows::<BK, BM>(nthreads, a_dst, w, tid, k0, sh.k, vec_a, |kk| ok(kk).then(|| (w_tap + c0 + kk) * sh.k));
-            copy_rows::<BK, BN>(nthreads, b_dst, x, tid, n0, sh.n, vec_b, |kk| ok(kk).then(|| (x_pix + c0 + kk) * sh.n));
+            copy_rows::<BK, BM>(nthreads, BM + A_PAD, a_dst, w, tid, k0, sh.k, vec_a, |kk| ok(kk).then(|| (w_tap + c0 + kk) * sh.k));
+            copy_rows::<BK, BN>(nthreads, BN, b_dst, x, tid, n0, sh.n, vec_b, |kk| ok(kk).then(|| (x_pix + c0 + kk) * sh.n));
         }
     };
     let (tm, tn) = thread_groups::<BM, BN, TM, TN>(tid);

@@ -1,11 +1,18 @@
 //! The mainloop both tiled kernels share: the `cp.async` pipeline over reduction steps, the
 //! thread -> (virtual-thread quadrant) mapping, and the fully unrolled register-tile update.
 //! The kernels supply only how one step's A and B slices are copied ([`mainloop`]'s `stage`)
-//! and their epilogue. Shared memory per stage: `A[BK][BM]` then `B[BK][BN]` floats.
+//! and their epilogue. Shared memory per stage: `A[BK][BM + A_PAD]` then `B[BK][BN]` floats.
+//!
+//! The A rows carry `A_PAD` = 4 spare floats: a copy that writes a column of A (several kk of
+//! one m per warp, as `tiled_nchw` does) then lands in distinct banks, and 16-byte accesses
+//! along a row stay aligned.
 
 use core::num::NonZeroU32;
 
 use crate::prelude::*;
+
+/// Spare floats at the end of each shared A row (see the module docs).
+pub const A_PAD: usize = 4;
 
 /// Threads of a block with tile `BM x BN` and thread tile `TM x TN`.
 pub const fn threads(bm: usize, bn: usize, tm: usize, tn: usize) -> usize {
@@ -14,7 +21,7 @@ pub const fn threads(bm: usize, bn: usize, tm: usize, tn: usize) -> usize {
 
 /// Dynamic shared memory bytes of the pipeline (the host plan uses the same formula).
 pub const fn smem_bytes(bm: usize, bn: usize, bk: usize, stages: usize) -> usize {
-    stages * bk * (bm + bn) * 4
+    stages * bk * (bm + A_PAD + bn) * 4
 }
 
 /// `(a / b, a % b)` for `a >= 0` and `b >= 1`, in unsigned arithmetic and without the
@@ -33,6 +40,17 @@ pub unsafe fn divmod(a: i32, b: i32) -> (i32, i32) {
 #[inline(always)]
 pub fn ceil_div(a: i32, b: i32) -> i32 {
     ((a as u32 + b as u32 - 1) / b as u32) as i32
+}
+
+/// `%tid.x`, read anew at each call: a volatile asm statement is neither hoisted nor merged, so
+/// values derived from it inside the mainloop are recomputed (a few integer instructions per
+/// step) rather than held in registers across it. The copy code of both kernels uses it.
+#[inline(always)]
+pub fn tid_x_volatile() -> i32 {
+    let t: u32;
+    // SAFETY: reading a special register has no preconditions.
+    unsafe { core::arch::asm!("mov.u32 {t}, %tid.x;", t = out(reg32) t, options(nomem, nostack)) };
+    t as i32
 }
 
 /// The reduction a block walks: input channels in steps of BK (outer) times the filter taps
@@ -68,8 +86,8 @@ pub fn tile_index(g: i32, i: usize, quadrant_stride: usize) -> i32 {
 /// `tile_index(tn, j, BN / (TN/4))`.
 ///
 /// `stage(a_dst, b_dst, c0, r, s)` must start this thread's share of the `cp.async` copies of
-/// step (c0, r, s): `A[kk][m]` for channel c0 + kk of tap (r, s) into the `[BK][BM]` floats at
-/// shared address `a_dst`, likewise `B[kk][j]` at `b_dst`, zero-filling what lies outside the
+/// step (c0, r, s): `A[kk][m]` for channel c0 + kk of tap (r, s) into the `[BK][BM + A_PAD]`
+/// floats at shared address `a_dst`, likewise `B[kk][j]` at `b_dst`, zero-filling what lies outside the
 /// problem; it must not commit or wait.
 ///
 /// # Safety
@@ -87,7 +105,7 @@ pub unsafe fn mainloop<const BM: usize, const BN: usize, const BK: usize, const 
         assert!(BM % TM == 0 && BN % TN == 0 && (BM / TM) % 4 == 0 && (BN / TN) % 8 == 0);
         assert!(STAGES >= 2 && STAGES <= 4);
     }
-    let stage_bytes = (BK * (BM + BN) * 4) as u32;
+    let stage_bytes = smem_bytes(BM, BN, BK, 1) as u32;
     let ring_bytes = STAGES as u32 * stage_bytes;
     if dynamic_smem_bytes() < ring_bytes {
         trap(); // launched with less shared memory than the plan computes
@@ -100,7 +118,7 @@ pub unsafe fn mainloop<const BM: usize, const BN: usize, const BK: usize, const 
     let (mut c0, mut r, mut s) = (0i32, red.r_lo, red.s_lo);
     let mut write_at = 0u32;
     let mut copy_next = |write_at: &mut u32| {
-        stage(smem + *write_at, smem + *write_at + (BK * BM * 4) as u32, c0, r, s);
+        stage(smem + *write_at, smem + *write_at + (BK * (BM + A_PAD) * 4) as u32, c0, r, s);
         s += 1;
         if s == red.s_hi {
             s = red.s_lo;
@@ -116,7 +134,7 @@ pub unsafe fn mainloop<const BM: usize, const BN: usize, const BK: usize, const 
     let mut acc = [[0.0f32; TN]; TM];
     // This thread's first 16-byte operand words in a stage: A row 0, column tm*4; B likewise.
     let a_off = (tm * 16) as u32;
-    let b_off = (BK * BM * 4) as u32 + (tn * 16) as u32;
+    let b_off = (BK * (BM + A_PAD) * 4) as u32 + (tn * 16) as u32;
     let (qm, qn) = (BM / (TM / 4), BN / (TN / 4));
 
     // One loop for the prologue (the first STAGES-1 iterations only copy) and the steady state,
@@ -151,7 +169,7 @@ pub unsafe fn mainloop<const BM: usize, const BN: usize, const BK: usize, const 
             let mut bv = [0.0f32; TN];
             unroll!(4: TM / 4, v => {
                 // SAFETY: row kk < BK, column v*qm + tm*4 + 3 < BM: inside this stage's A slice, 16-byte aligned.
-                let q = unsafe { ld_shared_f32x4(a + ((kk * BM + v * qm) * 4) as u32) };
+                let q = unsafe { ld_shared_f32x4(a + ((kk * (BM + A_PAD) + v * qm) * 4) as u32) };
                 q.write_to(&mut av, 4 * v);
             });
             unroll!(4: TN / 4, v => {
