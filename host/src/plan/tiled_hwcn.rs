@@ -47,14 +47,20 @@ const fn tile(hwcn: &'static str, nchw: &'static str, bm: usize, bn: usize, tm: 
     Tile { hwcn, nchw, bm, bn, bk: 8, tm, tn, stages: 3, regs, eff }
 }
 
+const fn tile_bk(bk: usize, t: Tile) -> Tile {
+    Tile { bk, ..t }
+}
+
 /// Must match the entry points at the end of kernels-gpu/src/tiled/hwcn.rs and nchw.rs.
-pub(crate) const TILES: [Tile; 6] = [
+pub(crate) const TILES: [Tile; 8] = [
     tile("tiled_hwcn_128x128", "tiled_nchw_128x128", 128, 128, 8, 8, (111, 119), 1.0),
     tile("tiled_hwcn_128x64", "tiled_nchw_128x64", 128, 64, 8, 8, (127, 128), 0.92),
     tile("tiled_hwcn_64x128", "tiled_nchw_64x128", 64, 128, 8, 8, (128, 119), 0.92),
     tile("tiled_hwcn_64x64", "tiled_nchw_64x64", 64, 64, 8, 8, (127, 128), 0.87),
     tile("tiled_hwcn_128x32", "tiled_nchw_128x32", 128, 32, 8, 4, (63, 70), 0.85),
     tile("tiled_hwcn_32x128", "tiled_nchw_32x128", 32, 128, 4, 8, (80, 72), 0.85),
+    tile("tiled_hwcn_256x128", "tiled_nchw_256x128", 256, 128, 8, 8, (111, 127), 1.0),
+    tile_bk(16, tile("tiled_hwcn_128x128_k16", "tiled_nchw_128x128_k16", 128, 128, 8, 8, (125, 127), 0.99)),
 ];
 
 /// Every entry point either plan can name (for tests and tools).
@@ -181,7 +187,7 @@ mod tests {
         for t in TILES {
             assert!(t.tm % 4 == 0 && t.tn % 4 == 0 && t.bm % t.tm == 0 && t.bn % t.tn == 0);
             assert!((t.bm / t.tm) % 4 == 0 && (t.bn / t.tn) % 8 == 0, "{t:?}: warps are 4 x 8 thread groups");
-            assert!(t.threads() <= 256 && t.threads() % 32 == 0);
+            assert!(t.threads() <= 512 && t.threads() % 32 == 0);
             assert_eq!(t.threads() % t.bm, 0, "{t:?}: nchw copy threads own whole A rows");
             assert_eq!(t.threads() % t.bn, 0, "{t:?}: nchw copy threads own whole B columns");
             // Every register maps to a distinct tile element.

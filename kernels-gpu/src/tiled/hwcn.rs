@@ -160,3 +160,5 @@ crate::conv_kernel!(fn tiled_hwcn_64x128(x: *const f32, w: *const f32, y: *mut f
 crate::conv_kernel!(fn tiled_hwcn_64x64(x: *const f32, w: *const f32, y: *mut f32) => conv::<64, 64, 8, 8, 8, 3>);
 crate::conv_kernel!(fn tiled_hwcn_128x32(x: *const f32, w: *const f32, y: *mut f32) => conv::<128, 32, 8, 8, 4, 3>);
 crate::conv_kernel!(fn tiled_hwcn_32x128(x: *const f32, w: *const f32, y: *mut f32) => conv::<32, 128, 8, 4, 8, 3>);
+crate::conv_kernel!(fn tiled_hwcn_256x128(x: *const f32, w: *const f32, y: *mut f32) => conv::<256, 128, 8, 8, 8, 3>);
+crate::conv_kernel!(fn tiled_hwcn_128x128_k16(x: *const f32, w: *const f32, y: *mut f32) => conv::<128, 128, 16, 8, 8, 3>);

@@ -204,3 +204,5 @@ crate::conv_kernel!(fn tiled_nchw_64x128(x: *const f32, w: *const f32, y: *mut f
 crate::conv_kernel!(fn tiled_nchw_64x64(x: *const f32, w: *const f32, y: *mut f32) => conv::<64, 64, 8, 8, 8, 3>);
 crate::conv_kernel!(fn tiled_nchw_128x32(x: *const f32, w: *const f32, y: *mut f32) => conv::<128, 32, 8, 8, 4, 3>);
 crate::conv_kernel!(fn tiled_nchw_32x128(x: *const f32, w: *const f32, y: *mut f32) => conv::<32, 128, 8, 4, 8, 3>);
+crate::conv_kernel!(fn tiled_nchw_256x128(x: *const f32, w: *const f32, y: *mut f32) => conv::<256, 128, 8, 8, 8, 3>);
+crate::conv_kernel!(fn tiled_nchw_128x128_k16(x: *const f32, w: *const f32, y: *mut f32) => conv::<128, 128, 16, 8, 8, 3>);
