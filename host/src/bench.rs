@@ -1,14 +1,15 @@
 //! `convrs bench`: each algorithm next to cuDNN on the same shapes, in the same process.
 //!
-//! Per shape: several input sets of fresh random data (rotated between timed runs, so the runs
-//! do not just re-read L2), one f64 CPU reference, cuDNN's fastest algorithm, then each of ours:
-//! a checked run into a NaN-poisoned output, then warm-up and event-timed runs, median kept.
+//! Per shape and input type (fp32, fp16): several input sets of fresh random data (rotated
+//! between timed runs, so the runs do not just re-read L2), one f64 CPU reference on the same
+//! (rounded) inputs, cuDNN's fastest algorithm, then each of ours in its own layout: a checked
+//! run into a NaN-poisoned output, then warm-up and event-timed runs, median kept.
 
 use cudarc::driver::CudaSlice;
 
 use crate::cudnn::CudnnConv;
 use crate::timing::{time_runs, Timing, TimingConfig};
-use crate::{compare, conv2d_cpu, launch, Algorithm, Comparison, Conv2d, Gpu, Layout, Result, Tensor};
+use crate::{compare, conv2d_cpu, launch, Algorithm, Comparison, Conv2d, DType, Element, Gpu, Layout, Result, Tensor};
 
 /// fp32 results with sums in fp32 land far under this relative L2 error against the f64
 /// reference (rounding grows like sqrt(C*R*S) * 2^-24); a wrong index lands far above it.
@@ -29,9 +30,14 @@ pub fn tolerance(dtype: crate::DType) -> f64 {
     }
 }
 
-/// The shapes `convrs bench` times when none are given: the targets of the open issues.
+/// The shapes `convrs bench` times when none are given: the issues' target and report shapes.
 pub fn default_shapes() -> Vec<Conv2d> {
-    vec![Conv2d::new(1, 6, 768, 512, 6, 6, 6), Conv2d::new(64, 64, 56, 56, 64, 3, 3).with_pad(1)]
+    vec![
+        Conv2d::new(1, 6, 768, 512, 6, 6, 6),
+        Conv2d::new(64, 64, 56, 56, 64, 3, 3).with_pad(1),
+        Conv2d::new(256, 256, 14, 14, 512, 3, 3).with_pad(1),
+        Conv2d::new(32, 512, 7, 7, 512, 3, 3).with_pad(1),
+    ]
 }
 
 /// One line of the results table.
@@ -78,7 +84,7 @@ pub fn shape_label(p: &Conv2d) -> String {
 }
 
 /// Input sets to rotate through: enough that they together exceed twice the L2 cache, at least
-/// two, at most eight, and within a quarter of the free device memory.
+/// two, at most eight, and within a quarter of the free device memory (sized for fp32).
 fn rotation_sets(gpu: &Gpu, p: &Conv2d) -> usize {
     let set_bytes = 4 * (p.input_len() + p.filter_len() + p.output_len()) as u64;
     let want = (2 * gpu.info().l2_cache_bytes as u64).div_ceil(set_bytes.max(1)) as usize;
@@ -86,111 +92,178 @@ fn rotation_sets(gpu: &Gpu, p: &Conv2d) -> usize {
     want.clamp(2, 8).min(fit.max(1))
 }
 
-struct Set {
-    x: CudaSlice<f32>,
-    w: CudaSlice<f32>,
-    y: CudaSlice<f32>,
+/// One input set on the device, in one (input, filter) layout pair.
+struct Operands<T> {
+    x: CudaSlice<T>,
+    w: CudaSlice<T>,
+}
+
+/// Everything one shape's measurements share: the problem, its host input sets, the device
+/// output buffers, and the rows so far.
+struct ShapeBench<'a> {
+    gpu: &'a Gpu,
+    problem: &'a Conv2d,
+    label: String,
+    cfg: TimingConfig,
+    outputs: Vec<CudaSlice<f32>>,
+    rows: Vec<BenchRow>,
 }
 
 /// Benchmarks `algos` and cuDNN on `problem`; `progress` hears what is happening.
+///
+/// fp32 kernels are compared with cuDNN fp32 NCHW (TF32 off), fp16 kernels with cuDNN fp16 NHWC;
+/// each kernel reads the inputs in its own layout ([`Algorithm::layouts`]), converted on the host
+/// before timing.
 pub fn bench_shape(gpu: &Gpu, problem: &Conv2d, algos: &[Algorithm], cfg: TimingConfig, seed: u64, progress: &mut dyn FnMut(&str)) -> Result<Vec<BenchRow>> {
     problem.validate()?;
     let label = shape_label(problem);
     let nsets = rotation_sets(gpu, problem);
     problem.check_device_memory(4 * nsets, 4 * nsets, gpu.info().free_memory_bytes)?;
     progress(&format!("{label}: {nsets} random input sets"));
-    let mut host_sets = Vec::with_capacity(nsets);
-    let mut sets = Vec::with_capacity(nsets);
-    for i in 0..nsets as u64 {
-        let x = Tensor::random(problem.input_shape(), Layout::Nchw, seed.wrapping_add(2 * i))?;
-        let w = Tensor::random(problem.filter_shape(), Layout::Nchw, seed.wrapping_add(2 * i + 1))?;
-        sets.push(Set { x: gpu.upload(x.data())?, w: gpu.upload(w.data())?, y: gpu.alloc_zeros(problem.output_len())? });
-        if i == 0 {
-            host_sets.push((x, w));
-        }
+    let host_sets = (0..nsets as u64)
+        .map(|i| {
+            let x = Tensor::random(problem.input_shape(), Layout::Nchw, seed.wrapping_add(2 * i))?;
+            let w = Tensor::random(problem.filter_shape(), Layout::Nchw, seed.wrapping_add(2 * i + 1))?;
+            Ok((x, w))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let outputs = (0..nsets).map(|_| gpu.alloc_zeros::<f32>(problem.output_len())).collect::<Result<Vec<_>>>()?;
+    let mut bench = ShapeBench { gpu, problem, label, cfg, outputs, rows: Vec::new() };
+    let of = |d: DType| algos.iter().copied().filter(|a| a.dtype() == d).collect::<Vec<_>>();
+    let (fp32, fp16) = (of(DType::F32), of(DType::F16));
+    if !fp32.is_empty() {
+        bench.dtype_group::<f32>(&host_sets, &fp32, progress)?;
     }
-    progress(&format!("{label}: f64 CPU reference ({:.1} GFLOP)", problem.flops() / 1e9));
-    let (x0, w0) = &host_sets[0];
-    let reference = conv2d_cpu(problem, x0, w0)?;
-
-    let mut rows = Vec::new();
-    let flops = problem.flops();
-    let base = |algorithm: &str| BenchRow {
-        shape: label.clone(),
-        algorithm: algorithm.to_string(),
-        layout: "NCHW".into(),
-        dtype: "fp32".into(),
-        flops,
-        timing: None,
-        tflops: None,
-        cudnn_ms: None,
-        cudnn_algo: None,
-        speedup_vs_cudnn: None,
-        check: None,
-        passed: false,
-        note: None,
-    };
-
-    // cuDNN first: its time goes into every row of this shape.
-    progress(&format!("{label}: cuDNN (trying every forward algorithm)"));
-    let mut cudnn_row = base("cudnn");
-    let mut cudnn_ms = None;
-    let mut cudnn_algo = None;
-    let s0 = &mut sets[0];
-    match CudnnConv::fp32_nchw(gpu, problem, &s0.x, &s0.w, &mut s0.y) {
-        Err(e) => cudnn_row.note = Some(e.to_string()),
-        Ok(mut cudnn) => {
-            let check = checked_run(gpu, &mut sets[0], &reference, |s| cudnn.run(&s.x, &s.w, &mut s.y))?;
-            let t = time_runs(gpu, cfg, |i| {
-                let s = &mut sets[i % nsets];
-                cudnn.run(&s.x, &s.w, &mut s.y)
-            })?;
-            cudnn_ms = Some(t.median_ms);
-            cudnn_algo = Some(cudnn.algo_name());
-            cudnn_row.timing = Some(t);
-            cudnn_row.tflops = Some(flops / (t.median_ms * 1e-3) / 1e12);
-            cudnn_row.cudnn_ms = cudnn_ms;
-            cudnn_row.cudnn_algo = cudnn_algo.clone();
-            cudnn_row.speedup_vs_cudnn = Some(1.0);
-            // cuDNN may use FFT/Winograd, whose rounding differs from a direct sum: reported, not judged.
-            cudnn_row.passed = check.non_finite == 0;
-            cudnn_row.check = Some(check);
-        }
+    if !fp16.is_empty() {
+        let rounded: Vec<_> = host_sets.iter().map(|(x, w)| (x.map(half::f16::from_f32), w.map(half::f16::from_f32))).collect();
+        drop(host_sets);
+        bench.dtype_group::<half::f16>(&rounded, &fp16, progress)?;
     }
-    rows.push(cudnn_row);
-
-    for &algo in algos {
-        progress(&format!("{label}: {algo}"));
-        let mut row = base(algo.name());
-        row.cudnn_ms = cudnn_ms;
-        row.cudnn_algo = cudnn_algo.clone();
-        match algo.plan(problem, &gpu.limits()) {
-            Err(e) => row.note = Some(e.to_string()),
-            Ok(plan) => {
-                let check = checked_run(gpu, &mut sets[0], &reference, |s| launch(gpu, &plan, problem, &s.x, &s.w, &mut s.y))?;
-                row.passed = check.passes(FP32_REL_L2_TOLERANCE);
-                row.check = Some(check);
-                let t = time_runs(gpu, cfg, |i| {
-                    let s = &mut sets[i % nsets];
-                    launch(gpu, &plan, problem, &s.x, &s.w, &mut s.y)
-                })?;
-                row.timing = Some(t);
-                row.tflops = Some(flops / (t.median_ms * 1e-3) / 1e12);
-                row.speedup_vs_cudnn = cudnn_ms.map(|c| c / t.median_ms);
-            }
-        }
-        rows.push(row);
-    }
-    Ok(rows)
+    Ok(bench.rows)
 }
 
-/// Poisons the set's output, runs once, and compares with the reference.
-fn checked_run(gpu: &Gpu, set: &mut Set, reference: &Tensor<f64>, run: impl FnOnce(&mut Set) -> Result<()>) -> Result<Comparison> {
-    gpu.poison(&mut set.y)?;
-    run(set)?;
-    gpu.synchronize()?;
-    let got = gpu.download(&set.y)?;
-    Ok(compare(&got, reference.data()))
+impl ShapeBench<'_> {
+    fn row(&self, algorithm: &str, layout: Layout, dtype: DType) -> BenchRow {
+        BenchRow {
+            shape: self.label.clone(),
+            algorithm: algorithm.to_string(),
+            layout: layout.name().into(),
+            dtype: dtype.name().into(),
+            flops: self.problem.flops(),
+            timing: None,
+            tflops: None,
+            cudnn_ms: None,
+            cudnn_algo: None,
+            speedup_vs_cudnn: None,
+            check: None,
+            passed: false,
+            note: None,
+        }
+    }
+
+    /// The host sets in `(input, filter)` layouts, on the device.
+    fn upload<T: Element>(&self, sets: &[(Tensor<T>, Tensor<T>)], layouts: (Layout, Layout)) -> Result<Vec<Operands<T>>> {
+        sets.iter()
+            .map(|(x, w)| Ok(Operands { x: self.gpu.upload(x.to_layout(layouts.0)?.data())?, w: self.gpu.upload(w.to_layout(layouts.1)?.data())? }))
+            .collect()
+    }
+
+    /// The f64 reference on set 0, cuDNN's baseline for `T`, then each of `algos`.
+    fn dtype_group<T: Element + CudnnBaseline>(&mut self, sets: &[(Tensor<T>, Tensor<T>)], algos: &[Algorithm], progress: &mut dyn FnMut(&str)) -> Result<()> {
+        let (label, p, gpu, cfg) = (self.label.clone(), self.problem, self.gpu, self.cfg);
+        progress(&format!("{label}: f64 CPU reference on the {} inputs ({:.1} GFLOP)", T::DTYPE, p.flops() / 1e9));
+        let reference = conv2d_cpu(p, &sets[0].0, &sets[0].1)?;
+        let flops = p.flops();
+
+        // cuDNN first: its time goes into every row of this dtype.
+        progress(&format!("{label}: cuDNN {} {} (trying every forward algorithm)", T::DTYPE, T::CUDNN_LAYOUT));
+        let mut cudnn_row = self.row("cudnn", T::CUDNN_LAYOUT, T::DTYPE);
+        let (mut cudnn_ms, mut cudnn_algo) = (None, None);
+        let operands = self.upload(sets, (T::CUDNN_LAYOUT, T::CUDNN_LAYOUT))?;
+        let mut ys = (0..operands.len()).map(|_| gpu.alloc_zeros::<T>(p.output_len())).collect::<Result<Vec<_>>>()?;
+        match T::plan_cudnn(gpu, p, &operands[0].x, &operands[0].w, &mut ys[0]) {
+            Err(e) => cudnn_row.note = Some(e.to_string()),
+            Ok(mut cudnn) => {
+                gpu.poison(&mut ys[0])?;
+                cudnn.run(&operands[0].x, &operands[0].w, &mut ys[0])?;
+                let got = gpu.download(&ys[0])?;
+                let check = compare(&Tensor::new(p.output_shape(), T::CUDNN_LAYOUT, got)?.to_layout(Layout::Nchw)?.into_data(), reference.data());
+                let n = operands.len();
+                let t = time_runs(gpu, cfg, |i| cudnn.run(&operands[i % n].x, &operands[i % n].w, &mut ys[i % n]))?;
+                cudnn_ms = Some(t.median_ms);
+                cudnn_algo = Some(cudnn.algo_name());
+                cudnn_row.timing = Some(t);
+                cudnn_row.tflops = Some(flops / (t.median_ms * 1e-3) / 1e12);
+                cudnn_row.cudnn_ms = cudnn_ms;
+                cudnn_row.cudnn_algo = cudnn_algo.clone();
+                cudnn_row.speedup_vs_cudnn = Some(1.0);
+                // cuDNN may use FFT/Winograd, or round its output to fp16: reported, not judged.
+                cudnn_row.passed = check.non_finite == 0;
+                cudnn_row.check = Some(check);
+            }
+        }
+        drop((operands, ys));
+        self.rows.push(cudnn_row);
+
+        let mut uploaded: Option<((Layout, Layout), Vec<Operands<T>>)> = None;
+        for &algo in algos {
+            progress(&format!("{label}: {algo}"));
+            let (in_layout, filter_layout, out_layout) = algo.layouts();
+            let mut row = self.row(algo.name(), in_layout, T::DTYPE);
+            row.cudnn_ms = cudnn_ms;
+            row.cudnn_algo = cudnn_algo.clone();
+            let plan = match algo.plan(p, &gpu.limits()) {
+                Err(e) => {
+                    row.note = Some(e.to_string());
+                    self.rows.push(row);
+                    continue;
+                }
+                Ok(plan) => plan,
+            };
+            // Kernels reading the same layouts share one upload.
+            if uploaded.as_ref().is_none_or(|(l, _)| *l != (in_layout, filter_layout)) {
+                drop(uploaded.take()); // frees the previous sets first
+                uploaded = Some(((in_layout, filter_layout), self.upload(sets, (in_layout, filter_layout))?));
+            }
+            let operands = &uploaded.as_ref().expect("uploaded above").1;
+            let y = &mut self.outputs[0];
+            gpu.poison(y)?;
+            launch(gpu, &plan, p, &operands[0].x, &operands[0].w, y)?;
+            let got = Tensor::new(p.output_shape(), out_layout, gpu.download(y)?)?.to_layout(Layout::Nchw)?;
+            let check = compare(got.data(), reference.data());
+            row.passed = check.passes(tolerance(T::DTYPE));
+            row.check = Some(check);
+            let n = operands.len();
+            let outputs = &mut self.outputs;
+            let t = time_runs(gpu, cfg, |i| launch(gpu, &plan, p, &operands[i % n].x, &operands[i % n].w, &mut outputs[i % n]))?;
+            row.timing = Some(t);
+            row.tflops = Some(flops / (t.median_ms * 1e-3) / 1e12);
+            row.speedup_vs_cudnn = cudnn_ms.map(|c| c / t.median_ms);
+            self.rows.push(row);
+        }
+        Ok(())
+    }
+}
+
+/// The cuDNN configuration each input type is measured against.
+trait CudnnBaseline: Element + cudarc::cudnn::CudnnDataType {
+    /// The layout of cuDNN's input, filter and output for this type.
+    const CUDNN_LAYOUT: Layout;
+    fn plan_cudnn(gpu: &Gpu, p: &Conv2d, x: &CudaSlice<Self>, w: &CudaSlice<Self>, y: &mut CudaSlice<Self>) -> Result<CudnnConv<Self>>;
+}
+
+impl CudnnBaseline for f32 {
+    const CUDNN_LAYOUT: Layout = Layout::Nchw;
+    fn plan_cudnn(gpu: &Gpu, p: &Conv2d, x: &CudaSlice<f32>, w: &CudaSlice<f32>, y: &mut CudaSlice<f32>) -> Result<CudnnConv<f32>> {
+        CudnnConv::fp32_nchw(gpu, p, x, w, y)
+    }
+}
+
+impl CudnnBaseline for half::f16 {
+    const CUDNN_LAYOUT: Layout = Layout::Nhwc;
+    fn plan_cudnn(gpu: &Gpu, p: &Conv2d, x: &CudaSlice<Self>, w: &CudaSlice<Self>, y: &mut CudaSlice<Self>) -> Result<CudnnConv<Self>> {
+        CudnnConv::fp16_nhwc(gpu, p, x, w, y)
+    }
 }
 
 /// Today's date (UTC) as YYYY-MM-DD, for the results table.
@@ -212,7 +285,7 @@ pub fn today() -> String {
 /// The table `convrs bench` prints (Markdown, so it can go into BENCHMARKS.md as is).
 pub fn table(report: &BenchReport) -> String {
     let mut out = String::from(
-        "| shape | kernel | layout | median ms | TFLOP/s | cuDNN ms (algo) | speed vs cuDNN | rel L2 err | check |\n\
+        "| shape | kernel | layout, type | median ms | TFLOP/s | cuDNN ms (algo) | speed vs cuDNN | rel L2 err | check |\n\
          | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
     );
     for r in &report.rows {
@@ -229,7 +302,7 @@ pub fn table(report: &BenchReport) -> String {
             (None, true) => "ok".into(),
             (None, false) => "FAIL".into(),
         };
-        out += &format!("| {} | {} | {} | {ms} | {tf} | {cu} | {ratio} | {err} | {verdict} |\n", r.shape, r.algorithm, r.layout);
+        out += &format!("| {} | {} | {} {} | {ms} | {tf} | {cu} | {ratio} | {err} | {verdict} |\n", r.shape, r.algorithm, r.layout, r.dtype);
     }
     out
 }

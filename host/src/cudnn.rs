@@ -1,16 +1,19 @@
 //! The cuDNN baseline every benchmark is measured against, in the same process and run.
 //!
 //! The algorithm is chosen the way `torch.backends.cudnn.benchmark = True` does: every forward
-//! algorithm cuDNN accepts for the problem is run and timed, and the fastest is kept. fp32 runs
-//! with `CUDNN_FMA_MATH`, so TF32 tensor cores are off and the comparison is fp32 against fp32.
+//! algorithm cuDNN accepts for the problem is run and timed, and the fastest is kept.
+//! - fp32 ([`CudnnConv::fp32_nchw`]): NCHW with `CUDNN_FMA_MATH`, so TF32 tensor cores are off
+//!   and the comparison is fp32 against fp32.
+//! - fp16 ([`CudnnConv::fp16_nhwc`]): NHWC (channels-last, what PyTorch's fp16 path uses),
+//!   fp16 input, filter and output, fp32 accumulation, tensor cores allowed.
 
 use std::sync::Arc;
 
-use cudarc::cudnn::{sys, ConvDescriptor, ConvForward, Cudnn, FilterDescriptor, TensorDescriptor};
+use cudarc::cudnn::{sys, ConvDescriptor, ConvForward, Cudnn, CudnnDataType, FilterDescriptor, TensorDescriptor};
 use cudarc::driver::CudaSlice;
 
 use crate::timing::{time_runs, TimingConfig};
-use crate::{Conv2d, Error, Gpu, Result};
+use crate::{Conv2d, Element, Error, Gpu, Result};
 
 use sys::cudnnConvolutionFwdAlgo_t as Algo;
 
@@ -44,11 +47,11 @@ pub fn version() -> String {
     format!("{}.{}.{}", v / 10000, (v % 10000) / 100, v % 100)
 }
 
-/// A planned fp32 NCHW forward convolution in cuDNN.
-pub struct CudnnConv {
-    x: TensorDescriptor<f32>,
-    w: FilterDescriptor<f32>,
-    y: TensorDescriptor<f32>,
+/// A planned forward convolution in cuDNN on `T` data (input, filter and output), accumulating in fp32.
+pub struct CudnnConv<T: CudnnDataType> {
+    x: TensorDescriptor<T>,
+    w: FilterDescriptor<T>,
+    y: TensorDescriptor<T>,
     conv: ConvDescriptor<f32>,
     algo: Algo,
     workspace: Option<CudaSlice<u8>>,
@@ -59,18 +62,41 @@ fn dims4(d: [usize; 4]) -> [i32; 4] {
     d.map(|v| v as i32)
 }
 
-impl CudnnConv {
-    /// Describes `problem` to cuDNN and picks its fastest algorithm by timing each on the given buffers.
-    pub fn fp32_nchw(gpu: &Gpu, problem: &Conv2d, x: &CudaSlice<f32>, w: &CudaSlice<f32>, y: &mut CudaSlice<f32>) -> Result<CudnnConv> {
+impl CudnnConv<f32> {
+    /// Describes the fp32 NCHW `problem` to cuDNN (TF32 off) and picks its fastest algorithm by
+    /// timing each on the given buffers (NCHW input, KCRS filter, NKPQ output).
+    pub fn fp32_nchw(gpu: &Gpu, problem: &Conv2d, x: &CudaSlice<f32>, w: &CudaSlice<f32>, y: &mut CudaSlice<f32>) -> Result<Self> {
+        Self::new(gpu, problem, sys::cudnnTensorFormat_t::CUDNN_TENSOR_NCHW, sys::cudnnMathType_t::CUDNN_FMA_MATH, x, w, y)
+    }
+}
+
+impl CudnnConv<half::f16> {
+    /// Describes the fp16 NHWC `problem` to cuDNN (NHWC input, KRSC filter, NHWK output, fp32
+    /// accumulation, tensor cores allowed) and picks its fastest algorithm by timing each.
+    pub fn fp16_nhwc(gpu: &Gpu, problem: &Conv2d, x: &CudaSlice<half::f16>, w: &CudaSlice<half::f16>, y: &mut CudaSlice<half::f16>) -> Result<Self> {
+        Self::new(gpu, problem, sys::cudnnTensorFormat_t::CUDNN_TENSOR_NHWC, sys::cudnnMathType_t::CUDNN_TENSOR_OP_MATH, x, w, y)
+    }
+}
+
+impl<T: CudnnDataType + Element> CudnnConv<T> {
+    fn new(
+        gpu: &Gpu,
+        problem: &Conv2d,
+        format: sys::cudnnTensorFormat_t,
+        math: sys::cudnnMathType_t,
+        x: &CudaSlice<T>,
+        w: &CudaSlice<T>,
+        y: &mut CudaSlice<T>,
+    ) -> Result<Self> {
         if !available() {
             return Err(Error::Cudnn("libcudnn was not found on the library path".into()));
         }
         problem.validate()?;
         let handle = Cudnn::new(gpu.stream().clone()).map_err(cudnn_err("handle"))?;
-        let nchw = sys::cudnnTensorFormat_t::CUDNN_TENSOR_NCHW;
-        let xd = handle.create_4d_tensor::<f32>(nchw, dims4(problem.input_shape())).map_err(cudnn_err("input descriptor"))?;
-        let wd = handle.create_4d_filter::<f32>(nchw, dims4(problem.filter_shape())).map_err(cudnn_err("filter descriptor"))?;
-        let yd = handle.create_4d_tensor::<f32>(nchw, dims4(problem.output_shape())).map_err(cudnn_err("output descriptor"))?;
+        // Dims are always logical (N, C, H, W); `format` says how they lie in memory.
+        let xd = handle.create_4d_tensor::<T>(format, dims4(problem.input_shape())).map_err(cudnn_err("input descriptor"))?;
+        let wd = handle.create_4d_filter::<T>(format, dims4(problem.filter_shape())).map_err(cudnn_err("filter descriptor"))?;
+        let yd = handle.create_4d_tensor::<T>(format, dims4(problem.output_shape())).map_err(cudnn_err("output descriptor"))?;
         let mut conv = handle
             .create_conv2d::<f32>(
                 [problem.pad.0 as i32, problem.pad.1 as i32],
@@ -79,7 +105,7 @@ impl CudnnConv {
                 sys::cudnnConvolutionMode_t::CUDNN_CROSS_CORRELATION,
             )
             .map_err(cudnn_err("convolution descriptor"))?;
-        conv.set_math_type(sys::cudnnMathType_t::CUDNN_FMA_MATH).map_err(cudnn_err("math type"))?;
+        conv.set_math_type(math).map_err(cudnn_err("math type"))?;
         let mut this = CudnnConv { x: xd, w: wd, y: yd, conv, algo: ALGOS[0], workspace: None, _handle: handle };
         let mut best: Option<(f64, Algo)> = None;
         for algo in ALGOS {
@@ -107,7 +133,7 @@ impl CudnnConv {
         Ok(this)
     }
 
-    fn forward(&self) -> ConvForward<'_, f32, f32, f32> {
+    fn forward(&self) -> ConvForward<'_, T, f32, T> {
         ConvForward { conv: &self.conv, x: &self.x, w: &self.w, y: &self.y }
     }
 
@@ -117,10 +143,10 @@ impl CudnnConv {
     }
 
     /// Enqueues one forward convolution.
-    pub fn run(&mut self, x: &CudaSlice<f32>, w: &CudaSlice<f32>, y: &mut CudaSlice<f32>) -> Result<()> {
+    pub fn run(&mut self, x: &CudaSlice<T>, w: &CudaSlice<T>, y: &mut CudaSlice<T>) -> Result<()> {
         let algo = self.algo;
         let fwd = ConvForward { conv: &self.conv, x: &self.x, w: &self.w, y: &self.y };
-        // SAFETY: the buffers hold the problem's NCHW/KCRS/NKPQ f32 tensors the descriptors describe.
-        unsafe { fwd.launch(algo, self.workspace.as_mut(), (1.0f32, 0.0f32), x, w, y) }.map_err(cudnn_err("forward"))
+        // SAFETY: the buffers hold the problem's input, filter and output in the format the descriptors describe.
+        unsafe { fwd.launch(algo, self.workspace.as_mut(), (T::from_f32(1.0), T::from_f32(0.0)), x, w, y) }.map_err(cudnn_err("forward"))
     }
 }

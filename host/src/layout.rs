@@ -278,6 +278,19 @@ impl<T: Copy> Tensor<T> {
     }
 
     /// Applies `f` to every element, keeping dims and layout (e.g. `f32` to `f16` and back).
+    ///
+    /// With [`to_layout`](Self::to_layout) this converts NCHW fp32 data to what the tensor-core
+    /// kernels read, and their output back:
+    ///
+    /// ```
+    /// use convrs::{Layout, Tensor};
+    /// use half::f16;
+    /// let x = Tensor::random([16, 32, 5, 5], Layout::Nchw, 7)?;           // NCHW fp32
+    /// let blocked = x.map(f16::from_f32).to_layout(Layout::Nhwc16n16c)?;   // NHWC16n16c fp16
+    /// let back = blocked.to_layout(Layout::Nchw)?.map(f32::from);
+    /// assert_eq!(back.get(3, 17, 2, 4), f16::from_f32(x.get(3, 17, 2, 4)).to_f32());
+    /// # Ok::<(), convrs::Error>(())
+    /// ```
     pub fn map<U: Copy>(&self, f: impl FnMut(T) -> U) -> Tensor<U> {
         Tensor { dims: self.dims, layout: self.layout, data: self.data.iter().copied().map(f).collect() }
     }

@@ -13,7 +13,8 @@ use convrs::{compare, conv2d_cpu, launch, Algorithm, Conv2d, DType, Element, Gpu
     long_about = "conv2d kernels written in Rust, compiled to PTX and run on an NVIDIA GPU (compute capability 8.0 or newer).\n\
 Every GPU result printed is checked against an f64 CPU reference computed on the same random inputs, and every\n\
 time is a median of CUDA-event-timed runs after warm-up. Shapes are N,C,H,W,K,R,S: batch, input channels, input\n\
-height and width, output channels, filter height and width.")]
+height and width, output channels, filter height and width.\n\n\
+Exit status: 0 success, 1 a result failed its check, 2 error, 3 the chosen kernel cannot take the shape.")]
 struct Cli {
     /// Which GPU to use (CUDA device ordinal).
     #[arg(long, global = true, default_value_t = 0)]
@@ -118,6 +119,11 @@ fn main() -> ExitCode {
     match result {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::FAILURE,
+        // A kernel refusing a shape is not a failure of the tool: scripts can tell it apart.
+        Err(e @ convrs::Error::Unsupported { .. }) => {
+            eprintln!("convrs: {e}");
+            ExitCode::from(3)
+        }
         Err(e) => {
             eprintln!("convrs: {e}");
             ExitCode::from(2)
@@ -179,7 +185,7 @@ fn run_typed<T: Element>(device: usize, algo: Algorithm, s: &ShapeArgs, runs: us
 fn bench_cmd(device: usize, shapes: &[Conv2d], algos: &[Algorithm], cfg: TimingConfig, seed: u64, json: Option<std::path::PathBuf>) -> convrs::Result<bool> {
     let gpu = Gpu::new(device)?;
     let bar = if std::io::stderr().is_terminal() {
-        let b = indicatif::ProgressBar::new((shapes.len() * (algos.len() + 3)) as u64);
+        let b = indicatif::ProgressBar::new((shapes.len() * (algos.len() + 6)) as u64);
         b.set_style(indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} {elapsed} {msg}").expect("static template"));
         Some(b)
     } else {

@@ -1,0 +1,52 @@
+//! The GPU entry points refuse bad calls with errors, never a panic or a launch: invalid
+//! problems, tensors of the wrong element type, buffers of the wrong size or type.
+//! Without a GPU each test announces that it was skipped (see `convrs_tests::gpu_or_skip`).
+
+use convrs::{conv2d, launch, Algorithm, Conv2d, DType, Error, Layout, Tensor};
+use convrs_tests::gpu_or_skip;
+use half::f16;
+
+#[test]
+fn gpu_path_rejects_invalid_problems() {
+    let Some(gpu) = gpu_or_skip("gpu_path_rejects_invalid_problems") else { return };
+    let bad = Conv2d::new(1, 1, 4, 4, 1, 7, 7);
+    let x = Tensor::random(bad.input_shape(), Layout::Nchw, 1).unwrap();
+    let w = Tensor::random(bad.filter_shape(), Layout::Nchw, 2).unwrap();
+    for algo in Algorithm::ALL {
+        let e = conv2d(&gpu, *algo, &bad, &x, &w).unwrap_err();
+        assert!(matches!(e, Error::FilterLargerThanPaddedInput { .. }), "{algo}: {e}");
+    }
+}
+
+#[test]
+fn conv2d_rejects_the_wrong_element_type() {
+    let Some(gpu) = gpu_or_skip("conv2d_rejects_the_wrong_element_type") else { return };
+    let p = Conv2d::new(16, 16, 8, 8, 16, 3, 3).with_pad(1);
+    let x = Tensor::random(p.input_shape(), Layout::Nchw, 1).unwrap();
+    let w = Tensor::random(p.filter_shape(), Layout::Nchw, 2).unwrap();
+    let (xh, wh) = (x.map(f16::from_f32), w.map(f16::from_f32));
+    for &algo in Algorithm::ALL {
+        let e = match algo.dtype() {
+            DType::F32 => conv2d(&gpu, algo, &p, &xh, &wh).unwrap_err(),
+            DType::F16 => conv2d(&gpu, algo, &p, &x, &w).unwrap_err(),
+        };
+        assert!(matches!(&e, Error::InvalidArgument(m) if m.contains("fp16") && m.contains("fp32")), "{algo}: {e}");
+    }
+}
+
+#[test]
+fn launch_rejects_wrong_buffers() {
+    let Some(gpu) = gpu_or_skip("launch_rejects_wrong_buffers") else { return };
+    let p = Conv2d::new(1, 2, 8, 8, 3, 3, 3);
+    let plan = Algorithm::DirectSmem.plan(&p, &gpu.limits()).unwrap();
+    let x = gpu.alloc_zeros::<f32>(p.input_len()).unwrap();
+    let w = gpu.alloc_zeros::<f32>(p.filter_len()).unwrap();
+    let mut short = gpu.alloc_zeros::<f32>(p.output_len() - 1).unwrap();
+    let e = launch(&gpu, &plan, &p, &x, &w, &mut short).unwrap_err();
+    assert!(matches!(e, Error::BufferSize { tensor: "output", .. }), "{e}");
+    let xh = gpu.alloc_zeros::<f16>(p.input_len()).unwrap();
+    let wh = gpu.alloc_zeros::<f16>(p.filter_len()).unwrap();
+    let mut y = gpu.alloc_zeros::<f32>(p.output_len()).unwrap();
+    let e = launch(&gpu, &plan, &p, &xh, &wh, &mut y).unwrap_err();
+    assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
+}

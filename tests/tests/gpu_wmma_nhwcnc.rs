@@ -1,0 +1,72 @@
+//! GPU tests of `wmma_nhwcnc` (tensor cores on the blocked NHWC16n16c layouts, fp16 in, fp32
+//! out) against the f64 CPU reference on the same fp16-rounded inputs.
+//! Without a GPU each test announces that it was skipped (see `convrs_tests::gpu_or_skip`).
+
+use convrs::bench::FP16_REL_L2_TOLERANCE as TOL;
+use convrs::plan::DeviceLimits;
+use convrs::{Algorithm, Conv2d, Error};
+use convrs_tests::{gpu_or_skip, gpu_vs_cpu, property_test_gpu};
+
+const ALGO: Algorithm = Algorithm::WmmaNhwcnc;
+
+#[test]
+fn wmma_nhwcnc_matches_cpu_on_random_problems() {
+    let Some(gpu) = gpu_or_skip("wmma_nhwcnc_matches_cpu_on_random_problems") else { return };
+    property_test_gpu(&gpu, ALGO, 64, TOL);
+}
+
+/// The shapes at small batch, and the corners a random draw may miss: every block tile
+/// (the plan picks by shape; the test checks that each entry ran), ragged edge tiles in M (row
+/// tiles not a multiple of the block's) and in K (K/16 not a multiple of the block's), odd C/16
+/// (half-empty last step).
+#[test]
+fn wmma_nhwcnc_matches_cpu_on_named_shapes() {
+    let Some(gpu) = gpu_or_skip("wmma_nhwcnc_matches_cpu_on_named_shapes") else { return };
+    let shapes = [
+        Conv2d::new(16, 256, 14, 14, 512, 3, 3).with_pad(1),  // the speed target at batch 16
+        Conv2d::new(32, 512, 7, 7, 512, 3, 3).with_pad(1),    // 32 images of 7x7: several pixels a block
+        Conv2d::new(16, 64, 56, 56, 64, 3, 3).with_pad(1),    // K = 64
+        Conv2d::new(144, 32, 5, 5, 48, 1, 1),                 // 1x1, N not a multiple of 128
+        Conv2d::new(16, 48, 17, 15, 208, 7, 7).with_pad(3),   // 7x7, odd C/16, K/16 = 13
+        Conv2d::new(32, 32, 19, 21, 32, 3, 3).with_pad(1).with_stride(2), // stride 2
+        Conv2d::new(16, 32, 20, 23, 48, 3, 3).with_pad(2).with_dilation(2), // dilation 2
+        Conv2d::new(16, 16, 9, 9, 16, 3, 3).with_pad(1),      // C = K = N = 16
+        Conv2d::new(16, 16, 1, 1, 16, 1, 1),                  // the smallest problem
+        Conv2d::new(48, 80, 3, 2, 144, 2, 2).with_pad(1),     // tiny, ragged H and W
+        Conv2d { n: 16, c: 32, h: 11, w: 13, k: 32, r: 3, s: 5, pad: (0, 2), stride: (2, 1), dilation: (1, 2) }, // per-axis values
+        Conv2d::new(272, 16, 3, 3, 16, 3, 3).with_pad(1),     // many batch tiles, one pixel per block row
+        // One shape per block tile (see the plan's every_variant_is_somebody_s_best).
+        Conv2d::new(16, 16, 28, 28, 256, 3, 3).with_pad(1),   // 128 x 256, 512 threads
+        Conv2d::new(32, 16, 28, 28, 96, 3, 3).with_pad(1),    // 256 x 128, K edge tile
+        Conv2d::new(32, 32, 28, 28, 64, 3, 3).with_pad(1),    // 256 x 64
+        Conv2d::new(16, 32, 28, 28, 64, 3, 3).with_pad(1),    // 128 x 64
+        Conv2d::new(16, 64, 9, 9, 512, 3, 3).with_pad(1),     // 64 x 128
+    ];
+    let mut ran = std::collections::BTreeSet::new();
+    for p in &shapes {
+        ran.insert(ALGO.plan(p, &gpu.limits()).unwrap().kernel);
+        let c = gpu_vs_cpu(&gpu, ALGO, p, 7).unwrap_or_else(|e| panic!("{ALGO} on {p}: {e}"));
+        assert_eq!(c.non_finite, 0, "{ALGO} on {p}: {c}");
+        assert!(c.rel_l2_err <= TOL, "{ALGO} on {p}: {c}");
+    }
+    let all: std::collections::BTreeSet<_> = convrs::plan::wmma_nhwcnc::kernel_names().into_iter().collect();
+    assert_eq!(ran, all, "every wmma_nhwcnc entry must run on some named shape");
+}
+
+/// N, C or K not a multiple of 16 is refused by the plan (CPU-only), pointing to the NHWC kernel.
+#[test]
+fn wmma_nhwcnc_refuses_sizes_not_multiples_of_16() {
+    for p in [
+        Conv2d::new(8, 16, 8, 8, 16, 3, 3),
+        Conv2d::new(16, 24, 8, 8, 16, 3, 3).with_pad(1),
+        Conv2d::new(16, 16, 8, 8, 40, 1, 1),
+    ] {
+        match ALGO.plan(&p, &DeviceLimits::SM80) {
+            Err(Error::Unsupported { algorithm, reason }) => {
+                assert_eq!(algorithm, "wmma_nhwcnc");
+                assert!(reason.contains("wmma_nhwc "), "{p}: {reason}");
+            }
+            other => panic!("{p}: expected Unsupported, got {other:?}"),
+        }
+    }
+}
