@@ -5,12 +5,25 @@
 //! entries of one output pixel; NCHW: output positions n*P*Q). The plan picks one of the
 //! compiled tile shapes by a small model of an H100 (132 SMs): modelled time = waves of
 //! resident blocks x (padded FMAs per block) / (tile efficiency x latency hiding). Padding is
-//! what the tile wastes past K and past the column count; tile efficiency ranks the shapes by
-//! FFMAs per shared load and per copied value; latency hiding grows with resident warps
-//! (registers from ptxas, shared memory, 2048 threads per SM).
+//! what the tile wastes past K and past the column count; tile efficiency (per kernel) is the
+//! shape's measured speed relative to the best shape on 256,256,14,14 -> 512, 3x3 (H100, where
+//! every shape fills the GPU): it folds in FFMAs per shared load and the copy instructions per
+//! FFMA, which differ between the kernels (NCHW's im2col copies cost ~20 instructions per value,
+//! so its larger 256x128 tile, with fewer copied values per FFMA, wins there); latency hiding
+//! grows with resident warps (registers from ptxas, shared memory, 2048 threads per SM).
+//!
+//! Measured on an H100 (`convrs run`, median of 20), 256,256,14,14 -> 512, 3x3 pad 1, ms:
+//!
+//! | tile | 128x128 | 128x128 BK16 | 256x128 | 128x64 | 64x128 | 64x64 | 128x32 | 32x128 |
+//! | --- | --- | --- | --- | --- | --- | --- | --- | --- |
+//! | hwcn | 2.50 | 2.48 | 2.59 | 2.62 | 2.54 | 2.78* | 2.78* | 2.85* |
+//! | nchw | 3.66 | 3.50 | 3.31 | 3.71 | 4.50 | 4.74* | 4.28* | 6.25* |
+//!
+//! (* with an earlier build that held more registers: lower bounds on those shapes' speed.)
 //!
 //! Launch: 1-D grid of `ceil(N/BN) * ceil(K/BM) * P*Q` blocks (batch tile fastest), 1-D block of
-//! `(BM/TM) * (BN/TN)` threads, `STAGES * BK * (BM + BN) * 4` bytes of dynamic shared memory.
+//! `(BM/TM) * (BN/TN)` threads (up to 512: every entry needs at most 128 registers, checked by
+//! tests/tests/gpu_tiled.rs), `STAGES * BK * (BM + 4 + BN) * 4` bytes of dynamic shared memory.
 
 use super::{DeviceLimits, LaunchPlan};
 use crate::dtype::DType;
@@ -29,8 +42,8 @@ pub(crate) struct Tile {
     pub stages: usize,
     /// Registers per thread (ptxas, sm_90) of the (HWCN, NCHW) entries, for occupancy only.
     pub regs: (usize, usize),
-    /// Relative FMA throughput of the shape when latency is hidden (1 = best).
-    pub eff: f64,
+    /// Relative FMA throughput of the shape when latency is hidden (1 = best), for (HWCN, NCHW).
+    pub eff: (f64, f64),
 }
 
 impl Tile {
@@ -43,7 +56,7 @@ impl Tile {
     }
 }
 
-const fn tile(hwcn: &'static str, nchw: &'static str, bm: usize, bn: usize, tm: usize, tn: usize, regs: (usize, usize), eff: f64) -> Tile {
+const fn tile(hwcn: &'static str, nchw: &'static str, bm: usize, bn: usize, tm: usize, tn: usize, regs: (usize, usize), eff: (f64, f64)) -> Tile {
     Tile { hwcn, nchw, bm, bn, bk: 8, tm, tn, stages: 3, regs, eff }
 }
 
@@ -53,14 +66,15 @@ const fn tile_bk(bk: usize, t: Tile) -> Tile {
 
 /// Must match the entry points at the end of kernels-gpu/src/tiled/hwcn.rs and nchw.rs.
 pub(crate) const TILES: [Tile; 8] = [
-    tile("tiled_hwcn_128x128", "tiled_nchw_128x128", 128, 128, 8, 8, (111, 119), 1.0),
-    tile("tiled_hwcn_128x64", "tiled_nchw_128x64", 128, 64, 8, 8, (127, 128), 0.92),
-    tile("tiled_hwcn_64x128", "tiled_nchw_64x128", 64, 128, 8, 8, (128, 119), 0.92),
-    tile("tiled_hwcn_64x64", "tiled_nchw_64x64", 64, 64, 8, 8, (127, 128), 0.87),
-    tile("tiled_hwcn_128x32", "tiled_nchw_128x32", 128, 32, 8, 4, (63, 70), 0.85),
-    tile("tiled_hwcn_32x128", "tiled_nchw_32x128", 32, 128, 4, 8, (80, 72), 0.85),
-    tile("tiled_hwcn_256x128", "tiled_nchw_256x128", 256, 128, 8, 8, (111, 127), 1.0),
-    tile_bk(16, tile("tiled_hwcn_128x128_k16", "tiled_nchw_128x128_k16", 128, 128, 8, 8, (125, 127), 0.99)),
+    tile("tiled_hwcn_128x128", "tiled_nchw_128x128", 128, 128, 8, 8, (111, 119), (1.0, 0.905)),
+    tile("tiled_hwcn_128x64", "tiled_nchw_128x64", 128, 64, 8, 8, (127, 128), (0.95, 0.89)),
+    tile("tiled_hwcn_64x128", "tiled_nchw_64x128", 64, 128, 8, 8, (128, 119), (0.98, 0.74)),
+    tile("tiled_hwcn_64x64", "tiled_nchw_64x64", 64, 64, 8, 8, (127, 128), (0.9, 0.7)),
+    tile("tiled_hwcn_128x32", "tiled_nchw_128x32", 128, 32, 8, 4, (63, 70), (0.9, 0.77)),
+    tile("tiled_hwcn_32x128", "tiled_nchw_32x128", 32, 128, 4, 8, (80, 72), (0.88, 0.53)),
+    tile("tiled_hwcn_256x128", "tiled_nchw_256x128", 256, 128, 8, 8, (111, 127), (0.965, 1.0)),
+    // Within 1% of 128x128 for HWCN: kept just below it, so ties go to the smaller shared memory.
+    tile_bk(16, tile("tiled_hwcn_128x128_k16", "tiled_nchw_128x128_k16", 128, 128, 8, 8, (125, 127), (0.995, 0.95))),
 ];
 
 /// Every entry point either plan can name (for tests and tools).
@@ -73,7 +87,7 @@ const MODEL_SMEM_PER_SM: usize = 228 * 1024;
 
 /// Modelled time (arbitrary units) of `blocks` blocks of tile `t` with `regs` registers per
 /// thread, each running `steps` reduction steps.
-fn cost(t: &Tile, regs: usize, blocks: u128, steps: u128) -> f64 {
+fn cost(t: &Tile, regs: usize, eff: f64, blocks: u128, steps: u128) -> f64 {
     let threads = t.threads();
     let warps = threads.div_ceil(32) as f64;
     let by_regs = 65536 / (regs.div_ceil(8) * 8 * threads).max(1);
@@ -83,7 +97,7 @@ fn cost(t: &Tile, regs: usize, blocks: u128, steps: u128) -> f64 {
     // Each warp's FMA chains are independent; a step's barrier and copy latency need other
     // warps to cover them: 8 warps per SM hide about 80%.
     let hide = |w: f64| w / (w + 2.0);
-    let per_sm = |resident: f64| resident * work / (t.eff * hide(resident * warps));
+    let per_sm = |resident: f64| resident * work / (eff * hide(resident * warps));
     let blocks = blocks as f64;
     let full = (blocks / (MODEL_SMS * bps)).floor();
     let rest = blocks - full * MODEL_SMS * bps;
@@ -103,7 +117,8 @@ pub(crate) fn choose(m: usize, cols: usize, groups: usize, steps: usize, limits:
         if blocks > i32::MAX as u128 {
             continue;
         }
-        let c = cost(&t, if hwcn { t.regs.0 } else { t.regs.1 }, blocks, steps as u128);
+        let (regs, eff) = if hwcn { (t.regs.0, t.eff.0) } else { (t.regs.1, t.eff.1) };
+        let c = cost(&t, regs, eff, blocks, steps as u128);
         if best.as_ref().is_none_or(|(b, _, _)| c < *b) {
             best = Some((c, t, blocks));
         }
@@ -234,6 +249,16 @@ mod tests {
             assert!(kernel_names().contains(&plan.kernel) && plan.kernel.starts_with("tiled_hwcn_"));
             assert_covers_exactly_once(p, &plan);
         }
+    }
+
+    #[test]
+    fn issue_shapes_get_the_tiles_that_measured_fastest() {
+        // H100 timings in the module docs and tiled.rs: 64x64 (0.39 ms vs 0.70 for 64x128) and
+        // 128x32 (0.37 ms vs 0.50 for 64x64).
+        let plan = super::plan(&Conv2d::new(64, 64, 56, 56, 64, 3, 3).with_pad(1), &H100).unwrap();
+        assert_eq!(plan.kernel, "tiled_hwcn_64x64", "{plan:?}");
+        let plan = super::plan(&Conv2d::new(32, 512, 7, 7, 512, 3, 3).with_pad(1), &H100).unwrap();
+        assert_eq!(plan.kernel, "tiled_hwcn_128x32", "{plan:?}");
     }
 
     #[test]

@@ -71,8 +71,18 @@ mod tests {
     fn target_shape_gets_the_largest_tile() {
         let p = Conv2d::new(256, 256, 14, 14, 512, 3, 3).with_pad(1);
         let plan = super::plan(&p, &H100).unwrap();
-        assert_eq!(plan.kernel, "tiled_nchw_128x128", "{plan:?}");
-        assert_eq!(plan.grid.0, 4 * 392);
+        assert_eq!(plan.kernel, "tiled_nchw_256x128", "{plan:?}");
+        assert_eq!(plan.grid.0, 2 * 392);
+        assert_eq!(plan.block.0, 512);
+    }
+
+    #[test]
+    fn issue_shapes_get_the_tiles_that_measured_fastest() {
+        // H100: 64x128 0.575 ms (64x64 0.60, 128x32 1.07); 128x32 0.44 ms (128x128 0.48, 64x64 0.59).
+        let plan = super::plan(&Conv2d::new(64, 64, 56, 56, 64, 3, 3).with_pad(1), &H100).unwrap();
+        assert_eq!(plan.kernel, "tiled_nchw_64x128", "{plan:?}");
+        let plan = super::plan(&Conv2d::new(32, 512, 7, 7, 512, 3, 3).with_pad(1), &H100).unwrap();
+        assert_eq!(plan.kernel, "tiled_nchw_128x32", "{plan:?}");
     }
 
     #[test]

@@ -152,8 +152,8 @@ pub unsafe fn conv<const BM: usize, const BN: usize, const BK: usize, const TM: 
     });
 }
 
-// Entry points `tiled_hwcn_{BM}x{BN}`: the instantiations the host plan chooses from (the table
-// in the parent module). BK = 8, 3 stages throughout.
+// Entry points `tiled_hwcn_{BM}x{BN}[_k{BK}]`: the instantiations the host plan chooses from
+// (the table in the parent module). BK = 8 unless named, 3 stages throughout.
 crate::conv_kernel!(fn tiled_hwcn_128x128(x: *const f32, w: *const f32, y: *mut f32) => conv::<128, 128, 8, 8, 8, 3>);
 crate::conv_kernel!(fn tiled_hwcn_128x64(x: *const f32, w: *const f32, y: *mut f32) => conv::<128, 64, 8, 8, 8, 3>);
 crate::conv_kernel!(fn tiled_hwcn_64x128(x: *const f32, w: *const f32, y: *mut f32) => conv::<64, 128, 8, 8, 8, 3>);
