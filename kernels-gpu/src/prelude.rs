@@ -304,3 +304,16 @@ pub unsafe fn store_global_f32x4(p: *mut f32, v: F32x4) {
             a = in(reg32) a, b = in(reg32) b, c = in(reg32) c, d = in(reg32) d, options(nostack))
     };
 }
+
+// ---------------------------------------------------------------------------------------------
+// Multi-stage `cp.async` pipelines (added for the tiled family, kernels-gpu/src/tiled/).
+// ---------------------------------------------------------------------------------------------
+
+/// Waits until at most `N` of the `cp.async` groups this thread committed are still in flight
+/// (the oldest ones land first). As with [`cp_async_wait_all`], other threads see the data only
+/// after a barrier that follows this wait.
+#[inline(always)]
+pub fn cp_async_wait_group<const N: u32>() {
+    // SAFETY: waiting has no preconditions; the asm is not `nomem`, so shared loads stay after it.
+    unsafe { asm!("cp.async.wait_group {n};", n = const N, options(nostack)) };
+}

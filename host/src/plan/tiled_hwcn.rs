@@ -1,9 +1,278 @@
-//! Plan for `tiled_hwcn` (not implemented yet).
+//! Plan for `tiled_hwcn` (kernels-gpu/src/tiled/hwcn.rs), and the tile-shape choice both tiled
+//! kernels share ([`TILES`], [`choose`]; `tiled_nchw`'s plan uses them too).
+//!
+//! Both kernels are GEMMs over a block tile of BM output channels x BN columns (HWCN: batch
+//! entries of one output pixel; NCHW: output positions n*P*Q). The plan picks one of the
+//! compiled tile shapes by a small model of an H100 (132 SMs): modelled time = waves of
+//! resident blocks x (padded FMAs per block) / (tile efficiency x latency hiding). Padding is
+//! what the tile wastes past K and past the column count; tile efficiency (per kernel) is the
+//! shape's measured speed relative to the best shape on 256,256,14,14 -> 512, 3x3 (H100, where
+//! every shape fills the GPU): it folds in FFMAs per shared load and the copy instructions per
+//! FFMA, which differ between the kernels (NCHW's im2col copies cost ~20 instructions per value,
+//! so its larger 256x128 tile, with fewer copied values per FFMA, wins there); latency hiding
+//! grows with resident warps (registers from ptxas, shared memory, 2048 threads per SM).
+//!
+//! Measured on an H100 (`convrs run`, median of 20), 256,256,14,14 -> 512, 3x3 pad 1, ms:
+//!
+//! | tile | 128x128 | 128x128 BK16 | 256x128 | 128x64 | 64x128 | 64x64 | 128x32 | 32x128 |
+//! | --- | --- | --- | --- | --- | --- | --- | --- | --- |
+//! | hwcn | 2.50 | 2.48 | 2.59 | 2.62 | 2.54 | 2.78* | 2.78* | 2.85* |
+//! | nchw | 3.66 | 3.50 | 3.31 | 3.71 | 4.50 | 4.74* | 4.28* | 6.25* |
+//!
+//! (* with an earlier build that held more registers: lower bounds on those shapes' speed.)
+//!
+//! Launch: 1-D grid of `ceil(N/BN) * ceil(K/BM) * P*Q` blocks (batch tile fastest), 1-D block of
+//! `(BM/TM) * (BN/TN)` threads (up to 512: every entry needs at most 128 registers, checked by
+//! tests/tests/gpu_tiled.rs), `STAGES * BK * (BM + 4 + BN) * 4` bytes of dynamic shared memory.
 
 use super::{DeviceLimits, LaunchPlan};
+use crate::dtype::DType;
 use crate::{Conv2d, Error, Result};
 
-pub fn plan(problem: &Conv2d, _limits: &DeviceLimits) -> Result<LaunchPlan> {
+/// One compiled tile shape: `conv::<BM, BN, BK, TM, TN, STAGES>` in kernels-gpu/src/tiled/.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Tile {
+    pub hwcn: &'static str,
+    pub nchw: &'static str,
+    pub bm: usize,
+    pub bn: usize,
+    pub bk: usize,
+    pub tm: usize,
+    pub tn: usize,
+    pub stages: usize,
+    /// Registers per thread (ptxas, sm_90) of the (HWCN, NCHW) entries, for occupancy only.
+    pub regs: (usize, usize),
+    /// Relative FMA throughput of the shape when latency is hidden (1 = best), for (HWCN, NCHW).
+    pub eff: (f64, f64),
+}
+
+impl Tile {
+    pub fn threads(&self) -> usize {
+        (self.bm / self.tm) * (self.bn / self.tn)
+    }
+    /// Must match `kernels_gpu::tiled::mainloop::smem_bytes` (A rows padded by 4 floats).
+    pub fn smem_bytes(&self) -> usize {
+        self.stages * self.bk * (self.bm + 4 + self.bn) * 4
+    }
+}
+
+const fn tile(hwcn: &'static str, nchw: &'static str, bm: usize, bn: usize, tm: usize, tn: usize, regs: (usize, usize), eff: (f64, f64)) -> Tile {
+    Tile { hwcn, nchw, bm, bn, bk: 8, tm, tn, stages: 3, regs, eff }
+}
+
+const fn tile_bk(bk: usize, t: Tile) -> Tile {
+    Tile { bk, ..t }
+}
+
+/// Must match the entry points at the end of kernels-gpu/src/tiled/hwcn.rs and nchw.rs.
+pub(crate) const TILES: [Tile; 8] = [
+    tile("tiled_hwcn_128x128", "tiled_nchw_128x128", 128, 128, 8, 8, (111, 119), (1.0, 0.905)),
+    tile("tiled_hwcn_128x64", "tiled_nchw_128x64", 128, 64, 8, 8, (127, 128), (0.95, 0.89)),
+    tile("tiled_hwcn_64x128", "tiled_nchw_64x128", 64, 128, 8, 8, (128, 119), (0.98, 0.74)),
+    tile("tiled_hwcn_64x64", "tiled_nchw_64x64", 64, 64, 8, 8, (127, 128), (0.9, 0.7)),
+    tile("tiled_hwcn_128x32", "tiled_nchw_128x32", 128, 32, 8, 4, (63, 70), (0.9, 0.77)),
+    tile("tiled_hwcn_32x128", "tiled_nchw_32x128", 32, 128, 4, 8, (80, 72), (0.88, 0.53)),
+    tile("tiled_hwcn_256x128", "tiled_nchw_256x128", 256, 128, 8, 8, (111, 127), (0.965, 1.0)),
+    // Within 1% of 128x128 for HWCN: kept just below it, so ties go to the smaller shared memory.
+    tile_bk(16, tile("tiled_hwcn_128x128_k16", "tiled_nchw_128x128_k16", 128, 128, 8, 8, (125, 127), (0.995, 0.95))),
+];
+
+/// Every entry point either plan can name (for tests and tools).
+pub fn kernel_names() -> Vec<&'static str> {
+    TILES.iter().flat_map(|t| [t.hwcn, t.nchw]).collect()
+}
+
+const MODEL_SMS: f64 = 132.0;
+const MODEL_SMEM_PER_SM: usize = 228 * 1024;
+
+/// Modelled time (arbitrary units) of `blocks` blocks of tile `t` with `regs` registers per
+/// thread, each running `steps` reduction steps.
+fn cost(t: &Tile, regs: usize, eff: f64, blocks: u128, steps: u128) -> f64 {
+    let threads = t.threads();
+    let warps = threads.div_ceil(32) as f64;
+    let by_regs = 65536 / (regs.div_ceil(8) * 8 * threads).max(1);
+    let by_smem = MODEL_SMEM_PER_SM / (t.smem_bytes() + 1024);
+    let bps = by_regs.min(by_smem).min(2048 / threads).min(32).max(1) as f64;
+    let work = (t.bm * t.bn * t.bk) as f64 * steps as f64;
+    // Each warp's FMA chains are independent; a step's barrier and copy latency need other
+    // warps to cover them: 8 warps per SM hide about 80%.
+    let hide = |w: f64| w / (w + 2.0);
+    let per_sm = |resident: f64| resident * work / (eff * hide(resident * warps));
+    let blocks = blocks as f64;
+    let full = (blocks / (MODEL_SMS * bps)).floor();
+    let rest = blocks - full * MODEL_SMS * bps;
+    full * per_sm(bps) + if rest > 0.0 { per_sm((rest / MODEL_SMS).ceil()) } else { 0.0 }
+}
+
+/// The cheapest tile for a GEMM of `m` rows (output channels) x `cols` columns per block row
+/// group, `groups` independent groups (HWCN: output pixels; NCHW: 1), `steps` reduction steps,
+/// on a device with `limits`; `regs` picks the kernel's register count.
+pub(crate) fn choose(m: usize, cols: usize, groups: usize, steps: usize, limits: &DeviceLimits, hwcn: bool) -> Option<(Tile, u128)> {
+    let mut best: Option<(f64, Tile, u128)> = None;
+    for t in TILES {
+        if t.smem_bytes() > limits.max_shared_bytes_per_block as usize {
+            continue;
+        }
+        let blocks = (m as u128).div_ceil(t.bm as u128) * (cols as u128).div_ceil(t.bn as u128) * groups as u128;
+        if blocks > i32::MAX as u128 {
+            continue;
+        }
+        let (regs, eff) = if hwcn { (t.regs.0, t.eff.0) } else { (t.regs.1, t.eff.1) };
+        let c = cost(&t, regs, eff, blocks, steps as u128);
+        if best.as_ref().is_none_or(|(b, _, _)| c < *b) {
+            best = Some((c, t, blocks));
+        }
+    }
+    best.map(|(_, t, b)| (t, b))
+}
+
+pub fn plan(problem: &Conv2d, limits: &DeviceLimits) -> Result<LaunchPlan> {
     problem.validate()?;
-    Err(Error::Unsupported { algorithm: "tiled_hwcn", reason: "not implemented yet".into() })
+    let p = problem;
+    let (out_p, out_q) = p.output_hw();
+    let steps = p.c.div_ceil(8) * p.r * p.s;
+    let Some((t, blocks)) = choose(p.k, p.n, out_p * out_q, steps, limits, true) else {
+        return Err(Error::Unsupported {
+            algorithm: "tiled_hwcn",
+            reason: format!(
+                "no tile shape fits: the grid exceeds 2^31-1 blocks or the device's {} bytes of shared memory per block",
+                limits.max_shared_bytes_per_block
+            ),
+        });
+    };
+    Ok(LaunchPlan {
+        kernel: t.hwcn,
+        grid: (blocks as u32, 1, 1),
+        block: (t.threads() as u32, 1, 1),
+        shared_bytes: t.smem_bytes() as u32,
+        dtype: DType::F32,
+    })
+}
+
+/// The thread -> output mapping of kernels-gpu/src/tiled/mainloop.rs, replayed on the CPU:
+/// `(row, column)` of the block tile for register `(i, j)` of thread `tid`.
+#[cfg(test)]
+pub(crate) fn thread_output(t: &Tile, tid: usize, i: usize, j: usize) -> (usize, usize) {
+    let warps_n = t.bn / t.tn / 8;
+    let (warp, lane) = (tid / 32, tid % 32);
+    let (tm, tn) = ((warp / warps_n) * 4 + lane / 8, (warp % warps_n) * 8 + lane % 8);
+    let (qm, qn) = (t.bm / (t.tm / 4), t.bn / (t.tn / 4));
+    (i / 4 * qm + tm * 4 + i % 4, j / 4 * qn + tn * 4 + j % 4)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const H100: DeviceLimits = DeviceLimits { max_shared_bytes_per_block: 227 * 1024, max_grid_y: 65535, max_grid_z: 65535 };
+
+    fn tile_of(kernel: &str) -> Tile {
+        TILES.into_iter().find(|t| t.hwcn == kernel || t.nchw == kernel).unwrap()
+    }
+
+    /// Replays the kernel's block -> (batch tile, channel tile, pixel) -> thread -> register
+    /// mapping and checks that every output is written exactly once and nothing else is.
+    fn assert_covers_exactly_once(p: &Conv2d, plan: &LaunchPlan) {
+        let t = tile_of(plan.kernel);
+        let (out_p, out_q) = p.output_hw();
+        assert_eq!(plan.block, (t.threads() as u32, 1, 1));
+        let (nt, kt) = (p.n.div_ceil(t.bn), p.k.div_ceil(t.bm));
+        assert_eq!(plan.grid, ((nt * kt * out_p * out_q) as u32, 1, 1));
+        let mut hits = vec![0u8; p.output_len()];
+        for b in 0..plan.grid.0 as usize {
+            let (bn, bk, pix) = (b % nt, b / nt % kt, b / nt / kt);
+            for tid in 0..t.threads() {
+                for i in 0..t.tm {
+                    for j in 0..t.tn {
+                        let (row, col) = thread_output(&t, tid, i, j);
+                        assert!(row < t.bm && col < t.bn);
+                        let (k, n) = (bk * t.bm + row, bn * t.bn + col);
+                        if k < p.k && n < p.n {
+                            hits[(pix * p.k + k) * p.n + n] += 1; // HWKN
+                        }
+                    }
+                }
+            }
+        }
+        assert!(hits.iter().all(|&h| h == 1), "{p}: {} outputs not written exactly once", hits.iter().filter(|&&h| h != 1).count());
+    }
+
+    #[test]
+    fn every_tile_shape_is_consistent() {
+        for t in TILES {
+            assert!(t.tm % 4 == 0 && t.tn % 4 == 0 && t.bm % t.tm == 0 && t.bn % t.tn == 0);
+            assert!((t.bm / t.tm) % 4 == 0 && (t.bn / t.tn) % 8 == 0, "{t:?}: warps are 4 x 8 thread groups");
+            assert!(t.threads() <= 512 && t.threads() % 32 == 0);
+            assert_eq!(t.threads() % t.bm, 0, "{t:?}: nchw copy threads own whole A rows");
+            assert_eq!(t.threads() % t.bn, 0, "{t:?}: nchw copy threads own whole B columns");
+            // Every register maps to a distinct tile element.
+            let mut seen = vec![false; t.bm * t.bn];
+            for tid in 0..t.threads() {
+                for i in 0..t.tm {
+                    for j in 0..t.tn {
+                        let (r, c) = thread_output(&t, tid, i, j);
+                        assert!(!std::mem::replace(&mut seen[r * t.bn + c], true), "{t:?}");
+                    }
+                }
+            }
+            assert!(seen.iter().all(|&s| s));
+        }
+        assert_eq!(TILES[0].smem_bytes(), 3 * 8 * (128 + 4 + 128) * 4);
+    }
+
+    #[test]
+    fn target_shape_gets_the_largest_tile() {
+        let p = Conv2d::new(256, 256, 14, 14, 512, 3, 3).with_pad(1);
+        let plan = super::plan(&p, &H100).unwrap();
+        assert_eq!(plan.kernel, "tiled_hwcn_128x128", "{plan:?}");
+        assert_eq!(plan.grid.0, 2 * 4 * 196);
+        assert_eq!(plan.block.0, 256);
+    }
+
+    #[test]
+    fn plans_cover_every_output_once() {
+        let mut shapes = vec![
+            Conv2d::new(1, 1, 1, 1, 1, 1, 1),
+            Conv2d::new(3, 7, 11, 9, 5, 1, 1).with_stride(2),
+            Conv2d::new(2, 3, 13, 15, 9, 7, 7).with_pad(3),
+            Conv2d::new(64, 16, 6, 6, 64, 3, 3).with_pad(1),
+            Conv2d::new(33, 5, 5, 4, 130, 3, 3).with_pad(1),
+            Conv2d::new(130, 3, 3, 3, 33, 3, 3).with_pad(2).with_dilation(2),
+            Conv2d::new(32, 8, 7, 7, 40, 3, 3).with_pad(1),
+        ];
+        for i in 0..40usize {
+            shapes.push(Conv2d::new(1 + i * 7 % 150, 1 + i % 5, 2 + i % 5, 3 + i % 4, 1 + i * 13 % 140, 1 + i % 2, 1 + i % 3).with_pad(i % 2));
+        }
+        for p in shapes.iter().filter(|p| p.validate().is_ok()) {
+            let plan = super::plan(p, &H100).unwrap_or_else(|e| panic!("{p}: {e}"));
+            assert!(plan.shared_bytes <= H100.max_shared_bytes_per_block);
+            assert!(kernel_names().contains(&plan.kernel) && plan.kernel.starts_with("tiled_hwcn_"));
+            assert_covers_exactly_once(p, &plan);
+        }
+    }
+
+    #[test]
+    fn issue_shapes_get_the_tiles_that_measured_fastest() {
+        // H100 timings in the module docs and tiled.rs: 64x64 (0.39 ms vs 0.70 for 64x128) and
+        // 128x32 (0.37 ms vs 0.50 for 64x64).
+        let plan = super::plan(&Conv2d::new(64, 64, 56, 56, 64, 3, 3).with_pad(1), &H100).unwrap();
+        assert_eq!(plan.kernel, "tiled_hwcn_64x64", "{plan:?}");
+        let plan = super::plan(&Conv2d::new(32, 512, 7, 7, 512, 3, 3).with_pad(1), &H100).unwrap();
+        assert_eq!(plan.kernel, "tiled_hwcn_128x32", "{plan:?}");
+    }
+
+    #[test]
+    fn small_batches_and_channel_counts_pick_narrow_tiles() {
+        let plan = super::plan(&Conv2d::new(32, 512, 7, 7, 512, 3, 3).with_pad(1), &H100).unwrap();
+        assert!(["tiled_hwcn_128x32", "tiled_hwcn_64x64", "tiled_hwcn_128x64"].contains(&plan.kernel), "{plan:?}");
+        let plan = super::plan(&Conv2d::new(128, 16, 8, 8, 16, 3, 3).with_pad(1), &H100).unwrap();
+        assert_eq!(plan.kernel, "tiled_hwcn_32x128", "{plan:?}");
+    }
+
+    #[test]
+    fn invalid_problems_are_rejected_before_planning() {
+        assert!(matches!(super::plan(&Conv2d::new(1, 1, 4, 4, 1, 7, 7), &H100), Err(Error::FilterLargerThanPaddedInput { .. })));
+        let tiny = DeviceLimits { max_shared_bytes_per_block: 1024, ..H100 };
+        assert!(matches!(super::plan(&Conv2d::new(1, 1, 8, 8, 1, 3, 3), &tiny), Err(Error::Unsupported { algorithm: "tiled_hwcn", .. })));
+    }
 }

@@ -1,9 +1,114 @@
-//! Plan for `tiled_nchw` (not implemented yet).
+//! Plan for `tiled_nchw` (kernels-gpu/src/tiled/nchw.rs): the implicit GEMM of M = K output
+//! channels by N*P*Q output positions. The tile shape comes from the same list and model as
+//! `tiled_hwcn` ([`super::tiled_hwcn::choose`]).
+//!
+//! Launch: 1-D grid of `ceil(K/BM) * ceil(N*P*Q/BN)` blocks (channel tile fastest), 1-D block
+//! of `(BM/TM) * (BN/TN)` threads, `STAGES * BK * (BM + BN) * 4` bytes of dynamic shared memory.
 
+use super::tiled_hwcn::choose;
 use super::{DeviceLimits, LaunchPlan};
+use crate::dtype::DType;
 use crate::{Conv2d, Error, Result};
 
-pub fn plan(problem: &Conv2d, _limits: &DeviceLimits) -> Result<LaunchPlan> {
+pub fn plan(problem: &Conv2d, limits: &DeviceLimits) -> Result<LaunchPlan> {
     problem.validate()?;
-    Err(Error::Unsupported { algorithm: "tiled_nchw", reason: "not implemented yet".into() })
+    let p = problem;
+    let (out_p, out_q) = p.output_hw();
+    let steps = p.c.div_ceil(8) * p.r * p.s;
+    let Some((t, blocks)) = choose(p.k, p.n * out_p * out_q, 1, steps, limits, false) else {
+        return Err(Error::Unsupported {
+            algorithm: "tiled_nchw",
+            reason: format!(
+                "no tile shape fits: the grid exceeds 2^31-1 blocks or the device's {} bytes of shared memory per block",
+                limits.max_shared_bytes_per_block
+            ),
+        });
+    };
+    Ok(LaunchPlan {
+        kernel: t.nchw,
+        grid: (blocks as u32, 1, 1),
+        block: (t.threads() as u32, 1, 1),
+        shared_bytes: t.smem_bytes() as u32,
+        dtype: DType::F32,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tiled_hwcn::{thread_output, TILES};
+    use super::*;
+
+    const H100: DeviceLimits = DeviceLimits { max_shared_bytes_per_block: 227 * 1024, max_grid_y: 65535, max_grid_z: 65535 };
+
+    /// Replays block -> (channel tile, column tile) -> thread -> register and checks that every
+    /// output is written exactly once and nothing else is.
+    fn assert_covers_exactly_once(p: &Conv2d, plan: &LaunchPlan) {
+        let t = TILES.into_iter().find(|t| t.nchw == plan.kernel).unwrap();
+        let (out_p, out_q) = p.output_hw();
+        let cols = p.n * out_p * out_q;
+        let kt = p.k.div_ceil(t.bm);
+        assert_eq!(plan.grid, ((kt * cols.div_ceil(t.bn)) as u32, 1, 1));
+        let mut hits = vec![0u8; p.output_len()];
+        for b in 0..plan.grid.0 as usize {
+            let (bk, bj) = (b % kt, b / kt);
+            for tid in 0..t.threads() {
+                for i in 0..t.tm {
+                    for j in 0..t.tn {
+                        let (row, col) = thread_output(&t, tid, i, j);
+                        let (k, jg) = (bk * t.bm + row, bj * t.bn + col);
+                        if k < p.k && jg < cols {
+                            let (n, pix) = (jg / (out_p * out_q), jg % (out_p * out_q));
+                            hits[(n * p.k + k) * out_p * out_q + pix] += 1; // NKPQ
+                        }
+                    }
+                }
+            }
+        }
+        assert!(hits.iter().all(|&h| h == 1), "{p}: {} outputs not written exactly once", hits.iter().filter(|&&h| h != 1).count());
+    }
+
+    #[test]
+    fn target_shape_gets_the_largest_tile() {
+        let p = Conv2d::new(256, 256, 14, 14, 512, 3, 3).with_pad(1);
+        let plan = super::plan(&p, &H100).unwrap();
+        assert_eq!(plan.kernel, "tiled_nchw_256x128", "{plan:?}");
+        assert_eq!(plan.grid.0, 2 * 392);
+        assert_eq!(plan.block.0, 512);
+    }
+
+    #[test]
+    fn issue_shapes_get_the_tiles_that_measured_fastest() {
+        // H100: 64x128 0.575 ms (64x64 0.60, 128x32 1.07); 128x32 0.44 ms (128x128 0.48, 64x64 0.59).
+        let plan = super::plan(&Conv2d::new(64, 64, 56, 56, 64, 3, 3).with_pad(1), &H100).unwrap();
+        assert_eq!(plan.kernel, "tiled_nchw_64x128", "{plan:?}");
+        let plan = super::plan(&Conv2d::new(32, 512, 7, 7, 512, 3, 3).with_pad(1), &H100).unwrap();
+        assert_eq!(plan.kernel, "tiled_nchw_128x32", "{plan:?}");
+    }
+
+    #[test]
+    fn plans_cover_every_output_once() {
+        let mut shapes = vec![
+            Conv2d::new(1, 1, 1, 1, 1, 1, 1),
+            Conv2d::new(3, 7, 31, 29, 5, 1, 1).with_stride(2),
+            Conv2d::new(2, 3, 33, 35, 9, 7, 7).with_pad(3),
+            Conv2d::new(2, 4, 40, 41, 6, 3, 3).with_pad(2).with_dilation(2),
+            Conv2d::new(4, 64, 14, 14, 200, 3, 3).with_pad(1),
+            Conv2d::new(1, 6, 96, 64, 6, 6, 6),
+        ];
+        for i in 0..40usize {
+            shapes.push(Conv2d::new(1 + i % 4, 1 + i % 5, 2 + i % 9, 3 + i % 11, 1 + i * 13 % 140, 1 + i % 2, 1 + i % 3).with_pad(i % 2));
+        }
+        for p in shapes.iter().filter(|p| p.validate().is_ok()) {
+            let plan = super::plan(p, &H100).unwrap_or_else(|e| panic!("{p}: {e}"));
+            assert!(plan.kernel.starts_with("tiled_nchw_"));
+            assert_covers_exactly_once(p, &plan);
+        }
+    }
+
+    #[test]
+    fn invalid_problems_are_rejected_before_planning() {
+        assert!(matches!(super::plan(&Conv2d::new(0, 1, 4, 4, 1, 1, 1), &H100), Err(Error::ZeroSize { .. })));
+        let tiny = DeviceLimits { max_shared_bytes_per_block: 1024, ..H100 };
+        assert!(matches!(super::plan(&Conv2d::new(1, 1, 8, 8, 1, 3, 3), &tiny), Err(Error::Unsupported { algorithm: "tiled_nchw", .. })));
+    }
 }

@@ -1,0 +1,191 @@
+//! The mainloop both tiled kernels share: the `cp.async` pipeline over reduction steps, the
+//! thread -> (virtual-thread quadrant) mapping, and the fully unrolled register-tile update.
+//! The kernels supply only how one step's A and B slices are copied ([`mainloop`]'s `stage`)
+//! and their epilogue. Shared memory per stage: `A[BK][BM + A_PAD]` then `B[BK][BN]` floats.
+//!
+//! The A rows carry `A_PAD` = 4 spare floats: a copy that writes a column of A (several kk of
+//! one m per warp, as `tiled_nchw` does) then lands in distinct banks, and 16-byte accesses
+//! along a row stay aligned.
+
+use core::num::NonZeroU32;
+
+use crate::prelude::*;
+
+/// Spare floats at the end of each shared A row (see the module docs).
+pub const A_PAD: usize = 4;
+
+/// Threads of a block with tile `BM x BN` and thread tile `TM x TN`.
+pub const fn threads(bm: usize, bn: usize, tm: usize, tn: usize) -> usize {
+    (bm / tm) * (bn / tn)
+}
+
+/// Dynamic shared memory bytes of the pipeline (the host plan uses the same formula).
+pub const fn smem_bytes(bm: usize, bn: usize, bk: usize, stages: usize) -> usize {
+    stages * bk * (bm + A_PAD + bn) * 4
+}
+
+/// `(a / b, a % b)` for `a >= 0` and `b >= 1`, in unsigned arithmetic and without the
+/// divide-by-zero panic branch.
+///
+/// # Safety
+/// `b >= 1` (every divisor here is a tile count or a positive problem extent).
+#[inline(always)]
+pub unsafe fn divmod(a: i32, b: i32) -> (i32, i32) {
+    // SAFETY: the caller guarantees b >= 1.
+    let d = unsafe { NonZeroU32::new_unchecked(b as u32) };
+    ((a as u32 / d) as i32, (a as u32 % d) as i32)
+}
+
+/// `ceil(a / b)` for `a >= 0` and `b >= 1` (in u32, so `a + b - 1` cannot overflow).
+#[inline(always)]
+pub fn ceil_div(a: i32, b: i32) -> i32 {
+    ((a as u32 + b as u32 - 1) / b as u32) as i32
+}
+
+/// `%tid.x`, read anew at each call: a volatile asm statement is neither hoisted nor merged, so
+/// values derived from it inside the mainloop are recomputed (a few integer instructions per
+/// step) rather than held in registers across it. The copy code of both kernels uses it.
+#[inline(always)]
+pub fn tid_x_volatile() -> i32 {
+    let t: u32;
+    // SAFETY: reading a special register has no preconditions.
+    unsafe { core::arch::asm!("mov.u32 {t}, %tid.x;", t = out(reg32) t, options(nomem, nostack)) };
+    t as i32
+}
+
+/// The reduction a block walks: input channels in steps of BK (outer) times the filter taps
+/// `[r_lo, r_hi) x [s_lo, s_hi)` (inner). Every field is block-uniform.
+#[derive(Clone, Copy)]
+pub struct Reduction {
+    pub c: i32,
+    pub r_lo: i32,
+    pub r_hi: i32,
+    pub s_lo: i32,
+    pub s_hi: i32,
+}
+
+/// This thread's place in the block tile: row group `tm` and column group `tn` of 4 x 4
+/// outputs within each virtual-thread quadrant. A warp is 4 row groups x 8 column groups, so
+/// its operand loads read 4 and 8 adjacent 16-byte words (conflict-free, one wavefront each).
+#[inline(always)]
+pub fn thread_groups<const BM: usize, const BN: usize, const TM: usize, const TN: usize>(tid: i32) -> (i32, i32) {
+    let warps_n = (BN / TN / 8) as i32;
+    let (warp, lane) = (tid / 32, tid % 32);
+    ((warp / warps_n) * 4 + lane / 8, (warp % warps_n) * 8 + lane % 8)
+}
+
+/// Row (or column) of the block tile that register `i` of a thread in group `g` holds: quadrant
+/// `i / 4` starts `quadrant_stride` apart, and the thread holds 4 adjacent ones in each.
+#[inline(always)]
+pub fn tile_index(g: i32, i: usize, quadrant_stride: usize) -> i32 {
+    (i / 4 * quadrant_stride) as i32 + g * 4 + (i % 4) as i32
+}
+
+/// Runs the whole reduction and returns the thread's `TM x TN` accumulators, register
+/// `[i][j]` holding block-tile row `tile_index(tm, i, BM / (TM/4))` and column
+/// `tile_index(tn, j, BN / (TN/4))`.
+///
+/// `stage(a_dst, b_dst, c0, r, s)` must start this thread's share of the `cp.async` copies of
+/// step (c0, r, s): `A[kk][m]` for channel c0 + kk of tap (r, s) into the `[BK][BM + A_PAD]`
+/// floats at shared address `a_dst`, likewise `B[kk][j]` at `b_dst`, zero-filling what lies outside the
+/// problem; it must not commit or wait.
+///
+/// # Safety
+/// Every thread of the block calls it with the same `red` (the barriers inside), the block has
+/// `threads(BM, BN, TM, TN)` threads, and `stage` writes only inside the slices it is given.
+#[inline(always)]
+pub unsafe fn mainloop<const BM: usize, const BN: usize, const BK: usize, const TM: usize, const TN: usize, const STAGES: usize>(
+    red: Reduction,
+    tm: i32,
+    tn: i32,
+    mut stage: impl FnMut(u32, u32, i32, i32, i32),
+) -> [[f32; TN]; TM] {
+    const {
+        assert!(TM % 4 == 0 && TN % 4 == 0 && TM <= 8 && TN <= 8 && BK <= 16 && BK % 4 == 0);
+        assert!(BM % TM == 0 && BN % TN == 0 && (BM / TM) % 4 == 0 && (BN / TN) % 8 == 0);
+        assert!(STAGES >= 2 && STAGES <= 4);
+    }
+    let stage_bytes = smem_bytes(BM, BN, BK, 1) as u32;
+    let ring_bytes = STAGES as u32 * stage_bytes;
+    if dynamic_smem_bytes() < ring_bytes {
+        trap(); // launched with less shared memory than the plan computes
+    }
+    let smem = dynamic_smem_u32();
+    let (nr, ns) = (red.r_hi - red.r_lo, red.s_hi - red.s_lo);
+    let steps = if nr > 0 && ns > 0 { ceil_div(red.c, BK as i32) * nr * ns } else { 0 };
+
+    // The next step to copy, (c0, r, s), and the ring slot it goes to.
+    let (mut c0, mut r, mut s) = (0i32, red.r_lo, red.s_lo);
+    let mut write_at = 0u32;
+    let mut copy_next = |write_at: &mut u32| {
+        stage(smem + *write_at, smem + *write_at + (BK * (BM + A_PAD) * 4) as u32, c0, r, s);
+        s += 1;
+        if s == red.s_hi {
+            s = red.s_lo;
+            r += 1;
+            if r == red.r_hi {
+                r = red.r_lo;
+                c0 += BK as i32;
+            }
+        }
+        *write_at = if *write_at + stage_bytes == ring_bytes { 0 } else { *write_at + stage_bytes };
+    };
+
+    let mut acc = [[0.0f32; TN]; TM];
+    // This thread's first 16-byte operand words in a stage: A row 0, column tm*4; B likewise.
+    let a_off = (tm * 16) as u32;
+    let b_off = (BK * (BM + A_PAD) * 4) as u32 + (tn * 16) as u32;
+    let (qm, qn) = (BM / (TM / 4), BN / (TN / 4));
+
+    // One loop for the prologue (the first STAGES-1 iterations only copy) and the steady state,
+    // so the copy code exists once and inlines. Iteration `it` copies step `it` and computes
+    // step `it - (STAGES-1)`.
+    let mut read_at = 0u32;
+    for it in 0..steps + (STAGES as i32 - 1) {
+        let computing = it >= STAGES as i32 - 1;
+        if computing {
+            // The step to compute is the oldest copy group still in flight; after the barrier
+            // every thread's copies of it are visible, and every thread is done with the
+            // previous step's slot, which the copy below overwrites.
+            match STAGES {
+                2 => cp_async_wait_group::<0>(),
+                3 => cp_async_wait_group::<1>(),
+                _ => cp_async_wait_group::<2>(),
+            }
+            sync_threads();
+        }
+        if it < steps {
+            copy_next(&mut write_at);
+        }
+        cp_async_commit(); // possibly empty: keeps one group per step for the wait above
+        if !computing {
+            continue;
+        }
+
+        let a = smem + read_at + a_off;
+        let b = smem + read_at + b_off;
+        unroll!(16: BK, kk => {
+            let mut av = [0.0f32; TM];
+            let mut bv = [0.0f32; TN];
+            unroll!(4: TM / 4, v => {
+                // SAFETY: row kk < BK, column v*qm + tm*4 + 3 < BM: inside this stage's A slice, 16-byte aligned.
+                let q = unsafe { ld_shared_f32x4(a + ((kk * (BM + A_PAD) + v * qm) * 4) as u32) };
+                q.write_to(&mut av, 4 * v);
+            });
+            unroll!(4: TN / 4, v => {
+                // SAFETY: row kk < BK, column v*qn + tn*4 + 3 < BN: inside this stage's B slice, 16-byte aligned.
+                let q = unsafe { ld_shared_f32x4(b + ((kk * BN + v * qn) * 4) as u32) };
+                q.write_to(&mut bv, 4 * v);
+            });
+            unroll!(8: TM, i => {
+                unroll!(8: TN, j => {
+                    acc[i][j] = fma(av[i], bv[j], acc[i][j]);
+                });
+            });
+        });
+        read_at = if read_at + stage_bytes == ring_bytes { 0 } else { read_at + stage_bytes };
+    }
+    // No copies are pending (the last groups are empty) and no thread reads shared memory after
+    // this: the epilogue works from registers.
+    acc
+}
