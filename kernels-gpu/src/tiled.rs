@@ -57,24 +57,6 @@
 
 #![allow(unused_comparisons)]
 
-/// Repeats `$body` with `$i` bound to 0, 1, ... `$n - 1` as separate straight-line copies, so
-/// every register-array index is a compile-time constant. `$n` must fold to a constant no larger
-/// than the list's length (the kernels assert their const parameters).
-macro_rules! unroll {
-    (4: $n:expr, $i:ident => $body:block) => {
-        unroll!(@each $n, $i, $body, 0 1 2 3)
-    };
-    (8: $n:expr, $i:ident => $body:block) => {
-        unroll!(@each $n, $i, $body, 0 1 2 3 4 5 6 7)
-    };
-    (16: $n:expr, $i:ident => $body:block) => {
-        unroll!(@each $n, $i, $body, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15)
-    };
-    (@each $n:expr, $i:ident, $body:block, $($k:literal)*) => {{
-        $( if $k < $n { let $i: usize = $k; $body } )*
-    }};
-}
-
 pub mod hwcn;
 pub mod mainloop;
 pub mod nchw;

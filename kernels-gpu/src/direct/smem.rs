@@ -74,7 +74,6 @@
 #![allow(unused_comparisons)]
 
 use core::cmp::{max, min};
-use core::num::NonZeroU32;
 
 use crate::prelude::*;
 
@@ -82,39 +81,6 @@ use crate::prelude::*;
 /// registers fit the 64 Ki registers of an SM, so a launch can never fail for registers
 /// whatever the driver's compiler allocates.
 pub const MAX_BLOCK_THREADS: i32 = 256;
-
-/// Repeats `$body` with `$i` bound to 0, 1, ... `$n - 1` as separate straight-line copies, so
-/// every register-array index is a compile-time constant. `$n` must fold to a constant no larger
-/// than the list's length (the kernels assert their const parameters).
-macro_rules! unroll {
-    (4: $n:expr, $i:ident => $body:block) => {
-        unroll!(@each $n, $i, $body, 0 1 2 3)
-    };
-    (8: $n:expr, $i:ident => $body:block) => {
-        unroll!(@each $n, $i, $body, 0 1 2 3 4 5 6 7)
-    };
-    (16: $n:expr, $i:ident => $body:block) => {
-        unroll!(@each $n, $i, $body, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15)
-    };
-    (32: $n:expr, $i:ident => $body:block) => {
-        unroll!(@each $n, $i, $body, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31)
-    };
-    (@each $n:expr, $i:ident, $body:block, $($k:literal)*) => {{
-        $( if $k < $n { let $i: usize = $k; $body } )*
-    }};
-}
-
-/// `(a / b, a % b)` for `a >= 0` and `b >= 1`, in unsigned arithmetic and without the
-/// divide-by-zero panic branch.
-///
-/// # Safety
-/// `b >= 1` (every divisor here is a positive block dimension, tile count or thread count).
-#[inline(always)]
-unsafe fn divmod(a: i32, b: i32) -> (i32, i32) {
-    // SAFETY: the caller guarantees b >= 1.
-    let d = unsafe { NonZeroU32::new_unchecked(b as u32) };
-    ((a as u32 / d) as i32, (a as u32 % d) as i32)
-}
 
 /// Smallest multiple of 4 not below `v` (`v >= 0`).
 #[inline(always)]

@@ -12,7 +12,7 @@
 //! Grid: 1-D, block -> (batch tile, channel tile, pixel), batch tile fastest. Block: 1-D,
 //! `threads(BM, BN, TM, TN)`. Tile numbers: see the parent module.
 
-use super::mainloop::{ceil_div, divmod, mainloop, thread_groups, threads, tid_x_volatile, tile_index, Reduction, A_PAD};
+use super::mainloop::{ceil_div, mainloop, thread_groups, threads, tid_x_volatile, tile_index, Reduction, A_PAD};
 use crate::prelude::*;
 
 /// Copies the 16-byte words of a `[BK][COLS]` slice (rows `pitch` floats apart in shared

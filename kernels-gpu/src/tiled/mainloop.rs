@@ -7,8 +7,6 @@
 //! one m per warp, as `tiled_nchw` does) then lands in distinct banks, and 16-byte accesses
 //! along a row stay aligned.
 
-use core::num::NonZeroU32;
-
 use crate::prelude::*;
 
 /// Spare floats at the end of each shared A row (see the module docs).
@@ -22,18 +20,6 @@ pub const fn threads(bm: usize, bn: usize, tm: usize, tn: usize) -> usize {
 /// Dynamic shared memory bytes of the pipeline (the host plan uses the same formula).
 pub const fn smem_bytes(bm: usize, bn: usize, bk: usize, stages: usize) -> usize {
     stages * bk * (bm + A_PAD + bn) * 4
-}
-
-/// `(a / b, a % b)` for `a >= 0` and `b >= 1`, in unsigned arithmetic and without the
-/// divide-by-zero panic branch.
-///
-/// # Safety
-/// `b >= 1` (every divisor here is a tile count or a positive problem extent).
-#[inline(always)]
-pub unsafe fn divmod(a: i32, b: i32) -> (i32, i32) {
-    // SAFETY: the caller guarantees b >= 1.
-    let d = unsafe { NonZeroU32::new_unchecked(b as u32) };
-    ((a as u32 / d) as i32, (a as u32 % d) as i32)
 }
 
 /// `ceil(a / b)` for `a >= 0` and `b >= 1` (in u32, so `a + b - 1` cannot overflow).

@@ -23,7 +23,7 @@
 //! an input tile run together). Block: 1-D, `threads(BM, BN, TM, TN)`. Tile numbers: see the
 //! parent module.
 
-use super::mainloop::{ceil_div, divmod, mainloop, thread_groups, threads, tid_x_volatile, tile_index, Reduction, A_PAD};
+use super::mainloop::{ceil_div, mainloop, thread_groups, threads, tid_x_volatile, tile_index, Reduction, A_PAD};
 use crate::prelude::*;
 
 /// `p`, through an empty asm statement: the optimizer cannot relate it to other pointers, so it
