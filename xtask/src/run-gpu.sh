@@ -33,7 +33,7 @@ if [[ " $steps " == *" sanitize "* ]]; then
     # then shapes with N, C, K multiples of 16 (and ragged spatial sizes) for the tensor-core kernels.
     shapes=("2,5,23,37,6,3,3 --pad 2" "1,3,32,64,16,3,3 --pad 1" "1,6,70,64,6,6,6" "2,3,33,35,9,7,7 --pad 3 --stride 2"
             "1,4,29,31,20,3,3 --pad 2 --dilation 2" "16,32,15,13,48,3,3 --pad 1" "32,16,9,11,16,1,1 --stride 2"
-            "16,48,12,10,40,5,5 --pad 2 --dilation 2")
+            "16,48,12,10,48,5,5 --pad 2 --dilation 2")
     log="$out/sanitize.log"
     for algo in $("$here/convrs" list); do
       ran=0
