@@ -4,8 +4,20 @@
 //! reduction R*S*C), so the tile choice is `wmma_nhwc`'s ([`super::wmma_nhwc`] has the cost model
 //! and every tile's timings on plain NHWC).
 //!
-//! H100 timings (`convrs bench`, median, same run as cuDNN 9.14 fp16 NHWC): see the table in
-//! `kernels_gpu::tensor_core::nhwcnc`'s docs.
+//! Timings (H200, `convrs bench` beside cuDNN 9.14 fp16 NHWC) are in
+//! `kernels_gpu::tensor_core::nhwcnc`'s docs. Every tile on the blocked layouts (H200,
+//! `wmma_tile_timings`), in ms:
+//!
+//! | entry | 256,256,14,14 -> 512 | 64,64,56,56 -> 64 | 32,512,7,7 -> 512 |
+//! | --- | --- | --- | --- |
+//! | 128x256k64 | **0.336** | 0.187 | 0.106 |
+//! | 128x128k64 | 0.402 | 0.117 | 0.072 |
+//! | 128x128 | 0.400 | 0.115 | 0.062 |
+//! | 128x64 | 0.572 | **0.113** | 0.049 |
+//! | 64x64 | 0.751 | 0.158 | **0.057** |
+//!
+//! (bold: the plan's pick, which is `wmma_nhwc`'s; on the last shape 128x64 would be 15% faster
+//! here, the blocked layouts' extra L2 traffic favouring bigger tiles.)
 
 use super::wmma_nhwc::{plan_tiles, tile_plan, Family};
 use super::{DeviceLimits, LaunchPlan};

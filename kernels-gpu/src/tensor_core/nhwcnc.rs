@@ -45,7 +45,28 @@
 //! tile); its best tile, 128x256, ran the speed-target shape 256,256,14,14 -> 512 3x3 p1 in
 //! 0.483 ms on an H100 (cuDNN 9.14 fp16 NHWC: 0.156 ms). It was replaced by this shared
 //! mainloop; the filter layout became RSCK16k16c so that B is reduction-contiguous like A.
-//! Measured now (H100): see host/src/plan/wmma_nhwcnc.rs.
+//!
+//! # Measured (H200, `convrs bench`, median of 50, one run with cuDNN 9.14 fp16 NHWC)
+//!
+//! | shape (3x3, pad 1) | `wmma_nhwcnc` | `wmma_nhwc` | cuDNN |
+//! | --- | --- | --- | --- |
+//! | 256,256,14,14 -> 512 | 0.337 ms (351 TFLOP/s, 0.47x cuDNN) | 0.270 ms | 0.157 ms |
+//! | 32,512,7,7 -> 512 | 0.057 ms | 0.040 ms | 0.055 ms |
+//! | 64,64,56,56 -> 64 | 0.105 ms | 0.064 ms | 0.053 ms |
+//!
+//! So the shared mainloop runs the blocked layouts 25 to 65% slower than plain NHWC, on the same
+//! tiles and the same instructions (+7% executed, the address arithmetic). ncu on the
+//! 128x256k64 entries and the first shape: L2 read requests 42.0 M carrying 42.0 M sectors
+//! (one 32-byte sector each) against `wmma_nhwc`'s 19.3 M requests for 38.7 M sectors; L2
+//! throughput 66% against 45%, SM throughput 55% against 70%. Remapping the copying lanes so
+//! that a warp reads one 512-byte tile in lane order changed neither the request count nor the
+//! time, so the split is not about lane order. The likely cause: in these layouts two adjacent
+//! 32-byte sectors hold two different GEMM rows (two images), which land in two different
+//! shared-memory rows, and a `cp.async` request seems to carry only sectors bound for one shared
+//! row; with NHWC a row's 64 bytes are two sectors of one line and one shared row. Untested next
+//! step: a shared layout for the blocked operands that keeps each 512-byte tile contiguous
+//! (rows of 32 bytes, the 16-byte half XORed with `(row >> 2) & 1` so `ldmatrix` stays
+//! conflict-free).
 
 use super::implicit_gemm::{conv, divmod, Operands};
 use crate::prelude::ConvShape;
