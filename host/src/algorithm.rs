@@ -24,8 +24,9 @@ pub enum Algorithm {
     /// Family 2, step 2: the same tiling as an implicit GEMM over the layout most users hold
     /// (NCHW input, KCRS filter, NKPQ output, fp32).
     TiledNchw,
-    /// Family 3, step 1: tensor cores on the blocked layout (NHWC16n16c input, RSCK16c16k
-    /// filter, NHWC16n16c output; fp16 in, fp32 accumulate and out). N, C, K multiples of 16.
+    /// Family 3, step 1: tensor cores on the blocked layout (NHWC16n16c input, RSCK16k16c
+    /// filter, NHWC16n16c output; fp16 in, fp32 accumulate and out), on `WmmaNhwc`'s
+    /// implicit-GEMM mainloop. N, C, K multiples of 16.
     WmmaNhwcnc,
     /// Family 3, step 2: tensor-core implicit GEMM on plain channels-last data (NHWC input,
     /// KRSC filter, NHWK output; fp16 in, fp32 accumulate and out). C, K multiples of 8.
@@ -69,7 +70,7 @@ impl Algorithm {
         match self {
             Algorithm::DirectNaive | Algorithm::DirectSmem | Algorithm::TiledNchw => (Layout::Nchw, Layout::Nchw, Layout::Nchw),
             Algorithm::TiledHwcn => (Layout::Hwcn, Layout::Hwcn, Layout::Hwcn),
-            Algorithm::WmmaNhwcnc => (Layout::Nhwc16n16c, Layout::Hwcn16c16n, Layout::Nhwc16n16c),
+            Algorithm::WmmaNhwcnc => (Layout::Nhwc16n16c, Layout::Hwcn16n16c, Layout::Nhwc16n16c),
             Algorithm::WmmaNhwc => (Layout::Nhwc, Layout::Nhwc, Layout::Nhwc),
         }
     }

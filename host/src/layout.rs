@@ -40,30 +40,31 @@ pub enum Layout {
     /// batch x channel. Needs `N` and `C` to be multiples of 16.
     Nhwc16n16c,
     /// Blocked filter layout for tensor-core kernels, read as `(K, C, R, S)`: memory order
-    /// `(R, S, C/16, K/16, 16 [c], 16 [k])`, so each filter tap holds 16x16 tiles of input x
-    /// output channel (the GEMM's B operand, row-major). Needs `K` and `C` to be multiples of 16.
-    Hwcn16c16n,
+    /// `(R, S, C/16, K/16, 16 [k], 16 [c])` ("RSCK16k16c"), so each filter tap holds 16x16 tiles
+    /// of output x input channel with the reduction (input channel) contiguous, like the input's
+    /// tiles: the GEMM's B operand column-major. Needs `K` and `C` to be multiples of 16.
+    Hwcn16n16c,
 }
 
 impl Layout {
     /// Every layout, for iteration in tests and CLIs.
-    pub const ALL: [Layout; 5] = [Layout::Nchw, Layout::Nhwc, Layout::Hwcn, Layout::Nhwc16n16c, Layout::Hwcn16c16n];
+    pub const ALL: [Layout; 5] = [Layout::Nchw, Layout::Nhwc, Layout::Hwcn, Layout::Nhwc16n16c, Layout::Hwcn16n16c];
 
-    /// The conventional name: `"NCHW"`, `"NHWC"`, `"HWCN"`, `"NHWC16n16c"` or `"HWCN16c16n"`.
+    /// The conventional name: `"NCHW"`, `"NHWC"`, `"HWCN"`, `"NHWC16n16c"` or `"HWCN16n16c"`.
     pub fn name(&self) -> &'static str {
         match self {
             Layout::Nchw => "NCHW",
             Layout::Nhwc => "NHWC",
             Layout::Hwcn => "HWCN",
             Layout::Nhwc16n16c => "NHWC16n16c",
-            Layout::Hwcn16c16n => "HWCN16c16n",
+            Layout::Hwcn16n16c => "HWCN16n16c",
         }
     }
 
     /// Fails with [`Error::InvalidArgument`] if a tensor of logical `dims` cannot be stored in
     /// this layout (only the blocked layouts have a requirement: `N` and `C` multiples of 16).
     pub fn check_dims(&self, dims: [usize; 4]) -> Result<()> {
-        if matches!(self, Layout::Nhwc16n16c | Layout::Hwcn16c16n) && (!dims[0].is_multiple_of(BLOCK) || !dims[1].is_multiple_of(BLOCK)) {
+        if matches!(self, Layout::Nhwc16n16c | Layout::Hwcn16n16c) && (!dims[0].is_multiple_of(BLOCK) || !dims[1].is_multiple_of(BLOCK)) {
             return Err(Error::InvalidArgument(format!(
                 "layout {} needs N and C (K and C for filters) to be multiples of {BLOCK}, got dims {dims:?}",
                 self.name()
@@ -88,9 +89,9 @@ impl Layout {
                 let c_blocks = cc / BLOCK;
                 ((((n / BLOCK * hh + h) * ww + w) * c_blocks + c / BLOCK) * BLOCK + n % BLOCK) * BLOCK + c % BLOCK
             }
-            Layout::Hwcn16c16n => {
+            Layout::Hwcn16n16c => {
                 let (c_blocks, n_blocks) = (cc / BLOCK, nn / BLOCK);
-                ((((h * ww + w) * c_blocks + c / BLOCK) * n_blocks + n / BLOCK) * BLOCK + c % BLOCK) * BLOCK + n % BLOCK
+                ((((h * ww + w) * c_blocks + c / BLOCK) * n_blocks + n / BLOCK) * BLOCK + n % BLOCK) * BLOCK + c % BLOCK
             }
         }
     }
@@ -122,8 +123,8 @@ impl Layout {
                 let (ci, ni, cb, w, h) = (next(BLOCK), next(BLOCK), next(cc / BLOCK), next(ww), next(hh));
                 (i * BLOCK + ni, cb * BLOCK + ci, h, w)
             }
-            Layout::Hwcn16c16n => {
-                let (ni, ci, nb, cb, w) = (next(BLOCK), next(BLOCK), next(nn / BLOCK), next(cc / BLOCK), next(ww));
+            Layout::Hwcn16n16c => {
+                let (ci, ni, nb, cb, w) = (next(BLOCK), next(BLOCK), next(nn / BLOCK), next(cc / BLOCK), next(ww));
                 (nb * BLOCK + ni, cb * BLOCK + ci, i, w)
             }
         }
@@ -140,9 +141,9 @@ impl FromStr for Layout {
     type Err = Error;
 
     /// Case-insensitive [`name`](Layout::name)s, plus the filter spellings `KCRS`, `KRSC`,
-    /// `RSCK` and `RSCK16c16k`.
+    /// `RSCK` and `RSCK16k16c`.
     fn from_str(s: &str) -> Result<Self> {
-        let aliases = [("KCRS", Layout::Nchw), ("KRSC", Layout::Nhwc), ("RSCK", Layout::Hwcn), ("RSCK16c16k", Layout::Hwcn16c16n)];
+        let aliases = [("KCRS", Layout::Nchw), ("KRSC", Layout::Nhwc), ("RSCK", Layout::Hwcn), ("RSCK16k16c", Layout::Hwcn16n16c)];
         Layout::ALL
             .iter()
             .map(|l| (l.name(), *l))

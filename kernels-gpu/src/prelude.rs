@@ -4,7 +4,6 @@
 use core::arch::{asm, global_asm, nvptx};
 
 pub mod matrix;
-pub mod wmma;
 
 /// Aborts the kernel; the host sees a launch error instead of wrong numbers.
 #[inline(always)]

@@ -1,7 +1,12 @@
-//! Family 3, tensor-core convolution (fp16 in, fp32 accumulate): not implemented yet.
+//! Family 3, tensor-core convolution (fp16 in, fp32 accumulate): one implicit-GEMM mainloop
+//! (`mma.sync` m16n8k16, `ldmatrix` from an XOR-swizzled multi-stage `cp.async` pipeline) over
+//! two layout families.
 //!
-//! - [`nhwc`]: `wmma_nhwc_{BM}x{BN}[k64]`, an implicit GEMM on plain NHWC / KRSC data with
-//!   `mma.sync` m16n8k16 and `ldmatrix` from an XOR-swizzled multi-stage `cp.async` pipeline.
+//! - [`implicit_gemm`]: the kernel, generic over [`implicit_gemm::Operands`] (where A, B and the
+//!   result lie in memory); tile hierarchy and pipeline docs.
+//! - [`nhwc`]: `wmma_nhwc_{BM}x{BN}[k64]` on plain NHWC / KRSC data.
+//! - [`nhwcnc`]: `wmma_nhwcnc_{BM}x{BN}[k64]` on the blocked NHWC16n16c / RSCK16k16c layouts.
 
+pub mod implicit_gemm;
 pub mod nhwc;
 pub mod nhwcnc;

@@ -1,9 +1,10 @@
 //! GPU tests of `wmma_nhwc` (tensor-core implicit GEMM, fp16 NHWC in, fp32 out) against the f64
-//! CPU reference on the fp16-rounded inputs. Without a GPU each test announces that it was skipped.
+//! CPU reference on the fp16-rounded inputs, and of every tile entry of both `wmma_nhwc` and
+//! `wmma_nhwcnc` (which share the kernel and its tiles). Without a GPU each test announces that
+//! it was skipped.
 
 use convrs::bench::FP16_REL_L2_TOLERANCE;
-use convrs::plan::wmma_nhwc::{kernel_names, plan_for_kernel};
-use convrs::plan::LaunchPlan;
+use convrs::plan::{wmma_nhwc, wmma_nhwcnc, DeviceLimits, LaunchPlan};
 use convrs::timing::{time_runs, TimingConfig};
 use convrs::{compare, conv2d_cpu, launch, Algorithm, Comparison, Conv2d, Error, Gpu, Layout, Tensor};
 use convrs_tests::{gpu_or_skip, gpu_vs_cpu, property_test_gpu};
@@ -61,17 +62,28 @@ fn data(p: &Conv2d, seed: u64) -> (Tensor<f16>, Tensor<f16>, Tensor<f64>) {
     (x, w, reference)
 }
 
-/// Runs `plan` (any tile, not only the one the planner picks) on `data` and compares with its
-/// reference; the output is poisoned with NaN first. With `time`, also returns the median of 50
-/// timed launches in ms.
-fn run_plan(gpu: &Gpu, p: &Conv2d, plan: &LaunchPlan, (x, w, reference): &(Tensor<f16>, Tensor<f16>, Tensor<f64>), time: bool) -> (Comparison, Option<f64>) {
-    let dx = gpu.upload(x.to_layout(Layout::Nhwc).unwrap().data()).unwrap();
-    let dw = gpu.upload(w.to_layout(Layout::Nhwc).unwrap().data()).unwrap();
+/// Every tile entry of `algo` and the plan of `p` for one of them.
+type TilePlanner = fn(&Conv2d, &DeviceLimits, &str) -> convrs::Result<LaunchPlan>;
+fn tiles(algo: Algorithm) -> (Vec<&'static str>, TilePlanner) {
+    match algo {
+        Algorithm::WmmaNhwc => (wmma_nhwc::kernel_names(), wmma_nhwc::plan_for_kernel),
+        Algorithm::WmmaNhwcnc => (wmma_nhwcnc::kernel_names(), wmma_nhwcnc::plan_for_kernel),
+        other => panic!("{other} has no tile entries here"),
+    }
+}
+
+/// Runs `plan` (any tile of `algo`, not only the one the planner picks) on `data` in `algo`'s
+/// layouts and compares with its reference; the output is poisoned with NaN first. With `time`,
+/// also returns the median of 50 timed launches in ms.
+fn run_plan(gpu: &Gpu, algo: Algorithm, p: &Conv2d, plan: &LaunchPlan, (x, w, reference): &(Tensor<f16>, Tensor<f16>, Tensor<f64>), time: bool) -> (Comparison, Option<f64>) {
+    let (lx, lw, ly) = algo.layouts();
+    let dx = gpu.upload(x.to_layout(lx).unwrap().data()).unwrap();
+    let dw = gpu.upload(w.to_layout(lw).unwrap().data()).unwrap();
     let mut dy = gpu.alloc_zeros::<f32>(p.output_len()).unwrap();
     gpu.poison(&mut dy).unwrap();
     launch(gpu, plan, p, &dx, &dw, &mut dy).unwrap();
     gpu.synchronize().unwrap();
-    let y = Tensor::new(p.output_shape(), Layout::Nhwc, gpu.download(&dy).unwrap()).unwrap().to_layout(Layout::Nchw).unwrap();
+    let y = Tensor::new(p.output_shape(), ly, gpu.download(&dy).unwrap()).unwrap().to_layout(Layout::Nchw).unwrap();
     let c = compare(y.data(), reference.data());
     let t = time.then(|| {
         time_runs(gpu, TimingConfig { warmup: 5, runs: 50 }, |_| launch(gpu, plan, p, &dx, &dw, &mut dy)).unwrap().median_ms
@@ -79,40 +91,51 @@ fn run_plan(gpu: &Gpu, p: &Conv2d, plan: &LaunchPlan, (x, w, reference): &(Tenso
     (c, t)
 }
 
-/// Every tile entry, not only those the planner picks on the shapes above, on ragged shapes.
+/// Every tile entry of both layout families, not only those the planner picks on the named
+/// shapes, on ragged shapes (M and K not tile multiples; C/64 not whole for the 64-channel
+/// k-tiles).
 #[test]
-fn wmma_nhwc_every_tile_matches_cpu() {
-    let Some(gpu) = gpu_or_skip("wmma_nhwc_every_tile_matches_cpu") else { return };
-    let shapes = [
-        Conv2d::new(3, 72, 13, 11, 264, 3, 3).with_pad(1), // ragged M and K for every tile
+fn wmma_every_tile_matches_cpu() {
+    let Some(gpu) = gpu_or_skip("wmma_every_tile_matches_cpu") else { return };
+    let nhwc = [
+        Conv2d::new(3, 72, 13, 11, 264, 3, 3).with_pad(1),
         Conv2d { n: 2, c: 8, h: 19, w: 17, k: 24, r: 2, s: 3, pad: (0, 1), stride: (2, 1), dilation: (2, 1) },
     ];
-    for p in &shapes {
-        let d = data(p, 3);
-        for name in kernel_names() {
-            let plan = plan_for_kernel(p, &gpu.limits(), name).unwrap();
-            let (c, _) = run_plan(&gpu, p, &plan, &d, false);
-            assert!(c.non_finite == 0 && c.rel_l2_err <= FP16_REL_L2_TOLERANCE, "{name} on {p}: {c}");
+    let blocked = [
+        Conv2d::new(16, 80, 13, 11, 272, 3, 3).with_pad(1),
+        Conv2d { n: 32, c: 16, h: 19, w: 17, k: 48, r: 2, s: 3, pad: (0, 1), stride: (2, 1), dilation: (2, 1) },
+    ];
+    for (algo, shapes) in [(Algorithm::WmmaNhwc, &nhwc), (Algorithm::WmmaNhwcnc, &blocked)] {
+        let (names, plan_for_kernel) = tiles(algo);
+        for p in shapes {
+            let d = data(p, 3);
+            for &name in &names {
+                let plan = plan_for_kernel(p, &gpu.limits(), name).unwrap();
+                let (c, _) = run_plan(&gpu, algo, p, &plan, &d, false);
+                assert!(c.non_finite == 0 && c.rel_l2_err <= FP16_REL_L2_TOLERANCE, "{name} on {p}: {c}");
+            }
         }
     }
 }
 
-/// Times every tile on the speed shapes (run with `--ignored --nocapture` on a GPU).
+/// Times every tile of both layout families on the speed shapes (run with `--ignored
+/// --nocapture` on a GPU).
 #[test]
 #[ignore]
-fn wmma_nhwc_tile_timings() {
-    let Some(gpu) = gpu_or_skip("wmma_nhwc_tile_timings") else { return };
+fn wmma_tile_timings() {
+    let Some(gpu) = gpu_or_skip("wmma_tile_timings") else { return };
     let shapes = [
         Conv2d::new(256, 256, 14, 14, 512, 3, 3).with_pad(1),
         Conv2d::new(64, 64, 56, 56, 64, 3, 3).with_pad(1),
         Conv2d::new(32, 512, 7, 7, 512, 3, 3).with_pad(1),
     ];
-    for p in &shapes {
-        let picked = convrs::plan::wmma_nhwc::plan(p, &gpu.limits()).unwrap().kernel;
+    for (p, algo) in shapes.iter().flat_map(|p| [(p, Algorithm::WmmaNhwc), (p, Algorithm::WmmaNhwcnc)]) {
+        let picked = algo.plan(p, &gpu.limits()).unwrap().kernel;
         let d = data(p, 5);
-        for name in kernel_names() {
+        let (names, plan_for_kernel) = tiles(algo);
+        for name in names {
             let plan = plan_for_kernel(p, &gpu.limits(), name).unwrap();
-            let (c, t) = run_plan(&gpu, p, &plan, &d, true);
+            let (c, t) = run_plan(&gpu, algo, p, &plan, &d, true);
             let t = t.unwrap();
             println!(
                 "TIMING {p} {name}{} grid {}: {t:.4} ms {:.1} TFLOP/s rel_l2 {:.1e}",

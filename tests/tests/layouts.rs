@@ -60,28 +60,34 @@ fn literal_offsets_blocked_layout() {
 
 #[test]
 fn literal_offsets_blocked_filter_layout() {
-    // Dims read (K=32, C=48, R=3, S=5); memory order (R=3, S=5, C/16=3, K/16=2, 16 c, 16 k):
-    // strides 7680, 1536, 512, 256, 16, 1.
+    // Dims read (K=32, C=48, R=3, S=5); memory order (R=3, S=5, C/16=3, K/16=2, 16 k, 16 c):
+    // strides 7680, 1536, 512, 256, 16, 1 (input channel innermost, like NHWC16n16c's tiles).
     let d = [32, 48, 3, 5];
     let cases = [
         ((0, 0, 0, 0), 0),
-        ((1, 0, 0, 0), 1),
-        ((0, 1, 0, 0), 16),
+        ((0, 1, 0, 0), 1),
+        ((1, 0, 0, 0), 16),
         ((16, 0, 0, 0), 256),
         ((0, 16, 0, 0), 512),
         ((0, 0, 0, 1), 1536),
         ((0, 0, 1, 0), 7680),
-        ((17, 33, 2, 4), 1 + 256 + 16 + 2 * 512 + 2 * 7680 + 4 * 1536),
+        // k%16 = 1, k/16 = 1, c%16 = 1, c/16 = 2, r = 2, s = 4.
+        ((17, 33, 2, 4), 16 + 256 + 1 + 2 * 512 + 2 * 7680 + 4 * 1536),
+        ((17, 33, 2, 4), 22801),
         ((31, 47, 2, 4), 23039),
     ];
     for ((k, c, r, s), want) in cases {
-        assert_eq!(Layout::Hwcn16c16n.offset(d, k, c, r, s), want, "{:?}", (k, c, r, s));
+        assert_eq!(Layout::Hwcn16n16c.offset(d, k, c, r, s), want, "{:?}", (k, c, r, s));
     }
-    let t = Tensor::from_fn(d, Layout::Hwcn16c16n, tag).unwrap();
-    assert_eq!(t.data()[16], tag(0, 1, 0, 0));
+    let t = Tensor::from_fn(d, Layout::Hwcn16n16c, tag).unwrap();
+    assert_eq!(t.data()[1], tag(0, 1, 0, 0));
+    assert_eq!(t.data()[16], tag(1, 0, 0, 0));
+    assert_eq!(t.data()[22801], tag(17, 33, 2, 4));
     assert_eq!(t.data()[23039], tag(31, 47, 2, 4));
-    assert_eq!("rsck16c16k".parse::<Layout>().unwrap(), Layout::Hwcn16c16n);
-    assert!(matches!(Tensor::random([8, 16, 1, 1], Layout::Hwcn16c16n, 1), Err(Error::InvalidArgument(_))));
+    assert_eq!("rsck16k16c".parse::<Layout>().unwrap(), Layout::Hwcn16n16c);
+    assert_eq!("HWCN16n16c".parse::<Layout>().unwrap(), Layout::Hwcn16n16c);
+    assert!("rsck16c16k".parse::<Layout>().is_err(), "the old tile order is gone");
+    assert!(matches!(Tensor::random([8, 16, 1, 1], Layout::Hwcn16n16c, 1), Err(Error::InvalidArgument(_))));
 }
 
 #[test]
@@ -190,7 +196,7 @@ fn names_parse_and_display() {
         assert_eq!(s.parse::<Layout>().unwrap(), l);
     }
     let shown: Vec<String> = Layout::ALL.iter().map(|l| l.to_string()).collect();
-    assert_eq!(shown, ["NCHW", "NHWC", "HWCN", "NHWC16n16c", "HWCN16c16n"]);
+    assert_eq!(shown, ["NCHW", "NHWC", "HWCN", "NHWC16n16c", "HWCN16n16c"]);
     assert!(matches!("NCHW16".parse::<Layout>(), Err(Error::InvalidArgument(_))));
     assert!(matches!("".parse::<Layout>(), Err(Error::InvalidArgument(_))));
 }

@@ -1,6 +1,6 @@
-//! The `wmma_nhwc` entries of the embedded PTX really use the tensor-core instructions
-//! (`mma.sync` m16n8k16, `ldmatrix`, `cp.async`), so a refactor cannot silently fall back to
-//! scalar code. CPU-only: reads the PTX text.
+//! The `wmma_nhwc` and `wmma_nhwcnc` entries of the embedded PTX really use the tensor-core
+//! instructions (`mma.sync` m16n8k16, `ldmatrix`, `cp.async`), so a refactor cannot silently
+//! fall back to scalar code. CPU-only: reads the PTX text.
 
 /// The body of entry `name` in `ptx` (from `.entry name(` to the closing brace at column 0).
 fn entry_body<'a>(ptx: &'a str, name: &str) -> &'a str {
@@ -11,9 +11,11 @@ fn entry_body<'a>(ptx: &'a str, name: &str) -> &'a str {
 }
 
 #[test]
-fn wmma_nhwc_entries_use_mma_sync_and_ldmatrix() {
+fn wmma_entries_use_mma_sync_and_ldmatrix() {
+    let names: Vec<_> = convrs::plan::wmma_nhwc::kernel_names().into_iter().chain(convrs::plan::wmma_nhwcnc::kernel_names()).collect();
+    assert_eq!(names.len(), 10);
     for (arch, ptx) in convrs::ptx::ALL {
-        for name in convrs::plan::wmma_nhwc::kernel_names() {
+        for &name in &names {
             let body = entry_body(ptx, name);
             let count = |needle: &str| body.matches(needle).count();
             assert!(count("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32") >= 16, "{arch} {name}: too few mma.sync");
@@ -21,6 +23,7 @@ fn wmma_nhwc_entries_use_mma_sync_and_ldmatrix() {
             assert!(count("cp.async.cg.shared.global") >= 2, "{arch} {name}: no 16-byte cp.async");
             assert!(count("cp.async.wait_group") >= 1, "{arch} {name}: no cp.async.wait_group");
             assert_eq!(count("ld.local") + count("st.local"), 0, "{arch} {name}: local memory in the PTX");
+            assert_eq!(count("wmma."), 0, "{arch} {name}: the old wmma.* API");
         }
     }
 }

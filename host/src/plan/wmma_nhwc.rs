@@ -30,10 +30,12 @@ use super::{DeviceLimits, LaunchPlan};
 use crate::dtype::DType;
 use crate::{Conv2d, Error, Result};
 
-/// One instantiation of the kernel's const generics.
+/// One instantiation of the kernel's const generics, compiled for both layout families.
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct Tile {
     kernel: &'static str,
+    /// The same tile on the blocked layouts (`kernels_gpu::tensor_core::nhwcnc`).
+    blocked: &'static str,
     bm: usize,
     bn: usize,
     /// Channels per k-tile (32 or 64): shared rows of 2*bk bytes.
@@ -52,18 +54,49 @@ impl Tile {
     }
 }
 
-/// Must match the `conv::<WARPS_M, WARPS_N, MT, NT, STAGES>` entries of the kernel.
+/// Must match the `conv::<_, WARPS_M, WARPS_N, MT, NT, STAGES, KCH>` entries of
+/// `kernels_gpu::tensor_core::{nhwc, nhwcnc}`.
 const TILES: [Tile; 5] = [
-    Tile { kernel: "wmma_nhwc_128x256k64", bm: 128, bn: 256, bk: 64, threads: 256, stages: 4, regs: 232, efficiency: 1.0 },
-    Tile { kernel: "wmma_nhwc_128x128k64", bm: 128, bn: 128, bk: 64, threads: 128, stages: 3, regs: 232, efficiency: 0.98 },
-    Tile { kernel: "wmma_nhwc_128x128", bm: 128, bn: 128, bk: 32, threads: 128, stages: 4, regs: 224, efficiency: 0.97 },
-    Tile { kernel: "wmma_nhwc_128x64", bm: 128, bn: 64, bk: 32, threads: 128, stages: 4, regs: 152, efficiency: 0.79 },
-    Tile { kernel: "wmma_nhwc_64x64", bm: 64, bn: 64, bk: 32, threads: 128, stages: 4, regs: 88, efficiency: 0.62 },
+    Tile { kernel: "wmma_nhwc_128x256k64", blocked: "wmma_nhwcnc_128x256k64", bm: 128, bn: 256, bk: 64, threads: 256, stages: 4, regs: 232, efficiency: 1.0 },
+    Tile { kernel: "wmma_nhwc_128x128k64", blocked: "wmma_nhwcnc_128x128k64", bm: 128, bn: 128, bk: 64, threads: 128, stages: 3, regs: 232, efficiency: 0.98 },
+    Tile { kernel: "wmma_nhwc_128x128", blocked: "wmma_nhwcnc_128x128", bm: 128, bn: 128, bk: 32, threads: 128, stages: 4, regs: 224, efficiency: 0.97 },
+    Tile { kernel: "wmma_nhwc_128x64", blocked: "wmma_nhwcnc_128x64", bm: 128, bn: 64, bk: 32, threads: 128, stages: 4, regs: 152, efficiency: 0.79 },
+    Tile { kernel: "wmma_nhwc_64x64", blocked: "wmma_nhwcnc_64x64", bm: 64, bn: 64, bk: 32, threads: 128, stages: 4, regs: 88, efficiency: 0.62 },
 ];
+
+/// Which layout family's entries a plan names: the two share the kernel's mainloop, tiles and
+/// therefore this cost model (`wmma_nhwcnc`'s GEMM has the same M = N*P*Q and N = K).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Family {
+    /// Plain NHWC / KRSC (`wmma_nhwc_*`).
+    Nhwc,
+    /// Blocked NHWC16n16c / RSCK16k16c (`wmma_nhwcnc_*`).
+    Blocked,
+}
+
+impl Family {
+    fn algorithm(self) -> &'static str {
+        match self {
+            Family::Nhwc => "wmma_nhwc",
+            Family::Blocked => "wmma_nhwcnc",
+        }
+    }
+
+    fn kernel(self, t: &Tile) -> &'static str {
+        match self {
+            Family::Nhwc => t.kernel,
+            Family::Blocked => t.blocked,
+        }
+    }
+
+    pub(super) fn kernel_names(self) -> Vec<&'static str> {
+        TILES.iter().map(|t| self.kernel(t)).collect()
+    }
+}
 
 /// Every entry point the plan can name (for tests and tools).
 pub fn kernel_names() -> Vec<&'static str> {
-    TILES.iter().map(|t| t.kernel).collect()
+    Family::Nhwc.kernel_names()
 }
 
 const MODEL_SMS: f64 = 132.0;
@@ -99,6 +132,12 @@ pub fn plan(problem: &Conv2d, limits: &DeviceLimits) -> Result<LaunchPlan> {
             ),
         });
     }
+    plan_tiles(p, limits, Family::Nhwc)
+}
+
+/// The best tile for `p` (validated, channel sizes checked by the caller) among `family`'s
+/// entries.
+pub(super) fn plan_tiles(p: &Conv2d, limits: &DeviceLimits, family: Family) -> Result<LaunchPlan> {
     let m = gemm_m(p);
     let best = TILES
         .iter()
@@ -107,7 +146,7 @@ pub fn plan(problem: &Conv2d, limits: &DeviceLimits) -> Result<LaunchPlan> {
         .min_by(|a, b| cost(a, m, p.k, p.c).total_cmp(&cost(b, m, p.k, p.c)));
     let Some(t) = best else {
         return Err(Error::Unsupported {
-            algorithm: "wmma_nhwc",
+            algorithm: family.algorithm(),
             reason: format!(
                 "even the smallest tile needs {} bytes of shared memory (or the grid exceeds 2^31 blocks); the device allows {} per block",
                 TILES.iter().map(Tile::smem_bytes).min().unwrap_or(0),
@@ -115,7 +154,7 @@ pub fn plan(problem: &Conv2d, limits: &DeviceLimits) -> Result<LaunchPlan> {
             ),
         });
     };
-    Ok(launch_plan(p, t))
+    Ok(launch_plan(p, t, family))
 }
 
 fn gemm_m(p: &Conv2d) -> usize {
@@ -123,9 +162,9 @@ fn gemm_m(p: &Conv2d) -> usize {
     p.n * out_p * out_q
 }
 
-fn launch_plan(p: &Conv2d, t: &Tile) -> LaunchPlan {
+fn launch_plan(p: &Conv2d, t: &Tile, family: Family) -> LaunchPlan {
     LaunchPlan {
-        kernel: t.kernel,
+        kernel: family.kernel(t),
         grid: ((gemm_m(p).div_ceil(t.bm) * p.k.div_ceil(t.bn)) as u32, 1, 1),
         block: (t.threads as u32, 1, 1),
         shared_bytes: t.smem_bytes() as u32,
@@ -137,25 +176,33 @@ fn launch_plan(p: &Conv2d, t: &Tile) -> LaunchPlan {
 /// would pick: for timing and testing every tile. Same checks as [`plan`].
 pub fn plan_for_kernel(problem: &Conv2d, limits: &DeviceLimits, kernel: &str) -> Result<LaunchPlan> {
     plan(problem, limits)?;
-    let t = TILES.iter().find(|t| t.kernel == kernel).ok_or_else(|| Error::InvalidArgument(format!("no wmma_nhwc entry `{kernel}`")))?;
+    tile_plan(problem, limits, kernel, Family::Nhwc)
+}
+
+/// The launch of `family`'s entry `kernel` on `p`, which the caller's `plan` accepted.
+pub(super) fn tile_plan(p: &Conv2d, limits: &DeviceLimits, kernel: &str, family: Family) -> Result<LaunchPlan> {
+    let t = TILES
+        .iter()
+        .find(|t| family.kernel(t) == kernel)
+        .ok_or_else(|| Error::InvalidArgument(format!("no {} entry `{kernel}`", family.algorithm())))?;
     if t.smem_bytes() > limits.max_shared_bytes_per_block as usize {
-        return Err(Error::Unsupported { algorithm: "wmma_nhwc", reason: format!("{kernel} needs {} bytes of shared memory", t.smem_bytes()) });
+        return Err(Error::Unsupported { algorithm: family.algorithm(), reason: format!("{kernel} needs {} bytes of shared memory", t.smem_bytes()) });
     }
-    Ok(launch_plan(problem, t))
+    Ok(launch_plan(p, t, family))
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
     const H100: DeviceLimits = DeviceLimits { max_shared_bytes_per_block: 227 * 1024, max_grid_y: 65535, max_grid_z: 65535 };
 
     fn tile_of(plan: &LaunchPlan) -> Tile {
-        *TILES.iter().find(|t| t.kernel == plan.kernel).unwrap()
+        *TILES.iter().find(|t| t.kernel == plan.kernel || t.blocked == plan.kernel).unwrap()
     }
 
     /// The grid covers every GEMM output (M x K) with whole tiles, one block per tile.
-    fn assert_covers(p: &Conv2d, plan: &LaunchPlan) {
+    pub(in crate::plan) fn assert_covers(p: &Conv2d, plan: &LaunchPlan) {
         let t = tile_of(plan);
         let (out_p, out_q) = p.output_hw();
         let m = p.n * out_p * out_q;

@@ -1,415 +1,100 @@
 //! Family 3, step 2: conv2d as an implicit GEMM on tensor cores over plain channels-last data
 //! (fp16 NHWC input, fp16 KRSC filter, fp32 NHWK output; fp32 accumulate).
 //!
-//! # The GEMM
+//! The mainloop, its tile hierarchy, pipeline and swizzle are [`super::implicit_gemm`]'s; this
+//! module is the addressing of plain channels-last data and the entries.
+//!
+//! # Addressing
+//!
+//! GEMM row m = (n*P + p)*Q + q, i.e. the output pixels in memory order, so `y` is the row-major
+//! M x K result. Channels-last makes both operands K-major (the reduction index is contiguous):
+//! a row of A for one (r, s) is 16-byte chunks of `x`, a column of B is 16-byte chunks of `w`.
+//! That is why C and K must be multiples of 8 (one chunk = 8 halves): a chunk is wholly inside or
+//! wholly outside the tensor.
 //!
 //! ```text
-//! D[m][k] = sum over (r, s, c) of A[m][(r, s, c)] * B[(r, s, c)][k]
-//!   m = (n, p, q)  an output pixel,   GEMM M = N*P*Q
-//!   k              an output channel, GEMM N = K
-//!   A[m][(r,s,c)] = x[n][p*stride_h - pad_h + r*dil_h][q*stride_w - pad_w + s*dil_w][c]  (0 outside)
-//!   B[(r,s,c)][k] = w[k][r][s][c]
+//! x[n][h][w][c]  at ((n*H + h)*W + w)*C + c     pixel stride C, channel stride 1
+//! w[k][r][s][c]  at k*R*S*C + (r*S + s)*C + c   tap stride C
+//! y[m][k]        at m*K + k
 //! ```
 //!
-//! Channels-last makes both operands K-major (the reduction index is contiguous): a row of A
-//! for one (r, s) is 16-byte chunks of `x`, a column of B is 16-byte chunks of `w`. That is why
-//! C and K must be multiples of 8 (one chunk = 8 halves): a chunk is wholly inside or wholly
-//! outside the tensor, so `cp.async`'s zero-fill handles every edge.
-//!
-//! # Tile hierarchy (CUTLASS vocabulary)
-//!
-//! ```text
-//! grid        1-D, (M tiles) x (N tiles), N tile fastest (the blocks sharing an A tile run together)
-//! block tile  BM x BN x BK = (WARPS_M*WM) x (WARPS_N*WN) x (8*KCH), BK = 32 or 64 channels
-//! warp tile   WM x WN = (MT*16) x (NT*8): MT x NT mma tiles, MT*NT*4 fp32 accumulators per thread
-//!             (64x64: 4 x 8 tiles, 128 accumulators, ~225 registers, no spills)
-//! mma tile    m16n8k16 (`mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32`), BK/16 k-steps per k-tile
-//! ```
-//!
-//! | entry | block tile | warps x warp tile | stages | shared memory |
-//! | --- | --- | --- | --- | --- |
-//! | `wmma_nhwc_128x256k64` | 128x256x64 | 2x4 x 64x64 | 4 | 4 x 48 KiB = 192 KiB |
-//! | `wmma_nhwc_128x128k64` | 128x128x64 | 2x2 x 64x64 | 3 | 3 x 32 KiB = 96 KiB |
-//! | `wmma_nhwc_128x128` | 128x128x32 | 2x2 x 64x64 | 4 | 4 x 16 KiB = 64 KiB |
-//! | `wmma_nhwc_128x64` | 128x64x32 | 2x2 x 64x32 | 4 | 4 x 12 KiB = 48 KiB |
-//! | `wmma_nhwc_64x64` | 64x64x32 | 2x2 x 32x32 | 4 | 4 x 8 KiB = 32 KiB |
+//! # Measured
 //!
 //! 256,256,14,14 -> 512 3x3 p1 on an H100 runs `wmma_nhwc_128x256k64` in 0.275 ms (430
 //! TFLOP/s; cuDNN 9.14 fp16 NHWC in the same run: 0.156 ms, with Hopper's wgmma, which mma.sync
 //! cannot reach: ncu shows the tensor pipe ~64% busy with 8 warps per SM, registers capping
 //! residency). The plan has every entry's timings.
-//!
-//! # Mainloop
-//!
-//! The reduction runs as k-tiles of (r, s, BK channels), c fastest; the last k-tile of a tap is
-//! zero-filled past C. A k-tile of A is BM rows x 2*BK bytes and of B is BN rows x 2*BK bytes in
-//! shared memory; STAGES of them form a ring. With KS = BK/16 k-steps:
-//!
-//! ```text
-//! prologue: copy k-tiles 0..STAGES-2 (one commit group each); wait_group(STAGES-2); barrier
-//!           fragments of k-step 0
-//! for kt:   k-step 0:    copy k-tile kt+STAGES-1 into kt-1's stage; commit (maybe empty)
-//!           k-step ks:   ldmatrix the fragments of k-step ks+1, then the MT*NT mma.sync of ks
-//!           k-step KS-1: wait_group(STAGES-2); barrier (k-tile kt+1 visible; kt's reads done);
-//!                        ldmatrix k-step 0 of k-tile kt+1, then the mma.sync of KS-1
-//! epilogue: accumulators straight from registers to y as 8-byte stores, predicated on M and K
-//! ```
-//!
-//! So the fragments of the next k-step are always in flight while the tensor cores work, also
-//! across the barrier (which `ldmatrix` cannot cross by itself); this measured 2 to 10% faster
-//! than loading each k-step's fragments just before its mma.sync.
-//!
-//! Each thread copies fixed rows (`tid/4 + i*THREADS/4`) at fixed 16-byte chunks (`tid%4`, and
-//! `tid%4 + 4` when BK = 64) of the k-tile. The pixel decomposition (n, p, q) of its A rows is
-//! done once before the mainloop; per k-tile only `(r*dil_h, s*dil_w)` and two running offsets
-//! change, advanced incrementally (no divisions in the mainloop). Out-of-image taps, rows past
-//! M, filter rows past K and channels past C are `cp.async` copies with `src-size` 0, i.e. zeros.
-//!
-//! # Swizzle
-//!
-//! `ldmatrix` reads one 16-byte chunk from each of 8 consecutive rows per 8x8 matrix; stored
-//! plainly, those chunks would share bank groups (64-byte rows: 2 of the 8 16-byte groups, a
-//! 4-way conflict; 128-byte rows: 1 group, 8-way). Chunk `c` of row `r` is stored in slot
-//! `c ^ swizzle(r)`: for 128-byte rows (BK 64) `swizzle(r) = r & 7`, for 64-byte rows (BK 32)
-//! `(r >> 1) & 3` (rows 2j and 2j+1 already differ in the 64-byte half; the XOR spreads the four
-//! row pairs over the four slots). Either way the 8 rows hit 8 distinct bank groups
-//! (conflict-free), and a warp's copies (whole rows) stay at the minimum number of wavefronts.
 
-use core::num::NonZeroU32;
+use super::implicit_gemm::{conv, divmod, Operands};
+use crate::prelude::ConvShape;
 
-use crate::prelude::matrix::{cp_async_wait_group, ldmatrix_x4, mma_m16n8k16_f16_f32, store_global_f32x2};
-use crate::prelude::*;
+/// Plain NHWC input, KRSC filter, NHWK output (C and K multiples of 8).
+pub struct Nhwc;
 
-/// Repeats `$body` with `$i` bound to 0, 1, ... `$n - 1` as straight-line copies, so every
-/// fragment and accumulator index is a compile-time constant (registers, never local memory).
-macro_rules! unroll {
-    (4: $n:expr, $i:ident => $body:block) => {
-        unroll!(@each $n, $i, $body, 0 1 2 3)
-    };
-    (8: $n:expr, $i:ident => $body:block) => {
-        unroll!(@each $n, $i, $body, 0 1 2 3 4 5 6 7)
-    };
-    (@each $n:expr, $i:ident, $body:block, $($k:literal)*) => {{
-        $( if $k < $n { let $i: usize = $k; $body } )*
-    }};
-}
-
-/// Physical 16-byte chunk slot of logical chunk 0 in shared row `row` of `kch` chunks (4: 64-byte
-/// rows, two per 128-byte bank line; 8: 128-byte rows); see the module docs. Chunk `c` goes to
-/// slot `c ^ swizzle(row)`.
-#[inline(always)]
-fn swizzle(row: u32, kch: usize) -> u32 {
-    if kch == 8 { row & 7 } else { (row >> 1) & 3 }
-}
-
-/// `(a / b, a % b)` in unsigned arithmetic, without the divide-by-zero branch.
-///
-/// # Safety
-/// `b >= 1`.
-#[inline(always)]
-unsafe fn divmod(a: u32, b: u32) -> (u32, u32) {
-    // SAFETY: the caller guarantees b >= 1.
-    let d = unsafe { NonZeroU32::new_unchecked(b) };
-    (a / d, a % d)
-}
-
-/// Where the producer is in the reduction: the next k-tile to copy.
-#[derive(Clone, Copy)]
-struct Tap {
-    /// First channel of the k-tile.
-    c0: i32,
-    s: i32,
-    /// `r * dil_h` and `s * dil_w`.
-    rdh: i32,
-    sdw: i32,
-    /// `(r*dil_h*W + s*dil_w) * C`: the tap's offset in `x` relative to a pixel's window origin.
-    x_off: i32,
-    /// `(r*S + s) * C`: the tap's offset in `w` relative to a filter row.
-    w_off: i32,
-}
-
-impl Tap {
-    /// Moves to the next k-tile: the next `bk` channels, or the next (r, s) tap.
+impl Operands for Nhwc {
+    /// C or K not a multiple of 8 (which the plan refuses) would misalign the 16-byte
+    /// `cp.async`, a launch error rather than a wrong answer; checking it here too measured 9
+    /// more registers on two entries (ptxas), so the kernel leaves it to the plan.
     #[inline(always)]
-    fn advance(&mut self, g: &ConvShape, bk: i32) {
-        self.c0 += bk;
-        if self.c0 >= g.c {
-            self.c0 = 0;
-            self.w_off += g.c;
-            self.s += 1;
-            self.sdw += g.dil_w;
-            if self.s == g.s {
-                self.s = 0;
-                self.sdw = 0;
-                self.rdh += g.dil_h;
-            }
-            // Wrapping: for taps wholly in the padding this may exceed i32, but it is only used
-            // for in-image taps, whose sums are in range.
-            self.x_off = self.rdh.wrapping_mul(g.w).wrapping_add(self.sdw).wrapping_mul(g.c);
-        }
+    fn supports(_: &ConvShape) -> bool {
+        true
     }
-}
-
-/// The fragments of one k-step: MT A tiles of 16x16 (one ldmatrix.x4 each, `a` the lane's row
-/// address of the first, `step` bytes between tiles) and NT B tiles of 16x8 (two per
-/// ldmatrix.x4, from `b` likewise). A plain function rather than a closure, so that it is
-/// always inlined and every fragment stays in registers.
-///
-/// # Safety
-/// The warp is converged; every lane's addresses are 16-byte aligned rows of a shared stage that
-/// a barrier made visible.
-#[inline(always)]
-unsafe fn fragments<const MT: usize, const NT: usize>(a: u32, b: u32, step: u32) -> ([[u32; 4]; MT], [[u32; 2]; NT]) {
-    let mut af = [[0u32; 4]; MT];
-    unroll!(8: MT, i => {
-        // SAFETY: as the caller guarantees.
-        af[i] = unsafe { ldmatrix_x4(a + i as u32 * step) };
-    });
-    let mut bf = [[0u32; 2]; NT];
-    unroll!(8: NT / 2, j => {
-        // SAFETY: as the caller guarantees.
-        let v = unsafe { ldmatrix_x4(b + j as u32 * step) };
-        bf[2 * j] = [v[0], v[1]];
-        bf[2 * j + 1] = [v[2], v[3]];
-    });
-    (af, bf)
-}
-
-/// The MT x NT mma.sync of one k-step on the warp tile's accumulators.
-#[inline(always)]
-fn mma_warp_tile<const MT: usize, const NT: usize>(acc: &mut [[[f32; 4]; NT]; MT], (af, bf): &([[u32; 4]; MT], [[u32; 2]; NT])) {
-    unroll!(8: MT, i => {
-        unroll!(8: NT, j => {
-            // SAFETY: the kernel calls this in uniform control flow (converged warps).
-            unsafe { mma_m16n8k16_f16_f32(&mut acc[i][j], af[i], bf[j]) };
-        });
-    });
-}
-
-/// The kernel: `WARPS_M x WARPS_N` warps of `MT x NT` m16n8 tiles each, k-tiles of BK = 8*KCH
-/// channels, `STAGES` k-tiles in flight. Launched with `32 * WARPS_M * WARPS_N` threads, a 1-D
-/// grid of `ceil(M / BM) * ceil(K / BN)` blocks and `STAGES * (BM + BN) * 2 * BK` bytes of shared
-/// memory (host/src/plan/wmma_nhwc.rs); C and K multiples of 8.
-///
-/// # Safety
-/// `x`, `w`, `y` hold N*H*W*C, K*R*S*C and N*P*Q*K elements, 16-byte aligned, and `sh`
-/// describes them with every index in `i32`.
-#[inline(always)]
-pub unsafe fn conv<const WARPS_M: usize, const WARPS_N: usize, const MT: usize, const NT: usize, const STAGES: usize, const KCH: usize>(
-    x: *const u16,
-    w: *const u16,
-    y: *mut f32,
-    sh: ConvShape,
-) {
-    const {
-        let threads = 32 * WARPS_M * WARPS_N;
-        assert!(MT >= 1 && MT <= 8 && NT >= 2 && NT <= 8 && NT % 2 == 0);
-        assert!(STAGES >= 2 && STAGES <= 8);
-        assert!(KCH == 4 || KCH == 8);
-        // Whole rows per pass of the block's copies, and at most 8 copies per operand per thread.
-        assert!((WARPS_M * MT * 16 * 4) % threads == 0 && (WARPS_M * MT * 16 * 4) / threads <= 8);
-        assert!((WARPS_N * NT * 8 * 4) % threads == 0 && (WARPS_N * NT * 8 * 4) / threads <= 8);
+    #[inline(always)]
+    unsafe fn pixel(sh: &ConvShape, m: u32) -> (u32, u32, u32) {
+        // SAFETY: the caller guarantees P*Q >= 1 and Q >= 1.
+        let (n, rest) = unsafe { divmod(m, (sh.p * sh.q) as u32) };
+        // SAFETY: as above.
+        let (p, q) = unsafe { divmod(rest, sh.q as u32) };
+        (n, p, q)
     }
-    let threads = 32 * WARPS_M * WARPS_N;
-    let (bm, bn) = ((WARPS_M * MT * 16) as u32, (WARPS_N * NT * 8) as u32);
-    let (a_loads, b_loads) = (bm as usize * 4 / threads, bn as usize * 4 / threads);
-    // A k-tile is BK = 8*KCH channels: KCH 16-byte chunks per shared row.
-    let bk = 8 * KCH as i32;
-    let row_bytes = 16 * KCH as u32;
-    let stage_bytes = (bm + bn) * row_bytes;
-    if block_dim_x() != threads as i32 || dynamic_smem_bytes() < STAGES as u32 * stage_bytes {
-        trap();
+    #[inline(always)]
+    fn x_origin(sh: &ConvShape, n: i32, ih: i32, iw: i32) -> i32 {
+        (n * sh.h).wrapping_add(ih).wrapping_mul(sh.w).wrapping_add(iw).wrapping_mul(sh.c)
     }
-    let gemm_m = (sh.n * sh.p * sh.q) as u32;
-    let gemm_n = sh.k as u32;
-    // SAFETY: bn >= 16.
-    let (mtile, ntile) = unsafe { divmod(block_x() as u32, gemm_n.div_ceil(bn)) };
-    let (m0, n0) = (mtile * bm, ntile * bn);
-    let tid = thread_x() as u32;
-
-    // Producer: this thread copies chunks `chunk + 4u` (u < KCH/4) of rows `lrow + i * row_step`.
-    // row_step is a multiple of 8, so all its rows share one swizzle and one destination offset
-    // pattern; chunk + 4u lands in slot (chunk ^ swizzle) ^ 4u.
-    let chunk = (tid % 4) as i32;
-    let lrow = tid / 4;
-    let row_step = threads as u32 / 4;
-    let ldst = lrow * row_bytes + (((chunk as u32) ^ swizzle(lrow, KCH)) << 4);
-    let mut a_ih = [0i32; 8];
-    let mut a_iw = [0i32; 8];
-    let mut a_base = [0i32; 8];
-    let pq = (sh.p * sh.q) as u32;
-    unroll!(8: a_loads, i => {
-        let m = m0 + lrow + i as u32 * row_step;
-        if m < gemm_m {
-            // SAFETY: P*Q >= 1 and Q >= 1 (validated problems have non-empty outputs).
-            let (n, rest) = unsafe { divmod(m, pq) };
-            // SAFETY: as above.
-            let (p, q) = unsafe { divmod(rest, sh.q as u32) };
-            a_ih[i] = p as i32 * sh.stride_h - sh.pad_h;
-            a_iw[i] = q as i32 * sh.stride_w - sh.pad_w;
-            // Offset of the window origin (may lie in the padding: wrapping, only summed with
-            // a tap offset when the tap is inside the image).
-            a_base[i] = ((n as i32 * sh.h).wrapping_add(a_ih[i]).wrapping_mul(sh.w).wrapping_add(a_iw[i]))
-                .wrapping_mul(sh.c)
-                .wrapping_add(chunk * 8);
-        } else {
-            // A row past M: an origin so far above the image that no tap reaches it
-            // (i32::MIN + r*dil_h stays negative for any tap offset in i32).
-            a_ih[i] = i32::MIN;
-        }
-    });
-    let mut b_ok = [false; 8];
-    let mut b_base = [0i32; 8];
-    let rsc = sh.r * sh.s * sh.c;
-    unroll!(8: b_loads, j => {
-        let k = n0 + lrow + j as u32 * row_step;
-        b_ok[j] = k < gemm_n;
-        b_base[j] = (k as i32).wrapping_mul(rsc).wrapping_add(chunk * 8);
-    });
-
-    let smem = dynamic_smem_u32();
-    let (h, wd) = (sh.h as u32, sh.w as u32);
-    // Copies one k-tile into the stage at shared address `stage`.
-    // A macro rather than a closure, so that it is always inlined (a closure called from the
-    // prologue and the mainloop may be outlined, and its arrays then live in local memory).
-    macro_rules! load {
-        ($stage:expr, $t:expr) => {{
-            let stage: u32 = $stage;
-            let t: &Tap = $t;
-            unroll!(4: KCH / 4, u => {
-                let cu = chunk * 8 + 32 * u as i32;
-                let c_ok = t.c0 + cu < sh.c;
-                let slot = 64 * u as u32;
-                unroll!(8: a_loads, i => {
-                    let ok = c_ok && ((a_ih[i] + t.rdh) as u32) < h && ((a_iw[i] + t.sdw) as u32) < wd;
-                    let off = if ok { a_base[i].wrapping_add(t.x_off).wrapping_add(t.c0 + 32 * u as i32) } else { 0 };
-                    let dst = stage + (ldst ^ slot) + i as u32 * row_step * row_bytes;
-                    // SAFETY: dst is inside the stage's A tile (row < BM), 16-byte aligned; off is an
-                    // in-bounds, 8-element aligned index of x when ok, and nothing is read otherwise.
-                    unsafe { cp_async_16(dst, x.wrapping_add(off as u32 as usize) as *const f32, if ok { 16 } else { 0 }) };
-                });
-                unroll!(8: b_loads, j => {
-                    let ok = c_ok && b_ok[j];
-                    let off = if ok { b_base[j] + t.w_off + t.c0 + 32 * u as i32 } else { 0 };
-                    let dst = stage + bm * row_bytes + (ldst ^ slot) + j as u32 * row_step * row_bytes;
-                    // SAFETY: as for A, inside the stage's B tile; off < K*R*S*C when ok.
-                    unsafe { cp_async_16(dst, w.wrapping_add(off as u32 as usize) as *const f32, if ok { 16 } else { 0 }) };
-                });
-            });
-        }};
+    #[inline(always)]
+    fn x_pixel(sh: &ConvShape) -> i32 {
+        sh.c
     }
-
-    // Consumer: ldmatrix row addresses of this lane for each k-step.
-    let (warp, lane) = (tid / 32, tid % 32);
-    let (wm, wn) = (warp % WARPS_M as u32, warp / WARPS_M as u32);
-    // A: lanes 0-15 address rows 0-15 at chunk 0, lanes 16-31 the same rows at chunk 1 ->
-    // matrices (rows 0-7, k 0-7), (8-15, k 0-7), (0-7, k 8-15), (8-15, k 8-15) = a0..a3.
-    // k-step ks reads chunks 2ks and 2ks+1, i.e. slot (bit ^ swizzle) ^ 2ks.
-    let a_row = wm * MT as u32 * 16 + lane % 16;
-    let a_chunk = (lane / 16) ^ swizzle(a_row, KCH);
-    let mut a_frag = [0u32; 4];
-    unroll!(4: KCH / 2, ks => { a_frag[ks] = a_row * row_bytes + ((a_chunk ^ (2 * ks as u32)) << 4); });
-    // B (stored [n][k], i.e. already the "col" operand): lanes 0-7 rows n 0-7 chunk 0, 8-15 the
-    // same rows chunk 1, 16-23 rows 8-15 chunk 0, 24-31 chunk 1 -> b0, b1 of two n8 tiles.
-    let b_row = wn * NT as u32 * 8 + (lane & 7) + ((lane >> 4) << 3);
-    let b_chunk = ((lane >> 3) & 1) ^ swizzle(b_row, KCH);
-    let mut b_frag = [0u32; 4];
-    unroll!(4: KCH / 2, ks => { b_frag[ks] = (bm + b_row) * row_bytes + ((b_chunk ^ (2 * ks as u32)) << 4); });
-
-    let mut acc = [[[0.0f32; 4]; NT]; MT];
-    let cchunks = (sh.c + bk - 1) / bk;
-    let ktiles = sh.r * sh.s * cchunks;
-
-    let frags = |base: u32, ks: usize| {
-        // SAFETY: called in uniform control flow (converged); the addresses are rows < BM and
-        // < BN of a stage that a barrier made visible.
-        unsafe { fragments::<MT, NT>(base + a_frag[ks], base + b_frag[ks], 16 * row_bytes) }
-    };
-
-    let mut tap = Tap { c0: 0, s: 0, rdh: 0, sdw: 0, x_off: 0, w_off: 0 };
-    unroll!(8: STAGES - 1, st => {
-        if (st as i32) < ktiles {
-            load!(smem + st as u32 * stage_bytes, &tap);
-            tap.advance(&sh, bk);
-        }
-        cp_async_commit();
-    });
-    let (mut rd, mut wr) = (0u32, STAGES as u32 - 1);
-    let mut kt = 0;
-    // Fragment pipelining: k-step ks+1's fragments are read while k-step ks's mma.sync run,
-    // and the barrier sits before the last k-step, so the next k-tile's first fragments are
-    // read while the last k-step computes (ldmatrix cannot move across a barrier by itself).
-    cp_async_wait_group(STAGES as u32 - 2);
-    sync_threads();
-    let mut cur = frags(smem, 0);
-    while kt < ktiles {
-        unroll!(4: KCH / 2, ks => {
-            if ks == 0 {
-                // Stage wr was last read in k-tile kt-1, whose reads all precede the previous barrier.
-                if kt + (STAGES as i32 - 1) < ktiles {
-                    load!(smem + wr * stage_bytes, &tap);
-                    tap.advance(&sh, bk);
-                }
-                cp_async_commit();
-            }
-            let next = if ks + 1 < KCH / 2 {
-                frags(smem + rd * stage_bytes, ks + 1)
-            } else {
-                cp_async_wait_group(STAGES as u32 - 2);
-                // Uniform: every thread runs the same trip count. After it, k-tile kt+1 is
-                // visible and every thread's reads of k-tile kt are done.
-                sync_threads();
-                rd = if rd + 1 == STAGES as u32 { 0 } else { rd + 1 };
-                wr = if wr + 1 == STAGES as u32 { 0 } else { wr + 1 };
-                // Past the last k-tile this reads a stale stage, harmlessly: it is never used.
-                frags(smem + rd * stage_bytes, 0)
-            };
-            mma_warp_tile(&mut acc, &cur);
-            cur = next;
-        });
-        kt += 1;
+    #[inline(always)]
+    fn x_chan(_: &ConvShape) -> i32 {
+        1
     }
-    cp_async_wait_all();
-
-    // Epilogue: lane (g, t) holds D[g][2t..2t+2] and D[g+8][2t..2t+2] of each mma tile.
-    let (g, t) = (lane / 4, lane % 4);
-    unroll!(8: MT, i => {
-        let row = m0 + wm * MT as u32 * 16 + i as u32 * 16 + g;
-        unroll!(8: NT, j => {
-            let col = n0 + wn * NT as u32 * 8 + j as u32 * 8 + 2 * t;
-            if col < gemm_n {
-                if row < gemm_m {
-                    // SAFETY: row < M, col + 1 < K (K, col's tile multiples of 8); 8-byte aligned
-                    // as K and col are even; each (row, col) belongs to one lane of one block.
-                    unsafe { store_global_f32x2(y.add((row * gemm_n + col) as usize), acc[i][j][0], acc[i][j][1]) };
-                }
-                if row + 8 < gemm_m {
-                    // SAFETY: as above, for row + 8.
-                    unsafe { store_global_f32x2(y.add(((row + 8) * gemm_n + col) as usize), acc[i][j][2], acc[i][j][3]) };
-                }
-            }
-        });
-    });
+    #[inline(always)]
+    fn w_chan(_: &ConvShape) -> i32 {
+        1
+    }
+    #[inline(always)]
+    fn w_row(sh: &ConvShape, k: i32) -> i32 {
+        k.wrapping_mul(sh.r * sh.s * sh.c)
+    }
+    #[inline(always)]
+    fn w_tap(sh: &ConvShape) -> i32 {
+        sh.c
+    }
+    #[inline(always)]
+    fn y_off(sh: &ConvShape, m: u32, col: u32) -> u32 {
+        m * sh.k as u32 + col
+    }
 }
 
 // The instantiations the plan picks among (host/src/plan/wmma_nhwc.rs has their H100 timings).
 crate::conv_kernel!(
     /// Block tile 128x256x64, 8 warps of 64x64, 4 stages (192 KiB): large M and K.
-    fn wmma_nhwc_128x256k64(x: *const u16, w: *const u16, y: *mut f32) => conv::<2, 4, 4, 8, 4, 8>
+    fn wmma_nhwc_128x256k64(x: *const u16, w: *const u16, y: *mut f32) => conv::<Nhwc, 2, 4, 4, 8, 4, 8>
 );
 crate::conv_kernel!(
     /// Block tile 128x128x64, 4 warps of 64x64, 3 stages (96 KiB, 2 blocks per SM).
-    fn wmma_nhwc_128x128k64(x: *const u16, w: *const u16, y: *mut f32) => conv::<2, 2, 4, 8, 3, 8>
+    fn wmma_nhwc_128x128k64(x: *const u16, w: *const u16, y: *mut f32) => conv::<Nhwc, 2, 2, 4, 8, 3, 8>
 );
 crate::conv_kernel!(
     /// Block tile 128x128x32, 4 warps of 64x64, 4 stages (64 KiB): C of at most 32 (mod 64).
-    fn wmma_nhwc_128x128(x: *const u16, w: *const u16, y: *mut f32) => conv::<2, 2, 4, 8, 4, 4>
+    fn wmma_nhwc_128x128(x: *const u16, w: *const u16, y: *mut f32) => conv::<Nhwc, 2, 2, 4, 8, 4, 4>
 );
 crate::conv_kernel!(
     /// Block tile 128x64x32, 4 warps of 64x32, 4 stages (48 KiB): K of 64 or less.
-    fn wmma_nhwc_128x64(x: *const u16, w: *const u16, y: *mut f32) => conv::<2, 2, 4, 4, 4, 4>
+    fn wmma_nhwc_128x64(x: *const u16, w: *const u16, y: *mut f32) => conv::<Nhwc, 2, 2, 4, 4, 4, 4>
 );
 crate::conv_kernel!(
     /// Block tile 64x64x32, 4 warps of 32x32, 4 stages (32 KiB): grids that would not fill the GPU.
-    fn wmma_nhwc_64x64(x: *const u16, w: *const u16, y: *mut f32) => conv::<2, 2, 2, 4, 4, 4>
+    fn wmma_nhwc_64x64(x: *const u16, w: *const u16, y: *mut f32) => conv::<Nhwc, 2, 2, 2, 4, 4, 4>
 );
