@@ -108,26 +108,6 @@ pub unsafe fn ldmatrix_x1(addr: u32) -> u32 {
     r0
 }
 
-/// Waits until at most `pending` of this thread's committed `cp.async` groups are still in
-/// flight (`cp.async.wait_group N`; N must be an immediate, so this matches on the constants a
-/// pipeline uses and waits for everything beyond 6, which is always correct, only slower).
-/// Other threads see the data only after a barrier that follows this wait.
-#[inline(always)]
-pub fn cp_async_wait_group(pending: u32) {
-    // SAFETY: waiting has no preconditions; no `nomem`, so shared loads stay after it.
-    unsafe {
-        match pending {
-            1 => asm!("cp.async.wait_group 1;", options(nostack)),
-            2 => asm!("cp.async.wait_group 2;", options(nostack)),
-            3 => asm!("cp.async.wait_group 3;", options(nostack)),
-            4 => asm!("cp.async.wait_group 4;", options(nostack)),
-            5 => asm!("cp.async.wait_group 5;", options(nostack)),
-            6 => asm!("cp.async.wait_group 6;", options(nostack)),
-            _ => asm!("cp.async.wait_group 0;", options(nostack)),
-        }
-    }
-}
-
 /// Stores two `f32`s to global memory as one 8-byte access.
 ///
 /// # Safety

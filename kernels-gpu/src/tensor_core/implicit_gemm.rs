@@ -75,7 +75,7 @@
 
 use core::num::NonZeroU32;
 
-use crate::prelude::matrix::{cp_async_wait_group, ldmatrix_x4, mma_m16n8k16_f16_f32, store_global_f32x2};
+use crate::prelude::matrix::{ldmatrix_x4, mma_m16n8k16_f16_f32, store_global_f32x2};
 use crate::prelude::*;
 
 /// Where the GEMM's operands and result lie in memory: element offsets (in elements of `x`,
@@ -108,20 +108,6 @@ pub trait Operands {
     /// Offset of `y` element (GEMM row `m`, output channel `col`), `col` even; `col + 1` must
     /// follow it contiguously.
     fn y_off(sh: &ConvShape, m: u32, col: u32) -> u32;
-}
-
-/// Repeats `$body` with `$i` bound to 0, 1, ... `$n - 1` as straight-line copies, so every
-/// fragment and accumulator index is a compile-time constant (registers, never local memory).
-macro_rules! unroll {
-    (4: $n:expr, $i:ident => $body:block) => {
-        unroll!(@each $n, $i, $body, 0 1 2 3)
-    };
-    (8: $n:expr, $i:ident => $body:block) => {
-        unroll!(@each $n, $i, $body, 0 1 2 3 4 5 6 7)
-    };
-    (@each $n:expr, $i:ident, $body:block, $($k:literal)*) => {{
-        $( if $k < $n { let $i: usize = $k; $body } )*
-    }};
 }
 
 /// Offset of channel `c` from channel 0 in an operand with `per` elements per channel for whole

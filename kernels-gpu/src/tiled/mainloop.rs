@@ -133,11 +133,11 @@ pub unsafe fn mainloop<const BM: usize, const BN: usize, const BK: usize, const 
             // The step to compute is the oldest copy group still in flight; after the barrier
             // every thread's copies of it are visible, and every thread is done with the
             // previous step's slot, which the copy below overwrites.
-            match STAGES {
-                2 => cp_async_wait_group::<0>(),
-                3 => cp_async_wait_group::<1>(),
-                _ => cp_async_wait_group::<2>(),
-            }
+            cp_async_wait_group(match STAGES {
+                2 => 0,
+                3 => 1,
+                _ => 2,
+            });
             sync_threads();
         }
         if it < steps {
