@@ -6,7 +6,13 @@
 //!
 //! The families read as a progression, naive to fast:
 //! - [`direct`]: `direct_naive` (one output per thread), then `direct_smem` (shared-memory
-//!   tiles, register blocking over output channels, 16-byte loads, prefetching).
+//!   tiles, register blocking over output channels, 16-byte loads, prefetching). fp32, NCHW.
+//! - [`tiled`]: block tiles staged through shared memory by a multi-stage `cp.async` mainloop,
+//!   thread tiles of 2x2 virtual-thread quadrants in registers: `tiled_hwcn` (one output pixel
+//!   per block, HWCN), then `tiled_nchw` (the same mainloop as an implicit GEMM on NCHW). fp32.
+//! - [`tensor_core`]: fp16 in, fp32 accumulate on the tensor cores (`mma.sync`, `ldmatrix`,
+//!   swizzled shared memory): `wmma_nhwcnc` on the blocked NHWC16n16c layouts, `wmma_nhwc` on
+//!   plain NHWC, one implicit-GEMM mainloop for both.
 #![no_std]
 #![feature(abi_ptx, stdarch_nvptx, asm_experimental_arch, core_float_math)]
 

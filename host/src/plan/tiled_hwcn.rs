@@ -23,7 +23,7 @@
 //!
 //! Launch: 1-D grid of `ceil(N/BN) * ceil(K/BM) * P*Q` blocks (batch tile fastest), 1-D block of
 //! `(BM/TM) * (BN/TN)` threads (up to 512: every entry needs at most 128 registers, checked by
-//! tests/tests/gpu_tiled.rs), `STAGES * BK * (BM + 4 + BN) * 4` bytes of dynamic shared memory.
+//! tests/tests/ptxas.rs for every planned block), `STAGES * BK * (BM + 4 + BN) * 4` bytes of dynamic shared memory.
 
 use super::{DeviceLimits, LaunchPlan};
 use crate::dtype::DType;
