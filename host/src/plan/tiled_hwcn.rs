@@ -126,14 +126,13 @@ pub(crate) fn choose(m: usize, cols: usize, groups: usize, steps: usize, limits:
     best.map(|(_, t, b)| (t, b))
 }
 
-pub fn plan(problem: &Conv2d, limits: &DeviceLimits) -> Result<LaunchPlan> {
-    problem.validate()?;
-    let p = problem;
-    let (out_p, out_q) = p.output_hw();
-    let steps = p.c.div_ceil(8) * p.r * p.s;
-    let Some((t, blocks)) = choose(p.k, p.n, out_p * out_q, steps, limits, true) else {
+/// The launch of the cheapest tile ([`choose`]) for `algorithm` (`tiled_hwcn` or `tiled_nchw`),
+/// or why none fits.
+pub(crate) fn tile_plan(algorithm: &'static str, m: usize, cols: usize, groups: usize, steps: usize, limits: &DeviceLimits) -> Result<LaunchPlan> {
+    let hwcn = algorithm == "tiled_hwcn";
+    let Some((t, blocks)) = choose(m, cols, groups, steps, limits, hwcn) else {
         return Err(Error::Unsupported {
-            algorithm: "tiled_hwcn",
+            algorithm,
             reason: format!(
                 "no tile shape fits: the grid exceeds 2^31-1 blocks or the device's {} bytes of shared memory per block",
                 limits.max_shared_bytes_per_block
@@ -141,12 +140,20 @@ pub fn plan(problem: &Conv2d, limits: &DeviceLimits) -> Result<LaunchPlan> {
         });
     };
     Ok(LaunchPlan {
-        kernel: t.hwcn,
+        kernel: if hwcn { t.hwcn } else { t.nchw },
         grid: (blocks as u32, 1, 1),
         block: (t.threads() as u32, 1, 1),
         shared_bytes: t.smem_bytes() as u32,
         dtype: DType::F32,
     })
+}
+
+pub fn plan(problem: &Conv2d, limits: &DeviceLimits) -> Result<LaunchPlan> {
+    problem.validate()?;
+    let (out_p, out_q) = problem.output_hw();
+    // One GEMM of K x N per output pixel; the reduction runs in steps of 8 channels per tap.
+    let steps = problem.c.div_ceil(8) * problem.r * problem.s;
+    tile_plan("tiled_hwcn", problem.k, problem.n, out_p * out_q, steps, limits)
 }
 
 /// The thread -> output mapping of kernels-gpu/src/tiled/mainloop.rs, replayed on the CPU:

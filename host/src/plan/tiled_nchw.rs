@@ -1,42 +1,26 @@
 //! Plan for `tiled_nchw` (kernels-gpu/src/tiled/nchw.rs): the implicit GEMM of M = K output
 //! channels by N*P*Q output positions. The tile shape comes from the same list and model as
-//! `tiled_hwcn` ([`super::tiled_hwcn::choose`]).
+//! `tiled_hwcn` ([`super::tiled_hwcn::choose`], [`super::tiled_hwcn::tile_plan`]).
 //!
 //! Launch: 1-D grid of `ceil(K/BM) * ceil(N*P*Q/BN)` blocks (channel tile fastest), 1-D block
 //! of `(BM/TM) * (BN/TN)` threads, `STAGES * BK * (BM + BN) * 4` bytes of dynamic shared memory.
 
-use super::tiled_hwcn::choose;
+use super::tiled_hwcn::tile_plan;
 use super::{DeviceLimits, LaunchPlan};
-use crate::dtype::DType;
-use crate::{Conv2d, Error, Result};
+use crate::{Conv2d, Result};
 
 pub fn plan(problem: &Conv2d, limits: &DeviceLimits) -> Result<LaunchPlan> {
     problem.validate()?;
-    let p = problem;
-    let (out_p, out_q) = p.output_hw();
-    let steps = p.c.div_ceil(8) * p.r * p.s;
-    let Some((t, blocks)) = choose(p.k, p.n * out_p * out_q, 1, steps, limits, false) else {
-        return Err(Error::Unsupported {
-            algorithm: "tiled_nchw",
-            reason: format!(
-                "no tile shape fits: the grid exceeds 2^31-1 blocks or the device's {} bytes of shared memory per block",
-                limits.max_shared_bytes_per_block
-            ),
-        });
-    };
-    Ok(LaunchPlan {
-        kernel: t.nchw,
-        grid: (blocks as u32, 1, 1),
-        block: (t.threads() as u32, 1, 1),
-        shared_bytes: t.smem_bytes() as u32,
-        dtype: DType::F32,
-    })
+    let (out_p, out_q) = problem.output_hw();
+    let steps = problem.c.div_ceil(8) * problem.r * problem.s;
+    tile_plan("tiled_nchw", problem.k, problem.n * out_p * out_q, 1, steps, limits)
 }
 
 #[cfg(test)]
 mod tests {
     use super::super::tiled_hwcn::{thread_output, TILES};
     use super::*;
+    use crate::Error;
 
     const H100: DeviceLimits = DeviceLimits { max_shared_bytes_per_block: 227 * 1024, max_grid_y: 65535, max_grid_z: 65535 };
 
