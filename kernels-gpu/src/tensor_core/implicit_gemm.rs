@@ -58,7 +58,8 @@
 //! than loading each k-step's fragments just before its mma.sync.
 //!
 //! Each thread copies fixed rows (`tid/4 + i*THREADS/4`) at fixed 16-byte chunks (`tid%4`, and
-//! `tid%4 + 4` when BK = 64) of the k-tile. The pixel decomposition (n, p, q) of its A rows is
+//! `tid%4 + 4` when BK = 64) of the k-tile (tiled layout: rows `16*warp + lane/2 + 16i*warps`,
+//! chunks `lane%2 + 2u`). The pixel decomposition (n, p, q) of its A rows is
 //! done once before the mainloop; per k-tile only `(r*dil_h, s*dil_w)` and two running offsets
 //! change, advanced incrementally (no divisions in the mainloop). Out-of-image taps, rows past
 //! M, filter rows past K and channels past C are `cp.async` copies with `src-size` 0, i.e. zeros.
@@ -72,6 +73,20 @@
 //! `(r >> 1) & 3` (rows 2j and 2j+1 already differ in the 64-byte half; the XOR spreads the four
 //! row pairs over the four slots). Either way the 8 rows hit 8 distinct bank groups
 //! (conflict-free), and a warp's copies (whole rows) stay at the minimum number of wavefronts.
+//!
+//! # Tiled shared layout ([`Operands::TILED`])
+//!
+//! For the blocked layouts, where 16 GEMM rows x 16 channels of one tap are one contiguous
+//! 512-byte global tile, a stage instead holds those tiles whole: per 16-row group (still
+//! 16 * 2*BK bytes, so fragment tiles stay 16 * 2*BK bytes apart), BK/16 tiles of 512 bytes, one
+//! per 16-channel block; in a tile, row `r` is 32 bytes at `32r` and its 16-byte half `h` in
+//! slot `h ^ ((r >> 2) & 1)`: an `ldmatrix` 8x8 matrix (8 rows, one half) then hits units
+//! 0,2,4,6,1,3,5,7 of the 128-byte bank line (conflict-free), and k-step ks reads tile ks. Each
+//! warp copies whole 16-row groups (warp w: groups w, w + warps, ...; all their 16-channel
+//! blocks), lane i the i-th 16-byte piece of a tile, so a warp's copy is 512 contiguous bytes
+//! at both ends. With the rows layout the blocked kernel's L2 read requests carried one 32-byte
+//! sector each; with this one it runs as fast as wmma_nhwc (tensor_core/nhwcnc.rs has the
+//! figures; the request count after the change was not measured with ncu). The plain layout keeps the swizzled rows: its PTX is byte-identical to before.
 
 use core::num::NonZeroU32;
 
@@ -83,6 +98,11 @@ use crate::prelude::*;
 /// computes a row's base once and then only adds offsets. Implemented by zero-sized types, one
 /// per layout family; every method is inlined into the kernel.
 pub trait Operands {
+    /// Whether k-tiles are arranged in shared memory as whole 16 x 16 tiles ("tiled"; see the
+    /// module docs) instead of swizzled rows. For layouts whose 16 rows x 16 channels of an
+    /// operand are one contiguous 512-byte tile in global memory, so that a warp's copy of a tile
+    /// is one contiguous 512-byte piece at both ends.
+    const TILED: bool = false;
     /// Whether the kernel can take `sh` in this layout (it traps otherwise; the plan refuses
     /// such shapes first).
     fn supports(sh: &ConvShape) -> bool;
@@ -123,6 +143,13 @@ fn chan(c: i32, per: i32) -> i32 {
 #[inline(always)]
 fn swizzle(row: u32, kch: usize) -> u32 {
     if kch == 8 { row & 7 } else { (row >> 1) & 3 }
+}
+
+/// Tiled shared layout: byte offset of row `row % 16`'s 16-byte half `half` inside its 512-byte
+/// 16 x 16 tile (rows of 32 bytes, the halves swapped in rows 4-7 and 12-15; see the module docs).
+#[inline(always)]
+fn tiled_row(row: u32, half: u32) -> u32 {
+    (row & 15) * 32 + ((half ^ ((row >> 2) & 1)) << 4)
 }
 
 /// `(a / b, a % b)` in unsigned arithmetic, without the divide-by-zero branch.
@@ -234,10 +261,15 @@ pub unsafe fn conv<O: Operands, const WARPS_M: usize, const WARPS_N: usize, cons
         // Whole rows per pass of the block's copies, and at most 8 copies per operand per thread.
         assert!((WARPS_M * MT * 16 * 4) % threads == 0 && (WARPS_M * MT * 16 * 4) / threads <= 8);
         assert!((WARPS_N * NT * 8 * 4) % threads == 0 && (WARPS_N * NT * 8 * 4) / threads <= 8);
+        // Tiled: each warp copies whole 16-row groups of A and B (all their 16-channel blocks).
+        let warps = WARPS_M * WARPS_N;
+        assert!(!O::TILED || ((WARPS_M * MT) % warps == 0 && (WARPS_N * NT / 2) % warps == 0));
     }
     let threads = 32 * WARPS_M * WARPS_N;
     let (bm, bn) = ((WARPS_M * MT * 16) as u32, (WARPS_N * NT * 8) as u32);
-    let (a_loads, b_loads) = (bm as usize * 4 / threads, bn as usize * 4 / threads);
+    // Rows each thread copies: 4 threads a row (plain), 2 (tiled).
+    let per_row = const { if O::TILED { 2 } else { 4 } };
+    let (a_loads, b_loads) = (bm as usize * per_row / threads, bn as usize * per_row / threads);
     // A k-tile is BK = 8*KCH channels: KCH 16-byte chunks per shared row.
     let bk = 8 * KCH as i32;
     let row_bytes = 16 * KCH as u32;
@@ -252,13 +284,24 @@ pub unsafe fn conv<O: Operands, const WARPS_M: usize, const WARPS_N: usize, cons
     let (m0, n0) = (mtile * bm, ntile * bn);
     let tid = thread_x() as u32;
 
-    // Producer: this thread copies chunks `chunk + 4u` (u < KCH/4) of rows `lrow + i * row_step`.
-    // row_step is a multiple of 8, so all its rows share one swizzle and one destination offset
-    // pattern; chunk + 4u lands in slot (chunk ^ swizzle) ^ 4u.
-    let chunk = (tid % 4) as i32;
-    let lrow = tid / 4;
-    let row_step = threads as u32 / 4;
-    let ldst = lrow * row_bytes + (((chunk as u32) ^ swizzle(lrow, KCH)) << 4);
+    // Producer, plain: this thread copies chunks `chunk + 4u` (u < KCH/4) of rows
+    // `lrow + i * row_step`. row_step is a multiple of 8, so all its rows share one swizzle and
+    // one destination offset pattern; chunk + 4u lands in slot (chunk ^ swizzle) ^ 4u, i.e. at
+    // `ldst ^ 64u`.
+    // Tiled: a warp copies the 16-row groups `warp + i * warps`, lane pair `lane/2` row
+    // `lane/2` of the group, lane `lane%2` its half `chunk` of each 16-channel block u < KCH/2:
+    // consecutive lanes, consecutive 16-byte pieces of one 512-byte tile, which lands at
+    // `ldst ^ 512u` (= ldst + 512u: ldst's bits 9 and up are whole groups of 16 * row_bytes).
+    let chunk = (tid % const { if O::TILED { 2 } else { 4 } }) as i32;
+    let lrow = if O::TILED { (tid / 32) * 16 + (tid % 32) / 2 } else { tid / 4 };
+    let row_step = threads as u32 / per_row as u32;
+    let ldst = if O::TILED {
+        (lrow & !15) * row_bytes + tiled_row(lrow, chunk as u32)
+    } else {
+        lrow * row_bytes + (((chunk as u32) ^ swizzle(lrow, KCH)) << 4)
+    };
+    // Per u: channels and destination offset of the next chunks.
+    let (u_count, u_chans, u_slot): (usize, i32, u32) = const { if O::TILED { (KCH / 2, 16, 512) } else { (KCH / 4, 32, 64) } };
     let mut a_ih = [0i32; 8];
     let mut a_iw = [0i32; 8];
     let mut a_base = [0i32; 8];
@@ -299,13 +342,13 @@ pub unsafe fn conv<O: Operands, const WARPS_M: usize, const WARPS_N: usize, cons
             // channel for whole 16-channel blocks.
             let xc = t.c0 * O::x_chan(&sh);
             let wc = t.c0 * O::w_chan(&sh);
-            unroll!(4: KCH / 4, u => {
-                let cu = chunk * 8 + 32 * u as i32;
+            unroll!(4: u_count, u => {
+                let cu = chunk * 8 + u_chans * u as i32;
                 let c_ok = t.c0 + cu < sh.c;
-                let slot = 64 * u as u32;
+                let slot = u_slot * u as u32;
                 unroll!(8: a_loads, i => {
                     let ok = c_ok && ((a_ih[i] + t.rdh) as u32) < h && ((a_iw[i] + t.sdw) as u32) < wd;
-                    let off = if ok { a_base[i].wrapping_add(t.x_off).wrapping_add(xc + 32 * u as i32 * O::x_chan(&sh)) } else { 0 };
+                    let off = if ok { a_base[i].wrapping_add(t.x_off).wrapping_add(xc + u_chans * u as i32 * O::x_chan(&sh)) } else { 0 };
                     let dst = stage + (ldst ^ slot) + i as u32 * row_step * row_bytes;
                     // SAFETY: dst is inside the stage's A tile (row < BM), 16-byte aligned; off is an
                     // in-bounds, 8-element aligned index of x when ok, and nothing is read otherwise.
@@ -313,7 +356,7 @@ pub unsafe fn conv<O: Operands, const WARPS_M: usize, const WARPS_N: usize, cons
                 });
                 unroll!(8: b_loads, j => {
                     let ok = c_ok && b_ok[j];
-                    let off = if ok { b_base[j] + t.w_off + wc + 32 * u as i32 * O::w_chan(&sh) } else { 0 };
+                    let off = if ok { b_base[j] + t.w_off + wc + u_chans * u as i32 * O::w_chan(&sh) } else { 0 };
                     let dst = stage + bm * row_bytes + (ldst ^ slot) + j as u32 * row_step * row_bytes;
                     // SAFETY: as for A, inside the stage's B tile; off < K*R*S*C when ok.
                     unsafe { cp_async_16(dst, w.wrapping_add(off as u32 as usize) as *const f32, if ok { 16 } else { 0 }) };
@@ -328,16 +371,29 @@ pub unsafe fn conv<O: Operands, const WARPS_M: usize, const WARPS_N: usize, cons
     // A: lanes 0-15 address rows 0-15 at chunk 0, lanes 16-31 the same rows at chunk 1 ->
     // matrices (rows 0-7, k 0-7), (8-15, k 0-7), (0-7, k 8-15), (8-15, k 8-15) = a0..a3.
     // k-step ks reads chunks 2ks and 2ks+1, i.e. slot (bit ^ swizzle) ^ 2ks.
+    // Tiled: k-step ks is the 16-channel block ks, the tile at 512*ks in the row group.
     let a_row = wm * MT as u32 * 16 + lane % 16;
     let a_chunk = (lane / 16) ^ swizzle(a_row, KCH);
     let mut a_frag = [0u32; 4];
-    unroll!(4: KCH / 2, ks => { a_frag[ks] = a_row * row_bytes + ((a_chunk ^ (2 * ks as u32)) << 4); });
+    unroll!(4: KCH / 2, ks => {
+        a_frag[ks] = if O::TILED {
+            (a_row & !15) * row_bytes + 512 * ks as u32 + tiled_row(a_row, lane / 16)
+        } else {
+            a_row * row_bytes + ((a_chunk ^ (2 * ks as u32)) << 4)
+        };
+    });
     // B (stored [n][k], i.e. already the "col" operand): lanes 0-7 rows n 0-7 chunk 0, 8-15 the
     // same rows chunk 1, 16-23 rows 8-15 chunk 0, 24-31 chunk 1 -> b0, b1 of two n8 tiles.
     let b_row = wn * NT as u32 * 8 + (lane & 7) + ((lane >> 4) << 3);
     let b_chunk = ((lane >> 3) & 1) ^ swizzle(b_row, KCH);
     let mut b_frag = [0u32; 4];
-    unroll!(4: KCH / 2, ks => { b_frag[ks] = (bm + b_row) * row_bytes + ((b_chunk ^ (2 * ks as u32)) << 4); });
+    unroll!(4: KCH / 2, ks => {
+        b_frag[ks] = if O::TILED {
+            (bm + (b_row & !15)) * row_bytes + 512 * ks as u32 + tiled_row(b_row, (lane >> 3) & 1)
+        } else {
+            (bm + b_row) * row_bytes + ((b_chunk ^ (2 * ks as u32)) << 4)
+        };
+    });
 
     let mut acc = [[[0.0f32; 4]; NT]; MT];
     let cchunks = (sh.c + bk - 1) / bk;

@@ -46,27 +46,32 @@
 //! 0.483 ms on an H100 (cuDNN 9.14 fp16 NHWC: 0.156 ms). It was replaced by this shared
 //! mainloop; the filter layout became RSCK16k16c so that B is reduction-contiguous like A.
 //!
+//! # Shared memory: whole tiles
+//!
+//! `Blocked` sets [`Operands::TILED`]: a k-tile sits in shared memory as the global 16 x 16
+//! tiles themselves (512 bytes each, rows of 32 bytes, halves XORed with `(row >> 2) & 1`), and
+//! each warp copies whole tiles, lane i the i-th 16-byte piece (see
+//! [`super::implicit_gemm`]'s "Swizzle"). The first version used `wmma_nhwc`'s swizzled rows,
+//! where a tile's 16 rows land in 16 different shared rows; ncu on the 128x256k64 entries and
+//! the speed-target shape then showed 42.0 M L2 read requests carrying one 32-byte sector each
+//! (`wmma_nhwc`: 19.3 M requests for 38.7 M sectors), L2 throughput 66% against 45%, SM
+//! throughput 55% against 70%, and it ran 0.337 ms against `wmma_nhwc`'s 0.270 ms. Remapping
+//! only the copying lanes (a warp reading one 512-byte tile in lane order, shared rows
+//! unchanged) changed neither the request count nor the time; keeping the tile contiguous in
+//! shared memory as well made the blocked kernel as fast as `wmma_nhwc` (below). This fits a
+//! `cp.async` request carrying several sectors only where they land contiguously in shared
+//! memory (not confirmed with ncu after the change: no profile was taken).
+//!
 //! # Measured (H200, `convrs bench`, median of 50, one run with cuDNN 9.14 fp16 NHWC)
 //!
-//! | shape (3x3, pad 1) | `wmma_nhwcnc` | `wmma_nhwc` | cuDNN |
-//! | --- | --- | --- | --- |
-//! | 256,256,14,14 -> 512 | 0.337 ms (351 TFLOP/s, 0.47x cuDNN) | 0.270 ms | 0.157 ms |
-//! | 32,512,7,7 -> 512 | 0.057 ms | 0.040 ms | 0.055 ms |
-//! | 64,64,56,56 -> 64 | 0.105 ms | 0.064 ms | 0.053 ms |
+//! | shape (3x3, pad 1) | `wmma_nhwcnc` | before whole tiles | `wmma_nhwc` | cuDNN |
+//! | --- | --- | --- | --- | --- |
+//! | 256,256,14,14 -> 512 | 0.269 ms (439 TFLOP/s, 0.58x cuDNN) | 0.337 ms | 0.270 ms | 0.156 ms |
+//! | 32,512,7,7 -> 512 | 0.041 ms | 0.057 ms | 0.040 ms | 0.062 ms |
+//! | 64,64,56,56 -> 64 | 0.054 ms | 0.105 ms | 0.064 ms | 0.087 ms |
 //!
-//! So the shared mainloop runs the blocked layouts 25 to 65% slower than plain NHWC, on the same
-//! tiles and the same instructions (+7% executed, the address arithmetic). ncu on the
-//! 128x256k64 entries and the first shape: L2 read requests 42.0 M carrying 42.0 M sectors
-//! (one 32-byte sector each) against `wmma_nhwc`'s 19.3 M requests for 38.7 M sectors; L2
-//! throughput 66% against 45%, SM throughput 55% against 70%. Remapping the copying lanes so
-//! that a warp reads one 512-byte tile in lane order changed neither the request count nor the
-//! time, so the split is not about lane order. The likely cause: in these layouts two adjacent
-//! 32-byte sectors hold two different GEMM rows (two images), which land in two different
-//! shared-memory rows, and a `cp.async` request seems to carry only sectors bound for one shared
-//! row; with NHWC a row's 64 bytes are two sectors of one line and one shared row. Untested next
-//! step: a shared layout for the blocked operands that keeps each 512-byte tile contiguous
-//! (rows of 32 bytes, the 16-byte half XORed with `(row >> 2) & 1` so `ldmatrix` stays
-//! conflict-free).
+//! ("before" is an earlier run; the other columns are one run.) ptxas: 80 to 238 registers,
+//! no spills.
 
 use super::implicit_gemm::{conv, divmod, Operands};
 use crate::prelude::ConvShape;
@@ -75,6 +80,8 @@ use crate::prelude::ConvShape;
 pub struct Blocked;
 
 impl Operands for Blocked {
+    /// A 16-row group's 16 channels are one 512-byte tile of `x` or `w`: copied whole.
+    const TILED: bool = true;
     #[inline(always)]
     fn supports(sh: &ConvShape) -> bool {
         sh.n % 16 == 0 && sh.c % 16 == 0 && sh.k % 16 == 0
