@@ -1,10 +1,11 @@
 //! Warp-level matrix instructions (sm_80+) for the tensor-core kernels: `mma.sync` m16n8k16
-//! (fp16 x fp16 + fp32 -> fp32), `ldmatrix` (x1, x2, x4, and x4 `.trans`), `cp.async` group
-//! waits with a count, and an 8-byte global store for fp32 accumulator pairs.
+//! (fp16 x fp16 + fp32 -> fp32), `ldmatrix.x4`, and an 8-byte global store for fp32
+//! accumulator pairs.
 //!
 //! Fragments are `u32` registers holding two fp16 values each (the low half is the lower
 //! column), exactly as the PTX ISA lays out the `.f16x2` operands; accumulators are `f32`.
-//! The 16-byte `cp.async` with zero-fill lives in the parent prelude (`cp_async_16`).
+//! The 16-byte `cp.async` with zero-fill and its group waits live in the parent prelude
+//! (`cp_async_16`, `cp_async_wait_group`).
 //!
 //! The `.sync.aligned` instructions need every lane of the warp to execute the same instruction
 //! (converged control flow); callers state this at each use.
@@ -53,59 +54,6 @@ pub unsafe fn ldmatrix_x4(addr: u32) -> [u32; 4] {
         )
     };
     [r0, r1, r2, r3]
-}
-
-/// [`ldmatrix_x4`] with each 8x8 matrix transposed (`.trans`): lane `l` receives column `l / 4`,
-/// rows `2(l % 4)..+2`.
-///
-/// # Safety
-/// As [`ldmatrix_x4`].
-#[inline(always)]
-pub unsafe fn ldmatrix_x4_trans(addr: u32) -> [u32; 4] {
-    let (r0, r1, r2, r3): (u32, u32, u32, u32);
-    // SAFETY: the caller guarantees convergence and valid, aligned shared addresses.
-    unsafe {
-        asm!(
-            "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {{{r0}, {r1}, {r2}, {r3}}}, [{p}];",
-            r0 = out(reg32) r0, r1 = out(reg32) r1, r2 = out(reg32) r2, r3 = out(reg32) r3, p = in(reg32) addr,
-            options(pure, readonly, nostack)
-        )
-    };
-    [r0, r1, r2, r3]
-}
-
-/// Two 8x8 matrices (addresses from lanes 0..16; the other lanes' `addr` is ignored but must
-/// still be valid shared memory).
-///
-/// # Safety
-/// As [`ldmatrix_x4`].
-#[inline(always)]
-pub unsafe fn ldmatrix_x2(addr: u32) -> [u32; 2] {
-    let (r0, r1): (u32, u32);
-    // SAFETY: the caller guarantees convergence and valid, aligned shared addresses.
-    unsafe {
-        asm!(
-            "ldmatrix.sync.aligned.m8n8.x2.shared.b16 {{{r0}, {r1}}}, [{p}];",
-            r0 = out(reg32) r0, r1 = out(reg32) r1, p = in(reg32) addr,
-            options(pure, readonly, nostack)
-        )
-    };
-    [r0, r1]
-}
-
-/// One 8x8 matrix (addresses from lanes 0..8).
-///
-/// # Safety
-/// As [`ldmatrix_x4`].
-#[inline(always)]
-pub unsafe fn ldmatrix_x1(addr: u32) -> u32 {
-    let r0: u32;
-    // SAFETY: the caller guarantees convergence and valid, aligned shared addresses.
-    unsafe {
-        asm!("ldmatrix.sync.aligned.m8n8.x1.shared.b16 {{{r0}}}, [{p}];", r0 = out(reg32) r0, p = in(reg32) addr,
-            options(pure, readonly, nostack))
-    };
-    r0
 }
 
 /// Stores two `f32`s to global memory as one 8-byte access.
