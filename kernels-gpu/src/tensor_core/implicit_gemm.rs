@@ -472,3 +472,32 @@ pub unsafe fn conv<O: Operands, const WARPS_M: usize, const WARPS_N: usize, cons
     });
 }
 
+/// The entry points of one layout family, one per block tile, named by the caller (entry names
+/// are items, and macro_rules cannot build identifiers). Both families compile the same tiles,
+/// in this order, because host/src/plan/wmma_nhwcnc.rs picks with wmma_nhwc's tile list and
+/// cost model (host/src/plan/wmma_nhwc.rs has their timings).
+macro_rules! entries {
+    ($ops:ident: $t128x256k64:ident, $t128x128k64:ident, $t128x128:ident, $t128x64:ident, $t64x64:ident) => {
+        $crate::conv_kernel!(
+            /// Block tile 128x256x64, 8 warps of 64x64, 4 stages (192 KiB): large M and K.
+            fn $t128x256k64(x: *const u16, w: *const u16, y: *mut f32) => $crate::tensor_core::implicit_gemm::conv::<$ops, 2, 4, 4, 8, 4, 8>
+        );
+        $crate::conv_kernel!(
+            /// Block tile 128x128x64, 4 warps of 64x64, 3 stages (96 KiB, 2 blocks per SM).
+            fn $t128x128k64(x: *const u16, w: *const u16, y: *mut f32) => $crate::tensor_core::implicit_gemm::conv::<$ops, 2, 2, 4, 8, 3, 8>
+        );
+        $crate::conv_kernel!(
+            /// Block tile 128x128x32, 4 warps of 64x64, 4 stages (64 KiB): C of at most 32 (mod 64).
+            fn $t128x128(x: *const u16, w: *const u16, y: *mut f32) => $crate::tensor_core::implicit_gemm::conv::<$ops, 2, 2, 4, 8, 4, 4>
+        );
+        $crate::conv_kernel!(
+            /// Block tile 128x64x32, 4 warps of 64x32, 4 stages (48 KiB): K of 64 or less.
+            fn $t128x64(x: *const u16, w: *const u16, y: *mut f32) => $crate::tensor_core::implicit_gemm::conv::<$ops, 2, 2, 4, 4, 4, 4>
+        );
+        $crate::conv_kernel!(
+            /// Block tile 64x64x32, 4 warps of 32x32, 4 stages (32 KiB): grids that would not fill the GPU.
+            fn $t64x64(x: *const u16, w: *const u16, y: *mut f32) => $crate::tensor_core::implicit_gemm::conv::<$ops, 2, 2, 2, 4, 4, 4>
+        );
+    };
+}
+pub(crate) use entries;

@@ -25,7 +25,7 @@
 //! cannot reach: ncu shows the tensor pipe ~64% busy with 8 warps per SM, registers capping
 //! residency). The plan has every entry's timings.
 
-use super::implicit_gemm::{conv, divmod, Operands};
+use super::implicit_gemm::{divmod, Operands};
 use crate::prelude::ConvShape;
 
 /// Plain NHWC input, KRSC filter, NHWK output (C and K multiples of 8).
@@ -77,24 +77,5 @@ impl Operands for Nhwc {
     }
 }
 
-// The instantiations the plan picks among (host/src/plan/wmma_nhwc.rs has their H100 timings).
-crate::conv_kernel!(
-    /// Block tile 128x256x64, 8 warps of 64x64, 4 stages (192 KiB): large M and K.
-    fn wmma_nhwc_128x256k64(x: *const u16, w: *const u16, y: *mut f32) => conv::<Nhwc, 2, 4, 4, 8, 4, 8>
-);
-crate::conv_kernel!(
-    /// Block tile 128x128x64, 4 warps of 64x64, 3 stages (96 KiB, 2 blocks per SM).
-    fn wmma_nhwc_128x128k64(x: *const u16, w: *const u16, y: *mut f32) => conv::<Nhwc, 2, 2, 4, 8, 3, 8>
-);
-crate::conv_kernel!(
-    /// Block tile 128x128x32, 4 warps of 64x64, 4 stages (64 KiB): C of at most 32 (mod 64).
-    fn wmma_nhwc_128x128(x: *const u16, w: *const u16, y: *mut f32) => conv::<Nhwc, 2, 2, 4, 8, 4, 4>
-);
-crate::conv_kernel!(
-    /// Block tile 128x64x32, 4 warps of 64x32, 4 stages (48 KiB): K of 64 or less.
-    fn wmma_nhwc_128x64(x: *const u16, w: *const u16, y: *mut f32) => conv::<Nhwc, 2, 2, 4, 4, 4, 4>
-);
-crate::conv_kernel!(
-    /// Block tile 64x64x32, 4 warps of 32x32, 4 stages (32 KiB): grids that would not fill the GPU.
-    fn wmma_nhwc_64x64(x: *const u16, w: *const u16, y: *mut f32) => conv::<Nhwc, 2, 2, 2, 4, 4, 4>
-);
+// One entry per block tile of the shared list (implicit_gemm::entries).
+super::implicit_gemm::entries!(Nhwc: wmma_nhwc_128x256k64, wmma_nhwc_128x128k64, wmma_nhwc_128x128, wmma_nhwc_128x64, wmma_nhwc_64x64);

@@ -73,7 +73,7 @@
 //! ("before" is an earlier run; the other columns are one run.) ptxas: 80 to 238 registers,
 //! no spills.
 
-use super::implicit_gemm::{conv, divmod, Operands};
+use super::implicit_gemm::{divmod, Operands};
 use crate::prelude::ConvShape;
 
 /// NHWC16n16c input, RSCK16k16c filter, NPQK16n16k output (N, C, K multiples of 16).
@@ -124,25 +124,5 @@ impl Operands for Blocked {
     }
 }
 
-// The same instantiations as `wmma_nhwc_*` (host/src/plan/wmma_nhwcnc.rs picks among them with
-// wmma_nhwc's cost model).
-crate::conv_kernel!(
-    /// Block tile 128x256x64, 8 warps of 64x64, 4 stages (192 KiB): large M and K.
-    fn wmma_nhwcnc_128x256k64(x: *const u16, w: *const u16, y: *mut f32) => conv::<Blocked, 2, 4, 4, 8, 4, 8>
-);
-crate::conv_kernel!(
-    /// Block tile 128x128x64, 4 warps of 64x64, 3 stages (96 KiB, 2 blocks per SM).
-    fn wmma_nhwcnc_128x128k64(x: *const u16, w: *const u16, y: *mut f32) => conv::<Blocked, 2, 2, 4, 8, 3, 8>
-);
-crate::conv_kernel!(
-    /// Block tile 128x128x32, 4 warps of 64x64, 4 stages (64 KiB): C of at most 32 (mod 64).
-    fn wmma_nhwcnc_128x128(x: *const u16, w: *const u16, y: *mut f32) => conv::<Blocked, 2, 2, 4, 8, 4, 4>
-);
-crate::conv_kernel!(
-    /// Block tile 128x64x32, 4 warps of 64x32, 4 stages (48 KiB): K of 64 or less.
-    fn wmma_nhwcnc_128x64(x: *const u16, w: *const u16, y: *mut f32) => conv::<Blocked, 2, 2, 4, 4, 4, 4>
-);
-crate::conv_kernel!(
-    /// Block tile 64x64x32, 4 warps of 32x32, 4 stages (32 KiB): grids that would not fill the GPU.
-    fn wmma_nhwcnc_64x64(x: *const u16, w: *const u16, y: *mut f32) => conv::<Blocked, 2, 2, 2, 4, 4, 4>
-);
+// One entry per block tile of the shared list (implicit_gemm::entries).
+super::implicit_gemm::entries!(Blocked: wmma_nhwcnc_128x256k64, wmma_nhwcnc_128x128k64, wmma_nhwcnc_128x128, wmma_nhwcnc_128x64, wmma_nhwcnc_64x64);

@@ -152,13 +152,6 @@ pub unsafe fn conv<const BM: usize, const BN: usize, const BK: usize, const TM: 
     });
 }
 
-// Entry points `tiled_hwcn_{BM}x{BN}[_k{BK}]`: the instantiations the host plan chooses from
-// (the table in the parent module). BK = 8 unless named, 3 stages throughout.
-crate::conv_kernel!(fn tiled_hwcn_128x128(x: *const f32, w: *const f32, y: *mut f32) => conv::<128, 128, 8, 8, 8, 3>);
-crate::conv_kernel!(fn tiled_hwcn_128x64(x: *const f32, w: *const f32, y: *mut f32) => conv::<128, 64, 8, 8, 8, 3>);
-crate::conv_kernel!(fn tiled_hwcn_64x128(x: *const f32, w: *const f32, y: *mut f32) => conv::<64, 128, 8, 8, 8, 3>);
-crate::conv_kernel!(fn tiled_hwcn_64x64(x: *const f32, w: *const f32, y: *mut f32) => conv::<64, 64, 8, 8, 8, 3>);
-crate::conv_kernel!(fn tiled_hwcn_128x32(x: *const f32, w: *const f32, y: *mut f32) => conv::<128, 32, 8, 8, 4, 3>);
-crate::conv_kernel!(fn tiled_hwcn_32x128(x: *const f32, w: *const f32, y: *mut f32) => conv::<32, 128, 8, 4, 8, 3>);
-crate::conv_kernel!(fn tiled_hwcn_256x128(x: *const f32, w: *const f32, y: *mut f32) => conv::<256, 128, 8, 8, 8, 3>);
-crate::conv_kernel!(fn tiled_hwcn_128x128_k16(x: *const f32, w: *const f32, y: *mut f32) => conv::<128, 128, 16, 8, 8, 3>);
+// Entry points `tiled_hwcn_{BM}x{BN}[_k{BK}]`: the shapes the host plan chooses from (the table in
+// the parent module).
+super::mainloop::entries!(conv: tiled_hwcn_128x128, tiled_hwcn_128x64, tiled_hwcn_64x128, tiled_hwcn_64x64, tiled_hwcn_128x32, tiled_hwcn_32x128, tiled_hwcn_256x128, tiled_hwcn_128x128_k16);

@@ -175,3 +175,24 @@ pub unsafe fn mainloop<const BM: usize, const BN: usize, const BK: usize, const 
     // this: the epilogue works from registers.
     acc
 }
+
+/// The entry points of one tiled kernel (`$conv` is its `conv::<BM, BN, BK, TM, TN, STAGES>`),
+/// one per tile shape, named by the caller (macro_rules cannot build identifiers). Both kernels
+/// compile the same shapes, in the order of `TILES` in host/src/plan/tiled_hwcn.rs: BK = 8
+/// unless named `_k16`, 3 stages throughout.
+macro_rules! entries {
+    ($conv:ident: $t128x128:ident, $t128x64:ident, $t64x128:ident, $t64x64:ident, $t128x32:ident, $t32x128:ident, $t256x128:ident, $t128x128_k16:ident) => {
+        $crate::tiled::mainloop::entries!(@one $conv, $t128x128, 128, 128, 8, 8, 8);
+        $crate::tiled::mainloop::entries!(@one $conv, $t128x64, 128, 64, 8, 8, 8);
+        $crate::tiled::mainloop::entries!(@one $conv, $t64x128, 64, 128, 8, 8, 8);
+        $crate::tiled::mainloop::entries!(@one $conv, $t64x64, 64, 64, 8, 8, 8);
+        $crate::tiled::mainloop::entries!(@one $conv, $t128x32, 128, 32, 8, 8, 4);
+        $crate::tiled::mainloop::entries!(@one $conv, $t32x128, 32, 128, 8, 4, 8);
+        $crate::tiled::mainloop::entries!(@one $conv, $t256x128, 256, 128, 8, 8, 8);
+        $crate::tiled::mainloop::entries!(@one $conv, $t128x128_k16, 128, 128, 16, 8, 8);
+    };
+    (@one $conv:ident, $name:ident, $bm:literal, $bn:literal, $bk:literal, $tm:literal, $tn:literal) => {
+        $crate::conv_kernel!(fn $name(x: *const f32, w: *const f32, y: *mut f32) => $conv::<$bm, $bn, $bk, $tm, $tn, 3>);
+    };
+}
+pub(crate) use entries;
