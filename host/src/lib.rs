@@ -27,6 +27,7 @@ pub mod dtype;
 pub mod error;
 pub mod gpu;
 pub mod plan;
+pub mod plot;
 pub mod ptx;
 pub mod timing;
 
