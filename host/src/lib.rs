@@ -22,7 +22,6 @@ pub mod algorithm;
 pub mod bench;
 pub mod cudnn;
 pub mod cudnn_graph;
-pub mod plot;
 pub mod dtype;
 pub mod error;
 pub mod gpu;
