@@ -178,14 +178,12 @@ pub fn summarize(suite: &str, groups: &[GroupResult]) -> Vec<Summary> {
         .collect()
 }
 
+/// A baseline's median, or "not run" (the reason is in the run's header line and the JSON).
 fn ms_cell(m: Option<&Measurement>) -> String {
-    match m {
-        Some(m) => match (m.ms(), &m.note) {
-            (Some(ms), _) => format!("{ms:.4}"),
-            (None, Some(n)) if n.len() <= 40 => format!("n/a ({n})"),
-            (None, _) => "n/a".into(),
-        },
-        None => "n/a".into(),
+    match m.map(|m| (m.ms(), m.timing.is_some())) {
+        Some((Some(ms), _)) => format!("{ms:.4}"),
+        Some((None, false)) => "not run".into(),
+        _ => "n/a".into(),
     }
 }
 
@@ -348,6 +346,8 @@ mod tests {
         let t = table(&[group("a", &[1.0], 1.3, Some(1.0)), group("d", &[], 1.0, None)], false);
         assert!(t.contains("FLAG"), "{t}");
         assert!(t.contains("| d | fp16 | none"), "{t}");
+        // PyTorch missing: its column says so.
+        assert!(t.lines().nth(3).unwrap().contains("| not run |"), "{t}");
         assert_eq!(t.lines().count(), 4);
     }
 }
