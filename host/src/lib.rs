@@ -21,6 +21,7 @@
 pub mod algorithm;
 pub mod bench;
 pub mod cudnn;
+pub mod cudnn_graph;
 pub mod dtype;
 pub mod error;
 pub mod gpu;
