@@ -62,7 +62,7 @@ pub struct SearchBudget {
     pub warmup: usize,
     /// Timed runs per candidate; the median decides.
     pub runs: usize,
-    /// Candidates planned and run at most (those excluded by [`Math`] do not count).
+    /// Candidates attempted at most, failed plans included (those excluded by [`Math`] do not count).
     pub max_candidates: usize,
     /// Wall time after which no new candidate is started.
     pub max_seconds: f64,
@@ -183,8 +183,12 @@ fn check_lens(expected: [usize; 3], got: [usize; 3]) -> Result<()> {
 }
 
 fn no_engine(candidates: &[Candidate]) -> Error {
+    // The failures of candidates that were actually tried say most; filtered ones come last.
+    let filtered = |c: &&Candidate| c.note.as_deref().is_some_and(|n| n.starts_with("excluded") || n.starts_with("not tried"));
     let reasons: Vec<String> = candidates
         .iter()
+        .filter(|c| !filtered(c))
+        .chain(candidates.iter().filter(filtered))
         .take(8)
         .map(|c| format!("eng{} ({}): {}", c.engine, c.source, c.note.as_deref().unwrap_or("?")))
         .collect();
@@ -715,6 +719,14 @@ mod tests {
         assert!(worth_timing(4.0, Some(1.0)));
         assert!(!worth_timing(4.01, Some(1.0)));
         assert!(worth_timing(0.5, Some(1.0)));
+    }
+
+    #[test]
+    fn no_engine_error_names_tried_failures_first() {
+        let c = |engine, note: &str| Candidate { engine, source: "global", median_ms: None, note: Some(note.into()) };
+        let e = no_engine(&[c(0, "excluded by Math::Fma: TENSOR_CORE note"), c(7, "first run failed: boom")]);
+        let Error::Cudnn(msg) = e else { panic!("not a cuDNN error: {e:?}") };
+        assert!(msg.starts_with("no engine ran this graph (2 candidates; first: eng7 (global): first run failed: boom; eng0"), "{msg}");
     }
 
     #[test]
