@@ -151,6 +151,10 @@ pub fn bench_shape(gpu: &Gpu, problem: &Conv2d, algos: &[Algorithm], opts: &Benc
 trait Baseline<T> {
     fn run(&mut self, x: &CudaSlice<T>, w: &CudaSlice<T>, y: &mut CudaSlice<T>) -> Result<()>;
     fn name(&self) -> String;
+    /// The candidates its choice was made from, where it searched engines.
+    fn candidates(&self) -> Vec<crate::cudnn_graph::Candidate> {
+        Vec::new()
+    }
 }
 
 impl<T: Element + cudarc::cudnn::CudnnDataType> Baseline<T> for CudnnConv<T> {
@@ -168,6 +172,9 @@ impl<T: Element> Baseline<T> for GraphConv<T> {
     }
     fn name(&self) -> String {
         self.engine_name()
+    }
+    fn candidates(&self) -> Vec<crate::cudnn_graph::Candidate> {
+        GraphConv::candidates(self).to_vec()
     }
 }
 
@@ -258,7 +265,7 @@ impl ShapeBench<'_> {
             Err(e) => return Ok(row.not_run(e.to_string())),
             Ok(b) => b,
         };
-        let row = Measurement { name: format!("cudnn {}", b.name()), ..row };
+        let row = Measurement { name: format!("cudnn {}", b.name()), engines: b.candidates(), ..row };
         let n = operands.len();
         self.time_checked(row, reference, baseline_tolerance(T::DTYPE, tf32), T::CUDNN_LAYOUT, ys, |i, ys| b.run(&operands[i % n].x, &operands[i % n].w, &mut ys[i % n]))
     }

@@ -24,11 +24,15 @@ pub struct Measurement {
     pub passed: bool,
     /// Why there is no timing, or what else to know (e.g. PyTorch not run).
     pub note: Option<String>,
+    /// For a cuDNN graph baseline: every engine configuration its search looked at, with its
+    /// time or why it was skipped (to tell a weak baseline from a strong one).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub engines: Vec<crate::cudnn_graph::Candidate>,
 }
 
 impl Measurement {
     pub fn new(name: impl Into<String>, family: &str, layout: &str, dtype: &str) -> Self {
-        Measurement { name: name.into(), family: family.into(), layout: layout.into(), dtype: dtype.into(), timing: None, tflops: None, check: None, passed: false, note: None }
+        Measurement { name: name.into(), family: family.into(), layout: layout.into(), dtype: dtype.into(), timing: None, tflops: None, check: None, passed: false, note: None, engines: Vec::new() }
     }
 
     /// A row that was not run, and why.
