@@ -255,6 +255,8 @@ struct BenchReport {
     cudnn_version: Option<String>,
     pytorch: String,
     timing_runs: usize,
+    /// Wall time of the whole run, PyTorch included.
+    seconds: f64,
     suites: Vec<SuiteReport>,
 }
 
@@ -268,6 +270,7 @@ struct SuiteReport {
 }
 
 fn bench_cmd(device: usize, suites: &[Suite], algos: &[Algorithm], opts: &BenchOptions, out: BenchOutput) -> convrs::Result<Outcome> {
+    let started = std::time::Instant::now();
     let gpu = Gpu::new(device)?;
     let total: usize = suites.iter().map(|s| s.shapes.len()).sum();
     let bar = if std::io::stderr().is_terminal() {
@@ -322,6 +325,7 @@ fn bench_cmd(device: usize, suites: &[Suite], algos: &[Algorithm], opts: &BenchO
         cudnn_version,
         pytorch: torch.describe(),
         timing_runs: opts.timing.runs,
+        seconds: started.elapsed().as_secs_f64(),
         suites: reports,
     };
     print_report(&report, opts, out.all_kernels);
@@ -364,14 +368,15 @@ fn bench_cmd(device: usize, suites: &[Suite], algos: &[Algorithm], opts: &BenchO
 
 fn print_report(report: &BenchReport, opts: &BenchOptions, all_kernels: bool) {
     println!(
-        "{} | {} | commit {} | cuDNN {} in-process | {} | median of {} runs after {} warm-up",
+        "{} | {} | commit {} | cuDNN {} in-process | {} | median of {} runs after {} warm-up | {:.0} s",
         report.gpu,
         report.date,
         report.commit.as_deref().unwrap_or("unknown"),
         report.cudnn_version.as_deref().unwrap_or("NOT FOUND"),
         report.pytorch,
         opts.timing.runs,
-        opts.timing.warmup
+        opts.timing.warmup,
+        report.seconds
     );
     for s in &report.suites {
         println!("\n## Suite {}\n", s.name);
