@@ -105,14 +105,13 @@ struct Operands<T> {
     w: CudaSlice<T>,
 }
 
-/// Everything one shape's measurements share: the problem, the device output buffers, options.
+/// Everything one shape's measurements share: the problem, options, PyTorch's figures.
 struct ShapeBench<'a> {
     gpu: &'a Gpu,
     problem: &'a Conv2d,
     label: String,
     opts: &'a BenchOptions,
     torch: &'a TorchOutcome,
-    outputs: Vec<CudaSlice<f32>>,
 }
 
 /// Benchmarks `algos` and the baselines on `problem`; `torch` holds PyTorch's times for it
@@ -131,8 +130,7 @@ pub fn bench_shape(gpu: &Gpu, problem: &Conv2d, algos: &[Algorithm], opts: &Benc
             Ok((x, w))
         })
         .collect::<Result<Vec<_>>>()?;
-    let outputs = (0..nsets).map(|_| gpu.alloc_zeros::<f32>(problem.output_len())).collect::<Result<Vec<_>>>()?;
-    let mut bench = ShapeBench { gpu, problem, label, opts, torch, outputs };
+    let bench = ShapeBench { gpu, problem, label, opts, torch };
     let of = |d: DType| algos.iter().copied().filter(|a| a.dtype() == d).collect::<Vec<_>>();
     let (fp32, fp16) = (of(DType::F32), of(DType::F16));
     let mut groups = Vec::new();
@@ -187,7 +185,7 @@ impl ShapeBench<'_> {
     }
 
     /// The f64 reference on set 0, the baselines for `T`, then each of `algos`.
-    fn dtype_group<T: Element + CudnnBaseline>(&mut self, sets: &[(Tensor<T>, Tensor<T>)], algos: &[Algorithm], progress: &mut dyn FnMut(&str)) -> Result<GroupResult> {
+    fn dtype_group<T: Element + CudnnBaseline>(&self, sets: &[(Tensor<T>, Tensor<T>)], algos: &[Algorithm], progress: &mut dyn FnMut(&str)) -> Result<GroupResult> {
         let (label, p, gpu) = (self.label.clone(), self.problem, self.gpu);
         progress(&format!("{label}: f64 CPU reference on the {} inputs ({:.1} GFLOP)", T::DTYPE, p.flops() / 1e9));
         let reference = conv2d_cpu(p, &sets[0].0, &sets[0].1)?;
@@ -220,6 +218,7 @@ impl ShapeBench<'_> {
         }
         drop((operands, ys));
 
+        let mut outputs = (0..sets.len()).map(|_| gpu.alloc_zeros::<f32>(p.output_len())).collect::<Result<Vec<_>>>()?;
         let mut uploaded: Option<((Layout, Layout), Vec<Operands<T>>)> = None;
         for &algo in algos {
             progress(&format!("{label}: {algo}"));
@@ -239,9 +238,7 @@ impl ShapeBench<'_> {
             }
             let operands = &uploaded.as_ref().expect("uploaded above").1;
             let n = operands.len();
-            let mut outputs = std::mem::take(&mut self.outputs);
             let row = self.time_checked(row, &reference, tolerance(T::DTYPE), out_layout, &mut outputs, |i, ys| launch(gpu, &plan, p, &operands[i % n].x, &operands[i % n].w, &mut ys[i % n]));
-            self.outputs = outputs;
             group.kernels.push(row?);
         }
         Ok(group)
