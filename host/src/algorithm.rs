@@ -56,6 +56,15 @@ impl Algorithm {
         }
     }
 
+    /// The kernel's family: `direct`, `tiled` or `tensor-core`.
+    pub fn family(self) -> &'static str {
+        match self {
+            Algorithm::DirectNaive | Algorithm::DirectSmem => "direct",
+            Algorithm::TiledHwcn | Algorithm::TiledNchw => "tiled",
+            Algorithm::WmmaNhwcnc | Algorithm::WmmaNhwc => "tensor-core",
+        }
+    }
+
     /// The element type of the input and filter the kernel reads (outputs are always fp32).
     pub fn dtype(self) -> DType {
         match self {

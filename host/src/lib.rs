@@ -21,10 +21,12 @@
 pub mod algorithm;
 pub mod bench;
 pub mod cudnn;
+pub mod cudnn_graph;
 pub mod dtype;
 pub mod error;
 pub mod gpu;
 pub mod plan;
+pub mod plot;
 pub mod ptx;
 pub mod timing;
 
@@ -38,6 +40,7 @@ pub mod layout;
 pub mod problem;
 pub mod random;
 pub mod reference;
+pub mod suite;
 
 pub use compare::{compare, Comparison};
 pub use layout::{Layout, Tensor};

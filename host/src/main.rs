@@ -4,7 +4,12 @@ use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use convrs::bench::{self, BenchReport};
+use convrs::bench::pytorch::{self, TorchMode, TorchOutcome};
+use convrs::bench::report::{self, GroupResult};
+use convrs::bench::{self, BenchOptions};
+use convrs::cudnn_graph::SearchBudget;
+use convrs::plot::PlotPoint;
+use convrs::suite::Suite;
 use convrs::timing::{time_runs, TimingConfig};
 use convrs::{compare, conv2d_cpu, launch, Algorithm, Conv2d, DType, Element, Gpu, Layout, Tensor};
 
@@ -14,7 +19,8 @@ use convrs::{compare, conv2d_cpu, launch, Algorithm, Conv2d, DType, Element, Gpu
 Every GPU result printed is checked against an f64 CPU reference computed on the same random inputs, and every\n\
 time is a median of CUDA-event-timed runs after warm-up. Shapes are N,C,H,W,K,R,S: batch, input channels, input\n\
 height and width, output channels, filter height and width.\n\n\
-Exit status: 0 success, 1 a result failed its check, 2 error, 3 the chosen kernel cannot take the shape.")]
+Exit status: 0 success; 1 a result failed its check against the CPU reference; 2 error; 3 the chosen kernel\n\
+cannot take the shape; 4 (bench) our kernels ran and passed but no baseline could be measured (cuDNN missing).")]
 struct Cli {
     /// Which GPU to use (CUDA device ordinal).
     #[arg(long, global = true, default_value_t = 0)]
@@ -43,9 +49,22 @@ enum Command {
         #[arg(long, default_value_t = 1)]
         seed: u64,
     },
-    /// Time every algorithm next to cuDNN (same process, same shapes, same data) and print a table.
+    /// Time our kernels next to the strongest baselines (cuDNN graph and legacy APIs, PyTorch) and print tables.
+    #[command(long_about = "Time our kernels next to the strongest baselines on the same shapes, in the same run, and print\n\
+Markdown tables (per shape, then a summary per suite).\n\n\
+Baselines: cuDNN through its graph API (engines from the heuristics, the fallback list and every global engine\n\
+index, the fastest kept), cuDNN through the legacy API (fastest of its 8 algorithms), and PyTorch's conv2d timed\n\
+by a child python3 (cudnn.benchmark on). fp32 is compared with FMA arithmetic on both sides (TF32 off); a second\n\
+line shows the TF32 baselines, PyTorch's default for fp32 convolutions. fp16 is compared in NHWC with tensor cores.\n\
+The ratio of a row is the best baseline's median time over our kernel's. An in-process cuDNN baseline more than 5%\n\
+slower than PyTorch's is FLAGged: a bug in the baseline, not a win.\n\n\
+cuDNN is loaded from the library path (LD_LIBRARY_PATH first); `convrs info` says which version loads.\n\
+Exit status: 0 all checks passed; 1 a check failed; 2 error; 4 our kernels passed but cuDNN was not available.")]
     Bench {
-        /// Shapes N,C,H,W,K,R,S to time (repeatable); default: the issues' target shapes, each with its own padding.
+        /// A suite to time (repeatable): seed, deepbench, resnet50, or a path to a suite .csv file. Default: seed.
+        #[arg(long = "suite", value_name = "NAME|PATH")]
+        suites: Vec<String>,
+        /// Shapes N,C,H,W,K,R,S to time instead of a suite (repeatable).
         #[arg(long = "shape", value_name = "N,C,H,W,K,R,S")]
         shapes: Vec<String>,
         /// Padding, stride and dilation of the --shape shapes.
@@ -54,18 +73,30 @@ enum Command {
         /// Algorithms to time (repeatable); default: all.
         #[arg(long = "algo")]
         algos: Vec<Algorithm>,
-        /// Timed runs per kernel (the median is reported; at least 20).
-        #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(20..))]
+        /// Show every kernel's row, not only the best kernel per shape and type.
+        #[arg(long)]
+        all_kernels: bool,
+        /// Time PyTorch's conv2d on the same shapes (auto: when python3 has a CUDA-enabled torch).
+        #[arg(long, value_enum, default_value_t = TorchMode::Auto)]
+        pytorch: TorchMode,
+        /// Timed runs per kernel and baseline (the median is reported; at least 10).
+        #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(10..))]
         runs: u64,
         /// Untimed warm-up runs per kernel.
         #[arg(long, default_value_t = 5)]
         warmup: usize,
+        /// Wall-clock budget of each cuDNN graph engine search, in seconds.
+        #[arg(long, default_value_t = 3.0)]
+        search_seconds: f64,
         /// Seed of the random input data.
         #[arg(long, default_value_t = 1)]
         seed: u64,
         /// Also write every figure as JSON to this file.
         #[arg(long, value_name = "PATH")]
         json: Option<std::path::PathBuf>,
+        /// Draw the per-shape speed ratio to the best baseline as an SVG (log scale, colour by family).
+        #[arg(long, value_name = "PATH.svg")]
+        plot: Option<std::path::PathBuf>,
     },
 }
 
@@ -80,21 +111,29 @@ struct ShapeArgs {
 
 #[derive(clap::Args)]
 struct Geometry {
-    /// Zero padding (both axes).
-    #[arg(long, default_value_t = 0)]
-    pad: usize,
-    /// Stride (both axes).
-    #[arg(long, default_value_t = 1)]
-    stride: usize,
-    /// Dilation (both axes).
-    #[arg(long, default_value_t = 1)]
-    dilation: usize,
+    /// Zero padding: one value for both axes, or H,W.
+    #[arg(long, default_value = "0", value_name = "P|PH,PW")]
+    pad: String,
+    /// Stride: one value for both axes, or H,W.
+    #[arg(long, default_value = "1", value_name = "S|SH,SW")]
+    stride: String,
+    /// Dilation: one value for both axes, or H,W.
+    #[arg(long, default_value = "1", value_name = "D|DH,DW")]
+    dilation: String,
 }
 
 fn problem(shape: &str, g: &Geometry) -> convrs::Result<Conv2d> {
-    let p = convrs::problem::parse_shape(shape)?.with_pad(g.pad).with_stride(g.stride).with_dilation(g.dilation);
+    use convrs::problem::{parse_pair, parse_shape};
+    let p = Conv2d { pad: parse_pair("--pad", &g.pad)?, stride: parse_pair("--stride", &g.stride)?, dilation: parse_pair("--dilation", &g.dilation)?, ..parse_shape(shape)? };
     p.validate()?;
     Ok(p)
+}
+
+/// How a command ended, beyond errors (each has its exit status; see the long help).
+enum Outcome {
+    Passed,
+    Failed,
+    NoBaseline,
 }
 
 fn main() -> ExitCode {
@@ -103,22 +142,24 @@ fn main() -> ExitCode {
         Command::Info => info(cli.device),
         Command::List => {
             Algorithm::ALL.iter().for_each(|a| println!("{a}"));
-            Ok(true)
+            Ok(Outcome::Passed)
         }
         Command::Run { algo, shape, runs, seed } => run(cli.device, algo, &shape, runs, seed),
-        Command::Bench { shapes, geometry, algos, runs, warmup, seed, json } => {
-            let shapes = if shapes.is_empty() {
-                Ok(bench::default_shapes())
-            } else {
-                shapes.iter().map(|s| problem(s, &geometry)).collect()
-            };
+        Command::Bench { suites, shapes, geometry, algos, all_kernels, pytorch, runs, warmup, search_seconds, seed, json, plot } => {
             let algos = if algos.is_empty() { Algorithm::ALL.to_vec() } else { algos };
-            shapes.and_then(|s| bench_cmd(cli.device, &s, &algos, TimingConfig { warmup, runs: runs as usize }, seed, json))
+            let opts = BenchOptions {
+                timing: TimingConfig { warmup, runs: runs as usize },
+                search: SearchBudget { max_seconds: search_seconds, ..SearchBudget::default() },
+                seed,
+            };
+            bench_suites(&suites, &shapes, &geometry)
+                .and_then(|s| bench_cmd(cli.device, &s, &algos, &opts, BenchOutput { all_kernels, pytorch, json, plot }))
         }
     };
     match result {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::FAILURE,
+        Ok(Outcome::Passed) => ExitCode::SUCCESS,
+        Ok(Outcome::Failed) => ExitCode::FAILURE,
+        Ok(Outcome::NoBaseline) => ExitCode::from(4),
         // A kernel refusing a shape is not a failure of the tool: scripts can tell it apart.
         Err(e @ convrs::Error::Unsupported { .. }) => {
             eprintln!("convrs: {e}");
@@ -131,7 +172,7 @@ fn main() -> ExitCode {
     }
 }
 
-fn info(device: usize) -> convrs::Result<bool> {
+fn info(device: usize) -> convrs::Result<Outcome> {
     let gpu = Gpu::new(device)?;
     let i = gpu.info();
     println!("device {}: {}", i.ordinal, i.name);
@@ -143,17 +184,17 @@ fn info(device: usize) -> convrs::Result<bool> {
     println!("  shared memory/block {} KiB (opt-in)", i.max_shared_bytes_per_block_optin >> 10);
     println!("  kernels loaded from {} PTX", i.ptx_arch);
     println!("  cuDNN               {}", if convrs::cudnn::available() { convrs::cudnn::version() } else { "not found".into() });
-    Ok(true)
+    Ok(Outcome::Passed)
 }
 
-fn run(device: usize, algo: Algorithm, s: &ShapeArgs, runs: usize, seed: u64) -> convrs::Result<bool> {
+fn run(device: usize, algo: Algorithm, s: &ShapeArgs, runs: usize, seed: u64) -> convrs::Result<Outcome> {
     match algo.dtype() {
         DType::F32 => run_typed::<f32>(device, algo, s, runs, seed),
         DType::F16 => run_typed::<half::f16>(device, algo, s, runs, seed),
     }
 }
 
-fn run_typed<T: Element>(device: usize, algo: Algorithm, s: &ShapeArgs, runs: usize, seed: u64) -> convrs::Result<bool> {
+fn run_typed<T: Element>(device: usize, algo: Algorithm, s: &ShapeArgs, runs: usize, seed: u64) -> convrs::Result<Outcome> {
     let p = problem(&s.shape, &s.geometry)?;
     let gpu = Gpu::new(device)?;
     let plan = algo.plan(&p, &gpu.limits())?;
@@ -179,28 +220,100 @@ fn run_typed<T: Element>(device: usize, algo: Algorithm, s: &ShapeArgs, runs: us
     println!("worst at  {} (non-finite outputs: {})", check.worst_index, check.non_finite);
     let ok = check.passes(tol);
     println!("check     {}", if ok { "PASSED" } else { "FAILED" });
-    Ok(ok)
+    Ok(if ok { Outcome::Passed } else { Outcome::Failed })
 }
 
-fn bench_cmd(device: usize, shapes: &[Conv2d], algos: &[Algorithm], cfg: TimingConfig, seed: u64, json: Option<std::path::PathBuf>) -> convrs::Result<bool> {
+/// The suites to bench: `--shape`s as one suite named `shapes`, else `--suite`s, else `seed`.
+fn bench_suites(suites: &[String], shapes: &[String], g: &Geometry) -> convrs::Result<Vec<Suite>> {
+    if !shapes.is_empty() {
+        if !suites.is_empty() {
+            return Err(convrs::Error::InvalidArgument("give either --shape or --suite, not both".into()));
+        }
+        let shapes = shapes.iter().map(|s| problem(s, g)).collect::<convrs::Result<Vec<_>>>()?;
+        return Ok(vec![Suite { name: "shapes".into(), shapes, duplicates: 0 }]);
+    }
+    if suites.is_empty() {
+        return Ok(vec![Suite::load("seed")?]);
+    }
+    suites.iter().map(|s| Suite::load(s)).collect()
+}
+
+/// Where `convrs bench` puts its results besides the table.
+struct BenchOutput {
+    all_kernels: bool,
+    pytorch: TorchMode,
+    json: Option<std::path::PathBuf>,
+    plot: Option<std::path::PathBuf>,
+}
+
+/// Everything one bench run measured, for `--json`.
+#[derive(serde::Serialize)]
+struct BenchReport {
+    gpu: String,
+    date: String,
+    commit: Option<String>,
+    cudnn_version: Option<String>,
+    pytorch: String,
+    timing_runs: usize,
+    /// Wall time of the whole run, PyTorch included.
+    seconds: f64,
+    suites: Vec<SuiteReport>,
+}
+
+#[derive(serde::Serialize)]
+struct SuiteReport {
+    name: String,
+    groups: Vec<GroupResult>,
+    summary: Vec<report::Summary>,
+    /// Shapes that could not be measured at all, and why.
+    errors: Vec<String>,
+}
+
+fn bench_cmd(device: usize, suites: &[Suite], algos: &[Algorithm], opts: &BenchOptions, out: BenchOutput) -> convrs::Result<Outcome> {
+    let started = std::time::Instant::now();
     let gpu = Gpu::new(device)?;
+    let total: usize = suites.iter().map(|s| s.shapes.len()).sum();
     let bar = if std::io::stderr().is_terminal() {
-        let b = indicatif::ProgressBar::new((shapes.len() * (algos.len() + 6)) as u64);
-        b.set_style(indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} {elapsed} {msg}").expect("static template"));
+        let b = indicatif::ProgressBar::new(total as u64);
+        b.set_style(indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} shapes {elapsed} {msg}").expect("static template"));
         Some(b)
     } else {
         None
     };
     let mut progress = |msg: &str| match &bar {
-        Some(b) => {
-            b.inc(1);
-            b.set_message(msg.to_string());
-        }
+        Some(b) => b.set_message(msg.to_string()),
         None => eprintln!("[bench] {msg}"),
     };
-    let mut rows = Vec::new();
-    for (i, p) in shapes.iter().enumerate() {
-        rows.extend(bench::bench_shape(&gpu, p, algos, cfg, seed.wrapping_add(1000 * i as u64), &mut progress)?);
+
+    // PyTorch first, in its own process, on every shape of every suite: it releases the GPU
+    // before our measurements start.
+    let torch_shapes: Vec<_> = suites.iter().flat_map(|s| s.shapes.iter()).map(|p| bench::torch_shape(&gpu, p, algos)).collect();
+    progress(&format!("PyTorch conv2d on {} shapes", torch_shapes.len()));
+    let torch = pytorch::run(out.pytorch, device, &torch_shapes, opts.seed)?;
+    if let TorchOutcome::NotRun(why) = &torch {
+        eprintln!("convrs: WARNING: PyTorch was NOT RUN ({why}): the PyTorch column is empty and the flag rule cannot apply");
+    }
+
+    let cudnn_version = convrs::cudnn::available().then(convrs::cudnn::version);
+    if cudnn_version.is_none() {
+        eprintln!("convrs: WARNING: libcudnn was not found on the library path: the cuDNN baseline is unavailable");
+    }
+    let mut reports = Vec::new();
+    for suite in suites {
+        let (mut groups, mut errors) = (Vec::new(), Vec::new());
+        for (i, p) in suite.shapes.iter().enumerate() {
+            let shape_opts = BenchOptions { seed: opts.seed.wrapping_add(1000 * i as u64), ..opts.clone() };
+            match bench::bench_shape(&gpu, p, algos, &shape_opts, &torch, &mut progress) {
+                Ok(g) => groups.extend(g),
+                // One shape that cannot be measured (e.g. too large for this GPU) is reported, not fatal.
+                Err(e) => errors.push(format!("{}: {e}", bench::shape_label(p))),
+            }
+            if let Some(b) = &bar {
+                b.inc(1);
+            }
+        }
+        let summary = report::summarize(&suite.name, &groups);
+        reports.push(SuiteReport { name: suite.name.clone(), groups, summary, errors });
     }
     if let Some(b) = &bar {
         b.finish_and_clear();
@@ -208,19 +321,71 @@ fn bench_cmd(device: usize, shapes: &[Conv2d], algos: &[Algorithm], cfg: TimingC
     let report = BenchReport {
         gpu: gpu.info().name.clone(),
         date: bench::today(),
-        cudnn_version: convrs::cudnn::available().then(convrs::cudnn::version),
-        timing_runs: cfg.runs,
-        rows,
+        commit: std::env::var("CONVRS_COMMIT").ok(),
+        cudnn_version,
+        pytorch: torch.describe(),
+        timing_runs: opts.timing.runs,
+        seconds: started.elapsed().as_secs_f64(),
+        suites: reports,
     };
-    println!("{} | {} | cuDNN {} | median of {} runs after {} warm-up", report.gpu, report.date, report.cudnn_version.as_deref().unwrap_or("not found"), cfg.runs, cfg.warmup);
-    print!("{}", bench::table(&report));
-    if let Some(path) = json {
+    print_report(&report, opts, out.all_kernels);
+    if let Some(path) = &out.json {
         let text = serde_json::to_string_pretty(&report).map_err(|e| convrs::Error::InvalidArgument(format!("JSON: {e}")))?;
-        std::fs::write(&path, text).map_err(|e| convrs::Error::InvalidArgument(format!("cannot write {}: {e}", path.display())))?;
+        std::fs::write(path, text).map_err(|e| convrs::Error::InvalidArgument(format!("cannot write {}: {e}", path.display())))?;
     }
-    let failed: Vec<_> = report.rows.iter().filter(|r| r.algorithm != "cudnn" && r.note.is_none() && !r.passed).collect();
-    for r in &failed {
-        eprintln!("convrs: {} on {} FAILED its check against the CPU reference", r.algorithm, r.shape);
+    if let Some(path) = &out.plot {
+        let groups: Vec<&GroupResult> = report.suites.iter().flat_map(|s| &s.groups).collect();
+        let points: Vec<PlotPoint> = groups
+            .iter()
+            .filter_map(|g| Some(PlotPoint { shape: g.shape.clone(), family: g.best_kernel()?.family.clone(), dtype: g.precision.clone(), ratio: g.ratio()? }))
+            .collect();
+        let names: Vec<&str> = report.suites.iter().map(|s| s.name.as_str()).collect();
+        let title = format!("convrs vs best baseline: {} on {}, {}", names.join(" + "), report.gpu, report.date);
+        convrs::plot::write_svg(path, &title, &points)?;
     }
-    Ok(failed.is_empty())
+
+    let groups = || report.suites.iter().flat_map(|s| &s.groups);
+    let failed: Vec<String> = groups()
+        .flat_map(|g| g.kernels.iter().chain(&g.cudnn).chain(&g.tf32_cudnn).map(move |m| (g, m)))
+        .filter(|(_, m)| m.timing.is_some() && !m.passed)
+        .map(|(g, m)| format!("{} on {} ({})", m.name, g.shape, g.precision))
+        .collect();
+    for f in &failed {
+        eprintln!("convrs: {f} FAILED its check against the CPU reference");
+    }
+    let errors: Vec<&String> = report.suites.iter().flat_map(|s| &s.errors).collect();
+    for e in &errors {
+        eprintln!("convrs: could not measure {e}");
+    }
+    Ok(if !failed.is_empty() || !errors.is_empty() {
+        Outcome::Failed
+    } else if groups().all(|g| g.best_cudnn().is_none()) {
+        Outcome::NoBaseline
+    } else {
+        Outcome::Passed
+    })
+}
+
+fn print_report(report: &BenchReport, opts: &BenchOptions, all_kernels: bool) {
+    println!(
+        "{} | {} | commit {} | cuDNN {} in-process | {} | median of {} runs after {} warm-up | {:.0} s",
+        report.gpu,
+        report.date,
+        report.commit.as_deref().unwrap_or("unknown"),
+        report.cudnn_version.as_deref().unwrap_or("NOT FOUND"),
+        report.pytorch,
+        opts.timing.runs,
+        opts.timing.warmup,
+        report.seconds
+    );
+    for s in &report.suites {
+        println!("\n## Suite {}\n", s.name);
+        print!("{}", report::table(&s.groups, all_kernels));
+        for e in &s.errors {
+            println!("\nnot measured: {e}");
+        }
+    }
+    let summaries: Vec<_> = report.suites.iter().flat_map(|s| s.summary.clone()).collect();
+    println!("\n## Summary\n");
+    print!("{}", report::summary_table(&summaries));
 }

@@ -298,6 +298,27 @@ pub fn parse_shape(s: &str) -> Result<Conv2d> {
     Ok(Conv2d::new(v[0], v[1], v[2], v[3], v[4], v[5], v[6]))
 }
 
+/// Parses a per-axis value: `"a"` for both axes or `"h,w"` (as `--pad 1,2` and suite files write
+/// it); `what` names the option in errors.
+///
+/// ```
+/// use convrs::problem::parse_pair;
+/// assert_eq!(parse_pair("pad", "1")?, (1, 1));
+/// assert_eq!(parse_pair("stride", "2,1")?, (2, 1));
+/// assert!(parse_pair("pad", "1,2,3").is_err());
+/// # Ok::<(), convrs::Error>(())
+/// ```
+pub fn parse_pair(what: &str, s: &str) -> Result<(usize, usize)> {
+    let bad = || Error::InvalidArgument(format!("{what} `{s}` is not `A` or `H,W` with non-negative integers (e.g. 1 or 1,2)"));
+    let parts: Vec<&str> = s.split(',').map(str::trim).collect();
+    let num = |t: &str| if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) { t.parse::<usize>().map_err(|_| bad()) } else { Err(bad()) };
+    match parts.as_slice() {
+        [a] => num(a).map(|v| (v, v)),
+        [h, w] => Ok((num(h)?, num(w)?)),
+        _ => Err(bad()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

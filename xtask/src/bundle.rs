@@ -73,6 +73,10 @@ pub fn gpu_bundle(args: &[String]) -> Result<(), String> {
         }
         copy(t, &dest)?;
     }
+    // The GPU machine has no git: the commit travels as a file, and every figure names it.
+    let commit = Command::new("git").current_dir(&root).args(["describe", "--always", "--dirty", "--abbrev=12"]).output();
+    let commit = commit.ok().filter(|o| o.status.success()).map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+    std::fs::write(out.join("commit.txt"), commit.as_deref().unwrap_or("unknown")).map_err(|e| format!("cannot write commit.txt: {e}"))?;
     let script = out.join("run-gpu.sh");
     std::fs::write(&script, RUN_GPU_SH).map_err(|e| format!("cannot write {}: {e}", script.display()))?;
     Command::new("chmod").arg("+x").arg(&script).status().map_err(|e| e.to_string())?;

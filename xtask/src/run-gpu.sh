@@ -2,7 +2,10 @@
 # Runs on the GPU machine (made by `cargo xtask gpu-bundle`; no Rust toolchain needed there).
 # Steps (env STEPS, default all): tests    - every test binary, GPU tests required to run;
 #                                 sanitize - each kernel once under compute-sanitizer memcheck and racecheck;
-#                                 bench    - `convrs bench` against cuDNN, table + JSON.
+#                                 bench    - `convrs bench` (BENCH_SUITES, default "seed deepbench") against
+#                                            cuDNN (graph + legacy API) and PyTorch: tables, JSON, SVG per suite.
+# cuDNN: the newest on the machine is loaded: PyTorch's (site-packages/nvidia/cudnn/lib) when it is
+# newer than the system's, through LD_LIBRARY_PATH; `convrs info` and every table say which ran.
 # Logs and results go to $OUT (the device tool's output folder) or ./gpu-out. Any failure fails the script.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -10,7 +13,26 @@ out=${OUT:-$PWD/gpu-out}
 mkdir -p "$out"
 steps=${STEPS:-tests sanitize bench}
 export CONVRS_REQUIRE_GPU=1
+export CONVRS_COMMIT=$(cat "$here/commit.txt" 2>/dev/null || echo unknown)
 failed=()
+
+# The newest cuDNN: PyTorch's wheel ships libcudnn.so.9 (+ its engine libraries) beside torch.
+# cudarc dlopens "libcudnn.so" first, which the system's copy would answer: a folder with that
+# name linked to PyTorch's copy goes first on the path, its own folder second (engine libraries).
+torch_cudnn=$(python3 -c "import nvidia.cudnn, os; print(os.path.join(list(nvidia.cudnn.__path__)[0], 'lib'))" 2>/dev/null)
+torch_ver=$(python3 -c "import torch; v = torch.backends.cudnn.version(); print(f'{v // 10000}.{v % 10000 // 100}.{v % 100}')" 2>/dev/null)
+sys_lib=$(ldconfig -p 2>/dev/null | awk '/libcudnn\.so\.9 /{print $NF; exit}')
+sys_ver=$( [ -n "$sys_lib" ] && readlink -f "$sys_lib" | grep -o '[0-9]*\.[0-9]*\.[0-9]*$')
+echo "cuDNN on this machine: system ${sys_ver:-none} (${sys_lib:-}), PyTorch's ${torch_ver:-none} (${torch_cudnn:-})"
+newest=$(printf '%s\n%s\n' "${sys_ver:-0}" "${torch_ver:-0}" | sort -V | tail -1)
+if [ -n "$torch_cudnn" ] && [ -e "$torch_cudnn/libcudnn.so.9" ] && [ "$newest" = "${torch_ver:-0}" ]; then
+  link_dir=$(mktemp -d)
+  ln -s "$torch_cudnn/libcudnn.so.9" "$link_dir/libcudnn.so"
+  export LD_LIBRARY_PATH="$link_dir:$torch_cudnn${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  echo "cuDNN: using PyTorch's $torch_ver (the newest)"
+else
+  echo "cuDNN: using the system's ${sys_ver:-(none found)}"
+fi
 
 "$here/convrs" info | tee "$out/info.txt" || failed+=("info")
 
@@ -60,8 +82,17 @@ if [[ " $steps " == *" sanitize "* ]]; then
 fi
 
 if [[ " $steps " == *" bench "* ]]; then
-  "$here/convrs" bench ${BENCH_ARGS:-} --json "$out/bench.json" | tee "$out/bench.md"
-  [ "${PIPESTATUS[0]}" -eq 0 ] || failed+=("bench")
+  for suite in ${BENCH_SUITES:-seed deepbench}; do
+    # The 90-shape suite must fit one 10-minute command: fewer timed runs, a shorter engine search.
+    case "$suite" in
+      deepbench|resnet50) suite_args="--runs 20 --warmup 3 --search-seconds 1.5" ;;
+      *) suite_args="" ;;
+    esac
+    # shellcheck disable=SC2086
+    "$here/convrs" bench --suite "$suite" $suite_args ${BENCH_ARGS:-} --json "$out/bench-$suite.json" --plot "$out/bench-$suite.svg" \
+      | tee "$out/bench-$suite.md"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || failed+=("bench:$suite")
+  done
 fi
 
 if [ ${#failed[@]} -gt 0 ]; then

@@ -1,0 +1,374 @@
+//! `convrs bench`: our kernels next to the strongest baselines, on the same shapes, in the same run.
+//!
+//! Per shape and precision (fp32, fp16): several input sets of fresh random data (rotated
+//! between timed runs, so the runs do not just re-read L2), one f64 CPU reference on the same
+//! (rounded) inputs, then
+//! - the baselines, each checked against that reference and timed the same way as our kernels:
+//!   cuDNN through its graph API (every engine the heuristics, the fallback list and the global
+//!   engine index offer, the fastest kept), cuDNN through the legacy API (the fastest of its 8
+//!   algorithms), and PyTorch's `conv2d` timed by a child `python3` ([`pytorch`]); for fp32 also
+//!   the TF32 tensor-core baselines, PyTorch's default for fp32 convolutions, shown beside;
+//! - each of our kernels in its own layout: a checked run into a NaN-poisoned output, then
+//!   warm-up and event-timed runs, median kept.
+//!
+//! fp32 is compared in NCHW with FMA arithmetic on both sides (TF32 off); fp16 in NHWC with
+//! tensor cores and fp32 accumulation. [`report`] turns the rows into ratios, flags and suite summaries.
+
+pub mod pytorch;
+pub mod report;
+
+use cudarc::driver::CudaSlice;
+
+use crate::cudnn::CudnnConv;
+use crate::cudnn_graph::{GraphConv, Math, SearchBudget};
+use crate::timing::{time_runs, TimingConfig};
+use crate::{compare, conv2d_cpu, launch, Algorithm, Comparison, Conv2d, DType, Element, Gpu, Layout, Result, Tensor};
+use pytorch::{TorchOutcome, TorchShape};
+use report::{GroupResult, Measurement};
+
+/// fp32 results with sums in fp32 land far under this relative L2 error against the f64
+/// reference (rounding grows like sqrt(C*R*S) * 2^-24); a wrong index lands far above it.
+pub const FP32_REL_L2_TOLERANCE: f64 = 1e-5;
+
+/// fp16 inputs with fp32 accumulation, against the f64 sum of the same fp16-rounded inputs:
+/// each product of two fp16 values is exact in fp32, so only the fp32 accumulation rounds (the
+/// tensor cores' adder truncates a few more bits than IEEE fp32, still far under 1e-4 for
+/// C*R*S in the thousands). Accumulating in fp16 instead would give about 2^-11 = 5e-4, so
+/// this tolerance also proves that the accumulators are fp32.
+pub const FP16_REL_L2_TOLERANCE: f64 = 1e-4;
+
+/// The relative L2 tolerance for a kernel reading `dtype` inputs.
+pub fn tolerance(dtype: crate::DType) -> f64 {
+    match dtype {
+        crate::DType::F32 => FP32_REL_L2_TOLERANCE,
+        crate::DType::F16 => FP16_REL_L2_TOLERANCE,
+    }
+}
+
+/// A baseline's check only has to catch a wrong answer (a wrong index or layout gives a relative
+/// error near 1), not grade its precision: cuDNN may use FFT or Winograd (extra roundings in the
+/// transform domain, ~1e-6..1e-4 in fp32), TF32 operands (10-bit mantissas: ~5e-4 per product),
+/// or round its output to fp16 (up to 2^-11 = 4.9e-4 per element) after fp16 Winograd transforms.
+pub fn baseline_tolerance(dtype: DType, tf32: bool) -> f64 {
+    match (dtype, tf32) {
+        (DType::F32, false) => 1e-3,
+        _ => 1e-2,
+    }
+}
+
+/// How long each row is timed, and how hard the cuDNN engine search tries.
+#[derive(Clone, Debug)]
+pub struct BenchOptions {
+    pub timing: TimingConfig,
+    pub search: SearchBudget,
+    pub seed: u64,
+}
+
+/// Compact shape label: `N,C,H,W->K,RxS,pad,stride[,dil]`.
+pub fn shape_label(p: &Conv2d) -> String {
+    let pair = |v: (usize, usize)| if v.0 == v.1 { v.0.to_string() } else { format!("{},{}", v.0, v.1) };
+    let mut s = format!("{},{},{},{}->{},{}x{} p{}", p.n, p.c, p.h, p.w, p.k, p.r, p.s, pair(p.pad));
+    if p.stride != (1, 1) {
+        s += &format!(" s{}", pair(p.stride));
+    }
+    if p.dilation != (1, 1) {
+        s += &format!(" d{}", pair(p.dilation));
+    }
+    s
+}
+
+/// Input sets to rotate through: enough that they together exceed twice the L2 cache, at least
+/// two, at most eight, and within a quarter of the free device memory (sized for fp32).
+pub fn rotation_sets(gpu: &Gpu, p: &Conv2d) -> usize {
+    let set_bytes = 4 * (p.input_len() + p.filter_len() + p.output_len()) as u64;
+    let want = (2 * gpu.info().l2_cache_bytes as u64).div_ceil(set_bytes.max(1)) as usize;
+    let fit = (gpu.info().free_memory_bytes / 4 / set_bytes.max(1)) as usize;
+    want.clamp(2, 8).min(fit.max(1))
+}
+
+/// What PyTorch is asked to time for `problem` when `algos` are benchmarked on it: the
+/// precisions of those kernels (fp32 also in TF32), over the same number of input sets.
+pub fn torch_shape(gpu: &Gpu, problem: &Conv2d, algos: &[Algorithm]) -> TorchShape {
+    let mut configs = Vec::new();
+    if algos.iter().any(|a| a.dtype() == DType::F32) {
+        configs.extend(["fp32", "tf32"]);
+    }
+    if algos.iter().any(|a| a.dtype() == DType::F16) {
+        configs.push("fp16");
+    }
+    TorchShape { label: shape_label(problem), problem: *problem, sets: rotation_sets(gpu, problem), configs }
+}
+
+/// One input set on the device, in one (input, filter) layout pair.
+struct Operands<T> {
+    x: CudaSlice<T>,
+    w: CudaSlice<T>,
+}
+
+/// Everything one shape's measurements share: the problem, options, PyTorch's figures.
+struct ShapeBench<'a> {
+    gpu: &'a Gpu,
+    problem: &'a Conv2d,
+    label: String,
+    opts: &'a BenchOptions,
+    torch: &'a TorchOutcome,
+}
+
+/// Benchmarks `algos` and the baselines on `problem`; `torch` holds PyTorch's times for it
+/// (from [`pytorch::run`] on [`torch_shape`]); `progress` hears what is happening.
+pub fn bench_shape(gpu: &Gpu, problem: &Conv2d, algos: &[Algorithm], opts: &BenchOptions, torch: &TorchOutcome, progress: &mut dyn FnMut(&str)) -> Result<Vec<GroupResult>> {
+    problem.validate()?;
+    let label = shape_label(problem);
+    let nsets = rotation_sets(gpu, problem);
+    problem.check_device_memory(4 * nsets, 4 * nsets, gpu.info().free_memory_bytes)?;
+    progress(&format!("{label}: {nsets} random input sets"));
+    let seed = opts.seed;
+    let host_sets = (0..nsets as u64)
+        .map(|i| {
+            let x = Tensor::random(problem.input_shape(), Layout::Nchw, seed.wrapping_add(2 * i))?;
+            let w = Tensor::random(problem.filter_shape(), Layout::Nchw, seed.wrapping_add(2 * i + 1))?;
+            Ok((x, w))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let bench = ShapeBench { gpu, problem, label, opts, torch };
+    let of = |d: DType| algos.iter().copied().filter(|a| a.dtype() == d).collect::<Vec<_>>();
+    let (fp32, fp16) = (of(DType::F32), of(DType::F16));
+    let mut groups = Vec::new();
+    if !fp32.is_empty() {
+        groups.push(bench.dtype_group::<f32>(&host_sets, &fp32, progress)?);
+    }
+    if !fp16.is_empty() {
+        let rounded: Vec<_> = host_sets.iter().map(|(x, w)| (x.map(half::f16::from_f32), w.map(half::f16::from_f32))).collect();
+        drop(host_sets);
+        groups.push(bench.dtype_group::<half::f16>(&rounded, &fp16, progress)?);
+    }
+    Ok(groups)
+}
+
+/// A baseline the bench can time like a kernel: it enqueues one forward convolution.
+trait Baseline<T> {
+    fn run(&mut self, x: &CudaSlice<T>, w: &CudaSlice<T>, y: &mut CudaSlice<T>) -> Result<()>;
+    fn name(&self) -> String;
+    /// The candidates its choice was made from, where it searched engines.
+    fn candidates(&self) -> Vec<crate::cudnn_graph::Candidate> {
+        Vec::new()
+    }
+}
+
+impl<T: Element + cudarc::cudnn::CudnnDataType> Baseline<T> for CudnnConv<T> {
+    fn run(&mut self, x: &CudaSlice<T>, w: &CudaSlice<T>, y: &mut CudaSlice<T>) -> Result<()> {
+        CudnnConv::run(self, x, w, y)
+    }
+    fn name(&self) -> String {
+        format!("legacy {}", self.algo_name())
+    }
+}
+
+impl<T: Element> Baseline<T> for GraphConv<T> {
+    fn run(&mut self, x: &CudaSlice<T>, w: &CudaSlice<T>, y: &mut CudaSlice<T>) -> Result<()> {
+        GraphConv::run(self, x, w, y)
+    }
+    fn name(&self) -> String {
+        self.engine_name()
+    }
+    fn candidates(&self) -> Vec<crate::cudnn_graph::Candidate> {
+        GraphConv::candidates(self).to_vec()
+    }
+}
+
+impl ShapeBench<'_> {
+    /// The host sets in `(input, filter)` layouts, on the device.
+    fn upload<T: Element>(&self, sets: &[(Tensor<T>, Tensor<T>)], layouts: (Layout, Layout)) -> Result<Vec<Operands<T>>> {
+        sets.iter()
+            .map(|(x, w)| Ok(Operands { x: self.gpu.upload(x.to_layout(layouts.0)?.data())?, w: self.gpu.upload(w.to_layout(layouts.1)?.data())? }))
+            .collect()
+    }
+
+    /// The f64 reference on set 0, the baselines for `T`, then each of `algos`.
+    fn dtype_group<T: Element + CudnnBaseline>(&self, sets: &[(Tensor<T>, Tensor<T>)], algos: &[Algorithm], progress: &mut dyn FnMut(&str)) -> Result<GroupResult> {
+        let (label, p, gpu) = (self.label.clone(), self.problem, self.gpu);
+        progress(&format!("{label}: f64 CPU reference on the {} inputs ({:.1} GFLOP)", T::DTYPE, p.flops() / 1e9));
+        let reference = conv2d_cpu(p, &sets[0].0, &sets[0].1)?;
+        let precision = T::DTYPE.name();
+        let mut group = GroupResult {
+            shape: label.clone(),
+            precision: precision.into(),
+            flops: p.flops(),
+            cudnn: Vec::new(),
+            pytorch: self.torch_row(precision, precision),
+            tf32_cudnn: Vec::new(),
+            tf32_pytorch: None,
+            kernels: Vec::new(),
+        };
+
+        let layout = T::CUDNN_LAYOUT;
+        progress(&format!("{label}: cuDNN engine search ({} {})", T::DTYPE, layout.name()));
+        let operands = self.upload(sets, (layout, layout))?;
+        let mut ys = (0..operands.len()).map(|_| gpu.alloc_zeros::<T>(p.output_len())).collect::<Result<Vec<_>>>()?;
+        let (x0, w0) = (&operands[0].x, &operands[0].w);
+        let search = &self.opts.search;
+        let built = GraphConv::new(gpu, p, layout, T::MATH, search, x0, w0, &mut ys[0]).map(boxed);
+        group.cudnn.push(self.baseline("cudnn graph", false, built, &operands, &mut ys, &reference, progress)?);
+        let built = T::legacy(gpu, p, x0, w0, &mut ys[0]).map(boxed);
+        group.cudnn.push(self.baseline("cudnn legacy", false, built, &operands, &mut ys, &reference, progress)?);
+        if T::DTYPE == DType::F32 {
+            let built = GraphConv::new(gpu, p, layout, Math::Tf32, search, x0, w0, &mut ys[0]).map(boxed);
+            group.tf32_cudnn.push(self.baseline("cudnn graph tf32", true, built, &operands, &mut ys, &reference, progress)?);
+            group.tf32_pytorch = Some(self.torch_row("tf32", "tf32"));
+        }
+        drop((operands, ys));
+
+        let mut outputs = (0..sets.len()).map(|_| gpu.alloc_zeros::<f32>(p.output_len())).collect::<Result<Vec<_>>>()?;
+        let mut uploaded: Option<((Layout, Layout), Vec<Operands<T>>)> = None;
+        for &algo in algos {
+            progress(&format!("{label}: {algo}"));
+            let (in_layout, filter_layout, out_layout) = algo.layouts();
+            let row = Measurement::new(algo.name(), algo.family(), in_layout.name(), precision);
+            let plan = match algo.plan(p, &gpu.limits()) {
+                Err(e) => {
+                    group.kernels.push(row.not_run(e.to_string()));
+                    continue;
+                }
+                Ok(plan) => plan,
+            };
+            // Kernels reading the same layouts share one upload.
+            if uploaded.as_ref().is_none_or(|(l, _)| *l != (in_layout, filter_layout)) {
+                drop(uploaded.take()); // frees the previous sets first
+                uploaded = Some(((in_layout, filter_layout), self.upload(sets, (in_layout, filter_layout))?));
+            }
+            let operands = &uploaded.as_ref().expect("uploaded above").1;
+            let n = operands.len();
+            let row = self.time_checked(row, &reference, tolerance(T::DTYPE), out_layout, &mut outputs, |i, ys| launch(gpu, &plan, p, &operands[i % n].x, &operands[i % n].w, &mut ys[i % n]));
+            group.kernels.push(row?);
+        }
+        Ok(group)
+    }
+
+    /// Checks and times one baseline (already planned, or why not) on the cuDNN-layout operands.
+    #[allow(clippy::too_many_arguments)]
+    fn baseline<T: Element + CudnnBaseline>(
+        &self,
+        name: &str,
+        tf32: bool,
+        built: Result<Box<dyn Baseline<T>>>,
+        operands: &[Operands<T>],
+        ys: &mut Vec<CudaSlice<T>>,
+        reference: &Tensor<f64>,
+        progress: &mut dyn FnMut(&str),
+    ) -> Result<Measurement> {
+        progress(&format!("{}: {name} {} {}", self.label, T::DTYPE, T::CUDNN_LAYOUT.name()));
+        let row = Measurement::new(name, "cudnn", T::CUDNN_LAYOUT.name(), T::DTYPE.name());
+        let mut b = match built {
+            Err(e) => return Ok(row.not_run(e.to_string())),
+            Ok(b) => b,
+        };
+        let row = Measurement { name: format!("cudnn {}", b.name()), engines: b.candidates(), ..row };
+        let n = operands.len();
+        self.time_checked(row, reference, baseline_tolerance(T::DTYPE, tf32), T::CUDNN_LAYOUT, ys, |i, ys| b.run(&operands[i % n].x, &operands[i % n].w, &mut ys[i % n]))
+    }
+
+    /// A checked run of `run(0)` into a NaN-poisoned `ys[0]` (read back in `out_layout`), then
+    /// the timed runs: the protocol every row follows, baselines included.
+    fn time_checked<Y: Element>(
+        &self,
+        mut row: Measurement,
+        reference: &Tensor<f64>,
+        tol: f64,
+        out_layout: Layout,
+        ys: &mut Vec<CudaSlice<Y>>,
+        mut run: impl FnMut(usize, &mut Vec<CudaSlice<Y>>) -> Result<()>,
+    ) -> Result<Measurement> {
+        let (gpu, p) = (self.gpu, self.problem);
+        gpu.poison(&mut ys[0])?;
+        if let Err(e) = run(0, ys).and_then(|_| gpu.synchronize()) {
+            return Ok(row.not_run(e.to_string()));
+        }
+        let got = Tensor::new(p.output_shape(), out_layout, gpu.download(&ys[0])?)?.to_layout(Layout::Nchw)?;
+        let check: Comparison = compare(got.data(), reference.data());
+        row.passed = check.passes(tol);
+        row.check = Some(check);
+        let t = time_runs(gpu, self.opts.timing, |i| run(i, ys))?;
+        Ok(row.timed(t, p.flops()))
+    }
+
+    /// PyTorch's figure for this shape in `config`, as a row (checked by PyTorch, not here).
+    fn torch_row(&self, config: &str, dtype: &str) -> Measurement {
+        let layout = if config == "fp16" { "NHWC" } else { "NCHW" };
+        let row = Measurement::new(format!("pytorch conv2d {config}"), "pytorch", layout, dtype);
+        match self.torch.time(&self.label, config) {
+            Err(why) => row.not_run(why),
+            Ok(ms) => {
+                let mut row = row.timed(crate::timing::Timing { median_ms: ms, min_ms: ms, max_ms: ms, runs: 1 }, self.problem.flops());
+                row.passed = true;
+                row.note = Some("median per call of back-to-back calls between CUDA events".into());
+                row
+            }
+        }
+    }
+}
+
+fn boxed<T, B: Baseline<T> + 'static>(b: B) -> Box<dyn Baseline<T>> {
+    Box::new(b)
+}
+
+/// The cuDNN configuration each input type is measured against.
+trait CudnnBaseline: Element + cudarc::cudnn::CudnnDataType {
+    /// The layout of cuDNN's input, filter and output for this type.
+    const CUDNN_LAYOUT: Layout;
+    /// Which graph-API engines count for this type.
+    const MATH: Math;
+    fn legacy(gpu: &Gpu, p: &Conv2d, x: &CudaSlice<Self>, w: &CudaSlice<Self>, y: &mut CudaSlice<Self>) -> Result<CudnnConv<Self>>;
+}
+
+impl CudnnBaseline for f32 {
+    const CUDNN_LAYOUT: Layout = Layout::Nchw;
+    const MATH: Math = Math::Fma;
+    fn legacy(gpu: &Gpu, p: &Conv2d, x: &CudaSlice<f32>, w: &CudaSlice<f32>, y: &mut CudaSlice<f32>) -> Result<CudnnConv<f32>> {
+        CudnnConv::fp32_nchw(gpu, p, x, w, y)
+    }
+}
+
+impl CudnnBaseline for half::f16 {
+    const CUDNN_LAYOUT: Layout = Layout::Nhwc;
+    const MATH: Math = Math::TensorCore;
+    fn legacy(gpu: &Gpu, p: &Conv2d, x: &CudaSlice<Self>, w: &CudaSlice<Self>, y: &mut CudaSlice<Self>) -> Result<CudnnConv<Self>> {
+        CudnnConv::fp16_nhwc(gpu, p, x, w, y)
+    }
+}
+
+/// Today's date (UTC) as YYYY-MM-DD, for the results table.
+pub fn today() -> String {
+    let days = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() / 86_400).unwrap_or(0) as i64;
+    // Civil-from-days (Howard Hinnant's algorithm): avoids a date dependency for one line of output.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_show_only_non_default_stride_and_dilation() {
+        assert_eq!(shape_label(&Conv2d::new(1, 6, 768, 512, 6, 6, 6)), "1,6,768,512->6,6x6 p0");
+        assert_eq!(shape_label(&Conv2d::new(2, 3, 9, 9, 4, 3, 3).with_pad(2).with_stride(2).with_dilation(2)), "2,3,9,9->4,3x3 p2 s2 d2");
+        let p = Conv2d { pad: (1, 2), stride: (2, 1), ..Conv2d::new(2, 3, 9, 9, 4, 3, 3) };
+        assert_eq!(shape_label(&p), "2,3,9,9->4,3x3 p1,2 s2,1");
+    }
+
+    #[test]
+    fn date_has_iso_shape() {
+        let d = today();
+        assert_eq!(d.len(), 10);
+        assert!(d.starts_with("20"));
+        assert_eq!(&d[4..5], "-");
+    }
+}

@@ -1,0 +1,74 @@
+# Times torch.nn.functional.conv2d on the shapes convrs bench sends on stdin (JSON), the way a
+# PyTorch user gets it: cudnn.benchmark on; fp32 NCHW with TF32 off ("fp32"), fp32 NCHW with
+# TF32 on (PyTorch's default for convolutions, "tf32"), fp16 channels_last ("fp16").
+# Many back-to-back calls sit between two CUDA events so that Python's dispatch hides behind the
+# GPU work; the calls rotate over `sets` input sets, as convrs's own rows do, so neither side
+# runs from a warm L2. Progress goes to stderr; the last stdout line is the JSON result.
+import json
+import sys
+
+import torch
+import torch.nn.functional as F
+
+req = json.load(sys.stdin)
+torch.backends.cudnn.benchmark = True
+dev = torch.device("cuda", req["device"])
+torch.cuda.set_device(dev)
+out = {"torch": torch.__version__, "cudnn": None, "gpu": torch.cuda.get_device_name(dev), "times": {}}
+v = torch.backends.cudnn.version()
+if v:
+    out["cudnn"] = f"{v // 10000}.{(v % 10000) // 100}.{v % 100}" if v >= 90000 else str(v)
+gen = torch.Generator(device=dev)
+gen.manual_seed(req.get("seed", 1))
+
+
+def uniform(shape, dtype):
+    return (torch.rand(shape, generator=gen, device=dev, dtype=torch.float32) * 2 - 1).to(dtype)
+
+
+def time_config(s, config):
+    n, c, h, w, k, r, q = s["n"], s["c"], s["h"], s["w"], s["k"], s["r"], s["s"]
+    dtype = torch.float16 if config == "fp16" else torch.float32
+    torch.backends.cudnn.allow_tf32 = config == "tf32"
+    fmt = torch.channels_last if config == "fp16" else torch.contiguous_format
+    sets = []
+    for _ in range(s["sets"]):
+        x = uniform((n, c, h, w), dtype).contiguous(memory_format=fmt)
+        wt = uniform((k, c, r, q), dtype).contiguous(memory_format=fmt)
+        sets.append((x, wt))
+    kw = dict(stride=tuple(s["stride"]), padding=tuple(s["pad"]), dilation=tuple(s["dilation"]))
+    with torch.no_grad():
+        for x, wt in sets:  # the first call per configuration runs cuDNN's benchmark search
+            F.conv2d(x, wt, **kw)
+        torch.cuda.synchronize()
+
+        def trial(calls):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            for i in range(calls):
+                x, wt = sets[i % len(sets)]
+                F.conv2d(x, wt, **kw)
+            end.record()
+            end.synchronize()
+            return start.elapsed_time(end) / calls
+
+        est = trial(len(sets) * 2)
+        # ~2 ms of GPU work per trial (at least one pass over the sets), so dispatch hides.
+        calls = max(len(sets), min(2000, int(2.0 / max(est, 1e-4))))
+        calls -= calls % len(sets)
+        times = sorted(trial(calls) for _ in range(req.get("trials", 15)))
+    del sets
+    return times[len(times) // 2]
+
+
+for i, s in enumerate(req["shapes"]):
+    for config in s["configs"]:
+        key = f'{s["label"]}|{config}'
+        try:
+            out["times"][key] = time_config(s, config)
+        except Exception as e:  # a shape PyTorch cannot run is reported, not fatal
+            out["times"][key] = None
+            print(f"[pytorch] {key}: {type(e).__name__}: {e}", file=sys.stderr)
+        torch.cuda.empty_cache()
+    print(f"[pytorch] {i + 1}/{len(req['shapes'])} {s['label']}", file=sys.stderr, flush=True)
+print(json.dumps(out))

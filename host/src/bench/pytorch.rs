@@ -1,0 +1,183 @@
+//! PyTorch's `conv2d` on the same shapes, timed in the same run by a child `python3` (the
+//! script is `pytorch.py` beside this file, embedded in the binary), so every table shows what a
+//! PyTorch user gets next to our in-process cuDNN baseline.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+use crate::{Conv2d, Error, Result};
+
+const SCRIPT: &str = include_str!("pytorch.py");
+
+/// Whether to time PyTorch (`--pytorch`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum TorchMode {
+    /// When `python3` with a CUDA-enabled torch is present; otherwise the column says why not.
+    Auto,
+    /// Always; a missing torch is an error.
+    On,
+    /// Never.
+    Off,
+}
+
+/// One shape for the script: its label (the key of the answer), geometry, how many input sets
+/// to rotate over, and which configurations to time (`fp32`, `tf32`, `fp16`).
+#[derive(Clone, Debug)]
+pub struct TorchShape {
+    pub label: String,
+    pub problem: Conv2d,
+    pub sets: usize,
+    pub configs: Vec<&'static str>,
+}
+
+/// What the PyTorch run gave: per (shape label, configuration) a median time, or why none.
+#[derive(Clone, Debug, serde::Serialize)]
+pub enum TorchOutcome {
+    Ran { torch: String, cudnn: Option<String>, times: HashMap<String, Option<f64>> },
+    NotRun(String),
+}
+
+impl TorchOutcome {
+    /// The median ms for `label` in `config`, or the reason there is none.
+    pub fn time(&self, label: &str, config: &str) -> std::result::Result<f64, String> {
+        match self {
+            TorchOutcome::NotRun(why) => Err(why.clone()),
+            TorchOutcome::Ran { times, .. } => match times.get(&key(label, config)) {
+                Some(Some(ms)) if ms.is_finite() && *ms > 0.0 => Ok(*ms),
+                Some(_) => Err("PyTorch failed on this shape (see the log)".into()),
+                None => Err("not timed".into()),
+            },
+        }
+    }
+
+    /// `torch 2.11.0, cuDNN 9.19.0`, or why PyTorch did not run.
+    pub fn describe(&self) -> String {
+        match self {
+            TorchOutcome::Ran { torch, cudnn, .. } => format!("torch {torch}, cuDNN {}", cudnn.as_deref().unwrap_or("?")),
+            TorchOutcome::NotRun(why) => format!("PyTorch NOT RUN: {why}"),
+        }
+    }
+}
+
+fn key(label: &str, config: &str) -> String {
+    format!("{label}|{config}")
+}
+
+/// The JSON request the script reads on stdin.
+pub fn request(device: usize, shapes: &[TorchShape], seed: u64) -> serde_json::Value {
+    let shapes: Vec<_> = shapes
+        .iter()
+        .map(|s| {
+            let p = &s.problem;
+            serde_json::json!({
+                "label": s.label, "n": p.n, "c": p.c, "h": p.h, "w": p.w, "k": p.k, "r": p.r, "s": p.s,
+                "pad": [p.pad.0, p.pad.1], "stride": [p.stride.0, p.stride.1], "dilation": [p.dilation.0, p.dilation.1],
+                "sets": s.sets, "configs": s.configs,
+            })
+        })
+        .collect();
+    serde_json::json!({ "device": device, "seed": seed, "trials": 15, "shapes": shapes })
+}
+
+/// Parses the script's last stdout line.
+pub fn parse_answer(stdout: &str) -> Result<TorchOutcome> {
+    let bad = |why: String| Error::InvalidArgument(format!("PyTorch timing script: {why}"));
+    let last = stdout.lines().rev().find(|l| !l.trim().is_empty()).ok_or_else(|| bad("printed nothing".into()))?;
+    let v: serde_json::Value = serde_json::from_str(last).map_err(|e| bad(format!("unreadable answer ({e}): {last}")))?;
+    let torch = v["torch"].as_str().ok_or_else(|| bad("no torch version in the answer".into()))?.to_string();
+    let cudnn = v["cudnn"].as_str().map(str::to_string);
+    let times = v["times"].as_object().ok_or_else(|| bad("no times in the answer".into()))?;
+    let times = times.iter().map(|(k, t)| (k.clone(), t.as_f64())).collect();
+    Ok(TorchOutcome::Ran { torch, cudnn, times })
+}
+
+/// The interpreter to use: `CONVRS_PYTHON`, else `python3`.
+fn python() -> String {
+    std::env::var("CONVRS_PYTHON").unwrap_or_else(|_| "python3".into())
+}
+
+/// Is there a python with a CUDA-enabled torch? `Err` says why not.
+fn probe() -> std::result::Result<(), String> {
+    let py = python();
+    let out = Command::new(&py)
+        .args(["-c", "import torch,sys; sys.exit(0 if torch.cuda.is_available() else 3)"])
+        .output()
+        .map_err(|e| format!("cannot start `{py}`: {e}"))?;
+    match out.status.code() {
+        Some(0) => Ok(()),
+        Some(3) => Err(format!("`{py}` has torch but torch sees no CUDA device")),
+        _ => Err(format!("`{py}` cannot import torch: {}", String::from_utf8_lossy(&out.stderr).lines().last().unwrap_or("").trim())),
+    }
+}
+
+/// Times `shapes` in PyTorch on GPU `device` per `mode`; progress lines of the script go to stderr.
+pub fn run(mode: TorchMode, device: usize, shapes: &[TorchShape], seed: u64) -> Result<TorchOutcome> {
+    if mode == TorchMode::Off {
+        return Ok(TorchOutcome::NotRun("--pytorch off".into()));
+    }
+    if let Err(why) = probe() {
+        return match mode {
+            TorchMode::On => Err(Error::InvalidArgument(format!("--pytorch on: {why}"))),
+            _ => Ok(TorchOutcome::NotRun(why)),
+        };
+    }
+    let py = python();
+    let mut child = Command::new(&py)
+        .args(["-c", SCRIPT])
+        .env("PYTHONUNBUFFERED", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .map_err(|e| Error::InvalidArgument(format!("cannot start `{py}`: {e}")))?;
+    let req = request(device, shapes, seed).to_string();
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin.write_all(req.as_bytes()).map_err(|e| Error::InvalidArgument(format!("writing to `{py}`: {e}")))?;
+    }
+    let out = child.wait_with_output().map_err(|e| Error::InvalidArgument(format!("waiting for `{py}`: {e}")))?;
+    let answer = if out.status.success() {
+        parse_answer(&String::from_utf8_lossy(&out.stdout))
+    } else {
+        Err(Error::InvalidArgument(format!("the PyTorch timing script exited with {}", out.status)))
+    };
+    match (answer, mode) {
+        (Ok(a), _) => Ok(a),
+        (Err(e), TorchMode::On) => Err(e),
+        (Err(e), _) => Ok(TorchOutcome::NotRun(e.to_string())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn request_carries_per_axis_geometry() {
+        let p = Conv2d { pad: (1, 2), stride: (2, 1), dilation: (1, 3), ..Conv2d::new(2, 3, 9, 10, 4, 3, 3) };
+        let r = request(1, &[TorchShape { label: "x".into(), problem: p, sets: 3, configs: vec!["fp16"] }], 7);
+        assert_eq!(r["device"], 1);
+        let s = &r["shapes"][0];
+        assert_eq!((s["pad"][1].as_u64(), s["stride"][0].as_u64(), s["dilation"][1].as_u64()), (Some(2), Some(2), Some(3)));
+        assert_eq!((s["w"].as_u64(), s["sets"].as_u64(), s["configs"][0].as_str()), (Some(10), Some(3), Some("fp16")));
+    }
+
+    #[test]
+    fn answers_parse_and_missing_times_say_why() {
+        let a = parse_answer("noise\n{\"torch\":\"2.11.0\",\"cudnn\":\"9.19.0\",\"gpu\":\"H100\",\"times\":{\"s|fp16\":0.25,\"s|fp32\":null}}\n").unwrap();
+        assert_eq!(a.time("s", "fp16"), Ok(0.25));
+        assert!(a.time("s", "fp32").unwrap_err().contains("failed"));
+        assert!(a.time("t", "fp16").unwrap_err().contains("not timed"));
+        assert_eq!(a.describe(), "torch 2.11.0, cuDNN 9.19.0");
+        assert!(parse_answer("").is_err());
+        assert!(parse_answer("{\"times\":{}}").is_err());
+        let n = TorchOutcome::NotRun("no torch".into());
+        assert_eq!(n.time("s", "fp16"), Err("no torch".into()));
+        assert!(n.describe().contains("NOT RUN"));
+    }
+
+    #[test]
+    fn off_never_starts_python() {
+        assert!(matches!(run(TorchMode::Off, 0, &[], 1), Ok(TorchOutcome::NotRun(_))));
+    }
+}

@@ -1,0 +1,357 @@
+//! What one bench run measured, and what follows from it: per shape and precision the best
+//! convrs kernel, the best baseline, their ratio, the flag for a weak baseline; per suite the
+//! summary (geometric mean, count at or above 1.0x, worst shape); the Markdown table.
+
+use crate::compare::Comparison;
+use crate::timing::Timing;
+
+/// An in-process baseline more than this factor slower than PyTorch's on the same shape is
+/// flagged: it is a bug in the baseline, never a win for convrs.
+pub const FLAG_SLACK: f64 = 1.05;
+
+/// One timed row: a convrs kernel or a baseline.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Measurement {
+    /// Kernel name, or the baseline with its choice (`cudnn graph eng28 (heur_b)`).
+    pub name: String,
+    /// `direct`, `tiled`, `tensor-core`, `cudnn` or `pytorch`.
+    pub family: String,
+    pub layout: String,
+    pub dtype: String,
+    pub timing: Option<Timing>,
+    pub tflops: Option<f64>,
+    pub check: Option<Comparison>,
+    pub passed: bool,
+    /// Why there is no timing, or what else to know (e.g. PyTorch not run).
+    pub note: Option<String>,
+    /// For a cuDNN graph baseline: every engine configuration its search looked at, with its
+    /// time or why it was skipped (to tell a weak baseline from a strong one).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub engines: Vec<crate::cudnn_graph::Candidate>,
+}
+
+impl Measurement {
+    pub fn new(name: impl Into<String>, family: &str, layout: &str, dtype: &str) -> Self {
+        Measurement { name: name.into(), family: family.into(), layout: layout.into(), dtype: dtype.into(), timing: None, tflops: None, check: None, passed: false, note: None, engines: Vec::new() }
+    }
+
+    /// A row that was not run, and why.
+    pub fn not_run(mut self, why: impl Into<String>) -> Self {
+        self.note = Some(why.into());
+        self
+    }
+
+    /// Records a median time (of a row that passed its check, or was not checkable).
+    pub fn timed(mut self, timing: Timing, flops: f64) -> Self {
+        self.tflops = Some(flops / (timing.median_ms * 1e-3) / 1e12);
+        self.timing = Some(timing);
+        self
+    }
+
+    /// The median time of a row that ran and passed its check; anything else takes no part in
+    /// a comparison.
+    pub fn ms(&self) -> Option<f64> {
+        self.timing.filter(|_| self.passed).map(|t| t.median_ms).filter(|ms| ms.is_finite() && *ms > 0.0)
+    }
+}
+
+fn fastest<'a>(rows: impl IntoIterator<Item = &'a Measurement>) -> Option<&'a Measurement> {
+    rows.into_iter().filter(|m| m.ms().is_some()).min_by(|a, b| a.ms().unwrap_or(f64::INFINITY).total_cmp(&b.ms().unwrap_or(f64::INFINITY)))
+}
+
+/// One shape in one precision: our kernels and every baseline, on the same inputs.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct GroupResult {
+    pub shape: String,
+    /// `fp32` (FMA arithmetic on both sides) or `fp16`.
+    pub precision: String,
+    pub flops: f64,
+    /// In-process cuDNN: the graph API's fastest engine, the legacy API's fastest algorithm.
+    pub cudnn: Vec<Measurement>,
+    /// `torch.nn.functional.conv2d` in the same run (or why not).
+    pub pytorch: Measurement,
+    /// fp32 only: PyTorch's default for fp32 convolutions, TF32 tensor cores (cuDNN graph with
+    /// tensor-core engines, and PyTorch with `allow_tf32`). Shown beside, never the judged baseline.
+    pub tf32_cudnn: Vec<Measurement>,
+    pub tf32_pytorch: Option<Measurement>,
+    pub kernels: Vec<Measurement>,
+}
+
+impl GroupResult {
+    pub fn best_kernel(&self) -> Option<&Measurement> {
+        fastest(&self.kernels)
+    }
+
+    pub fn best_cudnn(&self) -> Option<&Measurement> {
+        fastest(&self.cudnn)
+    }
+
+    /// The strongest baseline of this precision: in-process cuDNN or PyTorch, whichever is faster.
+    pub fn best_baseline(&self) -> Option<&Measurement> {
+        fastest(self.cudnn.iter().chain([&self.pytorch]))
+    }
+
+    pub fn best_tf32(&self) -> Option<&Measurement> {
+        fastest(self.tf32_cudnn.iter().chain(&self.tf32_pytorch))
+    }
+
+    /// Best baseline time over our best kernel's: above 1 means convrs is faster.
+    pub fn ratio(&self) -> Option<f64> {
+        Some(self.best_baseline()?.ms()? / self.best_kernel()?.ms()?)
+    }
+
+    /// The same against the TF32 baselines (fp32 groups only).
+    pub fn ratio_tf32(&self) -> Option<f64> {
+        Some(self.best_tf32()?.ms()? / self.best_kernel()?.ms()?)
+    }
+
+    /// Which in-process baselines are more than [`FLAG_SLACK`] slower than PyTorch's
+    /// (`"fp32"`/`"fp16"`, and `"tf32"`).
+    pub fn flags(&self) -> Vec<String> {
+        let mut flags = Vec::new();
+        let pair = |c: Option<&Measurement>, p: Option<&Measurement>| match (c.and_then(Measurement::ms), p.and_then(Measurement::ms)) {
+            (Some(c), Some(p)) => baseline_flagged(c, p),
+            _ => false,
+        };
+        if pair(self.best_cudnn(), Some(&self.pytorch)) {
+            flags.push(self.precision.clone());
+        }
+        if pair(fastest(&self.tf32_cudnn), self.tf32_pytorch.as_ref()) {
+            flags.push("tf32".into());
+        }
+        flags
+    }
+}
+
+/// The flag rule: the in-process baseline is more than 5% slower than PyTorch's.
+pub fn baseline_flagged(in_process_ms: f64, pytorch_ms: f64) -> bool {
+    in_process_ms > FLAG_SLACK * pytorch_ms
+}
+
+/// Geometric mean of positive finite values; `None` for none.
+pub fn geomean(xs: &[f64]) -> Option<f64> {
+    let xs: Vec<f64> = xs.iter().copied().filter(|x| x.is_finite() && *x > 0.0).collect();
+    (!xs.is_empty()).then(|| (xs.iter().map(|x| x.ln()).sum::<f64>() / xs.len() as f64).exp())
+}
+
+/// One suite's result in one precision.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Summary {
+    pub suite: String,
+    pub precision: String,
+    pub shapes: usize,
+    /// Shapes with both a passing convrs kernel and a baseline.
+    pub compared: usize,
+    /// Geometric mean of the speed ratio to the best baseline over the compared shapes.
+    pub geomean: Option<f64>,
+    pub at_or_above_1: usize,
+    /// The shape with the lowest ratio, and the ratio.
+    pub worst: Option<(String, f64)>,
+    /// Shapes no convrs kernel of this precision took (or none passed).
+    pub no_kernel: usize,
+    /// Shapes whose in-process baseline was flagged against PyTorch.
+    pub flagged: usize,
+}
+
+/// Per precision (in the order first seen), the suite's summary.
+pub fn summarize(suite: &str, groups: &[GroupResult]) -> Vec<Summary> {
+    let mut precisions: Vec<&str> = Vec::new();
+    for g in groups {
+        if !precisions.contains(&g.precision.as_str()) {
+            precisions.push(&g.precision);
+        }
+    }
+    precisions
+        .into_iter()
+        .map(|prec| {
+            let of: Vec<&GroupResult> = groups.iter().filter(|g| g.precision == prec).collect();
+            let ratios: Vec<(&str, f64)> = of.iter().filter_map(|g| Some((g.shape.as_str(), g.ratio()?))).collect();
+            let values: Vec<f64> = ratios.iter().map(|r| r.1).collect();
+            Summary {
+                suite: suite.into(),
+                precision: prec.into(),
+                shapes: of.len(),
+                compared: ratios.len(),
+                geomean: geomean(&values),
+                at_or_above_1: values.iter().filter(|&&r| r >= 1.0).count(),
+                worst: ratios.iter().min_by(|a, b| a.1.total_cmp(&b.1)).map(|(s, r)| (s.to_string(), *r)),
+                no_kernel: of.iter().filter(|g| g.best_kernel().is_none()).count(),
+                flagged: of.iter().filter(|g| !g.flags().is_empty()).count(),
+            }
+        })
+        .collect()
+}
+
+/// A baseline's median, or "not run" (the reason is in the run's header line and the JSON).
+fn ms_cell(m: Option<&Measurement>) -> String {
+    match m.map(|m| (m.ms(), m.timing.is_some())) {
+        Some((Some(ms), _)) => format!("{ms:.4}"),
+        Some((None, false)) => "not run".into(),
+        _ => "n/a".into(),
+    }
+}
+
+fn named_cell(m: Option<&Measurement>) -> String {
+    match m.and_then(|m| Some((m.ms()?, &m.name))) {
+        Some((ms, name)) => format!("{ms:.4} {name}"),
+        None => "n/a".into(),
+    }
+}
+
+fn ratio_cell(r: Option<f64>) -> String {
+    r.map(|x| format!("{x:.2}x")).unwrap_or_else(|| "n/a".into())
+}
+
+fn check_cell(m: &Measurement) -> String {
+    match (&m.note, m.passed, m.timing.is_some()) {
+        (Some(n), _, false) => format!("not run: {n}"),
+        (_, true, _) => "ok".into(),
+        _ => "FAIL".into(),
+    }
+}
+
+/// The Markdown table: per shape and precision the best kernel (every kernel with
+/// `all_kernels`), then for fp32 a line against the TF32 baselines; flagged baselines say so.
+pub fn table(groups: &[GroupResult], all_kernels: bool) -> String {
+    let mut out = String::from(
+        "| shape | type | convrs kernel | ms | TFLOP/s | cuDNN in-process (ms, choice) | PyTorch ms | speed vs best baseline | rel L2 err | check |\n\
+         | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
+    );
+    for g in groups {
+        let best = g.best_kernel();
+        let rows: Vec<&Measurement> = if all_kernels { g.kernels.iter().collect() } else { best.into_iter().collect() };
+        let flags = g.flags();
+        let flag = |prec: &str| if flags.iter().any(|f| f == prec) { " **FLAG: baseline >5% slower than PyTorch**" } else { "" };
+        let cudnn = format!("{}{}", named_cell(g.best_cudnn()), flag(&g.precision));
+        let baseline_ms = g.best_baseline().and_then(Measurement::ms);
+        if rows.is_empty() {
+            let why = g.kernels.iter().filter_map(|k| k.note.as_deref()).next().unwrap_or("no kernel passed");
+            out += &format!("| {} | {} | none: {why} | - | - | {cudnn} | {} | n/a | - | - |\n", g.shape, g.precision, ms_cell(Some(&g.pytorch)));
+        }
+        for k in rows {
+            let ratio = baseline_ms.zip(k.ms()).map(|(b, ms)| b / ms);
+            let err = k.check.map(|c| format!("{:.1e}", c.rel_l2_err)).unwrap_or_else(|| "-".into());
+            let tf = k.tflops.map(|t| format!("{t:.2}")).unwrap_or_else(|| "-".into());
+            let ms = k.timing.map(|t| format!("{:.4}", t.median_ms)).unwrap_or_else(|| "-".into());
+            out += &format!(
+                "| {} | {} | {} ({}) | {ms} | {tf} | {cudnn} | {} | {} | {err} | {} |\n",
+                g.shape, g.precision, k.name, k.layout, ms_cell(Some(&g.pytorch)), ratio_cell(ratio), check_cell(k)
+            );
+        }
+        if !g.tf32_cudnn.is_empty() || g.tf32_pytorch.is_some() {
+            let kernel = best.map(|k| format!("{} ({})", k.name, k.layout)).unwrap_or_else(|| "none".into());
+            let ms = best.and_then(Measurement::ms).map(|ms| format!("{ms:.4}")).unwrap_or_else(|| "-".into());
+            out += &format!(
+                "| {} | tf32 (PyTorch's fp32 default) | {kernel} | {ms} | - | {}{} | {} | {} | - | - |\n",
+                g.shape, named_cell(fastest(&g.tf32_cudnn)), flag("tf32"), ms_cell(g.tf32_pytorch.as_ref()), ratio_cell(g.ratio_tf32())
+            );
+        }
+    }
+    out
+}
+
+/// The suite summaries as Markdown.
+pub fn summary_table(summaries: &[Summary]) -> String {
+    let mut out = String::from(
+        "| suite | type | shapes | compared | geomean vs best baseline | at or above 1.0x | worst shape | no kernel | flagged baselines |\n\
+         | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
+    );
+    for s in summaries {
+        let worst = s.worst.as_ref().map(|(shape, r)| format!("{shape} ({r:.2}x)")).unwrap_or_else(|| "-".into());
+        out += &format!(
+            "| {} | {} | {} | {} | {} | {} | {worst} | {} | {} |\n",
+            s.suite, s.precision, s.shapes, s.compared, ratio_cell(s.geomean), s.at_or_above_1, s.no_kernel, s.flagged
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn m(name: &str, ms: Option<f64>, passed: bool) -> Measurement {
+        let mut r = Measurement::new(name, "x", "NHWC", "fp16");
+        if let Some(ms) = ms {
+            r = r.timed(Timing { median_ms: ms, min_ms: ms, max_ms: ms, runs: 3 }, 1e9);
+        }
+        r.passed = passed;
+        r
+    }
+
+    fn group(shape: &str, kernels: &[f64], cudnn: f64, pytorch: Option<f64>) -> GroupResult {
+        GroupResult {
+            shape: shape.into(),
+            precision: "fp16".into(),
+            flops: 1e9,
+            cudnn: vec![m("cudnn graph", Some(cudnn), true)],
+            pytorch: m("pytorch", pytorch, pytorch.is_some()),
+            tf32_cudnn: vec![],
+            tf32_pytorch: None,
+            kernels: kernels.iter().map(|&ms| m("k", Some(ms), true)).collect(),
+        }
+    }
+
+    #[test]
+    fn geomean_of_known_values() {
+        assert!((geomean(&[1.0, 4.0]).unwrap() - 2.0).abs() < 1e-12);
+        assert!((geomean(&[0.5, 2.0, 1.0]).unwrap() - 1.0).abs() < 1e-12);
+        assert_eq!(geomean(&[]), None);
+        // Non-positive or non-finite ratios cannot be averaged geometrically: they are left out.
+        assert!((geomean(&[8.0, f64::NAN, 0.0]).unwrap() - 8.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn ratio_uses_the_fastest_passing_rows_on_both_sides() {
+        // Kernels 2 ms and 1 ms; baselines cuDNN 3 ms and PyTorch 1.5 ms: 1.5 / 1 = 1.5x.
+        let g = group("a", &[2.0, 1.0], 3.0, Some(1.5));
+        assert_eq!(g.ratio(), Some(1.5));
+        assert_eq!(g.best_baseline().unwrap().name, "pytorch");
+        // A failed kernel takes no part, however fast.
+        let mut g = group("b", &[2.0], 4.0, None);
+        g.kernels.push(m("wrong", Some(0.1), false));
+        assert_eq!(g.ratio(), Some(2.0));
+        // No passing kernel: no ratio.
+        let mut g = group("c", &[], 4.0, None);
+        g.kernels.push(m("wrong", Some(0.1), false));
+        assert_eq!(g.ratio(), None);
+    }
+
+    #[test]
+    fn flag_rule_is_five_percent_against_pytorch() {
+        assert!(!baseline_flagged(1.05, 1.0));
+        assert!(baseline_flagged(1.0501, 1.0));
+        assert!(!baseline_flagged(0.5, 1.0));
+        assert_eq!(group("a", &[1.0], 1.2, Some(1.0)).flags(), vec!["fp16".to_string()]);
+        assert!(group("a", &[1.0], 1.04, Some(1.0)).flags().is_empty());
+        // No PyTorch figure: nothing to flag against.
+        assert!(group("a", &[1.0], 9.0, None).flags().is_empty());
+    }
+
+    #[test]
+    fn summary_counts_geomean_and_worst() {
+        let groups = vec![
+            group("a", &[1.0], 2.0, None),  // 2.0x
+            group("b", &[2.0], 1.0, None),  // 0.5x
+            group("c", &[1.0], 1.0, Some(1.2)), // 1.0x (cuDNN 1.0 is the best baseline)
+            group("d", &[], 1.0, None),     // no kernel
+            group("e", &[1.0], 1.3, Some(1.0)), // 1.0x against PyTorch; cuDNN flagged
+        ];
+        let s = summarize("t", &groups);
+        assert_eq!(s.len(), 1);
+        let s = &s[0];
+        assert_eq!((s.shapes, s.compared, s.at_or_above_1, s.no_kernel, s.flagged), (5, 4, 3, 1, 1));
+        assert!((s.geomean.unwrap() - 1.0).abs() < 1e-12, "{:?}", s.geomean);
+        assert_eq!(s.worst, Some(("b".to_string(), 0.5)));
+    }
+
+    #[test]
+    fn table_shows_flags_and_missing_kernels() {
+        let t = table(&[group("a", &[1.0], 1.3, Some(1.0)), group("d", &[], 1.0, None)], false);
+        assert!(t.contains("FLAG"), "{t}");
+        assert!(t.contains("| d | fp16 | none"), "{t}");
+        // PyTorch missing: its column says so.
+        assert!(t.lines().nth(3).unwrap().contains("| not run |"), "{t}");
+        assert_eq!(t.lines().count(), 4);
+    }
+}
