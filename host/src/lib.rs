@@ -22,6 +22,7 @@ pub mod algorithm;
 pub mod bench;
 pub mod cudnn;
 pub mod cudnn_graph;
+pub mod device;
 pub mod dtype;
 pub mod error;
 pub mod gpu;

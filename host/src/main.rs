@@ -182,6 +182,10 @@ fn info(device: usize) -> convrs::Result<Outcome> {
     println!("  memory              {:.1} GiB total, {:.1} GiB free", i.total_memory_bytes as f64 / 1073741824.0, i.free_memory_bytes as f64 / 1073741824.0);
     println!("  L2 cache            {} MiB", i.l2_cache_bytes >> 20);
     println!("  shared memory/block {} KiB (opt-in)", i.max_shared_bytes_per_block_optin >> 10);
+    let m = gpu.model();
+    println!("  SM clock (max)      {} MHz", m.clock_mhz);
+    println!("  memory bandwidth    {:.0} GB/s (peak)", m.mem_gbps);
+    println!("  peak rates          {:.1} TFLOP/s fp32, {:.0} TFLOP/s fp16 tensor (fp32 accumulate)", m.fp32_tflops, m.f16_tflops);
     println!("  kernels loaded from {} PTX", i.ptx_arch);
     println!("  cuDNN               {}", if convrs::cudnn::available() { convrs::cudnn::version() } else { "not found".into() });
     Ok(Outcome::Passed)
