@@ -30,6 +30,7 @@ pub mod plan;
 pub mod plot;
 pub mod ptx;
 pub mod timing;
+pub mod tune;
 
 pub use algorithm::{conv2d, launch, Algorithm};
 pub use dtype::{DType, Element};
