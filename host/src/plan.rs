@@ -2,6 +2,7 @@
 //! reason the kernel cannot take it. Pure functions of the problem, so they are tested on CPU.
 
 pub mod direct_naive;
+pub mod model;
 pub mod direct_smem;
 pub mod tiled_hwcn;
 pub mod tiled_nchw;
