@@ -6,7 +6,7 @@ use cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
 
 use crate::dtype::{DType, Element};
 use crate::gpu::cuda_err;
-use crate::plan::{self, DeviceLimits, LaunchPlan};
+use crate::plan::{self, DeviceModel, LaunchPlan};
 use crate::{Conv2d, Error, Gpu, Layout, Result, Tensor};
 
 /// A conv2d kernel of convrs. Each family reads as a progression from naive to fast.
@@ -85,14 +85,14 @@ impl Algorithm {
     }
 
     /// How this kernel would be launched on `problem`, or why it cannot take it.
-    pub fn plan(self, problem: &Conv2d, limits: &DeviceLimits) -> Result<LaunchPlan> {
+    pub fn plan(self, problem: &Conv2d, device: &DeviceModel) -> Result<LaunchPlan> {
         match self {
-            Algorithm::DirectNaive => plan::direct_naive::plan(problem, limits),
-            Algorithm::DirectSmem => plan::direct_smem::plan(problem, limits),
-            Algorithm::TiledHwcn => plan::tiled_hwcn::plan(problem, limits),
-            Algorithm::TiledNchw => plan::tiled_nchw::plan(problem, limits),
-            Algorithm::WmmaNhwcnc => plan::wmma_nhwcnc::plan(problem, limits),
-            Algorithm::WmmaNhwc => plan::wmma_nhwc::plan(problem, limits),
+            Algorithm::DirectNaive => plan::direct_naive::plan(problem, device),
+            Algorithm::DirectSmem => plan::direct_smem::plan(problem, device),
+            Algorithm::TiledHwcn => plan::tiled_hwcn::plan(problem, device),
+            Algorithm::TiledNchw => plan::tiled_nchw::plan(problem, device),
+            Algorithm::WmmaNhwcnc => plan::wmma_nhwcnc::plan(problem, device),
+            Algorithm::WmmaNhwc => plan::wmma_nhwc::plan(problem, device),
         }
     }
 }
@@ -179,7 +179,7 @@ pub fn conv2d<T: Element>(gpu: &Gpu, algo: Algorithm, problem: &Conv2d, input: &
         return Err(Error::InvalidArgument(format!("filter dims {:?} do not match the problem's {:?}", filter.dims(), problem.filter_shape())));
     }
     problem.check_device_memory(T::DTYPE.size(), 4, gpu.info().free_memory_bytes)?;
-    let plan = algo.plan(problem, &gpu.limits())?;
+    let plan = algo.plan(problem, gpu.model())?;
     let (in_layout, filter_layout, out_layout) = algo.layouts();
     let x = gpu.upload(input.to_layout(in_layout)?.data())?;
     let w = gpu.upload(filter.to_layout(filter_layout)?.data())?;

@@ -10,7 +10,6 @@ use cudarc::driver::sys::{CUdevice_attribute, CUfunction_attribute};
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtrMut, DeviceRepr, ValidAsZeroBits};
 
 use crate::device::DeviceModel;
-use crate::plan::DeviceLimits;
 use crate::{Error, Result};
 
 /// What `convrs info` prints about the device.
@@ -126,14 +125,6 @@ impl Gpu {
     /// The device as the planners see it (SMs, shared memory, registers, clock, bandwidth).
     pub fn model(&self) -> &DeviceModel {
         &self.model
-    }
-
-    /// Limits that launch plans must respect on this device.
-    pub fn limits(&self) -> DeviceLimits {
-        DeviceLimits {
-            max_shared_bytes_per_block: self.info.max_shared_bytes_per_block_optin as u32,
-            ..DeviceLimits::SM80
-        }
     }
 
     pub fn stream(&self) -> &Arc<CudaStream> {

@@ -35,6 +35,7 @@ pub mod tune;
 pub use algorithm::{conv2d, launch, Algorithm};
 pub use dtype::{DType, Element};
 pub use error::{Error, Result};
+pub use device::DeviceModel;
 pub use gpu::{DeviceInfo, Gpu};
 
 pub mod compare;

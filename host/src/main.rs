@@ -201,7 +201,7 @@ fn run(device: usize, algo: Algorithm, s: &ShapeArgs, runs: usize, seed: u64) ->
 fn run_typed<T: Element>(device: usize, algo: Algorithm, s: &ShapeArgs, runs: usize, seed: u64) -> convrs::Result<Outcome> {
     let p = problem(&s.shape, &s.geometry)?;
     let gpu = Gpu::new(device)?;
-    let plan = algo.plan(&p, &gpu.limits())?;
+    let plan = algo.plan(&p, gpu.model())?;
     p.check_device_memory(T::DTYPE.size(), 4, gpu.info().free_memory_bytes)?;
     println!("{p}");
     println!("{algo} ({}) on {}: grid {:?}, block {:?}, {} B shared memory", T::DTYPE, gpu.info().name, plan.grid, plan.block, plan.shared_bytes);

@@ -224,7 +224,7 @@ impl ShapeBench<'_> {
             progress(&format!("{label}: {algo}"));
             let (in_layout, filter_layout, out_layout) = algo.layouts();
             let row = Measurement::new(algo.name(), algo.family(), in_layout.name(), precision);
-            let plan = match algo.plan(p, &gpu.limits()) {
+            let plan = match algo.plan(p, gpu.model()) {
                 Err(e) => {
                     group.kernels.push(row.not_run(e.to_string()));
                     continue;

@@ -1,13 +1,19 @@
 //! Plan for `direct_naive`: one thread per output element, 1-D grid.
 
-use super::{div_ceil_u32, DeviceLimits, LaunchPlan};
+use super::model::LAUNCH_US;
+use super::{div_ceil_u32, DeviceModel, LaunchPlan};
 use crate::dtype::DType;
 use crate::{Conv2d, Result};
 
 /// Must equal `kernels_gpu::direct::naive::BLOCK_THREADS`.
 const BLOCK_THREADS: usize = 256;
 
-pub fn plan(problem: &Conv2d, _limits: &DeviceLimits) -> Result<LaunchPlan> {
+/// The fraction of the fp32 FMA peak it reaches: each thread re-reads its C*R*S inputs and taps
+/// from L1/L2 with no reuse in registers (H100: 1.03 to 1.44 TFLOP/s over the four seed shapes,
+/// BENCHMARKS.md 2026-11-22, against a 66.9 TFLOP/s peak).
+const PEAK_FRACTION: f64 = 0.017;
+
+pub fn plan(problem: &Conv2d, device: &DeviceModel) -> Result<LaunchPlan> {
     problem.validate()?;
     Ok(LaunchPlan {
         kernel: "direct_naive",
@@ -15,5 +21,6 @@ pub fn plan(problem: &Conv2d, _limits: &DeviceLimits) -> Result<LaunchPlan> {
         block: (BLOCK_THREADS as u32, 1, 1),
         shared_bytes: 0,
         dtype: DType::F32,
+        predicted_us: LAUNCH_US + problem.flops() / (device.fp32_tflops * 1e6 * PEAK_FRACTION),
     })
 }

@@ -22,7 +22,8 @@
 //! - 1,6,768,512 -> 6, 6x6: `direct_smem_k6_s6`, block (8, 16), 768 blocks, 8448 B: 0.031 ms.
 //! - 64,64,56,56 -> 64, 3x3 p1: `direct_smem_k16_s3`, block (15, 8), 1792 blocks, 6272 B: 0.44 ms.
 
-use super::{DeviceLimits, LaunchPlan};
+use super::model::{blocks_per_sm, cycles_us, waves, LAUNCH_US};
+use super::{DeviceModel, LaunchPlan};
 use crate::dtype::DType;
 use crate::{Conv2d, Error, Result};
 
@@ -79,12 +80,6 @@ pub fn kernel_names() -> Vec<&'static str> {
     }
     names
 }
-
-/// Assumed SM count for the wave model (H100 SXM). DeviceLimits does not carry it; on a GPU
-/// with another count the choice is still sound, only the tail-wave estimate is off.
-const MODEL_SMS: u128 = 132;
-/// Shared memory per SM usable by blocks (H100: 228 KiB, 1 KiB of it reserved per block).
-const MODEL_SMEM_PER_SM: u128 = 228 * 1024;
 
 /// The kernel's geometry for one block shape, mirroring kernels-gpu/src/direct/smem.rs `conv`.
 /// All arithmetic in u128, so absurd problems become rejections, never overflows.
@@ -152,10 +147,15 @@ fn indices_fit(p: &Conv2d, g: &Geometry) -> bool {
     g.blocks <= lim && rows <= lim && cols <= lim && g.smem_bytes <= lim
 }
 
-/// Modelled cycles of the whole launch (smaller is better). See the module docs; the constants
+/// Measured time over the modelled cycles at the device's maximum clock (geometric mean over the
+/// four seed shapes' H100 times, BENCHMARKS.md 2026-11-22: 0.76 to 1.08). Below 1: the model's
+/// constants were fitted to relative timings on an H200 and overcount issue slots a little.
+const CYCLE_SCALE: f64 = 0.86;
+
+/// Modelled time of the whole launch on `d`, microseconds. See the module docs; the constants
 /// were fitted to timings of six shapes (3x3 to 7x7, strided, 1x1, few and many channels) on an
 /// H200 over ~290 block shapes, where the model's pick came within 4% of the best on average.
-fn cost(p: &Conv2d, v: Variant, fast: bool, txc: usize, th: usize, g: &Geometry) -> f64 {
+fn cost(d: &DeviceModel, p: &Conv2d, v: Variant, fast: bool, txc: usize, th: usize, g: &Geometry) -> f64 {
     /// Issue slots charged per staged item (one `cp.async` with its address and bounds logic,
     /// plus its share of the copy latency the barrier exposes).
     const STAGE_ITEM: f64 = 80.0;
@@ -188,22 +188,12 @@ fn cost(p: &Conv2d, v: Variant, fast: bool, txc: usize, th: usize, g: &Geometry)
     let variant_factor = if v.wpt == 8 { 1.2 } else { 1.0 };
     let block_slots = warps * warp_slots * variant_factor;
 
-    // Blocks resident per SM: registers (allocated in units of 8 per thread), shared memory,
-    // 2048 threads, 32 blocks.
-    let regs_per_warp = (v.regs.div_ceil(8) * 8 * 32) as f64;
-    let by_regs = (65536.0 / (regs_per_warp * warps)).floor();
-    let by_smem = (MODEL_SMEM_PER_SM / (g.smem_bytes + 1024)) as f64;
-    let by_threads = (2048.0 / (warps * 32.0)).floor();
-    let bps = by_regs.min(by_smem).min(by_threads).min(32.0).max(1.0);
+    let bps = blocks_per_sm(d, txc * th, v.regs, g.smem_bytes.min(usize::MAX as u128) as usize) as f64;
     // Issue efficiency with w warps per scheduler: FMA chains are independent, but each filter
     // row starts with dependent shared loads that other warps must cover.
     let eff = |w: f64| w / (w + 0.35);
-    let sms = MODEL_SMS as f64;
-    let blocks = g.blocks as f64;
-    let full_waves = (blocks / (sms * bps)).floor();
-    let rest = blocks - full_waves * sms * bps;
-    let wave = |resident: f64| resident * block_slots / (4.0 * eff(resident * warps / 4.0));
-    full_waves * wave(bps) + if rest > 0.0 { wave((rest / sms).ceil()) } else { 0.0 }
+    let cycles = waves(d, g.blocks as f64, bps, |resident| resident * block_slots / (4.0 * eff(resident * warps / 4.0)));
+    LAUNCH_US + CYCLE_SCALE * cycles_us(d, cycles)
 }
 
 /// Shared-memory wavefronts of one window load instruction, averaged over the block's warps:
@@ -232,11 +222,11 @@ fn window_wavefronts(p: &Conv2d, v: Variant, fast: bool, txc: usize, th: usize, 
 /// The plan for `problem`: the entry point, a block of `(TXC, TH)` threads, the flattened
 /// grid and the dynamic shared memory (the host raises the kernel's limit to it), or
 /// [`Error::Unsupported`] when even the smallest tile's shared memory exceeds the device's.
-pub fn plan(problem: &Conv2d, limits: &DeviceLimits) -> Result<LaunchPlan> {
+pub fn plan(problem: &Conv2d, device: &DeviceModel) -> Result<LaunchPlan> {
     problem.validate()?;
     let p = problem;
     let fast_s = (p.stride.1 == 1 && p.dilation.1 == 1 && FAST_S.contains(&p.s)).then_some(p.s);
-    let max_smem = limits.max_shared_bytes_per_block as u128;
+    let max_smem = device.smem_per_block as u128;
     let mut best: Option<(f64, LaunchPlan)> = None;
     let mut smallest_smem = u128::MAX;
     let mut index_limited = false;
@@ -267,7 +257,7 @@ pub fn plan(problem: &Conv2d, limits: &DeviceLimits) -> Result<LaunchPlan> {
                         index_limited = true;
                         continue;
                     }
-                    let c = cost(p, v, fast_s.is_some(), txc, th, &g);
+                    let c = cost(device, p, v, fast_s.is_some(), txc, th, &g);
                     if best.as_ref().is_none_or(|(b, _)| c < *b) {
                         let plan = LaunchPlan {
                             kernel: kernel_name(v.kt, fast_s),
@@ -275,6 +265,7 @@ pub fn plan(problem: &Conv2d, limits: &DeviceLimits) -> Result<LaunchPlan> {
                             block: (txc as u32, th as u32, 1),
                             shared_bytes: g.smem_bytes as u32,
                             dtype: DType::F32,
+                            predicted_us: c,
                         };
                         best = Some((c, plan));
                     }
@@ -297,7 +288,7 @@ pub fn plan(problem: &Conv2d, limits: &DeviceLimits) -> Result<LaunchPlan> {
                 "even its smallest tile needs {smallest_smem} bytes of shared memory (two buffers of the input halo, \
                  {}x{} filter taps dilated by {:?}, and 4 output channels' taps), more than the device's {} per block; \
                  use direct_naive",
-                p.r, p.s, p.dilation, limits.max_shared_bytes_per_block
+                p.r, p.s, p.dilation, device.smem_per_block
             ),
         }),
     }
@@ -307,7 +298,9 @@ pub fn plan(problem: &Conv2d, limits: &DeviceLimits) -> Result<LaunchPlan> {
 mod tests {
     use super::*;
 
-    const H100: DeviceLimits = DeviceLimits { max_shared_bytes_per_block: 227 * 1024, max_grid_y: 65535, max_grid_z: 65535 };
+    fn h100() -> DeviceModel {
+        DeviceModel::named("h100").unwrap()
+    }
 
     fn variant_of(kernel: &str) -> Variant {
         let kt: usize = kernel.trim_start_matches("direct_smem_k").split('_').next().unwrap().parse().unwrap();
@@ -349,14 +342,14 @@ mod tests {
     #[test]
     fn speed_target_shapes_get_fast_kernels() {
         let a = Conv2d::new(1, 6, 768, 512, 6, 6, 6);
-        let plan = super::plan(&a, &H100).unwrap();
+        let plan = super::plan(&a, &h100()).unwrap();
         assert_eq!(plan.kernel, "direct_smem_k6_s6", "{plan:?}");
         assert!(plan.grid.0 >= 264, "shape A must fill 132 SMs at least twice: {plan:?}");
         assert!(plan.block.0 * plan.block.1 <= 128, "{plan:?}");
         assert_covers_exactly_once(&a, &plan);
 
         let b = Conv2d::new(64, 64, 56, 56, 64, 3, 3).with_pad(1);
-        let plan = super::plan(&b, &H100).unwrap();
+        let plan = super::plan(&b, &h100()).unwrap();
         assert!(plan.kernel.ends_with("_s3") && (plan.kernel.contains("k16") || plan.kernel.contains("k8")), "{plan:?}");
         assert_covers_exactly_once(&b, &plan);
     }
@@ -396,8 +389,8 @@ mod tests {
             });
         }
         for p in shapes.iter().filter(|p| p.validate().is_ok()) {
-            let plan = super::plan(p, &H100).unwrap_or_else(|e| panic!("{p}: {e}"));
-            assert!(plan.shared_bytes <= H100.max_shared_bytes_per_block, "{p}: {plan:?}");
+            let plan = super::plan(p, &h100()).unwrap_or_else(|e| panic!("{p}: {e}"));
+            assert!(plan.shared_bytes <= h100().smem_per_block, "{p}: {plan:?}");
             assert!(plan.block.0 * plan.block.1 <= MAX_BLOCK_THREADS as u32 && plan.block.2 == 1, "{p}: {plan:?}");
             assert!(kernel_names().contains(&plan.kernel));
             let fast = p.stride.1 == 1 && p.dilation.1 == 1 && FAST_S.contains(&p.s);
@@ -428,20 +421,20 @@ mod tests {
     #[test]
     fn filters_too_large_for_shared_memory_are_unsupported() {
         let huge = Conv2d::new(1, 1, 200, 200, 1, 150, 150);
-        match super::plan(&huge, &H100) {
+        match super::plan(&huge, &h100()) {
             Err(Error::Unsupported { algorithm: "direct_smem", reason }) => assert!(reason.contains("shared memory"), "{reason}"),
             other => panic!("expected Unsupported, got {other:?}"),
         }
-        let tiny = DeviceLimits { max_shared_bytes_per_block: 512, ..H100 };
+        let tiny = DeviceModel { smem_per_block: 512, ..h100() };
         assert!(matches!(super::plan(&Conv2d::new(1, 1, 8, 8, 1, 3, 3), &tiny), Err(Error::Unsupported { .. })));
         // A large dilation makes a tall halo, but one output row still fits.
         let dilated = Conv2d { dilation: (1000, 1), ..Conv2d::new(1, 1, 3000, 64, 1, 3, 3) };
-        assert!(super::plan(&dilated, &H100).is_ok());
+        assert!(super::plan(&dilated, &h100()).is_ok());
     }
 
     #[test]
     fn invalid_problems_are_rejected_before_planning() {
-        assert!(matches!(super::plan(&Conv2d::new(1, 1, 4, 4, 1, 7, 7), &H100), Err(Error::FilterLargerThanPaddedInput { .. })));
-        assert!(matches!(super::plan(&Conv2d::new(0, 1, 4, 4, 1, 1, 1), &H100), Err(Error::ZeroSize { .. })));
+        assert!(matches!(super::plan(&Conv2d::new(1, 1, 4, 4, 1, 7, 7), &h100()), Err(Error::FilterLargerThanPaddedInput { .. })));
+        assert!(matches!(super::plan(&Conv2d::new(0, 1, 4, 4, 1, 1, 1), &h100()), Err(Error::ZeroSize { .. })));
     }
 }

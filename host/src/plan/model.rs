@@ -28,6 +28,10 @@ pub fn waves(d: &DeviceModel, blocks: f64, per_block_sm: f64, per_sm: impl Fn(f6
     full * per_sm(per_block_sm) + if rest > 0.0 { per_sm((rest / sms).ceil()) } else { 0.0 }
 }
 
+/// What every launch costs besides its work (launch latency, ramp-up and drain), microseconds:
+/// the floor under every prediction, so that tiny problems compare by it.
+pub const LAUNCH_US: f64 = 3.0;
+
 /// Microseconds of `cycles` SM clock cycles on `d`.
 pub fn cycles_us(d: &DeviceModel, cycles: f64) -> f64 {
     cycles / d.clock_mhz.max(1) as f64

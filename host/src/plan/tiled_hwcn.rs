@@ -25,7 +25,8 @@
 //! `(BM/TM) * (BN/TN)` threads (up to 512: every entry needs at most 128 registers, checked by
 //! tests/tests/ptxas.rs for every planned block), `STAGES * BK * (BM + 4 + BN) * 4` bytes of dynamic shared memory.
 
-use super::{DeviceLimits, LaunchPlan};
+use super::model::{blocks_per_sm, waves, LAUNCH_US};
+use super::{DeviceModel, LaunchPlan};
 use crate::dtype::DType;
 use crate::{Conv2d, Error, Result};
 
@@ -82,60 +83,59 @@ pub fn kernel_names() -> Vec<&'static str> {
     TILES.iter().flat_map(|t| [t.hwcn, t.nchw]).collect()
 }
 
-const MODEL_SMS: f64 = 132.0;
-const MODEL_SMEM_PER_SM: usize = 228 * 1024;
+/// Measured time over the modelled FMA time at the device's peak fp32 rate, per kernel (HWCN,
+/// NCHW): geometric means over the four seed shapes' H100 times (BENCHMARKS.md 2026-11-22;
+/// HWCN 1.24 to 1.87, NCHW 1.29 to 1.82). The tile efficiencies are relative to each kernel's
+/// best tile; these put the two kernels, and the tiled family, on the device's clock.
+const PEAK_SCALE: (f64, f64) = (1.55, 1.60);
 
-/// Modelled time (arbitrary units) of `blocks` blocks of tile `t` with `regs` registers per
+/// Modelled time on `d`, microseconds, of `blocks` blocks of tile `t` with `regs` registers per
 /// thread, each running `steps` reduction steps.
-fn cost(t: &Tile, regs: usize, eff: f64, blocks: u128, steps: u128) -> f64 {
+fn cost(d: &DeviceModel, t: &Tile, regs: usize, eff: f64, scale: f64, blocks: u128, steps: u128) -> f64 {
     let threads = t.threads();
     let warps = threads.div_ceil(32) as f64;
-    let by_regs = 65536 / (regs.div_ceil(8) * 8 * threads).max(1);
-    let by_smem = MODEL_SMEM_PER_SM / (t.smem_bytes() + 1024);
-    let bps = by_regs.min(by_smem).min(2048 / threads).min(32).max(1) as f64;
+    let bps = blocks_per_sm(d, threads, regs, t.smem_bytes()) as f64;
     let work = (t.bm * t.bn * t.bk) as f64 * steps as f64;
     // Each warp's FMA chains are independent; a step's barrier and copy latency need other
     // warps to cover them: 8 warps per SM hide about 80%.
     let hide = |w: f64| w / (w + 2.0);
-    let per_sm = |resident: f64| resident * work / (eff * hide(resident * warps));
-    let blocks = blocks as f64;
-    let full = (blocks / (MODEL_SMS * bps)).floor();
-    let rest = blocks - full * MODEL_SMS * bps;
-    full * per_sm(bps) + if rest > 0.0 { per_sm((rest / MODEL_SMS).ceil()) } else { 0.0 }
+    let fmas_per_sm = waves(d, blocks as f64, bps, |resident| resident * work / (eff * hide(resident * warps)));
+    let fmas_per_sm_us = d.fp32_tflops * 1e6 / 2.0 / d.sms.max(1) as f64;
+    LAUNCH_US + scale * fmas_per_sm / fmas_per_sm_us
 }
 
 /// The cheapest tile for a GEMM of `m` rows (output channels) x `cols` columns per block row
 /// group, `groups` independent groups (HWCN: output pixels; NCHW: 1), `steps` reduction steps,
-/// on a device with `limits`; `regs` picks the kernel's register count.
-pub(crate) fn choose(m: usize, cols: usize, groups: usize, steps: usize, limits: &DeviceLimits, hwcn: bool) -> Option<(Tile, u128)> {
+/// on a device `device`; `regs` picks the kernel's register count.
+pub(crate) fn choose(m: usize, cols: usize, groups: usize, steps: usize, device: &DeviceModel, hwcn: bool) -> Option<(Tile, u128, f64)> {
     let mut best: Option<(f64, Tile, u128)> = None;
     for t in TILES {
-        if t.smem_bytes() > limits.max_shared_bytes_per_block as usize {
+        if t.smem_bytes() > device.smem_per_block as usize {
             continue;
         }
         let blocks = (m as u128).div_ceil(t.bm as u128) * (cols as u128).div_ceil(t.bn as u128) * groups as u128;
         if blocks > i32::MAX as u128 {
             continue;
         }
-        let (regs, eff) = if hwcn { (t.regs.0, t.eff.0) } else { (t.regs.1, t.eff.1) };
-        let c = cost(&t, regs, eff, blocks, steps as u128);
+        let (regs, eff, scale) = if hwcn { (t.regs.0, t.eff.0, PEAK_SCALE.0) } else { (t.regs.1, t.eff.1, PEAK_SCALE.1) };
+        let c = cost(device, &t, regs, eff, scale, blocks, steps as u128);
         if best.as_ref().is_none_or(|(b, _, _)| c < *b) {
             best = Some((c, t, blocks));
         }
     }
-    best.map(|(_, t, b)| (t, b))
+    best.map(|(c, t, b)| (t, b, c))
 }
 
 /// The launch of the cheapest tile ([`choose`]) for `algorithm` (`tiled_hwcn` or `tiled_nchw`),
 /// or why none fits.
-pub(crate) fn tile_plan(algorithm: &'static str, m: usize, cols: usize, groups: usize, steps: usize, limits: &DeviceLimits) -> Result<LaunchPlan> {
+pub(crate) fn tile_plan(algorithm: &'static str, m: usize, cols: usize, groups: usize, steps: usize, device: &DeviceModel) -> Result<LaunchPlan> {
     let hwcn = algorithm == "tiled_hwcn";
-    let Some((t, blocks)) = choose(m, cols, groups, steps, limits, hwcn) else {
+    let Some((t, blocks, us)) = choose(m, cols, groups, steps, device, hwcn) else {
         return Err(Error::Unsupported {
             algorithm,
             reason: format!(
                 "no tile shape fits: the grid exceeds 2^31-1 blocks or the device's {} bytes of shared memory per block",
-                limits.max_shared_bytes_per_block
+                device.smem_per_block
             ),
         });
     };
@@ -145,15 +145,16 @@ pub(crate) fn tile_plan(algorithm: &'static str, m: usize, cols: usize, groups: 
         block: (t.threads() as u32, 1, 1),
         shared_bytes: t.smem_bytes() as u32,
         dtype: DType::F32,
+        predicted_us: us,
     })
 }
 
-pub fn plan(problem: &Conv2d, limits: &DeviceLimits) -> Result<LaunchPlan> {
+pub fn plan(problem: &Conv2d, device: &DeviceModel) -> Result<LaunchPlan> {
     problem.validate()?;
     let (out_p, out_q) = problem.output_hw();
     // One GEMM of K x N per output pixel; the reduction runs in steps of 8 channels per tap.
     let steps = problem.c.div_ceil(8) * problem.r * problem.s;
-    tile_plan("tiled_hwcn", problem.k, problem.n, out_p * out_q, steps, limits)
+    tile_plan("tiled_hwcn", problem.k, problem.n, out_p * out_q, steps, device)
 }
 
 /// The thread -> output mapping of kernels-gpu/src/tiled/mainloop.rs, replayed on the CPU:
@@ -171,7 +172,9 @@ pub(crate) fn thread_output(t: &Tile, tid: usize, i: usize, j: usize) -> (usize,
 mod tests {
     use super::*;
 
-    const H100: DeviceLimits = DeviceLimits { max_shared_bytes_per_block: 227 * 1024, max_grid_y: 65535, max_grid_z: 65535 };
+    fn h100() -> DeviceModel {
+        DeviceModel::named("h100").unwrap()
+    }
 
     fn tile_of(kernel: &str) -> Tile {
         TILES.into_iter().find(|t| t.hwcn == kernel || t.nchw == kernel).unwrap()
@@ -230,7 +233,7 @@ mod tests {
     #[test]
     fn target_shape_gets_the_largest_tile() {
         let p = Conv2d::new(256, 256, 14, 14, 512, 3, 3).with_pad(1);
-        let plan = super::plan(&p, &H100).unwrap();
+        let plan = super::plan(&p, &h100()).unwrap();
         assert_eq!(plan.kernel, "tiled_hwcn_128x128", "{plan:?}");
         assert_eq!(plan.grid.0, 2 * 4 * 196);
         assert_eq!(plan.block.0, 256);
@@ -251,8 +254,8 @@ mod tests {
             shapes.push(Conv2d::new(1 + i * 7 % 150, 1 + i % 5, 2 + i % 5, 3 + i % 4, 1 + i * 13 % 140, 1 + i % 2, 1 + i % 3).with_pad(i % 2));
         }
         for p in shapes.iter().filter(|p| p.validate().is_ok()) {
-            let plan = super::plan(p, &H100).unwrap_or_else(|e| panic!("{p}: {e}"));
-            assert!(plan.shared_bytes <= H100.max_shared_bytes_per_block);
+            let plan = super::plan(p, &h100()).unwrap_or_else(|e| panic!("{p}: {e}"));
+            assert!(plan.shared_bytes <= h100().smem_per_block);
             assert!(kernel_names().contains(&plan.kernel) && plan.kernel.starts_with("tiled_hwcn_"));
             assert_covers_exactly_once(p, &plan);
         }
@@ -262,24 +265,24 @@ mod tests {
     fn issue_shapes_get_the_tiles_that_measured_fastest() {
         // H100 timings in the module docs and tiled.rs: 64x64 (0.39 ms vs 0.70 for 64x128) and
         // 128x32 (0.37 ms vs 0.50 for 64x64).
-        let plan = super::plan(&Conv2d::new(64, 64, 56, 56, 64, 3, 3).with_pad(1), &H100).unwrap();
+        let plan = super::plan(&Conv2d::new(64, 64, 56, 56, 64, 3, 3).with_pad(1), &h100()).unwrap();
         assert_eq!(plan.kernel, "tiled_hwcn_64x64", "{plan:?}");
-        let plan = super::plan(&Conv2d::new(32, 512, 7, 7, 512, 3, 3).with_pad(1), &H100).unwrap();
+        let plan = super::plan(&Conv2d::new(32, 512, 7, 7, 512, 3, 3).with_pad(1), &h100()).unwrap();
         assert_eq!(plan.kernel, "tiled_hwcn_128x32", "{plan:?}");
     }
 
     #[test]
     fn small_batches_and_channel_counts_pick_narrow_tiles() {
-        let plan = super::plan(&Conv2d::new(32, 512, 7, 7, 512, 3, 3).with_pad(1), &H100).unwrap();
+        let plan = super::plan(&Conv2d::new(32, 512, 7, 7, 512, 3, 3).with_pad(1), &h100()).unwrap();
         assert!(["tiled_hwcn_128x32", "tiled_hwcn_64x64", "tiled_hwcn_128x64"].contains(&plan.kernel), "{plan:?}");
-        let plan = super::plan(&Conv2d::new(128, 16, 8, 8, 16, 3, 3).with_pad(1), &H100).unwrap();
+        let plan = super::plan(&Conv2d::new(128, 16, 8, 8, 16, 3, 3).with_pad(1), &h100()).unwrap();
         assert_eq!(plan.kernel, "tiled_hwcn_32x128", "{plan:?}");
     }
 
     #[test]
     fn invalid_problems_are_rejected_before_planning() {
-        assert!(matches!(super::plan(&Conv2d::new(1, 1, 4, 4, 1, 7, 7), &H100), Err(Error::FilterLargerThanPaddedInput { .. })));
-        let tiny = DeviceLimits { max_shared_bytes_per_block: 1024, ..H100 };
+        assert!(matches!(super::plan(&Conv2d::new(1, 1, 4, 4, 1, 7, 7), &h100()), Err(Error::FilterLargerThanPaddedInput { .. })));
+        let tiny = DeviceModel { smem_per_block: 1024, ..h100() };
         assert!(matches!(super::plan(&Conv2d::new(1, 1, 8, 8, 1, 3, 3), &tiny), Err(Error::Unsupported { algorithm: "tiled_hwcn", .. })));
     }
 }
