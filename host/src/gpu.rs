@@ -37,6 +37,8 @@ pub struct Gpu {
     functions: Mutex<HashMap<&'static str, (CudaFunction, u32)>>,
     info: DeviceInfo,
     model: DeviceModel,
+    /// Autotuning's winners (loaded from the user's cache file at first use).
+    tune_cache: Mutex<Option<crate::tune::TuneCache>>,
 }
 
 pub(crate) fn cuda_err(what: &str) -> impl FnOnce(cudarc::driver::DriverError) -> Error + '_ {
@@ -115,7 +117,7 @@ impl Gpu {
             .load_module(cudarc::nvrtc::Ptx::from_src(crate::ptx::source(ptx_arch)))
             .map_err(cuda_err("loading the embedded PTX"))?;
         let stream = ctx.default_stream();
-        Ok(Gpu { ctx, stream, module, functions: Mutex::new(HashMap::new()), info, model })
+        Ok(Gpu { ctx, stream, module, functions: Mutex::new(HashMap::new()), info, model, tune_cache: Mutex::new(None) })
     }
 
     pub fn info(&self) -> &DeviceInfo {
@@ -125,6 +127,20 @@ impl Gpu {
     /// The device as the planners see it (SMs, shared memory, registers, clock, bandwidth).
     pub fn model(&self) -> &DeviceModel {
         &self.model
+    }
+
+    /// The tuning cache of this process, loaded from [`crate::tune::TuneCache::default_path`]
+    /// at first use (its load warnings are printed to stderr once, then dropped).
+    pub(crate) fn tune_cache(&self) -> std::sync::MutexGuard<'_, Option<crate::tune::TuneCache>> {
+        let mut guard = self.tune_cache.lock().unwrap_or_else(|p| p.into_inner());
+        if guard.is_none() {
+            let mut cache = crate::tune::TuneCache::load(crate::tune::TuneCache::default_path());
+            for w in cache.warnings.drain(..) {
+                eprintln!("convrs: warning: {w}");
+            }
+            *guard = Some(cache);
+        }
+        guard
     }
 
     pub fn stream(&self) -> &Arc<CudaStream> {

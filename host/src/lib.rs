@@ -43,6 +43,8 @@ pub mod layout;
 pub mod problem;
 pub mod random;
 pub mod reference;
+pub mod registry;
+pub mod select;
 pub mod suite;
 
 pub use compare::{compare, Comparison};

@@ -77,7 +77,7 @@ fn tiles(algo: Algorithm) -> (Vec<&'static str>, TilePlanner) {
 /// layouts and compares with its reference; the output is poisoned with NaN first. With `time`,
 /// also returns the median of 50 timed launches in ms.
 fn run_plan(gpu: &Gpu, algo: Algorithm, p: &Conv2d, plan: &LaunchPlan, (x, w, reference): &(Tensor<f16>, Tensor<f16>, Tensor<f64>), time: bool) -> (Comparison, Option<f64>) {
-    let (lx, lw, ly) = algo.layouts();
+    let (lx, lw, ly) = algo.layouts().expect("a kernel");
     let dx = gpu.upload(x.to_layout(lx).unwrap().data()).unwrap();
     let dw = gpu.upload(w.to_layout(lw).unwrap().data()).unwrap();
     let mut dy = gpu.alloc_zeros::<f32>(p.output_len()).unwrap();

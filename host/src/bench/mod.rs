@@ -90,10 +90,10 @@ pub fn rotation_sets(gpu: &Gpu, p: &Conv2d) -> usize {
 /// precisions of those kernels (fp32 also in TF32), over the same number of input sets.
 pub fn torch_shape(gpu: &Gpu, problem: &Conv2d, algos: &[Algorithm]) -> TorchShape {
     let mut configs = Vec::new();
-    if algos.iter().any(|a| a.dtype() == DType::F32) {
+    if algos.iter().any(|a| a.dtype() == Some(DType::F32)) {
         configs.extend(["fp32", "tf32"]);
     }
-    if algos.iter().any(|a| a.dtype() == DType::F16) {
+    if algos.iter().any(|a| a.dtype() == Some(DType::F16)) {
         configs.push("fp16");
     }
     TorchShape { label: shape_label(problem), problem: *problem, sets: rotation_sets(gpu, problem), configs }
@@ -131,7 +131,7 @@ pub fn bench_shape(gpu: &Gpu, problem: &Conv2d, algos: &[Algorithm], opts: &Benc
         })
         .collect::<Result<Vec<_>>>()?;
     let bench = ShapeBench { gpu, problem, label, opts, torch };
-    let of = |d: DType| algos.iter().copied().filter(|a| a.dtype() == d).collect::<Vec<_>>();
+    let of = |d: DType| algos.iter().copied().filter(|a| a.dtype() == Some(d)).collect::<Vec<_>>();
     let (fp32, fp16) = (of(DType::F32), of(DType::F16));
     let mut groups = Vec::new();
     if !fp32.is_empty() {
@@ -222,8 +222,9 @@ impl ShapeBench<'_> {
         let mut uploaded: Option<((Layout, Layout), Vec<Operands<T>>)> = None;
         for &algo in algos {
             progress(&format!("{label}: {algo}"));
-            let (in_layout, filter_layout, out_layout) = algo.layouts();
-            let row = Measurement::new(algo.name(), algo.family(), in_layout.name(), precision);
+            let Some(k) = algo.kernel() else { continue };
+            let (in_layout, filter_layout, out_layout) = k.layouts;
+            let row = Measurement::new(k.name, k.family.name(), in_layout.name(), precision);
             let plan = match algo.plan(p, gpu.model()) {
                 Err(e) => {
                     group.kernels.push(row.not_run(e.to_string()));

@@ -4,6 +4,8 @@ use super::model::LAUNCH_US;
 use super::{div_ceil_u32, DeviceModel, LaunchPlan};
 use crate::dtype::DType;
 use crate::{Conv2d, Result};
+use crate::registry::{Family, KernelDesc};
+use crate::{Algorithm, Layout};
 
 /// Must equal `kernels_gpu::direct::naive::BLOCK_THREADS`.
 const BLOCK_THREADS: usize = 256;
@@ -24,3 +26,14 @@ pub fn plan(problem: &Conv2d, device: &DeviceModel) -> Result<LaunchPlan> {
         predicted_us: LAUNCH_US + problem.flops() / (device.fp32_tflops * 1e6 * PEAK_FRACTION),
     })
 }
+/// The registry's entry.
+pub const KERNEL: KernelDesc = KernelDesc {
+    algorithm: Algorithm::DirectNaive,
+    name: "direct_naive",
+    family: Family::Direct,
+    summary: "family 1 step 1: one output element per thread",
+    dtype: DType::F32,
+    layouts: (Layout::Nchw, Layout::Nchw, Layout::Nchw),
+    multiples: (1, 1, 1),
+    plan,
+};

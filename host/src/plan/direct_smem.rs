@@ -26,6 +26,8 @@ use super::model::{blocks_per_sm, cycles_us, waves, LAUNCH_US};
 use super::{DeviceModel, LaunchPlan};
 use crate::dtype::DType;
 use crate::{Conv2d, Error, Result};
+use crate::registry::{Family, KernelDesc};
+use crate::{Algorithm, Layout};
 
 /// Must equal `kernels_gpu::direct::smem::MAX_BLOCK_THREADS`: at most 255 registers per
 /// thread times 256 threads fit an SM's 64 Ki registers, so no plan can fail to launch for
@@ -293,6 +295,18 @@ pub fn plan(problem: &Conv2d, device: &DeviceModel) -> Result<LaunchPlan> {
         }),
     }
 }
+
+/// The registry's entry.
+pub const KERNEL: KernelDesc = KernelDesc {
+    algorithm: Algorithm::DirectSmem,
+    name: "direct_smem",
+    family: Family::Direct,
+    summary: "family 1 step 2: shared-memory tiles, register blocking over output channels, 16-byte loads",
+    dtype: DType::F32,
+    layouts: (Layout::Nchw, Layout::Nchw, Layout::Nchw),
+    multiples: (1, 1, 1),
+    plan,
+};
 
 #[cfg(test)]
 mod tests {

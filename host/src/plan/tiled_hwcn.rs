@@ -29,6 +29,8 @@ use super::model::{blocks_per_sm, waves, LAUNCH_US};
 use super::{DeviceModel, LaunchPlan};
 use crate::dtype::DType;
 use crate::{Conv2d, Error, Result};
+use crate::registry::{Family, KernelDesc};
+use crate::{Algorithm, Layout};
 
 /// One compiled tile shape: `conv::<BM, BN, BK, TM, TN, STAGES>` in kernels-gpu/src/tiled/.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -167,6 +169,18 @@ pub(crate) fn thread_output(t: &Tile, tid: usize, i: usize, j: usize) -> (usize,
     let (qm, qn) = (t.bm / (t.tm / 4), t.bn / (t.tn / 4));
     (i / 4 * qm + tm * 4 + i % 4, j / 4 * qn + tn * 4 + j % 4)
 }
+
+/// The registry's entry.
+pub const KERNEL: KernelDesc = KernelDesc {
+    algorithm: Algorithm::TiledHwcn,
+    name: "tiled_hwcn",
+    family: Family::Tiled,
+    summary: "family 2 step 1: (output channel x batch) block tiles per output pixel, cp.async pipeline",
+    dtype: DType::F32,
+    layouts: (Layout::Hwcn, Layout::Hwcn, Layout::Hwcn),
+    multiples: (1, 1, 1),
+    plan,
+};
 
 #[cfg(test)]
 mod tests {

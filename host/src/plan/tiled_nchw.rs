@@ -8,6 +8,9 @@
 use super::tiled_hwcn::tile_plan;
 use super::{DeviceModel, LaunchPlan};
 use crate::{Conv2d, Result};
+use crate::registry::{Family, KernelDesc};
+use crate::{Algorithm, Layout};
+use crate::dtype::DType;
 
 pub fn plan(problem: &Conv2d, device: &DeviceModel) -> Result<LaunchPlan> {
     problem.validate()?;
@@ -15,6 +18,18 @@ pub fn plan(problem: &Conv2d, device: &DeviceModel) -> Result<LaunchPlan> {
     let steps = problem.c.div_ceil(8) * problem.r * problem.s;
     tile_plan("tiled_nchw", problem.k, problem.n * out_p * out_q, 1, steps, device)
 }
+
+/// The registry's entry.
+pub const KERNEL: KernelDesc = KernelDesc {
+    algorithm: Algorithm::TiledNchw,
+    name: "tiled_nchw",
+    family: Family::Tiled,
+    summary: "family 2 step 2: the same mainloop as an implicit GEMM on NCHW",
+    dtype: DType::F32,
+    layouts: (Layout::Nchw, Layout::Nchw, Layout::Nchw),
+    multiples: (1, 1, 1),
+    plan,
+};
 
 #[cfg(test)]
 mod tests {

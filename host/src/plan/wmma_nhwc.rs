@@ -30,6 +30,8 @@ use super::model::{blocks_per_sm, waves, LAUNCH_US};
 use super::{DeviceModel, LaunchPlan};
 use crate::dtype::DType;
 use crate::{Conv2d, Error, Result};
+use crate::registry::{Family, KernelDesc};
+use crate::{Algorithm, Layout};
 
 /// One instantiation of the kernel's const generics, compiled for both layout families.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -68,25 +70,25 @@ const TILES: [Tile; 5] = [
 /// Which layout family's entries a plan names: the two share the kernel's mainloop, tiles and
 /// therefore this cost model (`wmma_nhwcnc`'s GEMM has the same M = N*P*Q and N = K).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Family {
+pub(super) enum Layouts {
     /// Plain NHWC / KRSC (`wmma_nhwc_*`).
     Nhwc,
     /// Blocked NHWC16n16c / RSCK16k16c (`wmma_nhwcnc_*`).
     Blocked,
 }
 
-impl Family {
+impl Layouts {
     fn algorithm(self) -> &'static str {
         match self {
-            Family::Nhwc => "wmma_nhwc",
-            Family::Blocked => "wmma_nhwcnc",
+            Layouts::Nhwc => "wmma_nhwc",
+            Layouts::Blocked => "wmma_nhwcnc",
         }
     }
 
     fn kernel(self, t: &Tile) -> &'static str {
         match self {
-            Family::Nhwc => t.kernel,
-            Family::Blocked => t.blocked,
+            Layouts::Nhwc => t.kernel,
+            Layouts::Blocked => t.blocked,
         }
     }
 
@@ -96,8 +98,8 @@ impl Family {
     /// about half the rate of the wgmma peak the device states.
     fn peak_scale(self) -> f64 {
         match self {
-            Family::Nhwc => 2.45,
-            Family::Blocked => 2.3,
+            Layouts::Nhwc => 2.45,
+            Layouts::Blocked => 2.3,
         }
     }
 
@@ -108,13 +110,13 @@ impl Family {
 
 /// Every entry point the plan can name (for tests and tools).
 pub fn kernel_names() -> Vec<&'static str> {
-    Family::Nhwc.kernel_names()
+    Layouts::Nhwc.kernel_names()
 }
 
 
 /// Modelled time of `tile` on `d`, microseconds, for a problem of `m x n` GEMM outputs and a
 /// reduction of `taps` filter taps of `c` input channels.
-fn cost(d: &DeviceModel, family: Family, tile: &Tile, m: usize, n: usize, c: usize, taps: usize) -> f64 {
+fn cost(d: &DeviceModel, family: Layouts, tile: &Tile, m: usize, n: usize, c: usize, taps: usize) -> f64 {
     let blocks = (m.div_ceil(tile.bm) * n.div_ceil(tile.bn)) as f64;
     let bps = blocks_per_sm(d, tile.threads, tile.regs, tile.smem_bytes()) as f64;
     // The last k-tile of each tap is zero-filled past C: C = 32 runs half-empty 64-channel tiles.
@@ -139,12 +141,12 @@ pub fn plan(problem: &Conv2d, device: &DeviceModel) -> Result<LaunchPlan> {
             ),
         });
     }
-    plan_tiles(p, device, Family::Nhwc)
+    plan_tiles(p, device, Layouts::Nhwc)
 }
 
 /// The best tile for `p` (validated, channel sizes checked by the caller) among `family`'s
 /// entries.
-pub(super) fn plan_tiles(p: &Conv2d, device: &DeviceModel, family: Family) -> Result<LaunchPlan> {
+pub(super) fn plan_tiles(p: &Conv2d, device: &DeviceModel, family: Layouts) -> Result<LaunchPlan> {
     let m = gemm_m(p);
     let best = TILES
         .iter()
@@ -169,7 +171,7 @@ fn gemm_m(p: &Conv2d) -> usize {
     p.n * out_p * out_q
 }
 
-fn launch_plan(p: &Conv2d, t: &Tile, family: Family, device: &DeviceModel) -> LaunchPlan {
+fn launch_plan(p: &Conv2d, t: &Tile, family: Layouts, device: &DeviceModel) -> LaunchPlan {
     LaunchPlan {
         kernel: family.kernel(t),
         grid: ((gemm_m(p).div_ceil(t.bm) * p.k.div_ceil(t.bn)) as u32, 1, 1),
@@ -184,11 +186,11 @@ fn launch_plan(p: &Conv2d, t: &Tile, family: Family, device: &DeviceModel) -> La
 /// would pick: for timing and testing every tile. Same checks as [`plan`].
 pub fn plan_for_kernel(problem: &Conv2d, device: &DeviceModel, kernel: &str) -> Result<LaunchPlan> {
     plan(problem, device)?;
-    tile_plan(problem, device, kernel, Family::Nhwc)
+    tile_plan(problem, device, kernel, Layouts::Nhwc)
 }
 
 /// The launch of `family`'s entry `kernel` on `p`, which the caller's `plan` accepted.
-pub(super) fn tile_plan(p: &Conv2d, device: &DeviceModel, kernel: &str, family: Family) -> Result<LaunchPlan> {
+pub(super) fn tile_plan(p: &Conv2d, device: &DeviceModel, kernel: &str, family: Layouts) -> Result<LaunchPlan> {
     let t = TILES
         .iter()
         .find(|t| family.kernel(t) == kernel)
@@ -198,6 +200,18 @@ pub(super) fn tile_plan(p: &Conv2d, device: &DeviceModel, kernel: &str, family: 
     }
     Ok(launch_plan(p, t, family, device))
 }
+
+/// The registry's entry.
+pub const KERNEL: KernelDesc = KernelDesc {
+    algorithm: Algorithm::WmmaNhwc,
+    name: "wmma_nhwc",
+    family: Family::TensorCore,
+    summary: "family 3 step 2: mma.sync implicit GEMM on plain channels-last data",
+    dtype: DType::F16,
+    layouts: (Layout::Nhwc, Layout::Nhwc, Layout::Nhwc),
+    multiples: (1, 8, 8),
+    plan,
+};
 
 #[cfg(test)]
 pub(super) mod tests {

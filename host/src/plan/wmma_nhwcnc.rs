@@ -20,9 +20,12 @@
 //! (bold: the plan's pick, which is `wmma_nhwc`'s; on the last shape 128x64 would be 15% faster
 //! here, the blocked layouts' then extra L2 requests favouring bigger tiles.)
 
-use super::wmma_nhwc::{plan_tiles, tile_plan, Family};
+use super::wmma_nhwc::{plan_tiles, tile_plan, Layouts};
 use super::{DeviceModel, LaunchPlan};
 use crate::{Conv2d, Error, Result};
+use crate::registry::{Family, KernelDesc};
+use crate::{Algorithm, Layout};
+use crate::dtype::DType;
 
 pub fn plan(problem: &Conv2d, device: &DeviceModel) -> Result<LaunchPlan> {
     problem.validate()?;
@@ -37,20 +40,32 @@ pub fn plan(problem: &Conv2d, device: &DeviceModel) -> Result<LaunchPlan> {
             ),
         });
     }
-    plan_tiles(p, device, Family::Blocked)
+    plan_tiles(p, device, Layouts::Blocked)
 }
 
 /// The launch of entry `kernel` (one of [`kernel_names`]) on `problem`, whatever [`plan`]
 /// would pick: for timing and testing every tile. Same checks as [`plan`].
 pub fn plan_for_kernel(problem: &Conv2d, device: &DeviceModel, kernel: &str) -> Result<LaunchPlan> {
     plan(problem, device)?;
-    tile_plan(problem, device, kernel, Family::Blocked)
+    tile_plan(problem, device, kernel, Layouts::Blocked)
 }
 
 /// Every entry point a plan may name.
 pub fn kernel_names() -> Vec<&'static str> {
-    Family::Blocked.kernel_names()
+    Layouts::Blocked.kernel_names()
 }
+
+/// The registry's entry.
+pub const KERNEL: KernelDesc = KernelDesc {
+    algorithm: Algorithm::WmmaNhwcnc,
+    name: "wmma_nhwcnc",
+    family: Family::TensorCore,
+    summary: "family 3 step 1: mma.sync implicit GEMM on the blocked NHWC16n16c layouts",
+    dtype: DType::F16,
+    layouts: (Layout::Nhwc16n16c, Layout::Hwcn16n16c, Layout::Nhwc16n16c),
+    multiples: (16, 16, 16),
+    plan,
+};
 
 #[cfg(test)]
 mod tests {
