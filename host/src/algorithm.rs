@@ -162,32 +162,12 @@ fn check_len(tensor: &'static str, expected: usize, got: usize) -> Result<()> {
 /// # Ok::<(), convrs::Error>(())
 /// ```
 pub fn conv2d<T: Element>(gpu: &Gpu, algo: Algorithm, problem: &Conv2d, input: &Tensor<T>, filter: &Tensor<T>) -> Result<Tensor<f32>> {
-    problem.validate()?;
-    let algo = match algo {
-        Algorithm::Auto => crate::select::choose(problem, T::DTYPE, input.layout(), gpu.model())?.pick,
-        a => a,
-    };
-    let kernel = algo.kernel().ok_or_else(|| Error::InvalidArgument("no kernel chosen".into()))?;
-    if T::DTYPE != kernel.dtype {
-        return Err(Error::InvalidArgument(format!("{algo} takes {} tensors but {} tensors were given", kernel.dtype, T::DTYPE)));
-    }
-    if input.dims() != problem.input_shape() {
-        return Err(Error::InvalidArgument(format!("input dims {:?} do not match the problem's {:?}", input.dims(), problem.input_shape())));
-    }
-    if filter.dims() != problem.filter_shape() {
-        return Err(Error::InvalidArgument(format!("filter dims {:?} do not match the problem's {:?}", filter.dims(), problem.filter_shape())));
-    }
-    problem.check_device_memory(T::DTYPE.size(), 4, gpu.info().free_memory_bytes)?;
-    let plan = algo.plan(problem, gpu.model())?;
-    let (in_layout, filter_layout, out_layout) = kernel.layouts;
-    let x = gpu.upload(input.to_layout(in_layout)?.data())?;
-    let w = gpu.upload(filter.to_layout(filter_layout)?.data())?;
-    let mut y = gpu.alloc_zeros::<f32>(problem.output_len())?;
-    gpu.poison(&mut y)?;
-    launch(gpu, &plan, problem, &x, &w, &mut y)?;
+    use crate::prepared::{Prepared, Runnable};
+    let mut run = Prepared::new(gpu, algo, problem, input, filter)?;
+    run.poison_output(gpu)?;
+    run.enqueue(gpu)?;
     gpu.synchronize()?;
-    let out = Tensor::new(problem.output_shape(), out_layout, gpu.download(&y)?)?;
-    out.to_layout(Layout::Nchw)
+    run.output(gpu)
 }
 
 #[cfg(test)]

@@ -28,6 +28,7 @@ pub mod error;
 pub mod gpu;
 pub mod plan;
 pub mod plot;
+pub mod prepared;
 pub mod ptx;
 pub mod timing;
 pub mod tune;

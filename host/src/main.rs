@@ -11,7 +11,8 @@ use convrs::cudnn_graph::SearchBudget;
 use convrs::plot::PlotPoint;
 use convrs::suite::Suite;
 use convrs::timing::{time_runs, TimingConfig};
-use convrs::{compare, conv2d_cpu, launch, Algorithm, Conv2d, DType, DeviceModel, Element, Gpu, Layout, Tensor};
+use convrs::prepared::{Prepared, Runnable};
+use convrs::{compare, conv2d_cpu, Algorithm, Conv2d, DType, DeviceModel, Element, Gpu, Layout, Tensor};
 
 #[derive(Parser)]
 #[command(name = "convrs", version, about = "conv2d kernels written in Rust, run on an NVIDIA GPU and checked against a CPU reference",
@@ -291,22 +292,21 @@ fn explain(device: usize, s: &ShapeArgs, dtype: DType, layout: Layout, model: Op
 }
 
 fn run_typed<T: Element>(gpu: &Gpu, algo: Algorithm, p: &Conv2d, runs: usize, seed: u64) -> convrs::Result<Outcome> {
-    let (gpu, p) = (gpu, *p);
-    let plan = algo.plan(&p, gpu.model())?;
-    p.check_device_memory(T::DTYPE.size(), 4, gpu.info().free_memory_bytes)?;
-    println!("{p}");
-    println!("{algo} ({}) on {}: grid {:?}, block {:?}, {} B shared memory", T::DTYPE, gpu.info().name, plan.grid, plan.block, plan.shared_bytes);
     let x = Tensor::random(p.input_shape(), Layout::Nchw, seed)?.map(T::from_f32);
     let w = Tensor::random(p.filter_shape(), Layout::Nchw, seed.wrapping_add(1))?.map(T::from_f32);
-    let y = convrs::conv2d(gpu, algo, &p, &x, &w)?;
+    // One upload: the checked run and the timed runs share the prepared operands.
+    let mut prepared = Prepared::new(gpu, algo, p, &x, &w)?;
+    let plan = *prepared.plan();
+    println!("{p}");
+    println!("{algo} ({}) on {}: {} grid {:?}, block {:?}, {} B shared memory, predicted {:.1} us", T::DTYPE, gpu.info().name, plan.kernel, plan.grid, plan.block, plan.shared_bytes, plan.predicted_us);
+    prepared.poison_output(gpu)?;
+    prepared.enqueue(gpu)?;
+    gpu.synchronize()?;
+    let y = prepared.output(gpu)?;
     eprintln!("computing the f64 CPU reference ({:.2} GFLOP)...", p.flops() / 1e9);
-    let reference = conv2d_cpu(&p, &x, &w)?;
+    let reference = conv2d_cpu(p, &x, &w)?;
     let check = compare(y.data(), reference.data());
-    let (in_layout, filter_layout, _) = plan_layouts(algo)?;
-    let dx = gpu.upload(x.to_layout(in_layout)?.data())?;
-    let dw = gpu.upload(w.to_layout(filter_layout)?.data())?;
-    let mut dy = gpu.alloc_zeros::<f32>(p.output_len())?;
-    let t = time_runs(gpu, TimingConfig { warmup: 3, runs: runs.max(1) }, |_| launch(gpu, &plan, &p, &dx, &dw, &mut dy))?;
+    let t = time_runs(gpu, TimingConfig { warmup: 3, runs: runs.max(1) }, |_| prepared.enqueue(gpu))?;
     let tol = bench::tolerance(T::DTYPE);
     println!("time      {:.4} ms (median of {} runs; min {:.4}, max {:.4})", t.median_ms, t.runs, t.min_ms, t.max_ms);
     println!("speed     {:.2} TFLOP/s", p.flops() / (t.median_ms * 1e-3) / 1e12);
@@ -316,10 +316,6 @@ fn run_typed<T: Element>(gpu: &Gpu, algo: Algorithm, p: &Conv2d, runs: usize, se
     let ok = check.passes(tol);
     println!("check     {}", if ok { "PASSED" } else { "FAILED" });
     Ok(if ok { Outcome::Passed } else { Outcome::Failed })
-}
-
-fn plan_layouts(algo: Algorithm) -> convrs::Result<(Layout, Layout, Layout)> {
-    algo.layouts().ok_or_else(|| convrs::Error::InvalidArgument("no kernel chosen".into()))
 }
 
 /// The suites to bench: `--shape`s as one suite named `shapes`, else `--suite`s, else `seed`.
