@@ -177,6 +177,10 @@ fn main() -> ExitCode {
         Command::Run { algo, dtype, layout, tune, shape, runs, seed } => run(cli.device, algo, dtype, layout, tune, &shape, runs, seed),
         Command::Explain { shape, dtype, layout, device_model } => explain(cli.device, &shape, dtype, layout, device_model.as_deref()),
         Command::Bench { suites, shapes, geometry, algos, all_kernels, pytorch, runs, warmup, search_seconds, seed, json, plot } => {
+            if algos.contains(&Algorithm::Auto) {
+                eprintln!("convrs: bench times kernels (--algo NAME, repeatable); the automatic choice is judged in its own table against every kernel");
+                return ExitCode::from(2);
+            }
             let algos = if algos.is_empty() { Algorithm::ALL.to_vec() } else { algos };
             let opts = BenchOptions {
                 timing: TimingConfig { warmup, runs: runs as usize },
@@ -479,6 +483,10 @@ fn print_report(report: &BenchReport, opts: &BenchOptions, all_kernels: bool) {
         for e in &s.errors {
             println!("\nnot measured: {e}");
         }
+    }
+    for s in &report.suites {
+        println!("\n## Suite {}: the automatic choice (kernel time alone) against the fastest kernel\n", s.name);
+        print!("{}", report::heuristic_table(&s.groups));
     }
     let summaries: Vec<_> = report.suites.iter().flat_map(|s| s.summary.clone()).collect();
     println!("\n## Summary\n");

@@ -220,6 +220,7 @@ impl ShapeBench<'_> {
             tf32_cudnn: Vec::new(),
             tf32_pytorch: None,
             kernels: Vec::new(),
+            heuristic_pick: heuristic_pick(p, T::DTYPE, algos, gpu.model()),
         };
 
         let layout = T::CUDNN_LAYOUT;
@@ -318,6 +319,17 @@ impl ShapeBench<'_> {
             }
         }
     }
+}
+
+/// Among `algos`, the kernel whose predicted time alone (no conversions: the rows time each
+/// kernel in its own layouts) is lowest.
+fn heuristic_pick(p: &Conv2d, dtype: DType, algos: &[Algorithm], device: &crate::DeviceModel) -> Option<String> {
+    crate::select::candidates(p, dtype, Layout::Nchw, device)
+        .into_iter()
+        .filter(|c| algos.contains(&c.kernel.algorithm))
+        .filter_map(|c| Some((c.kernel.name, c.outcome.ok()?.kernel_us)))
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(name, _)| name.to_string())
 }
 
 fn boxed<T, B: Baseline<T> + 'static>(b: B) -> Box<dyn Baseline<T>> {
