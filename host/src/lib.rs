@@ -52,3 +52,8 @@ pub use compare::{compare, Comparison};
 pub use layout::{Layout, Tensor};
 pub use problem::Conv2d;
 pub use reference::conv2d_cpu;
+
+/// The README's Rust examples compile as doc tests (`no_run`: they need a GPU).
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct ReadmeExamples;
