@@ -15,7 +15,9 @@ use crate::dtype::DType;
 pub fn plan(problem: &Conv2d, device: &DeviceModel) -> Result<LaunchPlan> {
     problem.validate()?;
     let (out_p, out_q) = problem.output_hw();
-    let steps = problem.c.div_ceil(8) * problem.r * problem.s;
+    // The reduction runs over the filter's own (c, r, s) order in steps of 8 values, with no
+    // padding per tap (unlike tiled_hwcn's channel steps per tap): small C wastes nothing.
+    let steps = (problem.c * problem.r * problem.s).div_ceil(8);
     tile_plan("tiled_nchw", problem.k, problem.n * out_p * out_q, 1, steps, device)
 }
 
