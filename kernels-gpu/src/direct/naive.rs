@@ -44,7 +44,13 @@ pub unsafe fn conv(x: *const f32, w: *const f32, y: *mut f32, sh: ConvShape) {
     unsafe { *y.add(idx as usize) = acc };
 }
 
-crate::conv_kernel!(
-    /// One output element per thread (see [`conv`]).
-    fn direct_naive(x: *const f32, w: *const f32, y: *mut f32) => conv
-);
+/// Declares the entry point named by `convrs_spec::direct_naive_entry!`.
+macro_rules! entry {
+    ($name:ident) => {
+        crate::conv_kernel!(
+            /// One output element per thread (see [`conv`]).
+            fn $name(x: *const f32, w: *const f32, y: *mut f32) => conv
+        );
+    };
+}
+convrs_spec::direct_naive_entry!(entry);
