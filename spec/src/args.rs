@@ -1,5 +1,5 @@
 //! The kernel argument convention: every entry point takes its buffer pointers, then the
-//! problem's geometry as 15 `i32`s in the order of [`shape_fields!`].
+//! problem's geometry as 15 `i32`s in the order of [`shape_fields!`](crate::shape_fields).
 
 /// Calls `$callback! { $ctx... field "doc", ... }` with the fields of [`ConvShape`] in the order
 /// the kernels take them as arguments. The kernel crate's `conv_kernel!` declares one `i32`

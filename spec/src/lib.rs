@@ -6,15 +6,21 @@
 //!   their entry-point names, and the formulas both sides evaluate (block threads, shared-memory
 //!   bytes, tile geometry, which thread computes which output).
 //!
-//! Each family's instantiations are one `macro_rules!` table ([`direct_smem_variants!`],
-//! [`tiled_tiles!`], [`tensor_core_tiles!`]) that hands its rows to a callback macro: the kernel
-//! crate's callback declares the entry points (their names must be literal identifiers), and this
-//! crate's own callback builds the `const` tables the host plans from (names via `stringify!`).
+//! Each family's instantiations are one `macro_rules!` table ([`direct_naive_entry!`],
+//! [`direct_smem_variants!`], [`tiled_tiles!`], [`tensor_core_tiles!`]) that hands its rows to a
+//! callback macro: the kernel crate's callback declares the entry points (their names must be
+//! literal identifiers), and this crate's own callback builds the `const` tables the host plans
+//! from (names via `stringify!`). The host keeps only its cost model's measurements, in arrays of
+//! the tables' length.
 //!
 //! Plain `no_std` Rust with no dependencies: the kernel crate builds it for nvptx64 with
-//! `-Zbuild-std=core`. Every function the kernels call is `#[inline(always)]`, so it folds into
-//! the kernel exactly as the arithmetic written in place did.
+//! `-Zbuild-std=core`, and its PTX must not change by taking the contract from here. So every
+//! function the kernels call keeps the shape it had in the kernel crate (`#[inline(always)]`,
+//! generic where it was generic), and formulas the kernels used to write in place are
+//! expression macros ([`direct_smem_geometry!`]) that expand to exactly that code; generic
+//! functions over an integer trait computed the same values but changed the generated code.
 #![no_std]
+#![warn(missing_docs)]
 
 pub mod args;
 pub mod direct;
