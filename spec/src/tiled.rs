@@ -105,8 +105,8 @@ pub const fn quadrant_stride(b: usize, t: usize) -> usize {
 /// Thread `tid`'s place in a block tile `BN` columns wide with `TN` columns per thread: row
 /// group `tm` and column group `tn` of 4 x 4 outputs within each quadrant. A warp is 4 row
 /// groups x 8 column groups, so its operand loads read 4 and 8 adjacent 16-byte words
-/// (conflict-free, one wavefront each). Generic over the tile like the kernel that calls it, so
-/// it compiles exactly as the kernel's own function did.
+/// (conflict-free, one wavefront each). Generic over the whole tile like the kernel that calls
+/// it (BM and TM do not enter), so it compiles exactly as the kernel's own function did.
 #[inline(always)]
 pub fn thread_groups<const BM: usize, const BN: usize, const TM: usize, const TN: usize>(tid: i32) -> (i32, i32) {
     groups!(BN, TN, tid)
