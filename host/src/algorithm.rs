@@ -2,6 +2,7 @@
 
 use std::str::FromStr;
 
+use convrs_spec::ConvShape;
 use cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
 
 use crate::dtype::{DType, Element};
@@ -106,13 +107,30 @@ impl FromStr for Algorithm {
     }
 }
 
-/// The `i32` geometry every kernel takes after its pointers, in the order of
-/// `kernels_gpu::prelude::ConvShape::new`.
-pub(crate) fn shape_args(p: &Conv2d) -> [i32; 15] {
+/// The `i32` geometry every kernel takes after its pointers, in the argument order of
+/// [`ConvShape`] (the kernels declare their parameters from the same definition).
+pub(crate) fn shape_args(p: &Conv2d) -> [i32; ConvShape::LEN] {
     let (out_h, out_w) = p.output_hw();
     // validate() has bounded every one of these by i32::MAX.
-    [p.n, p.c, p.h, p.w, p.k, p.r, p.s, out_h, out_w, p.pad.0, p.pad.1, p.stride.0, p.stride.1, p.dilation.0, p.dilation.1]
-        .map(|v| v as i32)
+    let i = |v: usize| v as i32;
+    ConvShape {
+        n: i(p.n),
+        c: i(p.c),
+        h: i(p.h),
+        w: i(p.w),
+        k: i(p.k),
+        r: i(p.r),
+        s: i(p.s),
+        p: i(out_h),
+        q: i(out_w),
+        pad_h: i(p.pad.0),
+        pad_w: i(p.pad.1),
+        stride_h: i(p.stride.0),
+        stride_w: i(p.stride.1),
+        dil_h: i(p.dilation.0),
+        dil_w: i(p.dilation.1),
+    }
+    .to_args()
 }
 
 /// Enqueues `plan`'s kernel on buffers already on the device, in the layouts of

@@ -1,14 +1,13 @@
 //! Plan for `direct_naive`: one thread per output element, 1-D grid.
 
+use convrs_spec::direct::naive::{BLOCK_THREADS, ENTRY};
+
 use super::model::LAUNCH_US;
 use super::{div_ceil_u32, DeviceModel, LaunchPlan};
 use crate::dtype::DType;
 use crate::{Conv2d, Result};
 use crate::registry::{Family, KernelDesc};
 use crate::{Algorithm, Layout};
-
-/// Must equal `kernels_gpu::direct::naive::BLOCK_THREADS`.
-const BLOCK_THREADS: usize = 256;
 
 /// The fraction of the fp32 FMA peak it reaches: each thread re-reads its C*R*S inputs and taps
 /// from L1/L2 with no reuse in registers (H100: 1.03 to 1.44 TFLOP/s over the four seed shapes,
@@ -18,9 +17,9 @@ const PEAK_FRACTION: f64 = 0.017;
 pub fn plan(problem: &Conv2d, device: &DeviceModel) -> Result<LaunchPlan> {
     problem.validate()?;
     Ok(LaunchPlan {
-        kernel: "direct_naive",
-        grid: (div_ceil_u32(problem.output_len(), BLOCK_THREADS), 1, 1),
-        block: (BLOCK_THREADS as u32, 1, 1),
+        kernel: ENTRY,
+        grid: (div_ceil_u32(problem.output_len(), BLOCK_THREADS as usize), 1, 1),
+        block: (BLOCK_THREADS, 1, 1),
         shared_bytes: 0,
         dtype: DType::F32,
         predicted_us: LAUNCH_US + problem.flops() / (device.fp32_tflops * 1e6 * PEAK_FRACTION),
@@ -29,7 +28,7 @@ pub fn plan(problem: &Conv2d, device: &DeviceModel) -> Result<LaunchPlan> {
 /// The registry's entry.
 pub const KERNEL: KernelDesc = KernelDesc {
     algorithm: Algorithm::DirectNaive,
-    name: "direct_naive",
+    name: ENTRY,
     family: Family::Direct,
     summary: "family 1 step 1: one output element per thread",
     dtype: DType::F32,

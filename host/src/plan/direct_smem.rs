@@ -4,9 +4,10 @@
 //! The kernel's tile is set by its launch: a block of `(TXC, TH)` threads computes TH output
 //! rows by TXC*WPT output columns for KT output channels of one image, and the grid is one
 //! flattened dimension of `column tiles x row tiles x K tiles x N` blocks. The kernel re-derives
-//! the tile counts and its shared-memory layout from the block shape and the problem, with the
-//! same formulas as [`Geometry`] below (keep the two in step; the kernel traps if it is given
-//! less shared memory than it needs, so a mismatch fails loudly rather than silently).
+//! the tile counts and its shared-memory layout from the block shape and the problem; both sides
+//! evaluate the one set of formulas in `convrs_spec::direct_smem_geometry!` (the kernel in
+//! `i32`, [`Geometry`] here in `u128`), and the kernel still traps if it is given less shared
+//! memory than it needs.
 //!
 //! Choice: every variant (KT in {4, 6, 8, 16}; the compiled-S fast path when stride_w =
 //! dilation_w = 1 and S is 1, 3, 5, 6 or 7, else the generic path) and every block shape of 64
@@ -22,6 +23,10 @@
 //! - 1,6,768,512 -> 6, 6x6: `direct_smem_k6_s6`, block (8, 16), 768 blocks, 8448 B: 0.031 ms.
 //! - 64,64,56,56 -> 64, 3x3 p1: `direct_smem_k16_s3`, block (15, 8), 1792 blocks, 6272 B: 0.44 ms.
 
+use std::ops::Deref;
+
+use convrs_spec::direct::smem::{self as spec, has_fast_path, GENERIC, MAX_BLOCK_THREADS, WIDTHS};
+
 use super::model::{blocks_per_sm, cycles_us, waves, LAUNCH_US};
 use super::{DeviceModel, LaunchPlan};
 use crate::dtype::DType;
@@ -29,62 +34,55 @@ use crate::{Conv2d, Error, Result};
 use crate::registry::{Family, KernelDesc};
 use crate::{Algorithm, Layout};
 
-/// Must equal `kernels_gpu::direct::smem::MAX_BLOCK_THREADS`: at most 255 registers per
-/// thread times 256 threads fit an SM's 64 Ki registers, so no plan can fail to launch for
-/// registers.
-const MAX_BLOCK_THREADS: usize = 256;
-
-/// Filter widths with a compiled fast path (entry `direct_smem_k{KT}_s{S}`).
-const FAST_S: [usize; 5] = [1, 3, 5, 6, 7];
-
-/// One register tile: KT output channels x WPT output columns per thread.
+/// One compiled register tile (KT output channels x WPT output columns per thread, and its
+/// entries) with what the cost model knows of it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Variant {
-    kt: usize,
-    wpt: usize,
+    spec: spec::Variant,
     /// Registers per thread as ptxas allocates them (sm_90, rounded up to its granularity of
     /// 8), for the occupancy estimate only.
     regs: usize,
 }
 
-/// Must match the `conv::<KT, WPT, S>` instantiations in kernels-gpu/src/direct/smem.rs.
-const VARIANTS: [Variant; 4] = [
-    Variant { kt: 4, wpt: 8, regs: 96 },
-    Variant { kt: 6, wpt: 4, regs: 80 },
-    Variant { kt: 8, wpt: 8, regs: 128 },
-    Variant { kt: 16, wpt: 4, regs: 136 },
-];
+impl Deref for Variant {
+    type Target = spec::Variant;
+    fn deref(&self) -> &spec::Variant {
+        &self.spec
+    }
+}
 
-/// Entry points as declared in kernels-gpu/src/direct/smem.rs: one row per [`VARIANTS`] entry,
-/// one column per [`FAST_S`] width, then the generic path.
-const KERNELS: [[&str; FAST_S.len() + 1]; VARIANTS.len()] = [
-    ["direct_smem_k4_s1", "direct_smem_k4_s3", "direct_smem_k4_s5", "direct_smem_k4_s6", "direct_smem_k4_s7", "direct_smem_k4_sx"],
-    ["direct_smem_k6_s1", "direct_smem_k6_s3", "direct_smem_k6_s5", "direct_smem_k6_s6", "direct_smem_k6_s7", "direct_smem_k6_sx"],
-    ["direct_smem_k8_s1", "direct_smem_k8_s3", "direct_smem_k8_s5", "direct_smem_k8_s6", "direct_smem_k8_s7", "direct_smem_k8_sx"],
-    ["direct_smem_k16_s1", "direct_smem_k16_s3", "direct_smem_k16_s5", "direct_smem_k16_s6", "direct_smem_k16_s7", "direct_smem_k16_sx"],
-];
+/// [`Variant::regs`] of each variant of `spec::VARIANTS`, in its order (a measurement, not part
+/// of the contract; the length is checked against the table at compile time).
+const REGS: [usize; spec::VARIANTS.len()] = [96, 80, 128, 136];
+
+/// The compiled variants, in the spec's order, with their register counts.
+const VARIANTS: [Variant; spec::VARIANTS.len()] = {
+    let mut out = [Variant { spec: spec::VARIANTS[0], regs: 0 }; spec::VARIANTS.len()];
+    let mut i = 0;
+    while i < out.len() {
+        out[i] = Variant { spec: spec::VARIANTS[i], regs: REGS[i] };
+        i += 1;
+    }
+    out
+};
 
 /// The entry point of variant `kt` with fast-path width `s` (`None` or a width without a fast
 /// path: generic). An unknown `kt` falls back to the last variant, as the planner never asks for one.
 fn kernel_name(kt: usize, s: Option<usize>) -> &'static str {
-    let row = VARIANTS.iter().position(|v| v.kt == kt).unwrap_or(VARIANTS.len() - 1);
-    let col = s.and_then(|s| FAST_S.iter().position(|&f| f == s)).unwrap_or(FAST_S.len());
-    KERNELS[row][col]
+    let v = VARIANTS.iter().find(|v| v.kt == kt).unwrap_or(&VARIANTS[VARIANTS.len() - 1]);
+    let width = s.filter(|&s| has_fast_path(s)).unwrap_or(GENERIC);
+    let col = WIDTHS.iter().position(|&w| w == width).expect("the spec lists a generic column");
+    v.entries[col]
 }
 
 /// Every entry point the plan can name (for tests and tools).
 pub fn kernel_names() -> Vec<&'static str> {
-    let mut names = Vec::new();
-    for v in VARIANTS {
-        for s in FAST_S.iter().copied().map(Some).chain([None]) {
-            names.push(kernel_name(v.kt, s));
-        }
-    }
-    names
+    VARIANTS.iter().flat_map(|v| v.entries).collect()
 }
 
-/// The kernel's geometry for one block shape, mirroring kernels-gpu/src/direct/smem.rs `conv`.
-/// All arithmetic in u128, so absurd problems become rejections, never overflows.
+/// The kernel's geometry for one block shape, by the spec's formulas (which the kernel's `conv`
+/// evaluates in `i32`). All arithmetic in u128, so absurd problems become rejections, never
+/// overflows.
 #[derive(Clone, Copy, Debug)]
 struct Geometry {
     /// Output rows per block (TH).
@@ -111,29 +109,25 @@ struct Geometry {
     smem_bytes: u128,
 }
 
-fn round4(v: u128) -> u128 {
-    v.div_ceil(4) * 4
-}
-
 fn geometry(p: &Conv2d, v: Variant, fast: bool, txc: usize, th: usize) -> Geometry {
     let (out_p, out_q) = p.output_hw();
     let u = |x: usize| x as u128;
     let (sh, sw) = (u(p.stride.0), u(p.stride.1));
     let (dh, dw) = (u(p.dilation.0), u(p.dilation.1));
     let tw = u(txc * v.wpt);
-    let vec16 = p.stride.1 == 1 && p.w % 4 == 0;
-    let shift = if vec16 { u((4 - p.pad.1 % 4) % 4) } else { 0 };
-    let qtiles = (u(out_q) + shift).div_ceil(tw);
-    let ptiles = u(out_p).div_ceil(u(th));
-    let ktiles = u(p.k).div_ceil(u(v.kt));
+    let vec16 = spec::vec_rows(sw, u(p.w));
+    let shift = spec::tile_shift(vec16, u(p.pad.1));
+    let qtiles = spec::tiles(u(out_q) + shift, tw);
+    let ptiles = spec::tiles(u(out_p), u(th));
+    let ktiles = spec::tiles(u(p.k), u(v.kt));
     let blocks = qtiles * ptiles * ktiles * u(p.n);
-    let ih = (u(th) - 1) * sh + (u(p.r) - 1) * dh + 1;
-    let need_w = round4((tw - 1) * sw + (u(p.s) - 1) * dw + 1);
+    let ih = spec::input_rows(u(th), sh, u(p.r), dh);
+    let need_w = spec::input_cols(tw, sw, u(p.s), dw);
     let pitch = need_w;
     // Taps: fast path packed per filter row ([rx][k], rounded up to 16 bytes), generic path one
     // 16-byte aligned group of round4(KT) per (ry, rx).
-    let tap_floats = if fast { u(p.r) * round4(u(p.s) * u(v.kt)) } else { u(p.r) * u(p.s) * round4(u(v.kt)) };
-    let smem_bytes = 8 * (ih * pitch + tap_floats);
+    let tap_floats = spec::tap_floats(v.kt, if fast { p.s } else { GENERIC }, u(p.r), u(p.s));
+    let smem_bytes = spec::smem_bytes(ih * pitch + tap_floats);
     Geometry { th: u(th), tw, shift, qtiles, ptiles, ktiles, blocks, ih, need_w, pitch, vec16, smem_bytes }
 }
 
@@ -227,7 +221,7 @@ fn window_wavefronts(p: &Conv2d, v: Variant, fast: bool, txc: usize, th: usize, 
 pub fn plan(problem: &Conv2d, device: &DeviceModel) -> Result<LaunchPlan> {
     problem.validate()?;
     let p = problem;
-    let fast_s = (p.stride.1 == 1 && p.dilation.1 == 1 && FAST_S.contains(&p.s)).then_some(p.s);
+    let fast_s = (p.stride.1 == 1 && p.dilation.1 == 1 && has_fast_path(p.s)).then_some(p.s);
     let max_smem = device.smem_per_block as u128;
     let mut best: Option<(f64, LaunchPlan)> = None;
     let mut smallest_smem = u128::MAX;
@@ -243,7 +237,7 @@ pub fn plan(problem: &Conv2d, device: &DeviceModel) -> Result<LaunchPlan> {
             // 64 to 128 threads (4-warp blocks were best or within 2% of it in every measured
             // shape, and keep occupancy steady if the driver's compiler allocates more registers).
             let txc_max = 64usize.min((out_q + 3).div_ceil(v.wpt));
-            let (txc_min, max_threads) = if relaxed { (1, MAX_BLOCK_THREADS) } else { (txc_max.min(8), 128) };
+            let (txc_min, max_threads) = if relaxed { (1, MAX_BLOCK_THREADS as usize) } else { (txc_max.min(8), 128) };
             let min_threads = if relaxed { 1 } else { 64.min(txc_max * out_p.min(max_threads / txc_max)) };
             for txc in txc_min..=txc_max {
                 for th in 1..=(max_threads / txc).min(out_p) {
@@ -316,18 +310,19 @@ mod tests {
         DeviceModel::named("h100").unwrap()
     }
 
-    fn variant_of(kernel: &str) -> Variant {
-        let kt: usize = kernel.trim_start_matches("direct_smem_k").split('_').next().unwrap().parse().unwrap();
-        VARIANTS.into_iter().find(|v| v.kt == kt).unwrap()
+    /// The variant of entry `kernel`, and whether the entry is a fast path.
+    fn variant_of(kernel: &str) -> (Variant, bool) {
+        let v = VARIANTS.into_iter().find(|v| v.entries.contains(&kernel)).unwrap();
+        let col = v.entries.iter().position(|&e| e == kernel).unwrap();
+        (v, WIDTHS[col] != GENERIC)
     }
 
     /// Replays the kernel's block -> tile -> thread -> output mapping on the CPU and checks that
     /// every output is written exactly once and nothing outside the output is.
     fn assert_covers_exactly_once(p: &Conv2d, plan: &LaunchPlan) {
         let (out_p, out_q) = p.output_hw();
-        let v = variant_of(plan.kernel);
+        let (v, fast) = variant_of(plan.kernel);
         let (txc, th) = (plan.block.0 as usize, plan.block.1 as usize);
-        let fast = !plan.kernel.ends_with("_sx");
         let g = geometry(p, v, fast, txc, th);
         assert_eq!(plan.grid, (g.blocks as u32, 1, 1));
         let mut hits = vec![0u8; p.output_len()];
@@ -340,7 +335,7 @@ mod tests {
                 for tx in 0..txc {
                     for k in kti * v.kt..(kti + 1) * v.kt {
                         for j in 0..v.wpt {
-                            let col = if fast { tx * v.wpt + j } else { tx + j * txc };
+                            let col = spec::thread_column(fast, tx as u128, j as u128, v.wpt as u128, txc as u128) as usize;
                             let ox = (xt * g.tw as usize + col) as isize - g.shift as isize;
                             if oy < out_p && k < p.k && ox >= 0 && (ox as usize) < out_q {
                                 hits[((n * p.k + k) * out_p + oy) * out_q + ox as usize] += 1;
@@ -405,10 +400,10 @@ mod tests {
         for p in shapes.iter().filter(|p| p.validate().is_ok()) {
             let plan = super::plan(p, &h100()).unwrap_or_else(|e| panic!("{p}: {e}"));
             assert!(plan.shared_bytes <= h100().smem_per_block, "{p}: {plan:?}");
-            assert!(plan.block.0 * plan.block.1 <= MAX_BLOCK_THREADS as u32 && plan.block.2 == 1, "{p}: {plan:?}");
+            assert!(plan.block.0 * plan.block.1 <= MAX_BLOCK_THREADS && plan.block.2 == 1, "{p}: {plan:?}");
             assert!(kernel_names().contains(&plan.kernel));
-            let fast = p.stride.1 == 1 && p.dilation.1 == 1 && FAST_S.contains(&p.s);
-            assert_eq!(!plan.kernel.ends_with("_sx"), fast, "{p}: {plan:?}");
+            let fast = p.stride.1 == 1 && p.dilation.1 == 1 && has_fast_path(p.s);
+            assert_eq!(variant_of(plan.kernel).1, fast, "{p}: {plan:?}");
             assert_covers_exactly_once(p, &plan);
         }
     }

@@ -23,7 +23,13 @@
 //!
 //! Launch: 1-D grid of `ceil(N/BN) * ceil(K/BM) * P*Q` blocks (batch tile fastest), 1-D block of
 //! `(BM/TM) * (BN/TN)` threads (up to 512: every entry needs at most 128 registers, checked by
-//! tests/tests/ptxas.rs for every planned block), `STAGES * BK * (BM + 4 + BN) * 4` bytes of dynamic shared memory.
+//! tests/tests/ptxas.rs for every planned block), `STAGES * BK * (BM + 4 + BN) * 4` bytes of dynamic
+//! shared memory (`convrs_spec::tiled::smem_bytes`). The tiles and their entries are
+//! `convrs_spec::tiled::TILES`; this module adds the cost model's numbers to each.
+
+use std::ops::Deref;
+
+use convrs_spec::tiled as spec;
 
 use super::model::{blocks_per_sm, waves, LAUNCH_US};
 use super::{DeviceModel, LaunchPlan};
@@ -32,53 +38,49 @@ use crate::{Conv2d, Error, Result};
 use crate::registry::{Family, KernelDesc};
 use crate::{Algorithm, Layout};
 
-/// One compiled tile shape: `conv::<BM, BN, BK, TM, TN, STAGES>` in kernels-gpu/src/tiled/.
+/// One compiled tile shape (`conv::<BM, BN, BK, TM, TN, STAGES>` of both kernels, with its
+/// entries) and the cost model's numbers for it.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) struct Tile {
-    pub hwcn: &'static str,
-    pub nchw: &'static str,
-    pub bm: usize,
-    pub bn: usize,
-    pub bk: usize,
-    pub tm: usize,
-    pub tn: usize,
-    pub stages: usize,
+    pub spec: spec::Tile,
     /// Registers per thread (ptxas, sm_90) of the (HWCN, NCHW) entries, for occupancy only.
     pub regs: (usize, usize),
     /// Relative FMA throughput of the shape when latency is hidden (1 = best), for (HWCN, NCHW).
     pub eff: (f64, f64),
 }
 
-impl Tile {
-    pub fn threads(&self) -> usize {
-        (self.bm / self.tm) * (self.bn / self.tn)
-    }
-    /// Must match `kernels_gpu::tiled::mainloop::smem_bytes` (A rows padded by 4 floats).
-    pub fn smem_bytes(&self) -> usize {
-        self.stages * self.bk * (self.bm + 4 + self.bn) * 4
+impl Deref for Tile {
+    type Target = spec::Tile;
+    fn deref(&self) -> &spec::Tile {
+        &self.spec
     }
 }
 
-const fn tile(hwcn: &'static str, nchw: &'static str, bm: usize, bn: usize, tm: usize, tn: usize, regs: (usize, usize), eff: (f64, f64)) -> Tile {
-    Tile { hwcn, nchw, bm, bn, bk: 8, tm, tn, stages: 3, regs, eff }
-}
-
-const fn tile_bk(bk: usize, t: Tile) -> Tile {
-    Tile { bk, ..t }
-}
-
-/// Must match the entry points at the end of kernels-gpu/src/tiled/hwcn.rs and nchw.rs.
-pub(crate) const TILES: [Tile; 8] = [
-    tile("tiled_hwcn_128x128", "tiled_nchw_128x128", 128, 128, 8, 8, (111, 119), (1.0, 0.905)),
-    tile("tiled_hwcn_128x64", "tiled_nchw_128x64", 128, 64, 8, 8, (127, 128), (0.95, 0.89)),
-    tile("tiled_hwcn_64x128", "tiled_nchw_64x128", 64, 128, 8, 8, (128, 119), (0.98, 0.74)),
-    tile("tiled_hwcn_64x64", "tiled_nchw_64x64", 64, 64, 8, 8, (127, 128), (0.9, 0.7)),
-    tile("tiled_hwcn_128x32", "tiled_nchw_128x32", 128, 32, 8, 4, (63, 70), (0.9, 0.77)),
-    tile("tiled_hwcn_32x128", "tiled_nchw_32x128", 32, 128, 4, 8, (80, 72), (0.88, 0.53)),
-    tile("tiled_hwcn_256x128", "tiled_nchw_256x128", 256, 128, 8, 8, (111, 127), (0.965, 1.0)),
-    // Within 1% of 128x128 for HWCN: kept just below it, so ties go to the smaller shared memory.
-    tile_bk(16, tile("tiled_hwcn_128x128_k16", "tiled_nchw_128x128_k16", 128, 128, 8, 8, (125, 127), (0.995, 0.95))),
+/// [`Tile::regs`] and [`Tile::eff`] of each tile of `spec::TILES`, in its order (measurements,
+/// not part of the contract; the length is checked against the table at compile time).
+const MODEL: [((usize, usize), (f64, f64)); spec::TILES.len()] = [
+    ((111, 119), (1.0, 0.905)),   // 128x128
+    ((127, 128), (0.95, 0.89)),   // 128x64
+    ((128, 119), (0.98, 0.74)),   // 64x128
+    ((127, 128), (0.9, 0.7)),     // 64x64
+    ((63, 70), (0.9, 0.77)),      // 128x32
+    ((80, 72), (0.88, 0.53)),     // 32x128
+    ((111, 127), (0.965, 1.0)),   // 256x128
+    // 128x128 with BK 16: within 1% of 128x128 for HWCN, kept just below it, so ties go to the
+    // smaller shared memory.
+    ((125, 127), (0.995, 0.95)),
 ];
+
+/// The compiled tiles, in the spec's order, with the cost model's numbers.
+pub(crate) const TILES: [Tile; spec::TILES.len()] = {
+    let mut out = [Tile { spec: spec::TILES[0], regs: (0, 0), eff: (0.0, 0.0) }; spec::TILES.len()];
+    let mut i = 0;
+    while i < out.len() {
+        out[i] = Tile { spec: spec::TILES[i], regs: MODEL[i].0, eff: MODEL[i].1 };
+        i += 1;
+    }
+    out
+};
 
 /// Every entry point either plan can name (for tests and tools).
 pub fn kernel_names() -> Vec<&'static str> {
@@ -159,15 +161,15 @@ pub fn plan(problem: &Conv2d, device: &DeviceModel) -> Result<LaunchPlan> {
     tile_plan("tiled_hwcn", problem.k, problem.n, out_p * out_q, steps, device)
 }
 
-/// The thread -> output mapping of kernels-gpu/src/tiled/mainloop.rs, replayed on the CPU:
-/// `(row, column)` of the block tile for register `(i, j)` of thread `tid`.
+/// The kernels' thread -> output mapping (the spec's, which kernels-gpu/src/tiled/mainloop.rs
+/// calls), replayed on the CPU: `(row, column)` of the block tile for register `(i, j)` of
+/// thread `tid`.
 #[cfg(test)]
 pub(crate) fn thread_output(t: &Tile, tid: usize, i: usize, j: usize) -> (usize, usize) {
-    let warps_n = t.bn / t.tn / 8;
-    let (warp, lane) = (tid / 32, tid % 32);
-    let (tm, tn) = ((warp / warps_n) * 4 + lane / 8, (warp % warps_n) * 8 + lane % 8);
-    let (qm, qn) = (t.bm / (t.tm / 4), t.bn / (t.tn / 4));
-    (i / 4 * qm + tm * 4 + i % 4, j / 4 * qn + tn * 4 + j % 4)
+    let (tm, tn) = t.thread_groups(tid as i32);
+    let row = spec::tile_index(tm, i, spec::quadrant_stride(t.bm, t.tm));
+    let col = spec::tile_index(tn, j, spec::quadrant_stride(t.bn, t.tn));
+    (row as usize, col as usize)
 }
 
 /// The registry's entry.

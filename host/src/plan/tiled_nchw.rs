@@ -3,7 +3,8 @@
 //! `tiled_hwcn` ([`super::tiled_hwcn::choose`], [`super::tiled_hwcn::tile_plan`]).
 //!
 //! Launch: 1-D grid of `ceil(K/BM) * ceil(N*P*Q/BN)` blocks (channel tile fastest), 1-D block
-//! of `(BM/TM) * (BN/TN)` threads, `STAGES * BK * (BM + BN) * 4` bytes of dynamic shared memory.
+//! of `(BM/TM) * (BN/TN)` threads, `convrs_spec::tiled::smem_bytes` of dynamic shared memory
+//! (`STAGES * BK * (BM + 4 + BN) * 4` bytes).
 
 use super::tiled_hwcn::tile_plan;
 use super::{DeviceModel, LaunchPlan};

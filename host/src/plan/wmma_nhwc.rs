@@ -26,6 +26,10 @@
 //! 0.285 ms for 3 to 6 stages), 128x128 of 8 warps of 64x32 (0.330 ms), and the same tiles
 //! without fragment pipelining across the barrier (2 to 10% slower).
 
+use std::ops::Deref;
+
+use convrs_spec::tensor_core as spec;
+
 use super::model::{blocks_per_sm, waves, LAUNCH_US};
 use super::{DeviceModel, LaunchPlan};
 use crate::dtype::DType;
@@ -33,39 +37,45 @@ use crate::{Conv2d, Error, Result};
 use crate::registry::{Family, KernelDesc};
 use crate::{Algorithm, Layout};
 
-/// One instantiation of the kernel's const generics, compiled for both layout families.
+/// One compiled tile (`conv::<_, WARPS_M, WARPS_N, MT, NT, STAGES, KCH>` of both layout
+/// families, with its entries and sizes) and the cost model's numbers for it.
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct Tile {
-    kernel: &'static str,
-    /// The same tile on the blocked layouts (`kernels_gpu::tensor_core::nhwcnc`).
-    blocked: &'static str,
-    bm: usize,
-    bn: usize,
-    /// Channels per k-tile (32 or 64): shared rows of 2*bk bytes.
-    bk: usize,
-    threads: usize,
-    stages: usize,
+    spec: spec::Tile,
     /// Registers per thread as ptxas allocates them (sm_90), for the occupancy estimate only.
     regs: usize,
     /// Relative mma throughput of its warp tile (shared-memory bytes read per MAC).
     efficiency: f64,
 }
 
-impl Tile {
-    fn smem_bytes(&self) -> usize {
-        self.stages * (self.bm + self.bn) * 2 * self.bk
+impl Deref for Tile {
+    type Target = spec::Tile;
+    fn deref(&self) -> &spec::Tile {
+        &self.spec
     }
 }
 
-/// Must match the `conv::<_, WARPS_M, WARPS_N, MT, NT, STAGES, KCH>` entries of
-/// `kernels_gpu::tensor_core::{nhwc, nhwcnc}`.
-const TILES: [Tile; 5] = [
-    Tile { kernel: "wmma_nhwc_128x256k64", blocked: "wmma_nhwcnc_128x256k64", bm: 128, bn: 256, bk: 64, threads: 256, stages: 4, regs: 232, efficiency: 1.0 },
-    Tile { kernel: "wmma_nhwc_128x128k64", blocked: "wmma_nhwcnc_128x128k64", bm: 128, bn: 128, bk: 64, threads: 128, stages: 3, regs: 232, efficiency: 0.98 },
-    Tile { kernel: "wmma_nhwc_128x128", blocked: "wmma_nhwcnc_128x128", bm: 128, bn: 128, bk: 32, threads: 128, stages: 4, regs: 224, efficiency: 0.97 },
-    Tile { kernel: "wmma_nhwc_128x64", blocked: "wmma_nhwcnc_128x64", bm: 128, bn: 64, bk: 32, threads: 128, stages: 4, regs: 152, efficiency: 0.79 },
-    Tile { kernel: "wmma_nhwc_64x64", blocked: "wmma_nhwcnc_64x64", bm: 64, bn: 64, bk: 32, threads: 128, stages: 4, regs: 88, efficiency: 0.62 },
+/// [`Tile::regs`] and [`Tile::efficiency`] of each tile of `spec::TILES`, in its order
+/// (measurements, not part of the contract; the length is checked against the table at compile
+/// time).
+const MODEL: [(usize, f64); spec::TILES.len()] = [
+    (232, 1.0),  // 128x256k64
+    (232, 0.98), // 128x128k64
+    (224, 0.97), // 128x128
+    (152, 0.79), // 128x64
+    (88, 0.62),  // 64x64
 ];
+
+/// The compiled tiles, in the spec's order, with the cost model's numbers.
+const TILES: [Tile; spec::TILES.len()] = {
+    let mut out = [Tile { spec: spec::TILES[0], regs: 0, efficiency: 0.0 }; spec::TILES.len()];
+    let mut i = 0;
+    while i < out.len() {
+        out[i] = Tile { spec: spec::TILES[i], regs: MODEL[i].0, efficiency: MODEL[i].1 };
+        i += 1;
+    }
+    out
+};
 
 /// Which layout family's entries a plan names: the two share the kernel's mainloop, tiles and
 /// therefore this cost model (`wmma_nhwcnc`'s GEMM has the same M = N*P*Q and N = K).
@@ -87,8 +97,8 @@ impl Layouts {
 
     fn kernel(self, t: &Tile) -> &'static str {
         match self {
-            Layouts::Nhwc => t.kernel,
-            Layouts::Blocked => t.blocked,
+            Layouts::Nhwc => t.nhwc,
+            Layouts::Blocked => t.nhwcnc,
         }
     }
 
@@ -158,7 +168,7 @@ pub(super) fn plan_tiles(p: &Conv2d, device: &DeviceModel, family: Layouts) -> R
             algorithm: family.algorithm(),
             reason: format!(
                 "even the smallest tile needs {} bytes of shared memory (or the grid exceeds 2^31 blocks); the device allows {} per block",
-                TILES.iter().map(Tile::smem_bytes).min().unwrap_or(0),
+                TILES.iter().map(|t| t.smem_bytes()).min().unwrap_or(0),
                 device.smem_per_block
             ),
         });
@@ -222,7 +232,7 @@ pub(super) mod tests {
     }
 
     fn tile_of(plan: &LaunchPlan) -> Tile {
-        *TILES.iter().find(|t| t.kernel == plan.kernel || t.blocked == plan.kernel).unwrap()
+        *TILES.iter().find(|t| t.nhwc == plan.kernel || t.nhwcnc == plan.kernel).unwrap()
     }
 
     /// The grid covers every GEMM output (M x K) with whole tiles, one block per tile.
