@@ -1,5 +1,5 @@
 //! What the device is, as the planners see it: multiprocessors, shared memory, registers, L2,
-//! clock and memory bandwidth. Read from the GPU ([`DeviceModel::from_gpu`]) or taken from a
+//! clock and memory bandwidth. Read from the GPU ([`crate::Gpu::model`]) or taken from a
 //! built-in model of a known GPU ([`DeviceModel::named`]) so that `convrs explain` answers on a
 //! machine without one. Every planner derives occupancy and waves from these numbers, never
 //! from constants of one GPU.

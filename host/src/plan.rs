@@ -2,13 +2,10 @@
 //! predicted time on the device, or the reason the kernel cannot take it. Pure functions of the
 //! problem and the [`DeviceModel`], so they are tested on CPU against built-in device models.
 
-pub mod direct_naive;
+pub mod direct;
 pub mod model;
-pub mod direct_smem;
-pub mod tiled_hwcn;
-pub mod tiled_nchw;
-pub mod wmma_nhwc;
-pub mod wmma_nhwcnc;
+pub mod tensor_core;
+pub mod tiled;
 
 use crate::dtype::DType;
 

@@ -55,12 +55,12 @@ pub struct KernelDesc {
 
 /// Every kernel, in the order of the progression.
 pub const KERNELS: &[KernelDesc] = &[
-    plan::direct_naive::KERNEL,
-    plan::direct_smem::KERNEL,
-    plan::tiled_hwcn::KERNEL,
-    plan::tiled_nchw::KERNEL,
-    plan::wmma_nhwcnc::KERNEL,
-    plan::wmma_nhwc::KERNEL,
+    plan::direct::naive::KERNEL,
+    plan::direct::smem::KERNEL,
+    plan::tiled::hwcn::KERNEL,
+    plan::tiled::nchw::KERNEL,
+    plan::tensor_core::nhwcnc::KERNEL,
+    plan::tensor_core::nhwc::KERNEL,
 ];
 
 /// The description of `algorithm`, `None` for [`Algorithm::Auto`].

@@ -36,7 +36,7 @@
 //! holding them across the mainloop.
 //!
 //! Instantiations (listed once in `convrs_spec::tiled_tiles!`, for both kernels;
-//! host/src/plan/tiled_hwcn.rs picks one per problem; H100 times on 256,256,14,14 -> 512, 3x3 pad 1, fp32, 118.4 GFLOP nominal):
+//! host/src/plan/tiled/hwcn.rs picks one per problem; H100 times on 256,256,14,14 -> 512, 3x3 pad 1, fp32, 118.4 GFLOP nominal):
 //!
 //! | name | BM x BN x BK | TM x TN | threads | FFMA per LDS.128 | hwcn ms | nchw ms |
 //! | --- | --- | --- | --- | --- | --- | --- |

@@ -4,7 +4,8 @@
 //! it was skipped.
 
 use convrs::bench::FP16_REL_L2_TOLERANCE;
-use convrs::plan::{wmma_nhwc, wmma_nhwcnc, LaunchPlan};
+use convrs::plan::tensor_core::{nhwc as wmma_nhwc, nhwcnc as wmma_nhwcnc};
+use convrs::plan::LaunchPlan;
 use convrs::DeviceModel;
 use convrs::timing::{time_runs, TimingConfig};
 use convrs::{compare, conv2d_cpu, launch, Algorithm, Comparison, Conv2d, Error, Gpu, Layout, Tensor};

@@ -425,7 +425,7 @@ pub unsafe fn conv<const KT: usize, const WPT: usize, const S: usize>(x: *const 
 
 /// Declares the entry points of `convrs_spec::direct_smem_variants!`: per variant (KT output
 /// channels, WPT outputs along W per thread), one `conv::<KT, WPT, S>` per filter width S
-/// (0: any S, stride and dilation). The host plan (host/src/plan/direct_smem.rs) picks one.
+/// (0: any S, stride and dilation). The host plan (host/src/plan/direct/smem.rs) picks one.
 macro_rules! entries {
     ($widths:tt $(($kt:literal, $wpt:literal: $($name:ident),*))*) => {
         $(entries!(@variant $widths $kt, $wpt: $($name),*);)*

@@ -244,7 +244,7 @@ fn mma_warp_tile<const MT: usize, const NT: usize>(acc: &mut [[[f32; 4]; NT]; MT
 /// The kernel: `WARPS_M x WARPS_N` warps of `MT x NT` m16n8 tiles each, k-tiles of BK = 8*KCH
 /// channels, `STAGES` k-tiles in flight, operands addressed by `O`. Launched with
 /// `convrs_spec::tensor_core::threads` threads, a 1-D grid of `ceil(M / BM) * ceil(K / BN)` blocks
-/// and `convrs_spec::tensor_core::smem_bytes` of shared memory (host/src/plan/wmma_nhwc.rs); the shape
+/// and `convrs_spec::tensor_core::smem_bytes` of shared memory (host/src/plan/tensor_core/nhwc.rs); the shape
 /// passes `O::supports` (the kernel traps otherwise).
 ///
 /// # Safety
@@ -479,8 +479,8 @@ pub unsafe fn conv<O: Operands, const WARPS_M: usize, const WARPS_N: usize, cons
 /// Declares the entry points of one layout family from `convrs_spec::tensor_core_tiles!`, called
 /// as `tensor_core_tiles!(entries, nhwc, Ops)` (or `nhwcnc`): one
 /// `conv::<Ops, WARPS_M, WARPS_N, MT, NT, STAGES, KCH>` per tile, named by the table's column for
-/// that family. host/src/plan/wmma_nhwcnc.rs picks with wmma_nhwc's cost model, which is why both
-/// families compile the same tiles (host/src/plan/wmma_nhwc.rs has their timings).
+/// that family. host/src/plan/tensor_core/nhwcnc.rs picks with wmma_nhwc's cost model, which is why both
+/// families compile the same tiles (host/src/plan/tensor_core/nhwc.rs has their timings).
 macro_rules! entries {
     (nhwc $ops:ident $(($nhwc:ident, $nhwcnc:ident, $wm:literal, $wn:literal, $mt:literal, $nt:literal, $stages:literal, $kch:literal))*) => {
         $($crate::conv_kernel!(

@@ -65,7 +65,7 @@ unsafe fn copy_rows<const BK: usize, const COLS: usize>(
 ///
 /// # Safety
 /// `x`, `w`, `y` hold N*C*H*W, K*C*R*S and N*K*P*Q `f32`s in the layouts above; `y` does not
-/// alias the inputs; the launch follows host/src/plan/tiled_hwcn.rs (the kernel traps on a
+/// alias the inputs; the launch follows host/src/plan/tiled/hwcn.rs (the kernel traps on a
 /// wrong block size or too little shared memory).
 #[inline(always)]
 pub unsafe fn conv<const BM: usize, const BN: usize, const BK: usize, const TM: usize, const TN: usize, const STAGES: usize>(

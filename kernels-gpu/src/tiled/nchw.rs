@@ -40,7 +40,7 @@ fn opaque_ptr(p: *const f32) -> *const f32 {
 ///
 /// # Safety
 /// `x`, `w`, `y` hold N*C*H*W, K*C*R*S and N*K*P*Q `f32`s in the layouts above; `y` does not
-/// alias the inputs; the launch follows host/src/plan/tiled_nchw.rs (the kernel traps on a
+/// alias the inputs; the launch follows host/src/plan/tiled/nchw.rs (the kernel traps on a
 /// wrong block size or too little shared memory).
 #[inline(always)]
 #[allow(unused_assignments)] // the carry after the last B element of a step is not read

@@ -1,13 +1,13 @@
 //! Plan for `tiled_nchw` (kernels-gpu/src/tiled/nchw.rs): the implicit GEMM of M = K output
 //! channels by N*P*Q output positions. The tile shape comes from the same list and model as
-//! `tiled_hwcn` ([`super::tiled_hwcn::choose`], [`super::tiled_hwcn::tile_plan`]).
+//! `tiled_hwcn` (`super::hwcn::choose`, `super::hwcn::tile_plan`).
 //!
 //! Launch: 1-D grid of `ceil(K/BM) * ceil(N*P*Q/BN)` blocks (channel tile fastest), 1-D block
 //! of `(BM/TM) * (BN/TN)` threads, `convrs_spec::tiled::smem_bytes` of dynamic shared memory
 //! (`STAGES * BK * (BM + 4 + BN) * 4` bytes).
 
-use super::tiled_hwcn::tile_plan;
-use super::{DeviceModel, LaunchPlan};
+use super::hwcn::tile_plan;
+use crate::plan::{DeviceModel, LaunchPlan};
 use crate::{Conv2d, Result};
 use crate::registry::{Family, KernelDesc};
 use crate::{Algorithm, Layout};
@@ -36,7 +36,7 @@ pub const KERNEL: KernelDesc = KernelDesc {
 
 #[cfg(test)]
 mod tests {
-    use super::super::tiled_hwcn::{thread_output, TILES};
+    use super::super::hwcn::{thread_output, TILES};
     use super::*;
     use crate::Error;
 

@@ -6,7 +6,7 @@
 //! flattened dimension of `column tiles x row tiles x K tiles x N` blocks. The kernel re-derives
 //! the tile counts and its shared-memory layout from the block shape and the problem; both sides
 //! evaluate the one set of formulas in `convrs_spec::direct_smem_geometry!` (the kernel in
-//! `i32`, [`Geometry`] here in `u128`), and the kernel still traps if it is given less shared
+//! `i32`, `Geometry` here in `u128`), and the kernel still traps if it is given less shared
 //! memory than it needs.
 //!
 //! Choice: every variant (KT in {4, 6, 8, 16}; the compiled-S fast path when stride_w =
@@ -27,8 +27,8 @@ use std::ops::Deref;
 
 use convrs_spec::direct::smem::{self as spec, has_fast_path, GENERIC, MAX_BLOCK_THREADS, WIDTHS};
 
-use super::model::{blocks_per_sm, cycles_us, waves, LAUNCH_US};
-use super::{DeviceModel, LaunchPlan};
+use crate::plan::model::{blocks_per_sm, cycles_us, waves, LAUNCH_US};
+use crate::plan::{DeviceModel, LaunchPlan};
 use crate::dtype::DType;
 use crate::{Conv2d, Error, Result};
 use crate::registry::{Family, KernelDesc};

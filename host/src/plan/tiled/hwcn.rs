@@ -1,5 +1,5 @@
 //! Plan for `tiled_hwcn` (kernels-gpu/src/tiled/hwcn.rs), and the tile-shape choice both tiled
-//! kernels share ([`TILES`], [`choose`]; `tiled_nchw`'s plan uses them too).
+//! kernels share (`TILES`, `choose`; `tiled_nchw`'s plan uses them too).
 //!
 //! Both kernels are GEMMs over a block tile of BM output channels x BN columns (HWCN: batch
 //! entries of one output pixel; NCHW: output positions n*P*Q). The plan picks one of the
@@ -31,8 +31,8 @@ use std::ops::Deref;
 
 use convrs_spec::tiled as spec;
 
-use super::model::{blocks_per_sm, waves, LAUNCH_US};
-use super::{DeviceModel, LaunchPlan};
+use crate::plan::model::{blocks_per_sm, waves, LAUNCH_US};
+use crate::plan::{DeviceModel, LaunchPlan};
 use crate::dtype::DType;
 use crate::{Conv2d, Error, Result};
 use crate::registry::{Family, KernelDesc};

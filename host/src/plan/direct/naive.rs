@@ -2,8 +2,8 @@
 
 use convrs_spec::direct::naive::{BLOCK_THREADS, ENTRY};
 
-use super::model::LAUNCH_US;
-use super::{div_ceil_u32, DeviceModel, LaunchPlan};
+use crate::plan::model::LAUNCH_US;
+use crate::plan::{div_ceil_u32, DeviceModel, LaunchPlan};
 use crate::dtype::DType;
 use crate::{Conv2d, Result};
 use crate::registry::{Family, KernelDesc};

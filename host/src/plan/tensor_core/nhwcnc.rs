@@ -1,7 +1,7 @@
 //! Plan for `wmma_nhwcnc`: the tensor-core implicit GEMM on the blocked layouts (see
 //! `kernels_gpu::tensor_core::nhwcnc`). It runs `wmma_nhwc`'s mainloop and tiles with blocked
 //! addressing, on a GEMM of the same size (M = N*P*Q output pixels, N = K output channels,
-//! reduction R*S*C), so the tile choice is `wmma_nhwc`'s ([`super::wmma_nhwc`] has the cost model
+//! reduction R*S*C), so the tile choice is `wmma_nhwc`'s ([`super::nhwc`] has the cost model
 //! and every tile's timings on plain NHWC).
 //!
 //! Timings (H200, `convrs bench` beside cuDNN 9.14 fp16 NHWC) are in
@@ -20,8 +20,8 @@
 //! (bold: the plan's pick, which is `wmma_nhwc`'s; on the last shape 128x64 would be 15% faster
 //! here, the blocked layouts' then extra L2 requests favouring bigger tiles.)
 
-use super::wmma_nhwc::{plan_tiles, tile_plan, Layouts};
-use super::{DeviceModel, LaunchPlan};
+use super::nhwc::{plan_tiles, tile_plan, Layouts};
+use crate::plan::{DeviceModel, LaunchPlan};
 use crate::{Conv2d, Error, Result};
 use crate::registry::{Family, KernelDesc};
 use crate::{Algorithm, Layout};
@@ -70,8 +70,8 @@ pub const KERNEL: KernelDesc = KernelDesc {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::wmma_nhwc;
-    use crate::plan::wmma_nhwc::tests::assert_covers;
+    use crate::plan::tensor_core::nhwc as wmma_nhwc;
+    use crate::plan::tensor_core::nhwc::tests::assert_covers;
 
     fn h100() -> DeviceModel {
         DeviceModel::named("h100").unwrap()

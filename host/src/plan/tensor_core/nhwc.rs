@@ -30,8 +30,8 @@ use std::ops::Deref;
 
 use convrs_spec::tensor_core as spec;
 
-use super::model::{blocks_per_sm, waves, LAUNCH_US};
-use super::{DeviceModel, LaunchPlan};
+use crate::plan::model::{blocks_per_sm, waves, LAUNCH_US};
+use crate::plan::{DeviceModel, LaunchPlan};
 use crate::dtype::DType;
 use crate::{Conv2d, Error, Result};
 use crate::registry::{Family, KernelDesc};
