@@ -13,7 +13,7 @@
 //! dilation_w = 1 and S is 1, 3, 5, 6 or 7, else the generic path) and every block shape of 64
 //! to 128 threads with at least 8 threads per tile row (fewer only for narrow or tiny outputs;
 //! a second pass takes any shape up to 256 threads if nothing else fits in shared memory) is
-//! scored by a small issue-slot model of an H100/H200 (132 SMs, 4 warp instructions per cycle
+//! scored by a small issue-slot model of the device (its SMs and clock; 4 warp instructions per cycle
 //! per SM, 1 shared-memory wavefront per cycle, registers per variant from ptxas), and the
 //! cheapest wins. The model charges wasted work (K padded to KT, tiles past the image edge,
 //! idle lanes), per-channel staging and barrier overhead, shared-memory bank conflicts and tail

@@ -3,7 +3,7 @@
 //! R*S*C in k-tiles of BK = 32 or 64 channels of one filter tap).
 //!
 //! The kernel comes in five instantiations (entry `wmma_nhwc_{BM}x{BN}[k64]`). The plan scores
-//! each with a small wave model of an H100 (132 SMs): blocks resident per SM from registers
+//! each with a small wave model of the device (`plan::model`: SMs, registers, shared memory read off it): blocks resident per SM from registers
 //! (ptxas, sm_90, rounded up to 8) and shared memory, an SM reaching its full mma rate only with
 //! 8 or more resident warps, a per-tile efficiency fitted to the timings below (a 64x64 warp
 //! tile reads half the shared-memory bytes per MAC of a 32x32 one; bigger block tiles copy less

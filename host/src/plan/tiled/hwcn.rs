@@ -3,7 +3,7 @@
 //!
 //! Both kernels are GEMMs over a block tile of BM output channels x BN columns (HWCN: batch
 //! entries of one output pixel; NCHW: output positions n*P*Q). The plan picks one of the
-//! compiled tile shapes by a small model of an H100 (132 SMs): modelled time = waves of
+//! compiled tile shapes by a small model of the device (its SMs, registers, shared memory): modelled time = waves of
 //! resident blocks x (padded FMAs per block) / (tile efficiency x latency hiding). Padding is
 //! what the tile wastes past K and past the column count; tile efficiency (per kernel) is the
 //! shape's measured speed relative to the best shape on 256,256,14,14 -> 512, 3x3 (H100, where
