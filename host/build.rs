@@ -6,6 +6,9 @@ fn main() {
     let root = xtask::workspace_root();
     println!("cargo:rerun-if-changed={}", root.join("kernels-gpu/src").display());
     println!("cargo:rerun-if-changed={}", root.join("kernels-gpu/Cargo.toml").display());
+    // The kernels take their tables and formulas from the spec crate.
+    println!("cargo:rerun-if-changed={}", root.join("spec/src").display());
+    println!("cargo:rerun-if-changed={}", root.join("spec/Cargo.toml").display());
     println!("cargo:rerun-if-changed={}", root.join("rust-toolchain.toml").display());
     println!("cargo:rerun-if-env-changed=CONVRS_PTX_DIR");
     let out_dir = std::path::PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));

@@ -2,16 +2,22 @@
 
 use std::str::FromStr;
 
+use convrs_spec::ConvShape;
 use cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
 
 use crate::dtype::{DType, Element};
 use crate::gpu::cuda_err;
-use crate::plan::{self, DeviceLimits, LaunchPlan};
+use crate::plan::{DeviceModel, LaunchPlan};
+use crate::registry::{self, Family, KernelDesc};
 use crate::{Conv2d, Error, Gpu, Layout, Result, Tensor};
 
-/// A conv2d kernel of convrs. Each family reads as a progression from naive to fast.
+/// A conv2d kernel of convrs, or [`Algorithm::Auto`]. Each family reads as a progression from
+/// naive to fast; [`crate::registry`] describes each kernel (dtype, layouts, plan).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Algorithm {
+    /// The kernel with the lowest predicted time for the problem, the element type and the
+    /// layout the caller holds, layout conversions included ([`crate::select::choose`]).
+    Auto,
     /// Family 1, step 1: one output element per thread (NCHW, fp32).
     DirectNaive,
     /// Family 1, step 2: shared-memory tiles, register blocking over output channels,
@@ -33,67 +39,52 @@ pub enum Algorithm {
     WmmaNhwc,
 }
 
+/// The kernels of the registry, in its order (const-evaluated, so it cannot drift from it).
+const KERNEL_ALGORITHMS: [Algorithm; registry::KERNELS.len()] = {
+    let mut all = [Algorithm::Auto; registry::KERNELS.len()];
+    let mut i = 0;
+    while i < all.len() {
+        all[i] = registry::KERNELS[i].algorithm;
+        i += 1;
+    }
+    all
+};
+
 impl Algorithm {
-    /// Every algorithm, in the order of the progression.
-    pub const ALL: &'static [Algorithm] = &[
-        Algorithm::DirectNaive,
-        Algorithm::DirectSmem,
-        Algorithm::TiledHwcn,
-        Algorithm::TiledNchw,
-        Algorithm::WmmaNhwcnc,
-        Algorithm::WmmaNhwc,
-    ];
+    /// Every kernel (not `Auto`), in the order of the progression.
+    pub const ALL: &'static [Algorithm] = &KERNEL_ALGORITHMS;
 
-    /// The name the CLI takes (`--algo`).
+    /// The kernel's description; `None` for `Auto`.
+    pub fn kernel(self) -> Option<&'static KernelDesc> {
+        registry::find(self)
+    }
+
+    /// The name the CLI takes (`--algo`): `auto` or the kernel's name.
     pub fn name(self) -> &'static str {
-        match self {
-            Algorithm::DirectNaive => "direct_naive",
-            Algorithm::DirectSmem => "direct_smem",
-            Algorithm::TiledHwcn => "tiled_hwcn",
-            Algorithm::TiledNchw => "tiled_nchw",
-            Algorithm::WmmaNhwcnc => "wmma_nhwcnc",
-            Algorithm::WmmaNhwc => "wmma_nhwc",
-        }
+        self.kernel().map_or("auto", |k| k.name)
     }
 
-    /// The kernel's family: `direct`, `tiled` or `tensor-core`.
-    pub fn family(self) -> &'static str {
-        match self {
-            Algorithm::DirectNaive | Algorithm::DirectSmem => "direct",
-            Algorithm::TiledHwcn | Algorithm::TiledNchw => "tiled",
-            Algorithm::WmmaNhwcnc | Algorithm::WmmaNhwc => "tensor-core",
-        }
-    }
-
-    /// The element type of the input and filter the kernel reads (outputs are always fp32).
-    pub fn dtype(self) -> DType {
-        match self {
-            Algorithm::DirectNaive | Algorithm::DirectSmem | Algorithm::TiledHwcn | Algorithm::TiledNchw => DType::F32,
-            Algorithm::WmmaNhwcnc | Algorithm::WmmaNhwc => DType::F16,
-        }
+    /// The element type of the input and filter the kernel reads (outputs are fp32); `None` for `Auto`.
+    pub fn dtype(self) -> Option<DType> {
+        self.kernel().map(|k| k.dtype)
     }
 
     /// Layouts of (input, filter, output) the kernel reads and writes; filters use the
-    /// (K, C, R, S) reading of [`Layout`].
-    pub fn layouts(self) -> (Layout, Layout, Layout) {
-        match self {
-            Algorithm::DirectNaive | Algorithm::DirectSmem | Algorithm::TiledNchw => (Layout::Nchw, Layout::Nchw, Layout::Nchw),
-            Algorithm::TiledHwcn => (Layout::Hwcn, Layout::Hwcn, Layout::Hwcn),
-            Algorithm::WmmaNhwcnc => (Layout::Nhwc16n16c, Layout::Hwcn16n16c, Layout::Nhwc16n16c),
-            Algorithm::WmmaNhwc => (Layout::Nhwc, Layout::Nhwc, Layout::Nhwc),
-        }
+    /// (K, C, R, S) reading of [`Layout`]. `None` for `Auto`.
+    pub fn layouts(self) -> Option<(Layout, Layout, Layout)> {
+        self.kernel().map(|k| k.layouts)
     }
 
-    /// How this kernel would be launched on `problem`, or why it cannot take it.
-    pub fn plan(self, problem: &Conv2d, limits: &DeviceLimits) -> Result<LaunchPlan> {
-        match self {
-            Algorithm::DirectNaive => plan::direct_naive::plan(problem, limits),
-            Algorithm::DirectSmem => plan::direct_smem::plan(problem, limits),
-            Algorithm::TiledHwcn => plan::tiled_hwcn::plan(problem, limits),
-            Algorithm::TiledNchw => plan::tiled_nchw::plan(problem, limits),
-            Algorithm::WmmaNhwcnc => plan::wmma_nhwcnc::plan(problem, limits),
-            Algorithm::WmmaNhwc => plan::wmma_nhwc::plan(problem, limits),
-        }
+    /// The kernel's family; `None` for `Auto`.
+    pub fn family(self) -> Option<Family> {
+        self.kernel().map(|k| k.family)
+    }
+
+    /// How this kernel would be launched on `problem`, with its predicted time, or why it cannot
+    /// take it. `Auto` needs the element type and layout too: see [`crate::select::choose`].
+    pub fn plan(self, problem: &Conv2d, device: &DeviceModel) -> Result<LaunchPlan> {
+        let k = self.kernel().ok_or_else(|| Error::InvalidArgument("`auto` is not a kernel: resolve it with convrs::select::choose".into()))?;
+        (k.plan)(problem, device)
     }
 }
 
@@ -106,20 +97,40 @@ impl std::fmt::Display for Algorithm {
 impl FromStr for Algorithm {
     type Err = Error;
     fn from_str(s: &str) -> Result<Self> {
-        Algorithm::ALL.iter().copied().find(|a| a.name() == s).ok_or_else(|| {
+        if s == "auto" {
+            return Ok(Algorithm::Auto);
+        }
+        registry::by_name(s).map(|k| k.algorithm).ok_or_else(|| {
             let names: Vec<_> = Algorithm::ALL.iter().map(|a| a.name()).collect();
-            Error::InvalidArgument(format!("unknown algorithm `{s}`; expected one of: {}", names.join(", ")))
+            Error::InvalidArgument(format!("unknown algorithm `{s}`; expected auto or one of: {}", names.join(", ")))
         })
     }
 }
 
-/// The `i32` geometry every kernel takes after its pointers, in the order of
-/// `kernels_gpu::prelude::ConvShape::new`.
-pub(crate) fn shape_args(p: &Conv2d) -> [i32; 15] {
+/// The `i32` geometry every kernel takes after its pointers, in the argument order of
+/// [`ConvShape`] (the kernels declare their parameters from the same definition).
+pub(crate) fn shape_args(p: &Conv2d) -> [i32; ConvShape::LEN] {
     let (out_h, out_w) = p.output_hw();
     // validate() has bounded every one of these by i32::MAX.
-    [p.n, p.c, p.h, p.w, p.k, p.r, p.s, out_h, out_w, p.pad.0, p.pad.1, p.stride.0, p.stride.1, p.dilation.0, p.dilation.1]
-        .map(|v| v as i32)
+    let i = |v: usize| v as i32;
+    ConvShape {
+        n: i(p.n),
+        c: i(p.c),
+        h: i(p.h),
+        w: i(p.w),
+        k: i(p.k),
+        r: i(p.r),
+        s: i(p.s),
+        p: i(out_h),
+        q: i(out_w),
+        pad_h: i(p.pad.0),
+        pad_w: i(p.pad.1),
+        stride_h: i(p.stride.0),
+        stride_w: i(p.stride.1),
+        dil_h: i(p.dilation.0),
+        dil_w: i(p.dilation.1),
+    }
+    .to_args()
 }
 
 /// Enqueues `plan`'s kernel on buffers already on the device, in the layouts of
@@ -152,9 +163,10 @@ fn check_len(tensor: &'static str, expected: usize, got: usize) -> Result<()> {
 
 /// Runs `algo` on host tensors and returns the output (NKPQ, i.e. [`Layout::Nchw`], fp32).
 ///
-/// Inputs in another layout are converted first. `T` is `f32` for the direct and tiled
-/// families and [`half::f16`] for the tensor-core family ([`Algorithm::dtype`]); a mismatch is
-/// an error. The output buffer is poisoned with NaN before the launch, so an element the kernel
+/// [`Algorithm::Auto`] picks the kernel with the lowest predicted time for `T` and the input's
+/// layout. Inputs in another layout than the kernel's are converted first. `T` is `f32` for the
+/// direct and tiled families and [`half::f16`] for the tensor-core family
+/// ([`Algorithm::dtype`]); a mismatch is an error. The output buffer is poisoned with NaN before the launch, so an element the kernel
 /// failed to write cannot pass for a result.
 ///
 /// ```no_run
@@ -163,32 +175,17 @@ fn check_len(tensor: &'static str, expected: usize, got: usize) -> Result<()> {
 /// let problem = Conv2d::new(1, 3, 32, 32, 8, 3, 3).with_pad(1);
 /// let x = Tensor::random(problem.input_shape(), Layout::Nchw, 1)?;
 /// let w = Tensor::random(problem.filter_shape(), Layout::Nchw, 2)?;
-/// let y = conv2d(&gpu, Algorithm::DirectSmem, &problem, &x, &w)?;
+/// let y = conv2d(&gpu, Algorithm::Auto, &problem, &x, &w)?;
 /// assert_eq!(y.dims(), problem.output_shape());
 /// # Ok::<(), convrs::Error>(())
 /// ```
 pub fn conv2d<T: Element>(gpu: &Gpu, algo: Algorithm, problem: &Conv2d, input: &Tensor<T>, filter: &Tensor<T>) -> Result<Tensor<f32>> {
-    problem.validate()?;
-    if T::DTYPE != algo.dtype() {
-        return Err(Error::InvalidArgument(format!("{algo} takes {} tensors but {} tensors were given", algo.dtype(), T::DTYPE)));
-    }
-    if input.dims() != problem.input_shape() {
-        return Err(Error::InvalidArgument(format!("input dims {:?} do not match the problem's {:?}", input.dims(), problem.input_shape())));
-    }
-    if filter.dims() != problem.filter_shape() {
-        return Err(Error::InvalidArgument(format!("filter dims {:?} do not match the problem's {:?}", filter.dims(), problem.filter_shape())));
-    }
-    problem.check_device_memory(T::DTYPE.size(), 4, gpu.info().free_memory_bytes)?;
-    let plan = algo.plan(problem, &gpu.limits())?;
-    let (in_layout, filter_layout, out_layout) = algo.layouts();
-    let x = gpu.upload(input.to_layout(in_layout)?.data())?;
-    let w = gpu.upload(filter.to_layout(filter_layout)?.data())?;
-    let mut y = gpu.alloc_zeros::<f32>(problem.output_len())?;
-    gpu.poison(&mut y)?;
-    launch(gpu, &plan, problem, &x, &w, &mut y)?;
+    use crate::prepared::{Prepared, Runnable};
+    let mut run = Prepared::new(gpu, algo, problem, input, filter)?;
+    run.poison_output(gpu)?;
+    run.enqueue(gpu)?;
     gpu.synchronize()?;
-    let out = Tensor::new(problem.output_shape(), out_layout, gpu.download(&y)?)?;
-    out.to_layout(Layout::Nchw)
+    run.output(gpu)
 }
 
 #[cfg(test)]
@@ -201,6 +198,8 @@ mod tests {
             assert_eq!(a.name().parse::<Algorithm>().unwrap(), *a);
         }
         assert!(matches!("direct_fast".parse::<Algorithm>(), Err(Error::InvalidArgument(_))));
+        assert_eq!("auto".parse::<Algorithm>().unwrap(), Algorithm::Auto);
+        assert!(!Algorithm::ALL.contains(&Algorithm::Auto));
     }
 
     #[test]

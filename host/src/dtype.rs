@@ -34,6 +34,18 @@ impl std::fmt::Display for DType {
     }
 }
 
+impl std::str::FromStr for DType {
+    type Err = crate::Error;
+    /// `fp32`/`f32` or `fp16`/`f16`, any case.
+    fn from_str(s: &str) -> crate::Result<Self> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "fp32" | "f32" => Ok(DType::F32),
+            "fp16" | "f16" => Ok(DType::F16),
+            _ => Err(crate::Error::InvalidArgument(format!("unknown element type `{s}`; expected fp32 or fp16"))),
+        }
+    }
+}
+
 /// A host element type that a kernel can take as input: `f32` or [`half::f16`].
 ///
 /// ```

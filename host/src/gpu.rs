@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use cudarc::driver::sys::{CUdevice_attribute, CUfunction_attribute};
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtrMut, DeviceRepr, ValidAsZeroBits};
 
-use crate::plan::DeviceLimits;
+use crate::device::DeviceModel;
 use crate::{Error, Result};
 
 /// What `convrs info` prints about the device.
@@ -36,6 +36,9 @@ pub struct Gpu {
     module: Arc<CudaModule>,
     functions: Mutex<HashMap<&'static str, (CudaFunction, u32)>>,
     info: DeviceInfo,
+    model: DeviceModel,
+    /// Autotuning's winners (loaded from the user's cache file at first use).
+    tune_cache: Mutex<Option<crate::tune::TuneCache>>,
 }
 
 pub(crate) fn cuda_err(what: &str) -> impl FnOnce(cudarc::driver::DriverError) -> Error + '_ {
@@ -87,23 +90,57 @@ impl Gpu {
             driver_cuda_version: driver_version,
             ptx_arch,
         };
+        let clock_mhz = (attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_CLOCK_RATE)? / 1000) as u32;
+        let sms = info.multiprocessors as u32;
+        let (fp32_tflops, f16_tflops) = DeviceModel::peak_tflops(cc, sms, clock_mhz);
+        let mem_khz = attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE)? as f64;
+        let bus_bits = attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH)? as f64;
+        let model = DeviceModel {
+            name: info.name.clone(),
+            compute_capability: cc,
+            sms,
+            smem_per_sm: attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR)? as u32,
+            smem_per_block: info.max_shared_bytes_per_block_optin as u32,
+            regs_per_sm: attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR)? as u32,
+            max_threads_per_sm: attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR)? as u32,
+            max_blocks_per_sm: attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR)? as u32,
+            l2_bytes: info.l2_cache_bytes as u64,
+            clock_mhz,
+            // Double data rate: two transfers per memory clock over the bus.
+            mem_gbps: 2.0 * mem_khz * 1e3 * bus_bits / 8.0 / 1e9,
+            max_grid_y: attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y)? as u32,
+            max_grid_z: attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z)? as u32,
+            fp32_tflops,
+            f16_tflops,
+        };
         let module = ctx
             .load_module(cudarc::nvrtc::Ptx::from_src(crate::ptx::source(ptx_arch)))
             .map_err(cuda_err("loading the embedded PTX"))?;
         let stream = ctx.default_stream();
-        Ok(Gpu { ctx, stream, module, functions: Mutex::new(HashMap::new()), info })
+        Ok(Gpu { ctx, stream, module, functions: Mutex::new(HashMap::new()), info, model, tune_cache: Mutex::new(None) })
     }
 
     pub fn info(&self) -> &DeviceInfo {
         &self.info
     }
 
-    /// Limits that launch plans must respect on this device.
-    pub fn limits(&self) -> DeviceLimits {
-        DeviceLimits {
-            max_shared_bytes_per_block: self.info.max_shared_bytes_per_block_optin as u32,
-            ..DeviceLimits::SM80
+    /// The device as the planners see it (SMs, shared memory, registers, clock, bandwidth).
+    pub fn model(&self) -> &DeviceModel {
+        &self.model
+    }
+
+    /// The tuning cache of this process, loaded from [`crate::tune::TuneCache::default_path`]
+    /// at first use (its load warnings are printed to stderr once, then dropped).
+    pub(crate) fn tune_cache(&self) -> std::sync::MutexGuard<'_, Option<crate::tune::TuneCache>> {
+        let mut guard = self.tune_cache.lock().unwrap_or_else(|p| p.into_inner());
+        if guard.is_none() {
+            let mut cache = crate::tune::TuneCache::load(crate::tune::TuneCache::default_path());
+            for w in cache.warnings.drain(..) {
+                eprintln!("convrs: warning: {w}");
+            }
+            *guard = Some(cache);
         }
+        guard
     }
 
     pub fn stream(&self) -> &Arc<CudaStream> {

@@ -22,17 +22,21 @@ pub mod algorithm;
 pub mod bench;
 pub mod cudnn;
 pub mod cudnn_graph;
+pub mod device;
 pub mod dtype;
 pub mod error;
 pub mod gpu;
 pub mod plan;
 pub mod plot;
+pub mod prepared;
 pub mod ptx;
 pub mod timing;
+pub mod tune;
 
 pub use algorithm::{conv2d, launch, Algorithm};
 pub use dtype::{DType, Element};
 pub use error::{Error, Result};
+pub use device::DeviceModel;
 pub use gpu::{DeviceInfo, Gpu};
 
 pub mod compare;
@@ -40,9 +44,16 @@ pub mod layout;
 pub mod problem;
 pub mod random;
 pub mod reference;
+pub mod registry;
+pub mod select;
 pub mod suite;
 
 pub use compare::{compare, Comparison};
 pub use layout::{Layout, Tensor};
 pub use problem::Conv2d;
 pub use reference::conv2d_cpu;
+
+/// The README's Rust examples compile as doc tests (`no_run`: they need a GPU).
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct ReadmeExamples;

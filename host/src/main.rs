@@ -11,7 +11,8 @@ use convrs::cudnn_graph::SearchBudget;
 use convrs::plot::PlotPoint;
 use convrs::suite::Suite;
 use convrs::timing::{time_runs, TimingConfig};
-use convrs::{compare, conv2d_cpu, launch, Algorithm, Conv2d, DType, Element, Gpu, Layout, Tensor};
+use convrs::prepared::{Prepared, Runnable};
+use convrs::{compare, conv2d_cpu, Algorithm, Conv2d, DType, DeviceModel, Element, Gpu, Layout, Tensor};
 
 #[derive(Parser)]
 #[command(name = "convrs", version, about = "conv2d kernels written in Rust, run on an NVIDIA GPU and checked against a CPU reference",
@@ -33,13 +34,23 @@ struct Cli {
 enum Command {
     /// Print the driver, device, multiprocessors, memory and cuDNN version.
     Info,
-    /// List the algorithm names, one per line.
+    /// List the kernels (name, family, element type, layouts, what it does), one per line.
     List,
-    /// Run one algorithm once on random data, check it against the CPU reference, and time it.
+    /// Run one kernel (or the automatic choice) once on random data, check it against the CPU reference, and time it.
     Run {
-        /// Algorithm (see `convrs list`): direct_naive, direct_smem, tiled_hwcn, tiled_nchw, wmma_nhwcnc, wmma_nhwc.
-        #[arg(long)]
+        /// Kernel (see `convrs list`), or auto: the lowest predicted time for --dtype and --layout.
+        #[arg(long, default_value = "auto")]
         algo: Algorithm,
+        /// Element type of the data (for auto and --tune; a named kernel reads its own).
+        #[arg(long, default_value = "fp32")]
+        dtype: DType,
+        /// The layout the data is held in (auto prices converting it to each kernel's layout).
+        #[arg(long, default_value = "NCHW")]
+        layout: Layout,
+        /// Time every kernel that takes the shape once and run the fastest; the winner is kept in
+        /// the tuning cache (CONVRS_TUNE_CACHE, default ~/.cache/convrs/tune.json) for next time.
+        #[arg(long)]
+        tune: bool,
         #[command(flatten)]
         shape: ShapeArgs,
         /// Timed runs (the median is printed).
@@ -48,6 +59,22 @@ enum Command {
         /// Seed of the random input data.
         #[arg(long, default_value_t = 1)]
         seed: u64,
+    },
+    /// Every kernel's predicted time for a problem (layout conversions included), why each refused
+    /// one refused, and the automatic choice; works without a GPU through built-in device models.
+    Explain {
+        #[command(flatten)]
+        shape: ShapeArgs,
+        /// Element type of the data: fp32 or fp16.
+        #[arg(long, default_value = "fp32")]
+        dtype: DType,
+        /// The layout the data is held in: NCHW or NHWC (or any layout `convrs list` shows).
+        #[arg(long, default_value = "NCHW")]
+        layout: Layout,
+        /// A built-in device model instead of the GPU: h100, h200, a100, l40s, rtx4090. Without it
+        /// the GPU given by --device is read, and without a GPU the h100 model is used.
+        #[arg(long, value_name = "NAME")]
+        device_model: Option<String>,
     },
     /// Time our kernels next to the strongest baselines (cuDNN graph and legacy APIs, PyTorch) and print tables.
     #[command(long_about = "Time our kernels next to the strongest baselines on the same shapes, in the same run, and print\n\
@@ -141,11 +168,19 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Info => info(cli.device),
         Command::List => {
-            Algorithm::ALL.iter().for_each(|a| println!("{a}"));
+            for k in convrs::registry::KERNELS {
+                let (x, w, y) = k.layouts;
+                println!("{:<12} {:<11} {} {}/{}/{}  {}", k.name, k.family.name(), k.dtype, x, w, y, k.summary);
+            }
             Ok(Outcome::Passed)
         }
-        Command::Run { algo, shape, runs, seed } => run(cli.device, algo, &shape, runs, seed),
+        Command::Run { algo, dtype, layout, tune, shape, runs, seed } => run(cli.device, algo, dtype, layout, tune, &shape, runs, seed),
+        Command::Explain { shape, dtype, layout, device_model } => explain(cli.device, &shape, dtype, layout, device_model.as_deref()),
         Command::Bench { suites, shapes, geometry, algos, all_kernels, pytorch, runs, warmup, search_seconds, seed, json, plot } => {
+            if algos.contains(&Algorithm::Auto) {
+                eprintln!("convrs: bench times kernels (--algo NAME, repeatable); the automatic choice is judged in its own table against every kernel");
+                return ExitCode::from(2);
+            }
             let algos = if algos.is_empty() { Algorithm::ALL.to_vec() } else { algos };
             let opts = BenchOptions {
                 timing: TimingConfig { warmup, runs: runs as usize },
@@ -182,36 +217,100 @@ fn info(device: usize) -> convrs::Result<Outcome> {
     println!("  memory              {:.1} GiB total, {:.1} GiB free", i.total_memory_bytes as f64 / 1073741824.0, i.free_memory_bytes as f64 / 1073741824.0);
     println!("  L2 cache            {} MiB", i.l2_cache_bytes >> 20);
     println!("  shared memory/block {} KiB (opt-in)", i.max_shared_bytes_per_block_optin >> 10);
+    let m = gpu.model();
+    println!("  SM clock (max)      {} MHz", m.clock_mhz);
+    println!("  memory bandwidth    {:.0} GB/s (peak)", m.mem_gbps);
+    println!("  peak rates          {:.1} TFLOP/s fp32, {:.0} TFLOP/s fp16 tensor (fp32 accumulate)", m.fp32_tflops, m.f16_tflops);
     println!("  kernels loaded from {} PTX", i.ptx_arch);
     println!("  cuDNN               {}", if convrs::cudnn::available() { convrs::cudnn::version() } else { "not found".into() });
     Ok(Outcome::Passed)
 }
 
-fn run(device: usize, algo: Algorithm, s: &ShapeArgs, runs: usize, seed: u64) -> convrs::Result<Outcome> {
+#[allow(clippy::too_many_arguments)]
+fn run(device: usize, algo: Algorithm, dtype: DType, layout: Layout, tune: bool, s: &ShapeArgs, runs: usize, seed: u64) -> convrs::Result<Outcome> {
+    let p = problem(&s.shape, &s.geometry)?;
+    let gpu = Gpu::new(device)?;
+    let algo = if tune {
+        let t = convrs::select::tune(&gpu, &p, dtype, layout)?;
+        if t.from_cache {
+            println!("tuned pick {} (from the tuning cache)", t.pick);
+        } else {
+            let times: Vec<String> = t.times_us.iter().map(|(k, us)| format!("{k} {us:.1} us")).collect();
+            println!("tuned pick {} after timing {} kernels in {:.2} s: {}", t.pick, t.times_us.len(), t.seconds, times.join(", "));
+        }
+        t.pick
+    } else if algo == Algorithm::Auto {
+        let choice = convrs::select::choose(&p, dtype, layout, gpu.model())?;
+        if let Some(e) = choice.estimate() {
+            println!("auto picks {} for {dtype} {layout} data (predicted {:.1} us + {:.1} us conversions)", choice.pick, e.kernel_us, e.conversion_us);
+        }
+        choice.pick
+    } else {
+        algo
+    };
     match algo.dtype() {
-        DType::F32 => run_typed::<f32>(device, algo, s, runs, seed),
-        DType::F16 => run_typed::<half::f16>(device, algo, s, runs, seed),
+        Some(DType::F32) => run_typed::<f32>(&gpu, algo, &p, runs, seed),
+        Some(DType::F16) => run_typed::<half::f16>(&gpu, algo, &p, runs, seed),
+        None => Err(convrs::Error::InvalidArgument("no kernel chosen".into())),
     }
 }
 
-fn run_typed<T: Element>(device: usize, algo: Algorithm, s: &ShapeArgs, runs: usize, seed: u64) -> convrs::Result<Outcome> {
+fn explain(device: usize, s: &ShapeArgs, dtype: DType, layout: Layout, model: Option<&str>) -> convrs::Result<Outcome> {
     let p = problem(&s.shape, &s.geometry)?;
-    let gpu = Gpu::new(device)?;
-    let plan = algo.plan(&p, &gpu.limits())?;
-    p.check_device_memory(T::DTYPE.size(), 4, gpu.info().free_memory_bytes)?;
+    let model = match model {
+        Some(name) => DeviceModel::named(name)?,
+        None => match Gpu::new(device) {
+            Ok(gpu) => gpu.model().clone(),
+            Err(e) => {
+                eprintln!("convrs: no GPU ({e}); explaining for the built-in h100 model (choose one with --device-model)");
+                DeviceModel::named("h100")?
+            }
+        },
+    };
     println!("{p}");
-    println!("{algo} ({}) on {}: grid {:?}, block {:?}, {} B shared memory", T::DTYPE, gpu.info().name, plan.grid, plan.block, plan.shared_bytes);
+    println!("{dtype} data held in {layout}, on {} ({} SMs, {} MHz, {:.0} GB/s)\n", model.name, model.sms, model.clock_mhz, model.mem_gbps);
+    let choice = convrs::select::choose(&p, dtype, layout, &model);
+    let candidates = match &choice {
+        Ok(c) => c.candidates.clone(),
+        Err(_) => convrs::select::candidates(&p, dtype, layout, &model),
+    };
+    println!("| kernel | family | layouts | kernel us | conversions us | total us | launch |");
+    println!("| --- | --- | --- | --- | --- | --- | --- |");
+    for c in &candidates {
+        let (x, w, y) = c.kernel.layouts;
+        match &c.outcome {
+            Ok(e) => println!(
+                "| {} | {} | {x}/{w}/{y} | {:.1} | {:.1} | {:.1} | {} grid {:?} block {:?} {} B |",
+                c.kernel.name, c.kernel.family.name(), e.kernel_us, e.conversion_us, e.total_us(), e.plan.kernel, e.plan.grid, e.plan.block, e.plan.shared_bytes
+            ),
+            Err(why) => println!("| {} | {} | {x}/{w}/{y} | - | - | - | refused: {why} |", c.kernel.name, c.kernel.family.name()),
+        }
+    }
+    match choice {
+        Ok(c) => {
+            println!("\npick: {} (lowest predicted total)", c.pick);
+            Ok(Outcome::Passed)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+fn run_typed<T: Element>(gpu: &Gpu, algo: Algorithm, p: &Conv2d, runs: usize, seed: u64) -> convrs::Result<Outcome> {
     let x = Tensor::random(p.input_shape(), Layout::Nchw, seed)?.map(T::from_f32);
     let w = Tensor::random(p.filter_shape(), Layout::Nchw, seed.wrapping_add(1))?.map(T::from_f32);
-    let y = convrs::conv2d(&gpu, algo, &p, &x, &w)?;
+    // One upload: the checked run and the timed runs share the prepared operands.
+    let mut prepared = Prepared::new(gpu, algo, p, &x, &w)?;
+    let plan = *prepared.plan();
+    println!("{p}");
+    println!("{algo} ({}) on {}: {} grid {:?}, block {:?}, {} B shared memory, predicted {:.1} us", T::DTYPE, gpu.info().name, plan.kernel, plan.grid, plan.block, plan.shared_bytes, plan.predicted_us);
+    prepared.poison_output(gpu)?;
+    prepared.enqueue(gpu)?;
+    gpu.synchronize()?;
+    let y = prepared.output(gpu)?;
     eprintln!("computing the f64 CPU reference ({:.2} GFLOP)...", p.flops() / 1e9);
-    let reference = conv2d_cpu(&p, &x, &w)?;
+    let reference = conv2d_cpu(p, &x, &w)?;
     let check = compare(y.data(), reference.data());
-    let (in_layout, filter_layout, _) = algo.layouts();
-    let dx = gpu.upload(x.to_layout(in_layout)?.data())?;
-    let dw = gpu.upload(w.to_layout(filter_layout)?.data())?;
-    let mut dy = gpu.alloc_zeros::<f32>(p.output_len())?;
-    let t = time_runs(&gpu, TimingConfig { warmup: 3, runs: runs.max(1) }, |_| launch(&gpu, &plan, &p, &dx, &dw, &mut dy))?;
+    let t = time_runs(gpu, TimingConfig { warmup: 3, runs: runs.max(1) }, |_| prepared.enqueue(gpu))?;
     let tol = bench::tolerance(T::DTYPE);
     println!("time      {:.4} ms (median of {} runs; min {:.4}, max {:.4})", t.median_ms, t.runs, t.min_ms, t.max_ms);
     println!("speed     {:.2} TFLOP/s", p.flops() / (t.median_ms * 1e-3) / 1e12);
@@ -384,6 +483,10 @@ fn print_report(report: &BenchReport, opts: &BenchOptions, all_kernels: bool) {
         for e in &s.errors {
             println!("\nnot measured: {e}");
         }
+    }
+    for s in &report.suites {
+        println!("\n## Suite {}: the automatic choice (kernel time alone) against the fastest kernel\n", s.name);
+        print!("{}", report::heuristic_table(&s.groups));
     }
     let summaries: Vec<_> = report.suites.iter().flat_map(|s| s.summary.clone()).collect();
     println!("\n## Summary\n");

@@ -1,17 +1,16 @@
-//! Launch plans: for each kernel, the grid, block and shared memory a problem needs, or the
-//! reason the kernel cannot take it. Pure functions of the problem, so they are tested on CPU.
+//! Launch plans: for each kernel, the grid, block and shared memory a problem needs and the
+//! predicted time on the device, or the reason the kernel cannot take it. Pure functions of the
+//! problem and the [`DeviceModel`], so they are tested on CPU against built-in device models.
 
-pub mod direct_naive;
-pub mod direct_smem;
-pub mod tiled_hwcn;
-pub mod tiled_nchw;
-pub mod wmma_nhwc;
-pub mod wmma_nhwcnc;
+pub mod direct;
+pub mod model;
+pub mod tensor_core;
+pub mod tiled;
 
 use crate::dtype::DType;
 
 /// How to launch one kernel on one problem.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct LaunchPlan {
     /// The PTX entry point's name.
     pub kernel: &'static str,
@@ -21,24 +20,52 @@ pub struct LaunchPlan {
     pub shared_bytes: u32,
     /// The element type of the input and filter buffers the kernel reads (outputs are fp32).
     pub dtype: DType,
+    /// The plan's cost model's prediction of the kernel's time on the device, microseconds (the
+    /// unit every family answers in, so predictions compare across families).
+    pub predicted_us: f64,
 }
 
-/// Device limits a plan must respect (read from the device; fixed values in CPU tests).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct DeviceLimits {
-    /// The most dynamic shared memory one block may opt in to (227 KiB on H100).
-    pub max_shared_bytes_per_block: u32,
-    pub max_grid_y: u32,
-    pub max_grid_z: u32,
-}
-
-impl DeviceLimits {
-    /// Limits of sm_80 and later GPUs; plans made with these fit any device convrs supports
-    /// except for shared memory, which is read from the device at run time.
-    pub const SM80: DeviceLimits = DeviceLimits { max_shared_bytes_per_block: 163 * 1024, max_grid_y: 65535, max_grid_z: 65535 };
-}
+pub use crate::device::DeviceModel;
 
 /// `ceil(a / b)` for launch arithmetic.
 pub(crate) fn div_ceil_u32(a: usize, b: usize) -> u32 {
     a.div_ceil(b).try_into().unwrap_or(u32::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Algorithm, Conv2d, DeviceModel};
+
+    /// Every plan's prediction lands within 1.6x of what the kernel measured on an H100
+    /// (`convrs bench`, median of 50, BENCHMARKS.md 2026-11-22, commit 9aa0812): the cost models
+    /// answer in microseconds on the device's clock and SM count, so they compare across families.
+    #[test]
+    fn predictions_track_the_h100_measurements() {
+        let d = DeviceModel::named("h100").unwrap();
+        let shapes = [
+            Conv2d::new(256, 256, 14, 14, 512, 3, 3).with_pad(1),
+            Conv2d::new(64, 64, 56, 56, 64, 3, 3).with_pad(1),
+            Conv2d::new(32, 512, 7, 7, 512, 3, 3).with_pad(1),
+            Conv2d::new(1, 6, 768, 512, 6, 6, 6),
+        ];
+        // Measured ms per shape, in Algorithm::ALL order (None: the kernel refuses the shape).
+        let measured: [[Option<f64>; 6]; 4] = [
+            [Some(106.972), Some(7.0751), Some(2.4973), Some(3.3155), Some(0.2741), Some(0.2758)],
+            [Some(12.7489), Some(0.4402), Some(0.3918), Some(0.5776), Some(0.0579), Some(0.0741)],
+            [Some(7.1824), Some(0.8452), Some(0.3800), Some(0.4445), Some(0.0415), Some(0.0395)],
+            [Some(0.6948), Some(0.0314), Some(30.1332), Some(0.2873), None, None],
+        ];
+        for (p, row) in shapes.iter().zip(measured) {
+            for (a, ms) in Algorithm::ALL.iter().zip(row) {
+                match (a.plan(p, &d), ms) {
+                    (Ok(plan), Some(ms)) => {
+                        let ratio = plan.predicted_us / (ms * 1e3);
+                        assert!((1.0 / 1.6..=1.6).contains(&ratio), "{a} on {p}: predicted {:.1} us, measured {:.1} us", plan.predicted_us, ms * 1e3);
+                    }
+                    (Err(_), None) => {}
+                    (plan, ms) => panic!("{a} on {p}: plan {plan:?} but measured {ms:?}"),
+                }
+            }
+        }
+    }
 }

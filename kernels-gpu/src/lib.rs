@@ -1,7 +1,8 @@
 //! convrs device code: conv2d kernels compiled to PTX by rustc's `nvptx64-nvidia-cuda` target.
 //!
 //! Every kernel entry point takes the same trailing argument list, the problem's geometry as
-//! `i32`s in the order of [`prelude::ConvShape::new`]; the host validates that every index of
+//! `i32`s in the order of `convrs_spec::shape_fields!` ([`prelude::ConvShape`], declared by
+//! [`conv_kernel!`]); the host validates that every index of
 //! the problem fits in `i32` before it launches, so the kernels can use 32-bit index arithmetic.
 //!
 //! The families read as a progression, naive to fast:

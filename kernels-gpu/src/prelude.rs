@@ -122,37 +122,9 @@ pub unsafe fn load_global_nc_f32(p: *const f32) -> f32 {
     v
 }
 
-/// The conv2d problem as kernels see it: NCHW-style extents, output size, and the
-/// padding/stride/dilation per spatial axis. Built from the entry points' trailing `i32`s.
-#[derive(Clone, Copy)]
-pub struct ConvShape {
-    pub n: i32,
-    pub c: i32,
-    pub h: i32,
-    pub w: i32,
-    pub k: i32,
-    pub r: i32,
-    pub s: i32,
-    pub p: i32,
-    pub q: i32,
-    pub pad_h: i32,
-    pub pad_w: i32,
-    pub stride_h: i32,
-    pub stride_w: i32,
-    pub dil_h: i32,
-    pub dil_w: i32,
-}
-
-impl ConvShape {
-    #[allow(clippy::too_many_arguments)]
-    #[inline(always)]
-    pub fn new(
-        n: i32, c: i32, h: i32, w: i32, k: i32, r: i32, s: i32, p: i32, q: i32,
-        pad_h: i32, pad_w: i32, stride_h: i32, stride_w: i32, dil_h: i32, dil_w: i32,
-    ) -> Self {
-        Self { n, c, h, w, k, r, s, p, q, pad_h, pad_w, stride_h, stride_w, dil_h, dil_w }
-    }
-}
+/// The conv2d problem as kernels see it, built from the entry points' trailing `i32`s (the
+/// shared definition, so the host pushes the same fields in the same order).
+pub use convrs_spec::ConvShape;
 
 /// Repeats `$body` with `$i` bound to 0, 1, ... `$n - 1` as separate straight-line copies, so
 /// every register-array index is a compile-time constant. `$n` must fold to a constant no larger
@@ -188,19 +160,18 @@ pub unsafe fn divmod(a: i32, b: i32) -> (i32, i32) {
     ((a as u32 / d) as i32, (a as u32 % d) as i32)
 }
 
-/// Declares a kernel entry point whose trailing arguments are the [`ConvShape`] fields, so
-/// every kernel shares one argument convention with the host (`host::launch::ShapeArgs`).
+/// Declares a kernel entry point whose trailing arguments are the [`ConvShape`] fields, one
+/// `i32` each in the order of `convrs_spec::shape_fields!`, which the host follows too.
 #[macro_export]
 macro_rules! conv_kernel {
     ($(#[$m:meta])* fn $name:ident($($arg:ident: $ty:ty),* $(,)?) => $body:path) => {
+        ::convrs_spec::shape_fields!($crate::conv_kernel, [@entry [$(#[$m])*] $name [$($arg: $ty),*] $body]);
+    };
+    ([@entry [$(#[$m:meta])*] $name:ident [$($arg:ident: $ty:ty),*] $body:path] $($field:ident $doc:literal),*) => {
         $(#[$m])*
         #[unsafe(no_mangle)]
-        pub unsafe extern "ptx-kernel" fn $name(
-            $($arg: $ty,)*
-            n: i32, c: i32, h: i32, w: i32, k: i32, r: i32, s: i32, p: i32, q: i32,
-            pad_h: i32, pad_w: i32, stride_h: i32, stride_w: i32, dil_h: i32, dil_w: i32,
-        ) {
-            let shape = $crate::prelude::ConvShape::new(n, c, h, w, k, r, s, p, q, pad_h, pad_w, stride_h, stride_w, dil_h, dil_w);
+        pub unsafe extern "ptx-kernel" fn $name($($arg: $ty,)* $($field: i32,)*) {
+            let shape = $crate::prelude::ConvShape { $($field),* };
             // SAFETY: the host launches each kernel with buffers sized for `shape` (host::launch).
             unsafe { $body($($arg,)* shape) }
         }

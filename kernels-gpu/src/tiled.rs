@@ -35,8 +35,8 @@
 //! SM): the copy code re-derives its per-thread coordinates from `%tid.x` each step instead of
 //! holding them across the mainloop.
 //!
-//! Instantiations (host/src/plan/tiled_hwcn.rs picks one per problem; same list for both
-//! kernels; H100 times on 256,256,14,14 -> 512, 3x3 pad 1, fp32, 118.4 GFLOP nominal):
+//! Instantiations (listed once in `convrs_spec::tiled_tiles!`, for both kernels;
+//! host/src/plan/tiled/hwcn.rs picks one per problem; H100 times on 256,256,14,14 -> 512, 3x3 pad 1, fp32, 118.4 GFLOP nominal):
 //!
 //! | name | BM x BN x BK | TM x TN | threads | FFMA per LDS.128 | hwcn ms | nchw ms |
 //! | --- | --- | --- | --- | --- | --- | --- |

@@ -48,13 +48,10 @@ use convrs::{compare, conv2d, conv2d_cpu, Algorithm, Comparison, Conv2d, DType, 
 use half::f16;
 use proptest::prelude::*;
 
-/// What `algo` requires of (N, C, K): each must be a multiple of the returned value.
+/// What `algo` requires of (N, C, K): each must be a multiple of the returned value (from the
+/// registry; `Auto` requires nothing).
 pub fn size_multiples(algo: Algorithm) -> (usize, usize, usize) {
-    match algo {
-        Algorithm::WmmaNhwcnc => (16, 16, 16),
-        Algorithm::WmmaNhwc => (1, 8, 8),
-        _ => (1, 1, 1),
-    }
+    algo.kernel().map_or((1, 1, 1), |k| k.multiples)
 }
 
 /// Random conv2d problems for GPU property tests: odd sizes, 1x1 to 8x8 filters (1, 3 and 7
@@ -90,7 +87,8 @@ pub fn conv_problems_with((n_mult, c_mult, k_mult): (usize, usize, usize)) -> im
 pub fn gpu_vs_cpu(gpu: &Gpu, algo: Algorithm, p: &Conv2d, seed: u64) -> convrs::Result<Comparison> {
     let x = Tensor::random(p.input_shape(), Layout::Nchw, seed)?;
     let w = Tensor::random(p.filter_shape(), Layout::Nchw, seed ^ 0x9E37_79B9_7F4A_7C15)?;
-    let (y, reference) = match algo.dtype() {
+    // `Auto` on f32 tensors: the automatic choice among the fp32 kernels.
+    let (y, reference) = match algo.dtype().unwrap_or(DType::F32) {
         DType::F32 => (conv2d(gpu, algo, p, &x, &w)?, conv2d_cpu(p, &x, &w)?),
         DType::F16 => {
             let (x, w) = (x.map(f16::from_f32), w.map(f16::from_f32));

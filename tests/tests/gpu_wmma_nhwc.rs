@@ -4,7 +4,9 @@
 //! it was skipped.
 
 use convrs::bench::FP16_REL_L2_TOLERANCE;
-use convrs::plan::{wmma_nhwc, wmma_nhwcnc, DeviceLimits, LaunchPlan};
+use convrs::plan::tensor_core::{nhwc as wmma_nhwc, nhwcnc as wmma_nhwcnc};
+use convrs::plan::LaunchPlan;
+use convrs::DeviceModel;
 use convrs::timing::{time_runs, TimingConfig};
 use convrs::{compare, conv2d_cpu, launch, Algorithm, Comparison, Conv2d, Error, Gpu, Layout, Tensor};
 use convrs_tests::{gpu_or_skip, gpu_vs_cpu, property_test_gpu};
@@ -63,7 +65,7 @@ fn data(p: &Conv2d, seed: u64) -> (Tensor<f16>, Tensor<f16>, Tensor<f64>) {
 }
 
 /// Every tile entry of `algo` and the plan of `p` for one of them.
-type TilePlanner = fn(&Conv2d, &DeviceLimits, &str) -> convrs::Result<LaunchPlan>;
+type TilePlanner = fn(&Conv2d, &DeviceModel, &str) -> convrs::Result<LaunchPlan>;
 fn tiles(algo: Algorithm) -> (Vec<&'static str>, TilePlanner) {
     match algo {
         Algorithm::WmmaNhwc => (wmma_nhwc::kernel_names(), wmma_nhwc::plan_for_kernel),
@@ -76,7 +78,7 @@ fn tiles(algo: Algorithm) -> (Vec<&'static str>, TilePlanner) {
 /// layouts and compares with its reference; the output is poisoned with NaN first. With `time`,
 /// also returns the median of 50 timed launches in ms.
 fn run_plan(gpu: &Gpu, algo: Algorithm, p: &Conv2d, plan: &LaunchPlan, (x, w, reference): &(Tensor<f16>, Tensor<f16>, Tensor<f64>), time: bool) -> (Comparison, Option<f64>) {
-    let (lx, lw, ly) = algo.layouts();
+    let (lx, lw, ly) = algo.layouts().expect("a kernel");
     let dx = gpu.upload(x.to_layout(lx).unwrap().data()).unwrap();
     let dw = gpu.upload(w.to_layout(lw).unwrap().data()).unwrap();
     let mut dy = gpu.alloc_zeros::<f32>(p.output_len()).unwrap();
@@ -110,7 +112,7 @@ fn wmma_every_tile_matches_cpu() {
         for p in shapes {
             let d = data(p, 3);
             for &name in &names {
-                let plan = plan_for_kernel(p, &gpu.limits(), name).unwrap();
+                let plan = plan_for_kernel(p, gpu.model(), name).unwrap();
                 let (c, _) = run_plan(&gpu, algo, p, &plan, &d, false);
                 assert!(c.non_finite == 0 && c.rel_l2_err <= FP16_REL_L2_TOLERANCE, "{name} on {p}: {c}");
             }
@@ -130,11 +132,11 @@ fn wmma_tile_timings() {
         Conv2d::new(32, 512, 7, 7, 512, 3, 3).with_pad(1),
     ];
     for (p, algo) in shapes.iter().flat_map(|p| [(p, Algorithm::WmmaNhwc), (p, Algorithm::WmmaNhwcnc)]) {
-        let picked = algo.plan(p, &gpu.limits()).unwrap().kernel;
+        let picked = algo.plan(p, gpu.model()).unwrap().kernel;
         let d = data(p, 5);
         let (names, plan_for_kernel) = tiles(algo);
         for name in names {
-            let plan = plan_for_kernel(p, &gpu.limits(), name).unwrap();
+            let plan = plan_for_kernel(p, gpu.model(), name).unwrap();
             let (c, t) = run_plan(&gpu, algo, p, &plan, &d, true);
             let t = t.unwrap();
             println!(

@@ -4,7 +4,7 @@
 //! Without a GPU each test announces that it was skipped (see `convrs_tests::gpu_or_skip`).
 
 use convrs::bench::FP16_REL_L2_TOLERANCE as TOL;
-use convrs::plan::DeviceLimits;
+use convrs::DeviceModel;
 use convrs::{Algorithm, Conv2d, Error};
 use convrs_tests::{gpu_or_skip, gpu_vs_cpu, property_test_gpu};
 
@@ -54,7 +54,7 @@ fn wmma_nhwcnc_refuses_sizes_not_multiples_of_16() {
         Conv2d::new(16, 24, 8, 8, 16, 3, 3).with_pad(1),
         Conv2d::new(16, 16, 8, 8, 40, 1, 1),
     ] {
-        match ALGO.plan(&p, &DeviceLimits::SM80) {
+        match ALGO.plan(&p, &DeviceModel::named("a100").unwrap()) {
             Err(Error::Unsupported { algorithm, reason }) => {
                 assert_eq!(algorithm, "wmma_nhwcnc");
                 assert!(reason.contains("wmma_nhwc "), "{p}: {reason}");

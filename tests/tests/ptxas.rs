@@ -2,7 +2,7 @@
 //! launch is in it, no kernel spills registers or uses a stack frame, and every planned block
 //! fits the register file.
 
-use convrs::plan::DeviceLimits;
+use convrs::DeviceModel;
 use convrs::{Algorithm, Conv2d};
 use std::sync::OnceLock;
 
@@ -75,7 +75,7 @@ fn every_planned_kernel_is_in_the_ptx() {
         let names = entries(text);
         for algo in Algorithm::ALL {
             for p in &plan_shapes() {
-                if let Ok(plan) = algo.plan(p, &DeviceLimits::SM80) {
+                if let Ok(plan) = algo.plan(p, &DeviceModel::named("a100").unwrap()) {
                     assert!(names.iter().any(|n| n == plan.kernel), "{algo} plans kernel {} which is not in the PTX", plan.kernel);
                 }
             }
@@ -92,7 +92,7 @@ fn every_planned_block_fits_the_register_file() {
     for (ptx_arch, _, target, report) in reports {
         for algo in Algorithm::ALL {
             for p in &plan_shapes() {
-                let Ok(plan) = algo.plan(p, &DeviceLimits::SM80) else { continue };
+                let Ok(plan) = algo.plan(p, &DeviceModel::named("a100").unwrap()) else { continue };
                 let threads = plan.block.0 * plan.block.1 * plan.block.2;
                 let k = report.iter().find(|k| k.name == plan.kernel).unwrap_or_else(|| panic!("{} not in the report", plan.kernel));
                 let per_thread = k.registers.div_ceil(8) * 8;

@@ -12,7 +12,7 @@ fn entry_body<'a>(ptx: &'a str, name: &str) -> &'a str {
 
 #[test]
 fn wmma_entries_use_mma_sync_and_ldmatrix() {
-    let names: Vec<_> = convrs::plan::wmma_nhwc::kernel_names().into_iter().chain(convrs::plan::wmma_nhwcnc::kernel_names()).collect();
+    let names: Vec<_> = convrs::plan::tensor_core::nhwc::kernel_names().into_iter().chain(convrs::plan::tensor_core::nhwcnc::kernel_names()).collect();
     assert_eq!(names.len(), 10);
     for (arch, ptx) in convrs::ptx::ALL {
         for &name in &names {

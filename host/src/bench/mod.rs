@@ -17,12 +17,16 @@
 pub mod pytorch;
 pub mod report;
 
+use std::cell::RefCell;
+use std::rc::Rc;
+
 use cudarc::driver::CudaSlice;
 
 use crate::cudnn::CudnnConv;
 use crate::cudnn_graph::{GraphConv, Math, SearchBudget};
+use crate::prepared::{Prepared, Rotation, Runnable};
 use crate::timing::{time_runs, TimingConfig};
-use crate::{compare, conv2d_cpu, launch, Algorithm, Comparison, Conv2d, DType, Element, Gpu, Layout, Result, Tensor};
+use crate::{compare, conv2d_cpu, Algorithm, Comparison, Conv2d, DType, Element, Gpu, Layout, Result, Tensor};
 use pytorch::{TorchOutcome, TorchShape};
 use report::{GroupResult, Measurement};
 
@@ -90,19 +94,13 @@ pub fn rotation_sets(gpu: &Gpu, p: &Conv2d) -> usize {
 /// precisions of those kernels (fp32 also in TF32), over the same number of input sets.
 pub fn torch_shape(gpu: &Gpu, problem: &Conv2d, algos: &[Algorithm]) -> TorchShape {
     let mut configs = Vec::new();
-    if algos.iter().any(|a| a.dtype() == DType::F32) {
+    if algos.iter().any(|a| a.dtype() == Some(DType::F32)) {
         configs.extend(["fp32", "tf32"]);
     }
-    if algos.iter().any(|a| a.dtype() == DType::F16) {
+    if algos.iter().any(|a| a.dtype() == Some(DType::F16)) {
         configs.push("fp16");
     }
     TorchShape { label: shape_label(problem), problem: *problem, sets: rotation_sets(gpu, problem), configs }
-}
-
-/// One input set on the device, in one (input, filter) layout pair.
-struct Operands<T> {
-    x: CudaSlice<T>,
-    w: CudaSlice<T>,
 }
 
 /// Everything one shape's measurements share: the problem, options, PyTorch's figures.
@@ -131,7 +129,7 @@ pub fn bench_shape(gpu: &Gpu, problem: &Conv2d, algos: &[Algorithm], opts: &Benc
         })
         .collect::<Result<Vec<_>>>()?;
     let bench = ShapeBench { gpu, problem, label, opts, torch };
-    let of = |d: DType| algos.iter().copied().filter(|a| a.dtype() == d).collect::<Vec<_>>();
+    let of = |d: DType| algos.iter().copied().filter(|a| a.dtype() == Some(d)).collect::<Vec<_>>();
     let (fp32, fp16) = (of(DType::F32), of(DType::F16));
     let mut groups = Vec::new();
     if !fp32.is_empty() {
@@ -176,12 +174,35 @@ impl<T: Element> Baseline<T> for GraphConv<T> {
     }
 }
 
+/// One input set of a baseline: the planned baseline (shared by the sets) and its buffers.
+struct BaselineRun<'a, T> {
+    baseline: Rc<RefCell<Box<dyn Baseline<T>>>>,
+    x: &'a CudaSlice<T>,
+    w: &'a CudaSlice<T>,
+    y: CudaSlice<T>,
+    problem: Conv2d,
+}
+
+impl<T: Element + CudnnBaseline> Runnable for BaselineRun<'_, T> {
+    fn name(&self) -> String {
+        self.baseline.borrow().name()
+    }
+    fn enqueue(&mut self, _gpu: &Gpu) -> Result<()> {
+        self.baseline.borrow_mut().run(self.x, self.w, &mut self.y)
+    }
+    fn poison_output(&mut self, gpu: &Gpu) -> Result<()> {
+        gpu.poison(&mut self.y)
+    }
+    fn output_nchw(&self, gpu: &Gpu) -> Result<Vec<f64>> {
+        let y = Tensor::new(self.problem.output_shape(), T::CUDNN_LAYOUT, gpu.download(&self.y)?)?.to_layout(Layout::Nchw)?;
+        Ok(y.data().iter().map(|&v| v.into()).collect())
+    }
+}
+
 impl ShapeBench<'_> {
     /// The host sets in `(input, filter)` layouts, on the device.
-    fn upload<T: Element>(&self, sets: &[(Tensor<T>, Tensor<T>)], layouts: (Layout, Layout)) -> Result<Vec<Operands<T>>> {
-        sets.iter()
-            .map(|(x, w)| Ok(Operands { x: self.gpu.upload(x.to_layout(layouts.0)?.data())?, w: self.gpu.upload(w.to_layout(layouts.1)?.data())? }))
-            .collect()
+    fn upload<T: Element>(&self, sets: &[(Tensor<T>, Tensor<T>)], layouts: (Layout, Layout)) -> Result<Vec<(CudaSlice<T>, CudaSlice<T>)>> {
+        sets.iter().map(|(x, w)| Ok((self.gpu.upload(x.to_layout(layouts.0)?.data())?, self.gpu.upload(w.to_layout(layouts.1)?.data())?))).collect()
     }
 
     /// The f64 reference on set 0, the baselines for `T`, then each of `algos`.
@@ -199,96 +220,89 @@ impl ShapeBench<'_> {
             tf32_cudnn: Vec::new(),
             tf32_pytorch: None,
             kernels: Vec::new(),
+            heuristic_pick: heuristic_pick(p, T::DTYPE, algos, gpu.model()),
         };
 
         let layout = T::CUDNN_LAYOUT;
         progress(&format!("{label}: cuDNN engine search ({} {})", T::DTYPE, layout.name()));
         let operands = self.upload(sets, (layout, layout))?;
-        let mut ys = (0..operands.len()).map(|_| gpu.alloc_zeros::<T>(p.output_len())).collect::<Result<Vec<_>>>()?;
-        let (x0, w0) = (&operands[0].x, &operands[0].w);
+        let mut y0 = gpu.alloc_zeros::<T>(p.output_len())?;
+        let (x0, w0) = (&operands[0].0, &operands[0].1);
         let search = &self.opts.search;
-        let built = GraphConv::new(gpu, p, layout, T::MATH, search, x0, w0, &mut ys[0]).map(boxed);
-        group.cudnn.push(self.baseline("cudnn graph", false, built, &operands, &mut ys, &reference, progress)?);
-        let built = T::legacy(gpu, p, x0, w0, &mut ys[0]).map(boxed);
-        group.cudnn.push(self.baseline("cudnn legacy", false, built, &operands, &mut ys, &reference, progress)?);
+        let built = GraphConv::new(gpu, p, layout, T::MATH, search, x0, w0, &mut y0).map(boxed);
+        group.cudnn.push(self.baseline("cudnn graph", false, built, &operands, &reference, progress)?);
+        let built = T::legacy(gpu, p, x0, w0, &mut y0).map(boxed);
+        group.cudnn.push(self.baseline("cudnn legacy", false, built, &operands, &reference, progress)?);
         if T::DTYPE == DType::F32 {
-            let built = GraphConv::new(gpu, p, layout, Math::Tf32, search, x0, w0, &mut ys[0]).map(boxed);
-            group.tf32_cudnn.push(self.baseline("cudnn graph tf32", true, built, &operands, &mut ys, &reference, progress)?);
+            let built = GraphConv::new(gpu, p, layout, Math::Tf32, search, x0, w0, &mut y0).map(boxed);
+            group.tf32_cudnn.push(self.baseline("cudnn graph tf32", true, built, &operands, &reference, progress)?);
             group.tf32_pytorch = Some(self.torch_row("tf32", "tf32"));
         }
-        drop((operands, ys));
+        drop((operands, y0));
 
-        let mut outputs = (0..sets.len()).map(|_| gpu.alloc_zeros::<f32>(p.output_len())).collect::<Result<Vec<_>>>()?;
-        let mut uploaded: Option<((Layout, Layout), Vec<Operands<T>>)> = None;
+        let mut uploaded: Option<((Layout, Layout), Vec<(CudaSlice<T>, CudaSlice<T>)>)> = None;
         for &algo in algos {
             progress(&format!("{label}: {algo}"));
-            let (in_layout, filter_layout, out_layout) = algo.layouts();
-            let row = Measurement::new(algo.name(), algo.family(), in_layout.name(), precision);
-            let plan = match algo.plan(p, &gpu.limits()) {
-                Err(e) => {
-                    group.kernels.push(row.not_run(e.to_string()));
-                    continue;
-                }
-                Ok(plan) => plan,
-            };
-            // Kernels reading the same layouts share one upload.
+            let Some(k) = algo.kernel() else { continue };
+            let (in_layout, filter_layout, _) = k.layouts;
+            let row = Measurement::new(k.name, k.family.name(), in_layout.name(), precision);
+            if let Err(e) = algo.plan(p, gpu.model()) {
+                group.kernels.push(row.not_run(e.to_string()));
+                continue;
+            }
+            // Kernels reading the same layouts share one upload: each prepared run borrows the
+            // operands and gives them back.
             if uploaded.as_ref().is_none_or(|(l, _)| *l != (in_layout, filter_layout)) {
                 drop(uploaded.take()); // frees the previous sets first
                 uploaded = Some(((in_layout, filter_layout), self.upload(sets, (in_layout, filter_layout))?));
             }
-            let operands = &uploaded.as_ref().expect("uploaded above").1;
-            let n = operands.len();
-            let row = self.time_checked(row, &reference, tolerance(T::DTYPE), out_layout, &mut outputs, |i, ys| launch(gpu, &plan, p, &operands[i % n].x, &operands[i % n].w, &mut ys[i % n]));
+            let (layouts, operands) = uploaded.take().expect("uploaded above");
+            let preps = operands.into_iter().map(|(x, w)| Prepared::from_device(gpu, algo, p, x, w)).collect::<Result<Vec<_>>>()?;
+            let mut rotation = Rotation::new(preps)?;
+            let row = self.measure(row, &reference, tolerance(T::DTYPE), &mut rotation);
+            uploaded = Some((layouts, rotation.into_inner().into_iter().map(Prepared::into_operands).collect()));
             group.kernels.push(row?);
         }
         Ok(group)
     }
 
     /// Checks and times one baseline (already planned, or why not) on the cuDNN-layout operands.
-    #[allow(clippy::too_many_arguments)]
     fn baseline<T: Element + CudnnBaseline>(
         &self,
         name: &str,
         tf32: bool,
         built: Result<Box<dyn Baseline<T>>>,
-        operands: &[Operands<T>],
-        ys: &mut Vec<CudaSlice<T>>,
+        operands: &[(CudaSlice<T>, CudaSlice<T>)],
         reference: &Tensor<f64>,
         progress: &mut dyn FnMut(&str),
     ) -> Result<Measurement> {
         progress(&format!("{}: {name} {} {}", self.label, T::DTYPE, T::CUDNN_LAYOUT.name()));
         let row = Measurement::new(name, "cudnn", T::CUDNN_LAYOUT.name(), T::DTYPE.name());
-        let mut b = match built {
+        let b = match built {
             Err(e) => return Ok(row.not_run(e.to_string())),
-            Ok(b) => b,
+            Ok(b) => Rc::new(RefCell::new(b)),
         };
-        let row = Measurement { name: format!("cudnn {}", b.name()), engines: b.candidates(), ..row };
-        let n = operands.len();
-        self.time_checked(row, reference, baseline_tolerance(T::DTYPE, tf32), T::CUDNN_LAYOUT, ys, |i, ys| b.run(&operands[i % n].x, &operands[i % n].w, &mut ys[i % n]))
+        let row = Measurement { name: format!("cudnn {}", b.borrow().name()), engines: b.borrow().candidates(), ..row };
+        let runs = operands
+            .iter()
+            .map(|(x, w)| Ok(BaselineRun { baseline: b.clone(), x, w, y: self.gpu.alloc_zeros::<T>(self.problem.output_len())?, problem: *self.problem }))
+            .collect::<Result<Vec<_>>>()?;
+        self.measure(row, reference, baseline_tolerance(T::DTYPE, tf32), &mut Rotation::new(runs)?)
     }
 
-    /// A checked run of `run(0)` into a NaN-poisoned `ys[0]` (read back in `out_layout`), then
-    /// the timed runs: the protocol every row follows, baselines included.
-    fn time_checked<Y: Element>(
-        &self,
-        mut row: Measurement,
-        reference: &Tensor<f64>,
-        tol: f64,
-        out_layout: Layout,
-        ys: &mut Vec<CudaSlice<Y>>,
-        mut run: impl FnMut(usize, &mut Vec<CudaSlice<Y>>) -> Result<()>,
-    ) -> Result<Measurement> {
-        let (gpu, p) = (self.gpu, self.problem);
-        gpu.poison(&mut ys[0])?;
-        if let Err(e) = run(0, ys).and_then(|_| gpu.synchronize()) {
+    /// A checked run into a NaN-poisoned output, then the timed runs: the protocol every row
+    /// follows, baselines included.
+    fn measure(&self, mut row: Measurement, reference: &Tensor<f64>, tol: f64, run: &mut dyn Runnable) -> Result<Measurement> {
+        let gpu = self.gpu;
+        run.poison_output(gpu)?;
+        if let Err(e) = run.enqueue(gpu).and_then(|_| gpu.synchronize()) {
             return Ok(row.not_run(e.to_string()));
         }
-        let got = Tensor::new(p.output_shape(), out_layout, gpu.download(&ys[0])?)?.to_layout(Layout::Nchw)?;
-        let check: Comparison = compare(got.data(), reference.data());
+        let check: Comparison = compare(&run.output_nchw(gpu)?, reference.data());
         row.passed = check.passes(tol);
         row.check = Some(check);
-        let t = time_runs(gpu, self.opts.timing, |i| run(i, ys))?;
-        Ok(row.timed(t, p.flops()))
+        let t = time_runs(gpu, self.opts.timing, |_| run.enqueue(gpu))?;
+        Ok(row.timed(t, self.problem.flops()))
     }
 
     /// PyTorch's figure for this shape in `config`, as a row (checked by PyTorch, not here).
@@ -305,6 +319,17 @@ impl ShapeBench<'_> {
             }
         }
     }
+}
+
+/// Among `algos`, the kernel whose predicted time alone (no conversions: the rows time each
+/// kernel in its own layouts) is lowest.
+fn heuristic_pick(p: &Conv2d, dtype: DType, algos: &[Algorithm], device: &crate::DeviceModel) -> Option<String> {
+    crate::select::candidates(p, dtype, Layout::Nchw, device)
+        .into_iter()
+        .filter(|c| algos.contains(&c.kernel.algorithm))
+        .filter_map(|c| Some((c.kernel.name, c.outcome.ok()?.kernel_us)))
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(name, _)| name.to_string())
 }
 
 fn boxed<T, B: Baseline<T> + 'static>(b: B) -> Box<dyn Baseline<T>> {

@@ -75,6 +75,9 @@ pub struct GroupResult {
     pub tf32_cudnn: Vec<Measurement>,
     pub tf32_pytorch: Option<Measurement>,
     pub kernels: Vec<Measurement>,
+    /// The kernel the automatic choice's cost models predict fastest here (kernel time alone,
+    /// each in its own layout, as the rows are timed).
+    pub heuristic_pick: Option<String>,
 }
 
 impl GroupResult {
@@ -103,6 +106,12 @@ impl GroupResult {
     /// The same against the TF32 baselines (fp32 groups only).
     pub fn ratio_tf32(&self) -> Option<f64> {
         Some(self.best_tf32()?.ms()? / self.best_kernel()?.ms()?)
+    }
+
+    /// The heuristic pick's measured time over the fastest kernel's (1 = it picked the fastest).
+    pub fn heuristic_ratio(&self) -> Option<f64> {
+        let pick = self.kernels.iter().find(|k| Some(&k.name) == self.heuristic_pick.as_ref())?;
+        Some(pick.ms()? / self.best_kernel()?.ms()?)
     }
 
     /// Which in-process baselines are more than [`FLAG_SLACK`] slower than PyTorch's
@@ -151,6 +160,11 @@ pub struct Summary {
     pub no_kernel: usize,
     /// Shapes whose in-process baseline was flagged against PyTorch.
     pub flagged: usize,
+    /// Shapes where the heuristic pick is within 10% of the fastest kernel, of those with both.
+    pub heuristic_within_10pct: usize,
+    pub heuristic_compared: usize,
+    /// The shape where the heuristic pick is slowest against the fastest kernel, and by how much.
+    pub heuristic_worst: Option<(String, f64)>,
 }
 
 /// Per precision (in the order first seen), the suite's summary.
@@ -167,6 +181,7 @@ pub fn summarize(suite: &str, groups: &[GroupResult]) -> Vec<Summary> {
             let of: Vec<&GroupResult> = groups.iter().filter(|g| g.precision == prec).collect();
             let ratios: Vec<(&str, f64)> = of.iter().filter_map(|g| Some((g.shape.as_str(), g.ratio()?))).collect();
             let values: Vec<f64> = ratios.iter().map(|r| r.1).collect();
+            let picks: Vec<(&str, f64)> = of.iter().filter_map(|g| Some((g.shape.as_str(), g.heuristic_ratio()?))).collect();
             Summary {
                 suite: suite.into(),
                 precision: prec.into(),
@@ -177,6 +192,9 @@ pub fn summarize(suite: &str, groups: &[GroupResult]) -> Vec<Summary> {
                 worst: ratios.iter().min_by(|a, b| a.1.total_cmp(&b.1)).map(|(s, r)| (s.to_string(), *r)),
                 no_kernel: of.iter().filter(|g| g.best_kernel().is_none()).count(),
                 flagged: of.iter().filter(|g| !g.flags().is_empty()).count(),
+                heuristic_within_10pct: picks.iter().filter(|p| p.1 <= 1.1).count(),
+                heuristic_compared: picks.len(),
+                heuristic_worst: picks.iter().max_by(|a, b| a.1.total_cmp(&b.1)).map(|(s, r)| (s.to_string(), *r)),
             }
         })
         .collect()
@@ -250,17 +268,30 @@ pub fn table(groups: &[GroupResult], all_kernels: bool) -> String {
     out
 }
 
+/// The automatic choice against the measurements: per shape and type the heuristic pick, the
+/// fastest kernel, and the pick's time over the fastest's.
+pub fn heuristic_table(groups: &[GroupResult]) -> String {
+    let mut out = String::from("| shape | type | heuristic pick | fastest kernel | pick / fastest |\n| --- | --- | --- | --- | --- |\n");
+    for g in groups {
+        let fastest = g.best_kernel().map(|k| format!("{} ({:.4} ms)", k.name, k.ms().unwrap_or(f64::NAN))).unwrap_or_else(|| "none".into());
+        let ratio = g.heuristic_ratio().map(|r| format!("{r:.2}x")).unwrap_or_else(|| "n/a".into());
+        out += &format!("| {} | {} | {} | {fastest} | {ratio} |\n", g.shape, g.precision, g.heuristic_pick.as_deref().unwrap_or("none"));
+    }
+    out
+}
+
 /// The suite summaries as Markdown.
 pub fn summary_table(summaries: &[Summary]) -> String {
     let mut out = String::from(
-        "| suite | type | shapes | compared | geomean vs best baseline | at or above 1.0x | worst shape | no kernel | flagged baselines |\n\
-         | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
+        "| suite | type | shapes | compared | geomean vs best baseline | at or above 1.0x | worst shape | no kernel | flagged baselines | heuristic pick within 10% | heuristic worst |\n\
+         | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
     );
     for s in summaries {
         let worst = s.worst.as_ref().map(|(shape, r)| format!("{shape} ({r:.2}x)")).unwrap_or_else(|| "-".into());
+        let pick_worst = s.heuristic_worst.as_ref().map(|(shape, r)| format!("{shape} ({r:.2}x slower)")).unwrap_or_else(|| "-".into());
         out += &format!(
-            "| {} | {} | {} | {} | {} | {} | {worst} | {} | {} |\n",
-            s.suite, s.precision, s.shapes, s.compared, ratio_cell(s.geomean), s.at_or_above_1, s.no_kernel, s.flagged
+            "| {} | {} | {} | {} | {} | {} | {worst} | {} | {} | {}/{} | {pick_worst} |\n",
+            s.suite, s.precision, s.shapes, s.compared, ratio_cell(s.geomean), s.at_or_above_1, s.no_kernel, s.flagged, s.heuristic_within_10pct, s.heuristic_compared
         );
     }
     out
@@ -288,7 +319,8 @@ mod tests {
             pytorch: m("pytorch", pytorch, pytorch.is_some()),
             tf32_cudnn: vec![],
             tf32_pytorch: None,
-            kernels: kernels.iter().map(|&ms| m("k", Some(ms), true)).collect(),
+            kernels: kernels.iter().enumerate().map(|(i, &ms)| m(&format!("k{i}"), Some(ms), true)).collect(),
+            heuristic_pick: (!kernels.is_empty()).then(|| "k0".to_string()),
         }
     }
 
@@ -318,6 +350,17 @@ mod tests {
     }
 
     #[test]
+    fn heuristic_ratio_compares_the_pick_with_the_fastest() {
+        // k0 = 2 ms (the pick), k1 = 1 ms: the pick is 2x slower.
+        let g = group("a", &[2.0, 1.0], 3.0, None);
+        assert_eq!(g.heuristic_ratio(), Some(2.0));
+        let s = &summarize("t", &[g, group("b", &[1.0, 1.05], 3.0, None)])[0];
+        assert_eq!((s.heuristic_within_10pct, s.heuristic_compared), (1, 2));
+        assert_eq!(s.heuristic_worst, Some(("a".to_string(), 2.0)));
+        assert!(heuristic_table(&[group("a", &[2.0, 1.0], 3.0, None)]).contains("| a | fp16 | k0 | k1 (1.0000 ms) | 2.00x |"));
+    }
+
+    #[test]
     fn flag_rule_is_five_percent_against_pytorch() {
         assert!(!baseline_flagged(1.05, 1.0));
         assert!(baseline_flagged(1.0501, 1.0));
@@ -343,6 +386,8 @@ mod tests {
         assert_eq!((s.shapes, s.compared, s.at_or_above_1, s.no_kernel, s.flagged), (5, 4, 3, 1, 1));
         assert!((s.geomean.unwrap() - 1.0).abs() < 1e-12, "{:?}", s.geomean);
         assert_eq!(s.worst, Some(("b".to_string(), 0.5)));
+        // One kernel per shape, and the heuristic picked it: always the fastest.
+        assert_eq!((s.heuristic_within_10pct, s.heuristic_compared), (4, 4));
     }
 
     #[test]

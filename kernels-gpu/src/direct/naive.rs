@@ -1,17 +1,16 @@
 //! Step 1: one output element per thread. The baseline every faster kernel is checked against
 //! on the GPU, and the kernel that takes every shape the host accepts.
 
-use crate::prelude::*;
+use convrs_spec::direct::naive::BLOCK_THREADS;
 
-/// Threads per block; the host launches `ceil(N*K*P*Q / 256)` blocks of this size.
-pub const BLOCK_THREADS: i32 = 256;
+use crate::prelude::*;
 
 /// # Safety
 /// `x`, `w`, `y` hold N*C*H*W, K*C*R*S and N*K*P*Q `f32`s; `y` does not alias the inputs.
 #[inline(always)]
 pub unsafe fn conv(x: *const f32, w: *const f32, y: *mut f32, sh: ConvShape) {
     let total = sh.n * sh.k * sh.p * sh.q;
-    let idx = block_x() * BLOCK_THREADS + thread_x();
+    let idx = block_x() * BLOCK_THREADS as i32 + thread_x();
     if idx >= total {
         return;
     }
@@ -45,7 +44,13 @@ pub unsafe fn conv(x: *const f32, w: *const f32, y: *mut f32, sh: ConvShape) {
     unsafe { *y.add(idx as usize) = acc };
 }
 
-crate::conv_kernel!(
-    /// One output element per thread (see [`conv`]).
-    fn direct_naive(x: *const f32, w: *const f32, y: *mut f32) => conv
-);
+/// Declares the entry point named by `convrs_spec::direct_naive_entry!`.
+macro_rules! entry {
+    ($name:ident) => {
+        crate::conv_kernel!(
+            /// One output element per thread (see [`conv`]).
+            fn $name(x: *const f32, w: *const f32, y: *mut f32) => conv
+        );
+    };
+}
+convrs_spec::direct_naive_entry!(entry);

@@ -17,7 +17,8 @@
 //!                                up to 16 bytes; generic: [ry][rx][round4(KT)]
 //! ```
 //!
-//! Variants (const generics `conv::<KT, WPT, S>`): KT in {4, 6, 8, 16} with WPT 8, 4, 8, 4
+//! Variants (const generics `conv::<KT, WPT, S>`, listed once in
+//! `convrs_spec::direct_smem_variants!`): KT in {4, 6, 8, 16} with WPT 8, 4, 8, 4
 //! (KT*WPT <= 64 accumulators, about 80 to 128 registers), times S in {1, 3, 5, 6, 7} with
 //! stride_w = dil_w = 1 (fast path, `direct_smem_k{KT}_s{S}`) or any S, stride and dilation
 //! (generic path, `direct_smem_k{KT}_sx`): 24 entry points. R, stride_h and dil_h are always
@@ -75,17 +76,15 @@
 
 use core::cmp::{max, min};
 
-use crate::prelude::*;
+use convrs_spec::direct::smem::{packed_tap_row, tap_stride};
+use convrs_spec::direct_smem_geometry as geometry;
 
-/// Threads-per-block ceiling the plan respects (it prefers 64 to 128): 256 threads * 255
-/// registers fit the 64 Ki registers of an SM, so a launch can never fail for registers
-/// whatever the driver's compiler allocates.
-pub const MAX_BLOCK_THREADS: i32 = 256;
+use crate::prelude::*;
 
 /// Smallest multiple of 4 not below `v` (`v >= 0`).
 #[inline(always)]
 fn round4(v: i32) -> i32 {
-    (v + 3) & !3
+    geometry!(round4: v)
 }
 
 /// Generic path: the `KT` taps of one (ry, rx) position, stored `KTP = round4(KT)` floats apart
@@ -112,12 +111,6 @@ unsafe fn load_taps<const KT: usize>(addr: u32) -> [f32; KT] {
         f[KT - 1] = unsafe { ld_shared_f32(addr + 4 * (KT as u32 - 1)) };
     }
     f
-}
-
-/// Floats per filter row of the fast path's packed taps: S positions x KT channels, rounded up
-/// to whole 16-byte loads.
-const fn packed_tap_row(kt: usize, s: usize) -> usize {
-    (s * kt).div_ceil(4) * 4
 }
 
 /// One input channel, fast path (`S` taps along W known at compile time, stride_w = dil_w = 1).
@@ -194,7 +187,7 @@ unsafe fn compute_generic<const KT: usize, const WPT: usize>(
     j_step: u32,
     col_step: u32,
 ) {
-    let ktp = KT.div_ceil(4) * 4;
+    let ktp = tap_stride(KT);
     let mut a = win;
     let mut t = taps;
     for _ in 0..r {
@@ -223,7 +216,8 @@ unsafe fn compute_generic<const KT: usize, const WPT: usize>(
 ///
 /// # Safety
 /// `x`, `w`, `y` hold N*C*H*W, K*C*R*S and N*K*P*Q `f32`s; `y` does not alias the inputs; the
-/// launch follows the host plan (block (TXC, TH) with TXC*TH <= 256, the flattened grid, and
+/// launch follows the host plan (block (TXC, TH) with TXC*TH <= `MAX_BLOCK_THREADS` of
+/// `convrs_spec::direct::smem`, the flattened grid, and
 /// at least the shared memory its formula gives; the kernel traps on less).
 #[inline(always)]
 pub unsafe fn conv<const KT: usize, const WPT: usize, const S: usize>(x: *const f32, w: *const f32, y: *mut f32, sh: ConvShape) {
@@ -238,7 +232,7 @@ pub unsafe fn conv<const KT: usize, const WPT: usize, const S: usize>(x: *const 
     let tid = ty * txc + tx;
     let wpt = WPT as i32;
     let kt = KT as i32;
-    let ktp = KT.div_ceil(4) as i32 * 4;
+    let ktp = tap_stride(KT) as i32;
     let tw = txc * wpt;
     let (sw, dw) = (sh.stride_w, sh.dil_w);
     if S != 0 && (sh.s != S as i32 || sw != 1 || dw != 1) {
@@ -246,15 +240,15 @@ pub unsafe fn conv<const KT: usize, const WPT: usize, const S: usize>(x: *const 
     }
 
     // 16-byte copies need every tile's first global column to be a multiple of 4: shift the
-    // tiles left by `shift` outputs (same formula in the host plan, which counts tiles with it).
-    let vec_shape = sw == 1 && sh.w % 4 == 0;
-    let shift = if vec_shape { (4 - sh.pad_w % 4) % 4 } else { 0 };
+    // tiles left by `shift` outputs (the host plan counts tiles with the same shift).
+    let vec_shape = geometry!(vec_rows: sw, sh.w);
+    let shift = geometry!(tile_shift: vec_shape, sh.pad_w);
     let vec16 = vec_shape && (x as usize) % 16 == 0;
 
     // Flattened grid: block -> (column tile, row tile, K tile, image), column tile fastest.
-    let qtiles = (sh.q + shift + tw - 1) / tw;
-    let ptiles = (sh.p + th - 1) / th;
-    let ktiles = (sh.k + kt - 1) / kt;
+    let qtiles = geometry!(tiles: sh.q + shift, tw);
+    let ptiles = geometry!(tiles: sh.p, th);
+    let ktiles = geometry!(tiles: sh.k, kt);
     // SAFETY (all three): Q, P, K >= 1 make every tile count >= 1.
     let (b, xt) = unsafe { divmod(block_x(), qtiles) };
     let (b, yt) = unsafe { divmod(b, ptiles) };
@@ -270,14 +264,14 @@ pub unsafe fn conv<const KT: usize, const WPT: usize, const S: usize>(x: *const 
     let gx0 = ox0 * sw - sh.pad_w;
 
     // Shared layout per buffer: input tile [IH][pitch], then the taps; two buffers.
-    let ih = (th - 1) * sh.stride_h + (sh.r - 1) * sh.dil_h + 1;
-    let need_w = round4((tw - 1) * sw + (sh.s - 1) * dw + 1);
+    let ih = geometry!(input_rows: th, sh.stride_h, sh.r, sh.dil_h);
+    let need_w = round4(geometry!(input_span: tw, sw, sh.s, dw));
     let pitch = need_w;
     let rs = sh.r * sh.s;
     let tile_floats = ih * pitch;
-    let tap_floats = if S != 0 { sh.r * packed_tap_row(KT, S) as i32 } else { rs * ktp };
+    let tap_floats = geometry!(taps: i32, S, KT, sh.r, rs, ktp);
     let buf_floats = tile_floats + tap_floats;
-    if 8 * buf_floats as i64 > dynamic_smem_bytes() as i64 {
+    if geometry!(smem_bytes: buf_floats as i64) > dynamic_smem_bytes() as i64 {
         trap(); // launched with less shared memory than the plan computes
     }
     let smem = dynamic_smem_u32();
@@ -429,29 +423,15 @@ pub unsafe fn conv<const KT: usize, const WPT: usize, const S: usize>(x: *const 
     }
 }
 
-// Entry points: (KT output channels, WPT outputs along W) per thread x filter width S (0 = any
-// S, stride and dilation). The host plan (host/src/plan/direct_smem.rs) picks one.
-crate::conv_kernel!(fn direct_smem_k4_s1(x: *const f32, w: *const f32, y: *mut f32) => conv::<4, 8, 1>);
-crate::conv_kernel!(fn direct_smem_k4_s3(x: *const f32, w: *const f32, y: *mut f32) => conv::<4, 8, 3>);
-crate::conv_kernel!(fn direct_smem_k4_s5(x: *const f32, w: *const f32, y: *mut f32) => conv::<4, 8, 5>);
-crate::conv_kernel!(fn direct_smem_k4_s6(x: *const f32, w: *const f32, y: *mut f32) => conv::<4, 8, 6>);
-crate::conv_kernel!(fn direct_smem_k4_s7(x: *const f32, w: *const f32, y: *mut f32) => conv::<4, 8, 7>);
-crate::conv_kernel!(fn direct_smem_k4_sx(x: *const f32, w: *const f32, y: *mut f32) => conv::<4, 8, 0>);
-crate::conv_kernel!(fn direct_smem_k6_s1(x: *const f32, w: *const f32, y: *mut f32) => conv::<6, 4, 1>);
-crate::conv_kernel!(fn direct_smem_k6_s3(x: *const f32, w: *const f32, y: *mut f32) => conv::<6, 4, 3>);
-crate::conv_kernel!(fn direct_smem_k6_s5(x: *const f32, w: *const f32, y: *mut f32) => conv::<6, 4, 5>);
-crate::conv_kernel!(fn direct_smem_k6_s6(x: *const f32, w: *const f32, y: *mut f32) => conv::<6, 4, 6>);
-crate::conv_kernel!(fn direct_smem_k6_s7(x: *const f32, w: *const f32, y: *mut f32) => conv::<6, 4, 7>);
-crate::conv_kernel!(fn direct_smem_k6_sx(x: *const f32, w: *const f32, y: *mut f32) => conv::<6, 4, 0>);
-crate::conv_kernel!(fn direct_smem_k8_s1(x: *const f32, w: *const f32, y: *mut f32) => conv::<8, 8, 1>);
-crate::conv_kernel!(fn direct_smem_k8_s3(x: *const f32, w: *const f32, y: *mut f32) => conv::<8, 8, 3>);
-crate::conv_kernel!(fn direct_smem_k8_s5(x: *const f32, w: *const f32, y: *mut f32) => conv::<8, 8, 5>);
-crate::conv_kernel!(fn direct_smem_k8_s6(x: *const f32, w: *const f32, y: *mut f32) => conv::<8, 8, 6>);
-crate::conv_kernel!(fn direct_smem_k8_s7(x: *const f32, w: *const f32, y: *mut f32) => conv::<8, 8, 7>);
-crate::conv_kernel!(fn direct_smem_k8_sx(x: *const f32, w: *const f32, y: *mut f32) => conv::<8, 8, 0>);
-crate::conv_kernel!(fn direct_smem_k16_s1(x: *const f32, w: *const f32, y: *mut f32) => conv::<16, 4, 1>);
-crate::conv_kernel!(fn direct_smem_k16_s3(x: *const f32, w: *const f32, y: *mut f32) => conv::<16, 4, 3>);
-crate::conv_kernel!(fn direct_smem_k16_s5(x: *const f32, w: *const f32, y: *mut f32) => conv::<16, 4, 5>);
-crate::conv_kernel!(fn direct_smem_k16_s6(x: *const f32, w: *const f32, y: *mut f32) => conv::<16, 4, 6>);
-crate::conv_kernel!(fn direct_smem_k16_s7(x: *const f32, w: *const f32, y: *mut f32) => conv::<16, 4, 7>);
-crate::conv_kernel!(fn direct_smem_k16_sx(x: *const f32, w: *const f32, y: *mut f32) => conv::<16, 4, 0>);
+/// Declares the entry points of `convrs_spec::direct_smem_variants!`: per variant (KT output
+/// channels, WPT outputs along W per thread), one `conv::<KT, WPT, S>` per filter width S
+/// (0: any S, stride and dilation). The host plan (host/src/plan/direct/smem.rs) picks one.
+macro_rules! entries {
+    ($widths:tt $(($kt:literal, $wpt:literal: $($name:ident),*))*) => {
+        $(entries!(@variant $widths $kt, $wpt: $($name),*);)*
+    };
+    (@variant [$($s:literal),*] $kt:literal, $wpt:literal: $($name:ident),*) => {
+        $(crate::conv_kernel!(fn $name(x: *const f32, w: *const f32, y: *mut f32) => conv::<$kt, $wpt, $s>);)*
+    };
+}
+convrs_spec::direct_smem_variants!(entries);

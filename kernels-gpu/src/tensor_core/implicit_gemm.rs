@@ -29,6 +29,8 @@
 //! mma tile    m16n8k16 (`mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32`), BK/16 k-steps per k-tile
 //! ```
 //!
+//! The compiled tiles (listed once in `convrs_spec::tensor_core_tiles!`):
+//!
 //! | entries (`wmma_nhwc_*`, `wmma_nhwcnc_*`) | block tile | warps x warp tile | stages | shared memory |
 //! | --- | --- | --- | --- | --- |
 //! | `128x256k64` | 128x256x64 | 2x4 x 64x64 | 4 | 4 x 48 KiB = 192 KiB |
@@ -89,6 +91,8 @@
 //! figures; the request count after the change was not measured with ncu). The plain layout keeps the swizzled rows: its PTX is byte-identical to before.
 
 use core::num::NonZeroU32;
+
+use convrs_spec::tensor_core::{block_m, block_n, k_tile, smem_bytes, stage_bytes, threads};
 
 use crate::prelude::matrix::{ldmatrix_x4, mma_m16n8k16_f16_f32, store_global_f32x2};
 use crate::prelude::*;
@@ -239,8 +243,8 @@ fn mma_warp_tile<const MT: usize, const NT: usize>(acc: &mut [[[f32; 4]; NT]; MT
 
 /// The kernel: `WARPS_M x WARPS_N` warps of `MT x NT` m16n8 tiles each, k-tiles of BK = 8*KCH
 /// channels, `STAGES` k-tiles in flight, operands addressed by `O`. Launched with
-/// `32 * WARPS_M * WARPS_N` threads, a 1-D grid of `ceil(M / BM) * ceil(K / BN)` blocks and
-/// `STAGES * (BM + BN) * 2 * BK` bytes of shared memory (host/src/plan/wmma_nhwc.rs); the shape
+/// `convrs_spec::tensor_core::threads` threads, a 1-D grid of `ceil(M / BM) * ceil(K / BN)` blocks
+/// and `convrs_spec::tensor_core::smem_bytes` of shared memory (host/src/plan/tensor_core/nhwc.rs); the shape
 /// passes `O::supports` (the kernel traps otherwise).
 ///
 /// # Safety
@@ -254,7 +258,7 @@ pub unsafe fn conv<O: Operands, const WARPS_M: usize, const WARPS_N: usize, cons
     sh: ConvShape,
 ) {
     const {
-        let threads = 32 * WARPS_M * WARPS_N;
+        let threads = threads(WARPS_M, WARPS_N);
         assert!(MT >= 1 && MT <= 8 && NT >= 2 && NT <= 8 && NT % 2 == 0);
         assert!(STAGES >= 2 && STAGES <= 8);
         assert!(KCH == 4 || KCH == 8);
@@ -265,16 +269,16 @@ pub unsafe fn conv<O: Operands, const WARPS_M: usize, const WARPS_N: usize, cons
         let warps = WARPS_M * WARPS_N;
         assert!(!O::TILED || ((WARPS_M * MT) % warps == 0 && (WARPS_N * NT / 2) % warps == 0));
     }
-    let threads = 32 * WARPS_M * WARPS_N;
-    let (bm, bn) = ((WARPS_M * MT * 16) as u32, (WARPS_N * NT * 8) as u32);
+    let threads = threads(WARPS_M, WARPS_N);
+    let (bm, bn) = (block_m(WARPS_M, MT) as u32, block_n(WARPS_N, NT) as u32);
     // Rows each thread copies: 4 threads a row (plain), 2 (tiled).
     let per_row = const { if O::TILED { 2 } else { 4 } };
     let (a_loads, b_loads) = (bm as usize * per_row / threads, bn as usize * per_row / threads);
     // A k-tile is BK = 8*KCH channels: KCH 16-byte chunks per shared row.
-    let bk = 8 * KCH as i32;
+    let bk = k_tile(KCH) as i32;
     let row_bytes = 16 * KCH as u32;
-    let stage_bytes = (bm + bn) * row_bytes;
-    if block_dim_x() != threads as i32 || dynamic_smem_bytes() < STAGES as u32 * stage_bytes || !O::supports(&sh) {
+    let stage_bytes = stage_bytes(bm as usize, bn as usize, KCH) as u32;
+    if block_dim_x() != threads as i32 || dynamic_smem_bytes() < smem_bytes(bm as usize, bn as usize, KCH, STAGES) as u32 || !O::supports(&sh) {
         trap();
     }
     let gemm_m = (sh.n * sh.p * sh.q) as u32;
@@ -472,32 +476,21 @@ pub unsafe fn conv<O: Operands, const WARPS_M: usize, const WARPS_N: usize, cons
     });
 }
 
-/// The entry points of one layout family, one per block tile, named by the caller (entry names
-/// are items, and macro_rules cannot build identifiers). Both families compile the same tiles,
-/// in this order, because host/src/plan/wmma_nhwcnc.rs picks with wmma_nhwc's tile list and
-/// cost model (host/src/plan/wmma_nhwc.rs has their timings).
+/// Declares the entry points of one layout family from `convrs_spec::tensor_core_tiles!`, called
+/// as `tensor_core_tiles!(entries, nhwc, Ops)` (or `nhwcnc`): one
+/// `conv::<Ops, WARPS_M, WARPS_N, MT, NT, STAGES, KCH>` per tile, named by the table's column for
+/// that family. host/src/plan/tensor_core/nhwcnc.rs picks with wmma_nhwc's cost model, which is why both
+/// families compile the same tiles (host/src/plan/tensor_core/nhwc.rs has their timings).
 macro_rules! entries {
-    ($ops:ident: $t128x256k64:ident, $t128x128k64:ident, $t128x128:ident, $t128x64:ident, $t64x64:ident) => {
-        $crate::conv_kernel!(
-            /// Block tile 128x256x64, 8 warps of 64x64, 4 stages (192 KiB): large M and K.
-            fn $t128x256k64(x: *const u16, w: *const u16, y: *mut f32) => $crate::tensor_core::implicit_gemm::conv::<$ops, 2, 4, 4, 8, 4, 8>
-        );
-        $crate::conv_kernel!(
-            /// Block tile 128x128x64, 4 warps of 64x64, 3 stages (96 KiB, 2 blocks per SM).
-            fn $t128x128k64(x: *const u16, w: *const u16, y: *mut f32) => $crate::tensor_core::implicit_gemm::conv::<$ops, 2, 2, 4, 8, 3, 8>
-        );
-        $crate::conv_kernel!(
-            /// Block tile 128x128x32, 4 warps of 64x64, 4 stages (64 KiB): C of at most 32 (mod 64).
-            fn $t128x128(x: *const u16, w: *const u16, y: *mut f32) => $crate::tensor_core::implicit_gemm::conv::<$ops, 2, 2, 4, 8, 4, 4>
-        );
-        $crate::conv_kernel!(
-            /// Block tile 128x64x32, 4 warps of 64x32, 4 stages (48 KiB): K of 64 or less.
-            fn $t128x64(x: *const u16, w: *const u16, y: *mut f32) => $crate::tensor_core::implicit_gemm::conv::<$ops, 2, 2, 4, 4, 4, 4>
-        );
-        $crate::conv_kernel!(
-            /// Block tile 64x64x32, 4 warps of 32x32, 4 stages (32 KiB): grids that would not fill the GPU.
-            fn $t64x64(x: *const u16, w: *const u16, y: *mut f32) => $crate::tensor_core::implicit_gemm::conv::<$ops, 2, 2, 2, 4, 4, 4>
-        );
+    (nhwc $ops:ident $(($nhwc:ident, $nhwcnc:ident, $wm:literal, $wn:literal, $mt:literal, $nt:literal, $stages:literal, $kch:literal))*) => {
+        $($crate::conv_kernel!(
+            fn $nhwc(x: *const u16, w: *const u16, y: *mut f32) => $crate::tensor_core::implicit_gemm::conv::<$ops, $wm, $wn, $mt, $nt, $stages, $kch>
+        );)*
+    };
+    (nhwcnc $ops:ident $(($nhwc:ident, $nhwcnc:ident, $wm:literal, $wn:literal, $mt:literal, $nt:literal, $stages:literal, $kch:literal))*) => {
+        $($crate::conv_kernel!(
+            fn $nhwcnc(x: *const u16, w: *const u16, y: *mut f32) => $crate::tensor_core::implicit_gemm::conv::<$ops, $wm, $wn, $mt, $nt, $stages, $kch>
+        );)*
     };
 }
 pub(crate) use entries;

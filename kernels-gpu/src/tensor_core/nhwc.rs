@@ -77,5 +77,5 @@ impl Operands for Nhwc {
     }
 }
 
-// One entry per block tile of the shared list (implicit_gemm::entries).
-super::implicit_gemm::entries!(Nhwc: wmma_nhwc_128x256k64, wmma_nhwc_128x128k64, wmma_nhwc_128x128, wmma_nhwc_128x64, wmma_nhwc_64x64);
+// One entry per block tile of the shared table (convrs_spec::tensor_core_tiles!).
+convrs_spec::tensor_core_tiles!(super::implicit_gemm::entries, nhwc, Nhwc);

@@ -124,5 +124,5 @@ impl Operands for Blocked {
     }
 }
 
-// One entry per block tile of the shared list (implicit_gemm::entries).
-super::implicit_gemm::entries!(Blocked: wmma_nhwcnc_128x256k64, wmma_nhwcnc_128x128k64, wmma_nhwcnc_128x128, wmma_nhwcnc_128x64, wmma_nhwcnc_64x64);
+// One entry per block tile of the shared table (convrs_spec::tensor_core_tiles!).
+convrs_spec::tensor_core_tiles!(super::implicit_gemm::entries, nhwcnc, Blocked);

@@ -12,7 +12,7 @@
 //! Grid: 1-D, block -> (batch tile, channel tile, pixel), batch tile fastest. Block: 1-D,
 //! `threads(BM, BN, TM, TN)`. Tile numbers: see the parent module.
 
-use super::mainloop::{ceil_div, mainloop, thread_groups, threads, tid_x_volatile, tile_index, Reduction, A_PAD};
+use super::mainloop::{ceil_div, mainloop, quadrant_stride, thread_groups, threads, tid_x_volatile, tile_index, Reduction, A_PAD};
 use crate::prelude::*;
 
 /// Copies the 16-byte words of a `[BK][COLS]` slice (rows `pitch` floats apart in shared
@@ -65,7 +65,7 @@ unsafe fn copy_rows<const BK: usize, const COLS: usize>(
 ///
 /// # Safety
 /// `x`, `w`, `y` hold N*C*H*W, K*C*R*S and N*K*P*Q `f32`s in the layouts above; `y` does not
-/// alias the inputs; the launch follows host/src/plan/tiled_hwcn.rs (the kernel traps on a
+/// alias the inputs; the launch follows host/src/plan/tiled/hwcn.rs (the kernel traps on a
 /// wrong block size or too little shared memory).
 #[inline(always)]
 pub unsafe fn conv<const BM: usize, const BN: usize, const BK: usize, const TM: usize, const TN: usize, const STAGES: usize>(
@@ -127,11 +127,11 @@ pub unsafe fn conv<const BM: usize, const BN: usize, const BK: usize, const TM: 
     // Epilogue: Y[p][q][k][n0..], 16-byte stores where N % 4 == 0 (then a word is wholly in or out).
     let vec_y = sh.n % 4 == 0 && (y as usize) % 16 == 0;
     unroll!(8: TM, i => {
-        let k = k0 + tile_index(tm, i, BM / (TM / 4));
+        let k = k0 + tile_index(tm, i, quadrant_stride(BM, TM));
         if k < sh.k {
             let row = (pix * sh.k + k) * sh.n;
             unroll!(4: TN / 4, v => {
-                let n = n0 + tile_index(tn, 4 * v, BN / (TN / 4));
+                let n = n0 + tile_index(tn, 4 * v, quadrant_stride(BN, TN));
                 let q = F32x4([acc[i][4 * v], acc[i][4 * v + 1], acc[i][4 * v + 2], acc[i][4 * v + 3]]);
                 if vec_y {
                     if n < sh.n {
@@ -152,6 +152,6 @@ pub unsafe fn conv<const BM: usize, const BN: usize, const BK: usize, const TM: 
     });
 }
 
-// Entry points `tiled_hwcn_{BM}x{BN}[_k{BK}]`: the shapes the host plan chooses from (the table in
-// the parent module).
-super::mainloop::entries!(conv: tiled_hwcn_128x128, tiled_hwcn_128x64, tiled_hwcn_64x128, tiled_hwcn_64x64, tiled_hwcn_128x32, tiled_hwcn_32x128, tiled_hwcn_256x128, tiled_hwcn_128x128_k16);
+// Entry points `tiled_hwcn_{BM}x{BN}[_k{BK}]`, one per tile of the shared table: the shapes the host
+// plan chooses from (timings in the parent module).
+convrs_spec::tiled_tiles!(super::mainloop::entries, hwcn, conv);

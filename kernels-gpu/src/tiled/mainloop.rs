@@ -7,20 +7,9 @@
 //! one m per warp, as `tiled_nchw` does) then lands in distinct banks, and 16-byte accesses
 //! along a row stay aligned.
 
+pub use convrs_spec::tiled::{quadrant_stride, smem_bytes, thread_groups, threads, tile_index, A_PAD};
+
 use crate::prelude::*;
-
-/// Spare floats at the end of each shared A row (see the module docs).
-pub const A_PAD: usize = 4;
-
-/// Threads of a block with tile `BM x BN` and thread tile `TM x TN`.
-pub const fn threads(bm: usize, bn: usize, tm: usize, tn: usize) -> usize {
-    (bm / tm) * (bn / tn)
-}
-
-/// Dynamic shared memory bytes of the pipeline (the host plan uses the same formula).
-pub const fn smem_bytes(bm: usize, bn: usize, bk: usize, stages: usize) -> usize {
-    stages * bk * (bm + A_PAD + bn) * 4
-}
 
 /// `ceil(a / b)` for `a >= 0` and `b >= 1` (in u32, so `a + b - 1` cannot overflow).
 #[inline(always)]
@@ -50,26 +39,9 @@ pub struct Reduction {
     pub s_hi: i32,
 }
 
-/// This thread's place in the block tile: row group `tm` and column group `tn` of 4 x 4
-/// outputs within each virtual-thread quadrant. A warp is 4 row groups x 8 column groups, so
-/// its operand loads read 4 and 8 adjacent 16-byte words (conflict-free, one wavefront each).
-#[inline(always)]
-pub fn thread_groups<const BM: usize, const BN: usize, const TM: usize, const TN: usize>(tid: i32) -> (i32, i32) {
-    let warps_n = (BN / TN / 8) as i32;
-    let (warp, lane) = (tid / 32, tid % 32);
-    ((warp / warps_n) * 4 + lane / 8, (warp % warps_n) * 8 + lane % 8)
-}
-
-/// Row (or column) of the block tile that register `i` of a thread in group `g` holds: quadrant
-/// `i / 4` starts `quadrant_stride` apart, and the thread holds 4 adjacent ones in each.
-#[inline(always)]
-pub fn tile_index(g: i32, i: usize, quadrant_stride: usize) -> i32 {
-    (i / 4 * quadrant_stride) as i32 + g * 4 + (i % 4) as i32
-}
-
 /// Runs the whole reduction and returns the thread's `TM x TN` accumulators, register
-/// `[i][j]` holding block-tile row `tile_index(tm, i, BM / (TM/4))` and column
-/// `tile_index(tn, j, BN / (TN/4))`.
+/// `[i][j]` holding block-tile row `tile_index(tm, i, quadrant_stride(BM, TM))` and column
+/// `tile_index(tn, j, quadrant_stride(BN, TN))`.
 ///
 /// `stage(a_dst, b_dst, c0, r, s)` must start this thread's share of the `cp.async` copies of
 /// step (c0, r, s): `A[kk][m]` for channel c0 + kk of tap (r, s) into the `[BK][BM + A_PAD]`
@@ -121,7 +93,7 @@ pub unsafe fn mainloop<const BM: usize, const BN: usize, const BK: usize, const 
     // This thread's first 16-byte operand words in a stage: A row 0, column tm*4; B likewise.
     let a_off = (tm * 16) as u32;
     let b_off = (BK * (BM + A_PAD) * 4) as u32 + (tn * 16) as u32;
-    let (qm, qn) = (BM / (TM / 4), BN / (TN / 4));
+    let (qm, qn) = (quadrant_stride(BM, TM), quadrant_stride(BN, TN));
 
     // One loop for the prologue (the first STAGES-1 iterations only copy) and the steady state,
     // so the copy code exists once and inlines. Iteration `it` copies step `it` and computes
@@ -176,23 +148,15 @@ pub unsafe fn mainloop<const BM: usize, const BN: usize, const BK: usize, const 
     acc
 }
 
-/// The entry points of one tiled kernel (`$conv` is its `conv::<BM, BN, BK, TM, TN, STAGES>`),
-/// one per tile shape, named by the caller (macro_rules cannot build identifiers). Both kernels
-/// compile the same shapes, in the order of `TILES` in host/src/plan/tiled_hwcn.rs: BK = 8
-/// unless named `_k16`, 3 stages throughout.
+/// Declares the entry points of one tiled kernel from `convrs_spec::tiled_tiles!`, called as
+/// `tiled_tiles!(entries, hwcn, conv)` (or `nchw`): one `conv::<BM, BN, BK, TM, TN, STAGES>` per
+/// tile, named by the table's column for that kernel.
 macro_rules! entries {
-    ($conv:ident: $t128x128:ident, $t128x64:ident, $t64x128:ident, $t64x64:ident, $t128x32:ident, $t32x128:ident, $t256x128:ident, $t128x128_k16:ident) => {
-        $crate::tiled::mainloop::entries!(@one $conv, $t128x128, 128, 128, 8, 8, 8);
-        $crate::tiled::mainloop::entries!(@one $conv, $t128x64, 128, 64, 8, 8, 8);
-        $crate::tiled::mainloop::entries!(@one $conv, $t64x128, 64, 128, 8, 8, 8);
-        $crate::tiled::mainloop::entries!(@one $conv, $t64x64, 64, 64, 8, 8, 8);
-        $crate::tiled::mainloop::entries!(@one $conv, $t128x32, 128, 32, 8, 8, 4);
-        $crate::tiled::mainloop::entries!(@one $conv, $t32x128, 32, 128, 8, 4, 8);
-        $crate::tiled::mainloop::entries!(@one $conv, $t256x128, 256, 128, 8, 8, 8);
-        $crate::tiled::mainloop::entries!(@one $conv, $t128x128_k16, 128, 128, 16, 8, 8);
+    (hwcn $conv:ident $(($hwcn:ident, $nchw:ident, $bm:literal, $bn:literal, $bk:literal, $tm:literal, $tn:literal, $stages:literal))*) => {
+        $($crate::conv_kernel!(fn $hwcn(x: *const f32, w: *const f32, y: *mut f32) => $conv::<$bm, $bn, $bk, $tm, $tn, $stages>);)*
     };
-    (@one $conv:ident, $name:ident, $bm:literal, $bn:literal, $bk:literal, $tm:literal, $tn:literal) => {
-        $crate::conv_kernel!(fn $name(x: *const f32, w: *const f32, y: *mut f32) => $conv::<$bm, $bn, $bk, $tm, $tn, 3>);
+    (nchw $conv:ident $(($hwcn:ident, $nchw:ident, $bm:literal, $bn:literal, $bk:literal, $tm:literal, $tn:literal, $stages:literal))*) => {
+        $($crate::conv_kernel!(fn $nchw(x: *const f32, w: *const f32, y: *mut f32) => $conv::<$bm, $bn, $bk, $tm, $tn, $stages>);)*
     };
 }
 pub(crate) use entries;

@@ -23,7 +23,7 @@
 //! an input tile run together). Block: 1-D, `threads(BM, BN, TM, TN)`. Tile numbers: see the
 //! parent module.
 
-use super::mainloop::{ceil_div, mainloop, thread_groups, threads, tid_x_volatile, tile_index, Reduction, A_PAD};
+use super::mainloop::{ceil_div, mainloop, quadrant_stride, thread_groups, threads, tid_x_volatile, tile_index, Reduction, A_PAD};
 use crate::prelude::*;
 
 /// `p`, through an empty asm statement: the optimizer cannot relate it to other pointers, so it
@@ -40,7 +40,7 @@ fn opaque_ptr(p: *const f32) -> *const f32 {
 ///
 /// # Safety
 /// `x`, `w`, `y` hold N*C*H*W, K*C*R*S and N*K*P*Q `f32`s in the layouts above; `y` does not
-/// alias the inputs; the launch follows host/src/plan/tiled_nchw.rs (the kernel traps on a
+/// alias the inputs; the launch follows host/src/plan/tiled/nchw.rs (the kernel traps on a
 /// wrong block size or too little shared memory).
 #[inline(always)]
 #[allow(unused_assignments)] // the carry after the last B element of a step is not read
@@ -162,13 +162,13 @@ pub unsafe fn conv<const BM: usize, const BN: usize, const BK: usize, const TM: 
     // it lies in one image and is 16-byte aligned in Y.
     let vec_y = pq % 4 == 0 && (y as usize) % 16 == 0;
     unroll!(4: TN / 4, v => {
-        let jv = j0 + tile_index(tn, 4 * v, BN / (TN / 4));
+        let jv = j0 + tile_index(tn, 4 * v, quadrant_stride(BN, TN));
         if vec_y && jv < cols {
             // SAFETY: P*Q >= 1.
             let (n, pix) = unsafe { divmod(jv, pq) };
             let base = n * sh.k * pq + pix;
             unroll!(8: TM, i => {
-                let k = k0 + tile_index(tm, i, BM / (TM / 4));
+                let k = k0 + tile_index(tm, i, quadrant_stride(BM, TM));
                 if k < sh.k {
                     let out = F32x4([acc[i][4 * v], acc[i][4 * v + 1], acc[i][4 * v + 2], acc[i][4 * v + 3]]);
                     // SAFETY: outputs (n, k, pix..pix+4) exist (pix % 4 == 0, P*Q % 4 == 0) and are
@@ -184,7 +184,7 @@ pub unsafe fn conv<const BM: usize, const BN: usize, const BK: usize, const TM: 
                     let (n, pix) = unsafe { divmod(jg, pq) };
                     let base = n * sh.k * pq + pix;
                     unroll!(8: TM, i => {
-                        let k = k0 + tile_index(tm, i, BM / (TM / 4));
+                        let k = k0 + tile_index(tm, i, quadrant_stride(BM, TM));
                         if k < sh.k {
                             // SAFETY: (n, k, pix) is an output; only this thread writes it.
                             unsafe { *y.add((base + k * pq) as usize) = acc[i][4 * v + jj] };
@@ -196,6 +196,6 @@ pub unsafe fn conv<const BM: usize, const BN: usize, const BK: usize, const TM: 
     });
 }
 
-// Entry points `tiled_nchw_{BM}x{BN}[_k{BK}]`: the shapes the host plan chooses from (the table in
-// the parent module).
-super::mainloop::entries!(conv: tiled_nchw_128x128, tiled_nchw_128x64, tiled_nchw_64x128, tiled_nchw_64x64, tiled_nchw_128x32, tiled_nchw_32x128, tiled_nchw_256x128, tiled_nchw_128x128_k16);
+// Entry points `tiled_nchw_{BM}x{BN}[_k{BK}]`, one per tile of the shared table: the shapes the host
+// plan chooses from (timings in the parent module).
+convrs_spec::tiled_tiles!(super::mainloop::entries, nchw, conv);

@@ -4,15 +4,16 @@
 //! The kernel's tile is set by its launch: a block of `(TXC, TH)` threads computes TH output
 //! rows by TXC*WPT output columns for KT output channels of one image, and the grid is one
 //! flattened dimension of `column tiles x row tiles x K tiles x N` blocks. The kernel re-derives
-//! the tile counts and its shared-memory layout from the block shape and the problem, with the
-//! same formulas as [`Geometry`] below (keep the two in step; the kernel traps if it is given
-//! less shared memory than it needs, so a mismatch fails loudly rather than silently).
+//! the tile counts and its shared-memory layout from the block shape and the problem; both sides
+//! evaluate the one set of formulas in `convrs_spec::direct_smem_geometry!` (the kernel in
+//! `i32`, `Geometry` here in `u128`), and the kernel still traps if it is given less shared
+//! memory than it needs.
 //!
 //! Choice: every variant (KT in {4, 6, 8, 16}; the compiled-S fast path when stride_w =
 //! dilation_w = 1 and S is 1, 3, 5, 6 or 7, else the generic path) and every block shape of 64
 //! to 128 threads with at least 8 threads per tile row (fewer only for narrow or tiny outputs;
 //! a second pass takes any shape up to 256 threads if nothing else fits in shared memory) is
-//! scored by a small issue-slot model of an H100/H200 (132 SMs, 4 warp instructions per cycle
+//! scored by a small issue-slot model of the device (its SMs and clock; 4 warp instructions per cycle
 //! per SM, 1 shared-memory wavefront per cycle, registers per variant from ptxas), and the
 //! cheapest wins. The model charges wasted work (K padded to KT, tiles past the image edge,
 //! idle lanes), per-channel staging and barrier overhead, shared-memory bank conflicts and tail
@@ -22,72 +23,66 @@
 //! - 1,6,768,512 -> 6, 6x6: `direct_smem_k6_s6`, block (8, 16), 768 blocks, 8448 B: 0.031 ms.
 //! - 64,64,56,56 -> 64, 3x3 p1: `direct_smem_k16_s3`, block (15, 8), 1792 blocks, 6272 B: 0.44 ms.
 
-use super::{DeviceLimits, LaunchPlan};
+use std::ops::Deref;
+
+use convrs_spec::direct::smem::{self as spec, has_fast_path, GENERIC, MAX_BLOCK_THREADS, WIDTHS};
+
+use crate::plan::model::{blocks_per_sm, cycles_us, waves, LAUNCH_US};
+use crate::plan::{DeviceModel, LaunchPlan};
 use crate::dtype::DType;
 use crate::{Conv2d, Error, Result};
+use crate::registry::{Family, KernelDesc};
+use crate::{Algorithm, Layout};
 
-/// Must equal `kernels_gpu::direct::smem::MAX_BLOCK_THREADS`: at most 255 registers per
-/// thread times 256 threads fit an SM's 64 Ki registers, so no plan can fail to launch for
-/// registers.
-const MAX_BLOCK_THREADS: usize = 256;
-
-/// Filter widths with a compiled fast path (entry `direct_smem_k{KT}_s{S}`).
-const FAST_S: [usize; 5] = [1, 3, 5, 6, 7];
-
-/// One register tile: KT output channels x WPT output columns per thread.
+/// One compiled register tile (KT output channels x WPT output columns per thread, and its
+/// entries) with what the cost model knows of it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Variant {
-    kt: usize,
-    wpt: usize,
+    spec: spec::Variant,
     /// Registers per thread as ptxas allocates them (sm_90, rounded up to its granularity of
     /// 8), for the occupancy estimate only.
     regs: usize,
 }
 
-/// Must match the `conv::<KT, WPT, S>` instantiations in kernels-gpu/src/direct/smem.rs.
-const VARIANTS: [Variant; 4] = [
-    Variant { kt: 4, wpt: 8, regs: 96 },
-    Variant { kt: 6, wpt: 4, regs: 80 },
-    Variant { kt: 8, wpt: 8, regs: 128 },
-    Variant { kt: 16, wpt: 4, regs: 136 },
-];
+impl Deref for Variant {
+    type Target = spec::Variant;
+    fn deref(&self) -> &spec::Variant {
+        &self.spec
+    }
+}
 
-/// Entry points as declared in kernels-gpu/src/direct/smem.rs: one row per [`VARIANTS`] entry,
-/// one column per [`FAST_S`] width, then the generic path.
-const KERNELS: [[&str; FAST_S.len() + 1]; VARIANTS.len()] = [
-    ["direct_smem_k4_s1", "direct_smem_k4_s3", "direct_smem_k4_s5", "direct_smem_k4_s6", "direct_smem_k4_s7", "direct_smem_k4_sx"],
-    ["direct_smem_k6_s1", "direct_smem_k6_s3", "direct_smem_k6_s5", "direct_smem_k6_s6", "direct_smem_k6_s7", "direct_smem_k6_sx"],
-    ["direct_smem_k8_s1", "direct_smem_k8_s3", "direct_smem_k8_s5", "direct_smem_k8_s6", "direct_smem_k8_s7", "direct_smem_k8_sx"],
-    ["direct_smem_k16_s1", "direct_smem_k16_s3", "direct_smem_k16_s5", "direct_smem_k16_s6", "direct_smem_k16_s7", "direct_smem_k16_sx"],
-];
+/// [`Variant::regs`] of each variant of `spec::VARIANTS`, in its order (a measurement, not part
+/// of the contract; the length is checked against the table at compile time).
+const REGS: [usize; spec::VARIANTS.len()] = [96, 80, 128, 136];
+
+/// The compiled variants, in the spec's order, with their register counts.
+const VARIANTS: [Variant; spec::VARIANTS.len()] = {
+    let mut out = [Variant { spec: spec::VARIANTS[0], regs: 0 }; spec::VARIANTS.len()];
+    let mut i = 0;
+    while i < out.len() {
+        out[i] = Variant { spec: spec::VARIANTS[i], regs: REGS[i] };
+        i += 1;
+    }
+    out
+};
 
 /// The entry point of variant `kt` with fast-path width `s` (`None` or a width without a fast
 /// path: generic). An unknown `kt` falls back to the last variant, as the planner never asks for one.
 fn kernel_name(kt: usize, s: Option<usize>) -> &'static str {
-    let row = VARIANTS.iter().position(|v| v.kt == kt).unwrap_or(VARIANTS.len() - 1);
-    let col = s.and_then(|s| FAST_S.iter().position(|&f| f == s)).unwrap_or(FAST_S.len());
-    KERNELS[row][col]
+    let v = VARIANTS.iter().find(|v| v.kt == kt).unwrap_or(&VARIANTS[VARIANTS.len() - 1]);
+    let width = s.filter(|&s| has_fast_path(s)).unwrap_or(GENERIC);
+    let col = WIDTHS.iter().position(|&w| w == width).expect("the spec lists a generic column");
+    v.entries[col]
 }
 
 /// Every entry point the plan can name (for tests and tools).
 pub fn kernel_names() -> Vec<&'static str> {
-    let mut names = Vec::new();
-    for v in VARIANTS {
-        for s in FAST_S.iter().copied().map(Some).chain([None]) {
-            names.push(kernel_name(v.kt, s));
-        }
-    }
-    names
+    VARIANTS.iter().flat_map(|v| v.entries).collect()
 }
 
-/// Assumed SM count for the wave model (H100 SXM). DeviceLimits does not carry it; on a GPU
-/// with another count the choice is still sound, only the tail-wave estimate is off.
-const MODEL_SMS: u128 = 132;
-/// Shared memory per SM usable by blocks (H100: 228 KiB, 1 KiB of it reserved per block).
-const MODEL_SMEM_PER_SM: u128 = 228 * 1024;
-
-/// The kernel's geometry for one block shape, mirroring kernels-gpu/src/direct/smem.rs `conv`.
-/// All arithmetic in u128, so absurd problems become rejections, never overflows.
+/// The kernel's geometry for one block shape, by the spec's formulas (which the kernel's `conv`
+/// evaluates in `i32`). All arithmetic in u128, so absurd problems become rejections, never
+/// overflows.
 #[derive(Clone, Copy, Debug)]
 struct Geometry {
     /// Output rows per block (TH).
@@ -114,29 +109,25 @@ struct Geometry {
     smem_bytes: u128,
 }
 
-fn round4(v: u128) -> u128 {
-    v.div_ceil(4) * 4
-}
-
 fn geometry(p: &Conv2d, v: Variant, fast: bool, txc: usize, th: usize) -> Geometry {
     let (out_p, out_q) = p.output_hw();
     let u = |x: usize| x as u128;
     let (sh, sw) = (u(p.stride.0), u(p.stride.1));
     let (dh, dw) = (u(p.dilation.0), u(p.dilation.1));
     let tw = u(txc * v.wpt);
-    let vec16 = p.stride.1 == 1 && p.w % 4 == 0;
-    let shift = if vec16 { u((4 - p.pad.1 % 4) % 4) } else { 0 };
-    let qtiles = (u(out_q) + shift).div_ceil(tw);
-    let ptiles = u(out_p).div_ceil(u(th));
-    let ktiles = u(p.k).div_ceil(u(v.kt));
+    let vec16 = spec::vec_rows(sw, u(p.w));
+    let shift = spec::tile_shift(vec16, u(p.pad.1));
+    let qtiles = spec::tiles(u(out_q) + shift, tw);
+    let ptiles = spec::tiles(u(out_p), u(th));
+    let ktiles = spec::tiles(u(p.k), u(v.kt));
     let blocks = qtiles * ptiles * ktiles * u(p.n);
-    let ih = (u(th) - 1) * sh + (u(p.r) - 1) * dh + 1;
-    let need_w = round4((tw - 1) * sw + (u(p.s) - 1) * dw + 1);
+    let ih = spec::input_rows(u(th), sh, u(p.r), dh);
+    let need_w = spec::input_cols(tw, sw, u(p.s), dw);
     let pitch = need_w;
     // Taps: fast path packed per filter row ([rx][k], rounded up to 16 bytes), generic path one
     // 16-byte aligned group of round4(KT) per (ry, rx).
-    let tap_floats = if fast { u(p.r) * round4(u(p.s) * u(v.kt)) } else { u(p.r) * u(p.s) * round4(u(v.kt)) };
-    let smem_bytes = 8 * (ih * pitch + tap_floats);
+    let tap_floats = spec::tap_floats(v.kt, if fast { p.s } else { GENERIC }, u(p.r), u(p.s));
+    let smem_bytes = spec::smem_bytes(ih * pitch + tap_floats);
     Geometry { th: u(th), tw, shift, qtiles, ptiles, ktiles, blocks, ih, need_w, pitch, vec16, smem_bytes }
 }
 
@@ -152,10 +143,15 @@ fn indices_fit(p: &Conv2d, g: &Geometry) -> bool {
     g.blocks <= lim && rows <= lim && cols <= lim && g.smem_bytes <= lim
 }
 
-/// Modelled cycles of the whole launch (smaller is better). See the module docs; the constants
+/// Measured time over the modelled cycles at the device's maximum clock (geometric mean over the
+/// four seed shapes' H100 times, BENCHMARKS.md 2026-11-22: 0.76 to 1.08). Below 1: the model's
+/// constants were fitted to relative timings on an H200 and overcount issue slots a little.
+const CYCLE_SCALE: f64 = 0.86;
+
+/// Modelled time of the whole launch on `d`, microseconds. See the module docs; the constants
 /// were fitted to timings of six shapes (3x3 to 7x7, strided, 1x1, few and many channels) on an
 /// H200 over ~290 block shapes, where the model's pick came within 4% of the best on average.
-fn cost(p: &Conv2d, v: Variant, fast: bool, txc: usize, th: usize, g: &Geometry) -> f64 {
+fn cost(d: &DeviceModel, p: &Conv2d, v: Variant, fast: bool, txc: usize, th: usize, g: &Geometry) -> f64 {
     /// Issue slots charged per staged item (one `cp.async` with its address and bounds logic,
     /// plus its share of the copy latency the barrier exposes).
     const STAGE_ITEM: f64 = 80.0;
@@ -188,22 +184,12 @@ fn cost(p: &Conv2d, v: Variant, fast: bool, txc: usize, th: usize, g: &Geometry)
     let variant_factor = if v.wpt == 8 { 1.2 } else { 1.0 };
     let block_slots = warps * warp_slots * variant_factor;
 
-    // Blocks resident per SM: registers (allocated in units of 8 per thread), shared memory,
-    // 2048 threads, 32 blocks.
-    let regs_per_warp = (v.regs.div_ceil(8) * 8 * 32) as f64;
-    let by_regs = (65536.0 / (regs_per_warp * warps)).floor();
-    let by_smem = (MODEL_SMEM_PER_SM / (g.smem_bytes + 1024)) as f64;
-    let by_threads = (2048.0 / (warps * 32.0)).floor();
-    let bps = by_regs.min(by_smem).min(by_threads).min(32.0).max(1.0);
+    let bps = blocks_per_sm(d, txc * th, v.regs, g.smem_bytes.min(usize::MAX as u128) as usize) as f64;
     // Issue efficiency with w warps per scheduler: FMA chains are independent, but each filter
     // row starts with dependent shared loads that other warps must cover.
     let eff = |w: f64| w / (w + 0.35);
-    let sms = MODEL_SMS as f64;
-    let blocks = g.blocks as f64;
-    let full_waves = (blocks / (sms * bps)).floor();
-    let rest = blocks - full_waves * sms * bps;
-    let wave = |resident: f64| resident * block_slots / (4.0 * eff(resident * warps / 4.0));
-    full_waves * wave(bps) + if rest > 0.0 { wave((rest / sms).ceil()) } else { 0.0 }
+    let cycles = waves(d, g.blocks as f64, bps, |resident| resident * block_slots / (4.0 * eff(resident * warps / 4.0)));
+    LAUNCH_US + CYCLE_SCALE * cycles_us(d, cycles)
 }
 
 /// Shared-memory wavefronts of one window load instruction, averaged over the block's warps:
@@ -232,11 +218,11 @@ fn window_wavefronts(p: &Conv2d, v: Variant, fast: bool, txc: usize, th: usize, 
 /// The plan for `problem`: the entry point, a block of `(TXC, TH)` threads, the flattened
 /// grid and the dynamic shared memory (the host raises the kernel's limit to it), or
 /// [`Error::Unsupported`] when even the smallest tile's shared memory exceeds the device's.
-pub fn plan(problem: &Conv2d, limits: &DeviceLimits) -> Result<LaunchPlan> {
+pub fn plan(problem: &Conv2d, device: &DeviceModel) -> Result<LaunchPlan> {
     problem.validate()?;
     let p = problem;
-    let fast_s = (p.stride.1 == 1 && p.dilation.1 == 1 && FAST_S.contains(&p.s)).then_some(p.s);
-    let max_smem = limits.max_shared_bytes_per_block as u128;
+    let fast_s = (p.stride.1 == 1 && p.dilation.1 == 1 && has_fast_path(p.s)).then_some(p.s);
+    let max_smem = device.smem_per_block as u128;
     let mut best: Option<(f64, LaunchPlan)> = None;
     let mut smallest_smem = u128::MAX;
     let mut index_limited = false;
@@ -251,7 +237,7 @@ pub fn plan(problem: &Conv2d, limits: &DeviceLimits) -> Result<LaunchPlan> {
             // 64 to 128 threads (4-warp blocks were best or within 2% of it in every measured
             // shape, and keep occupancy steady if the driver's compiler allocates more registers).
             let txc_max = 64usize.min((out_q + 3).div_ceil(v.wpt));
-            let (txc_min, max_threads) = if relaxed { (1, MAX_BLOCK_THREADS) } else { (txc_max.min(8), 128) };
+            let (txc_min, max_threads) = if relaxed { (1, MAX_BLOCK_THREADS as usize) } else { (txc_max.min(8), 128) };
             let min_threads = if relaxed { 1 } else { 64.min(txc_max * out_p.min(max_threads / txc_max)) };
             for txc in txc_min..=txc_max {
                 for th in 1..=(max_threads / txc).min(out_p) {
@@ -267,7 +253,7 @@ pub fn plan(problem: &Conv2d, limits: &DeviceLimits) -> Result<LaunchPlan> {
                         index_limited = true;
                         continue;
                     }
-                    let c = cost(p, v, fast_s.is_some(), txc, th, &g);
+                    let c = cost(device, p, v, fast_s.is_some(), txc, th, &g);
                     if best.as_ref().is_none_or(|(b, _)| c < *b) {
                         let plan = LaunchPlan {
                             kernel: kernel_name(v.kt, fast_s),
@@ -275,6 +261,7 @@ pub fn plan(problem: &Conv2d, limits: &DeviceLimits) -> Result<LaunchPlan> {
                             block: (txc as u32, th as u32, 1),
                             shared_bytes: g.smem_bytes as u32,
                             dtype: DType::F32,
+                            predicted_us: c,
                         };
                         best = Some((c, plan));
                     }
@@ -297,30 +284,45 @@ pub fn plan(problem: &Conv2d, limits: &DeviceLimits) -> Result<LaunchPlan> {
                 "even its smallest tile needs {smallest_smem} bytes of shared memory (two buffers of the input halo, \
                  {}x{} filter taps dilated by {:?}, and 4 output channels' taps), more than the device's {} per block; \
                  use direct_naive",
-                p.r, p.s, p.dilation, limits.max_shared_bytes_per_block
+                p.r, p.s, p.dilation, device.smem_per_block
             ),
         }),
     }
 }
 
+/// The registry's entry.
+pub const KERNEL: KernelDesc = KernelDesc {
+    algorithm: Algorithm::DirectSmem,
+    name: "direct_smem",
+    family: Family::Direct,
+    summary: "family 1 step 2: shared-memory tiles, register blocking over output channels, 16-byte loads",
+    dtype: DType::F32,
+    layouts: (Layout::Nchw, Layout::Nchw, Layout::Nchw),
+    multiples: (1, 1, 1),
+    plan,
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    const H100: DeviceLimits = DeviceLimits { max_shared_bytes_per_block: 227 * 1024, max_grid_y: 65535, max_grid_z: 65535 };
+    fn h100() -> DeviceModel {
+        DeviceModel::named("h100").unwrap()
+    }
 
-    fn variant_of(kernel: &str) -> Variant {
-        let kt: usize = kernel.trim_start_matches("direct_smem_k").split('_').next().unwrap().parse().unwrap();
-        VARIANTS.into_iter().find(|v| v.kt == kt).unwrap()
+    /// The variant of entry `kernel`, and whether the entry is a fast path.
+    fn variant_of(kernel: &str) -> (Variant, bool) {
+        let v = VARIANTS.into_iter().find(|v| v.entries.contains(&kernel)).unwrap();
+        let col = v.entries.iter().position(|&e| e == kernel).unwrap();
+        (v, WIDTHS[col] != GENERIC)
     }
 
     /// Replays the kernel's block -> tile -> thread -> output mapping on the CPU and checks that
     /// every output is written exactly once and nothing outside the output is.
     fn assert_covers_exactly_once(p: &Conv2d, plan: &LaunchPlan) {
         let (out_p, out_q) = p.output_hw();
-        let v = variant_of(plan.kernel);
+        let (v, fast) = variant_of(plan.kernel);
         let (txc, th) = (plan.block.0 as usize, plan.block.1 as usize);
-        let fast = !plan.kernel.ends_with("_sx");
         let g = geometry(p, v, fast, txc, th);
         assert_eq!(plan.grid, (g.blocks as u32, 1, 1));
         let mut hits = vec![0u8; p.output_len()];
@@ -333,7 +335,7 @@ mod tests {
                 for tx in 0..txc {
                     for k in kti * v.kt..(kti + 1) * v.kt {
                         for j in 0..v.wpt {
-                            let col = if fast { tx * v.wpt + j } else { tx + j * txc };
+                            let col = spec::thread_column(fast, tx as u128, j as u128, v.wpt as u128, txc as u128) as usize;
                             let ox = (xt * g.tw as usize + col) as isize - g.shift as isize;
                             if oy < out_p && k < p.k && ox >= 0 && (ox as usize) < out_q {
                                 hits[((n * p.k + k) * out_p + oy) * out_q + ox as usize] += 1;
@@ -349,14 +351,14 @@ mod tests {
     #[test]
     fn speed_target_shapes_get_fast_kernels() {
         let a = Conv2d::new(1, 6, 768, 512, 6, 6, 6);
-        let plan = super::plan(&a, &H100).unwrap();
+        let plan = super::plan(&a, &h100()).unwrap();
         assert_eq!(plan.kernel, "direct_smem_k6_s6", "{plan:?}");
         assert!(plan.grid.0 >= 264, "shape A must fill 132 SMs at least twice: {plan:?}");
         assert!(plan.block.0 * plan.block.1 <= 128, "{plan:?}");
         assert_covers_exactly_once(&a, &plan);
 
         let b = Conv2d::new(64, 64, 56, 56, 64, 3, 3).with_pad(1);
-        let plan = super::plan(&b, &H100).unwrap();
+        let plan = super::plan(&b, &h100()).unwrap();
         assert!(plan.kernel.ends_with("_s3") && (plan.kernel.contains("k16") || plan.kernel.contains("k8")), "{plan:?}");
         assert_covers_exactly_once(&b, &plan);
     }
@@ -396,12 +398,12 @@ mod tests {
             });
         }
         for p in shapes.iter().filter(|p| p.validate().is_ok()) {
-            let plan = super::plan(p, &H100).unwrap_or_else(|e| panic!("{p}: {e}"));
-            assert!(plan.shared_bytes <= H100.max_shared_bytes_per_block, "{p}: {plan:?}");
-            assert!(plan.block.0 * plan.block.1 <= MAX_BLOCK_THREADS as u32 && plan.block.2 == 1, "{p}: {plan:?}");
+            let plan = super::plan(p, &h100()).unwrap_or_else(|e| panic!("{p}: {e}"));
+            assert!(plan.shared_bytes <= h100().smem_per_block, "{p}: {plan:?}");
+            assert!(plan.block.0 * plan.block.1 <= MAX_BLOCK_THREADS && plan.block.2 == 1, "{p}: {plan:?}");
             assert!(kernel_names().contains(&plan.kernel));
-            let fast = p.stride.1 == 1 && p.dilation.1 == 1 && FAST_S.contains(&p.s);
-            assert_eq!(!plan.kernel.ends_with("_sx"), fast, "{p}: {plan:?}");
+            let fast = p.stride.1 == 1 && p.dilation.1 == 1 && has_fast_path(p.s);
+            assert_eq!(variant_of(plan.kernel).1, fast, "{p}: {plan:?}");
             assert_covers_exactly_once(p, &plan);
         }
     }
@@ -428,20 +430,20 @@ mod tests {
     #[test]
     fn filters_too_large_for_shared_memory_are_unsupported() {
         let huge = Conv2d::new(1, 1, 200, 200, 1, 150, 150);
-        match super::plan(&huge, &H100) {
+        match super::plan(&huge, &h100()) {
             Err(Error::Unsupported { algorithm: "direct_smem", reason }) => assert!(reason.contains("shared memory"), "{reason}"),
             other => panic!("expected Unsupported, got {other:?}"),
         }
-        let tiny = DeviceLimits { max_shared_bytes_per_block: 512, ..H100 };
+        let tiny = DeviceModel { smem_per_block: 512, ..h100() };
         assert!(matches!(super::plan(&Conv2d::new(1, 1, 8, 8, 1, 3, 3), &tiny), Err(Error::Unsupported { .. })));
         // A large dilation makes a tall halo, but one output row still fits.
         let dilated = Conv2d { dilation: (1000, 1), ..Conv2d::new(1, 1, 3000, 64, 1, 3, 3) };
-        assert!(super::plan(&dilated, &H100).is_ok());
+        assert!(super::plan(&dilated, &h100()).is_ok());
     }
 
     #[test]
     fn invalid_problems_are_rejected_before_planning() {
-        assert!(matches!(super::plan(&Conv2d::new(1, 1, 4, 4, 1, 7, 7), &H100), Err(Error::FilterLargerThanPaddedInput { .. })));
-        assert!(matches!(super::plan(&Conv2d::new(0, 1, 4, 4, 1, 1, 1), &H100), Err(Error::ZeroSize { .. })));
+        assert!(matches!(super::plan(&Conv2d::new(1, 1, 4, 4, 1, 7, 7), &h100()), Err(Error::FilterLargerThanPaddedInput { .. })));
+        assert!(matches!(super::plan(&Conv2d::new(0, 1, 4, 4, 1, 1, 1), &h100()), Err(Error::ZeroSize { .. })));
     }
 }

@@ -1,28 +1,48 @@
 //! Plan for `tiled_nchw` (kernels-gpu/src/tiled/nchw.rs): the implicit GEMM of M = K output
 //! channels by N*P*Q output positions. The tile shape comes from the same list and model as
-//! `tiled_hwcn` ([`super::tiled_hwcn::choose`], [`super::tiled_hwcn::tile_plan`]).
+//! `tiled_hwcn` (`super::hwcn::choose`, `super::hwcn::tile_plan`).
 //!
 //! Launch: 1-D grid of `ceil(K/BM) * ceil(N*P*Q/BN)` blocks (channel tile fastest), 1-D block
-//! of `(BM/TM) * (BN/TN)` threads, `STAGES * BK * (BM + BN) * 4` bytes of dynamic shared memory.
+//! of `(BM/TM) * (BN/TN)` threads, `convrs_spec::tiled::smem_bytes` of dynamic shared memory
+//! (`STAGES * BK * (BM + 4 + BN) * 4` bytes).
 
-use super::tiled_hwcn::tile_plan;
-use super::{DeviceLimits, LaunchPlan};
+use super::hwcn::tile_plan;
+use crate::plan::{DeviceModel, LaunchPlan};
 use crate::{Conv2d, Result};
+use crate::registry::{Family, KernelDesc};
+use crate::{Algorithm, Layout};
+use crate::dtype::DType;
 
-pub fn plan(problem: &Conv2d, limits: &DeviceLimits) -> Result<LaunchPlan> {
+pub fn plan(problem: &Conv2d, device: &DeviceModel) -> Result<LaunchPlan> {
     problem.validate()?;
     let (out_p, out_q) = problem.output_hw();
-    let steps = problem.c.div_ceil(8) * problem.r * problem.s;
-    tile_plan("tiled_nchw", problem.k, problem.n * out_p * out_q, 1, steps, limits)
+    // The reduction runs over the filter's own (c, r, s) order in steps of 8 values, with no
+    // padding per tap (unlike tiled_hwcn's channel steps per tap): small C wastes nothing.
+    let steps = (problem.c * problem.r * problem.s).div_ceil(8);
+    tile_plan("tiled_nchw", problem.k, problem.n * out_p * out_q, 1, steps, device)
 }
+
+/// The registry's entry.
+pub const KERNEL: KernelDesc = KernelDesc {
+    algorithm: Algorithm::TiledNchw,
+    name: "tiled_nchw",
+    family: Family::Tiled,
+    summary: "family 2 step 2: the same mainloop as an implicit GEMM on NCHW",
+    dtype: DType::F32,
+    layouts: (Layout::Nchw, Layout::Nchw, Layout::Nchw),
+    multiples: (1, 1, 1),
+    plan,
+};
 
 #[cfg(test)]
 mod tests {
-    use super::super::tiled_hwcn::{thread_output, TILES};
+    use super::super::hwcn::{thread_output, TILES};
     use super::*;
     use crate::Error;
 
-    const H100: DeviceLimits = DeviceLimits { max_shared_bytes_per_block: 227 * 1024, max_grid_y: 65535, max_grid_z: 65535 };
+    fn h100() -> DeviceModel {
+        DeviceModel::named("h100").unwrap()
+    }
 
     /// Replays block -> (channel tile, column tile) -> thread -> register and checks that every
     /// output is written exactly once and nothing else is.
@@ -54,7 +74,7 @@ mod tests {
     #[test]
     fn target_shape_gets_the_largest_tile() {
         let p = Conv2d::new(256, 256, 14, 14, 512, 3, 3).with_pad(1);
-        let plan = super::plan(&p, &H100).unwrap();
+        let plan = super::plan(&p, &h100()).unwrap();
         assert_eq!(plan.kernel, "tiled_nchw_256x128", "{plan:?}");
         assert_eq!(plan.grid.0, 2 * 392);
         assert_eq!(plan.block.0, 512);
@@ -63,9 +83,9 @@ mod tests {
     #[test]
     fn issue_shapes_get_the_tiles_that_measured_fastest() {
         // H100: 64x128 0.575 ms (64x64 0.60, 128x32 1.07); 128x32 0.44 ms (128x128 0.48, 64x64 0.59).
-        let plan = super::plan(&Conv2d::new(64, 64, 56, 56, 64, 3, 3).with_pad(1), &H100).unwrap();
+        let plan = super::plan(&Conv2d::new(64, 64, 56, 56, 64, 3, 3).with_pad(1), &h100()).unwrap();
         assert_eq!(plan.kernel, "tiled_nchw_64x128", "{plan:?}");
-        let plan = super::plan(&Conv2d::new(32, 512, 7, 7, 512, 3, 3).with_pad(1), &H100).unwrap();
+        let plan = super::plan(&Conv2d::new(32, 512, 7, 7, 512, 3, 3).with_pad(1), &h100()).unwrap();
         assert_eq!(plan.kernel, "tiled_nchw_128x32", "{plan:?}");
     }
 
@@ -83,7 +103,7 @@ mod tests {
             shapes.push(Conv2d::new(1 + i % 4, 1 + i % 5, 2 + i % 9, 3 + i % 11, 1 + i * 13 % 140, 1 + i % 2, 1 + i % 3).with_pad(i % 2));
         }
         for p in shapes.iter().filter(|p| p.validate().is_ok()) {
-            let plan = super::plan(p, &H100).unwrap_or_else(|e| panic!("{p}: {e}"));
+            let plan = super::plan(p, &h100()).unwrap_or_else(|e| panic!("{p}: {e}"));
             assert!(plan.kernel.starts_with("tiled_nchw_"));
             assert_covers_exactly_once(p, &plan);
         }
@@ -91,8 +111,8 @@ mod tests {
 
     #[test]
     fn invalid_problems_are_rejected_before_planning() {
-        assert!(matches!(super::plan(&Conv2d::new(0, 1, 4, 4, 1, 1, 1), &H100), Err(Error::ZeroSize { .. })));
-        let tiny = DeviceLimits { max_shared_bytes_per_block: 1024, ..H100 };
+        assert!(matches!(super::plan(&Conv2d::new(0, 1, 4, 4, 1, 1, 1), &h100()), Err(Error::ZeroSize { .. })));
+        let tiny = DeviceModel { smem_per_block: 1024, ..h100() };
         assert!(matches!(super::plan(&Conv2d::new(1, 1, 8, 8, 1, 3, 3), &tiny), Err(Error::Unsupported { algorithm: "tiled_nchw", .. })));
     }
 }

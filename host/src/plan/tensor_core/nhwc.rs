@@ -3,7 +3,7 @@
 //! R*S*C in k-tiles of BK = 32 or 64 channels of one filter tap).
 //!
 //! The kernel comes in five instantiations (entry `wmma_nhwc_{BM}x{BN}[k64]`). The plan scores
-//! each with a small wave model of an H100 (132 SMs): blocks resident per SM from registers
+//! each with a small wave model of the device (`plan::model`: SMs, registers, shared memory read off it): blocks resident per SM from registers
 //! (ptxas, sm_90, rounded up to 8) and shared memory, an SM reaching its full mma rate only with
 //! 8 or more resident warps, a per-tile efficiency fitted to the timings below (a 64x64 warp
 //! tile reads half the shared-memory bytes per MAC of a 32x32 one; bigger block tiles copy less
@@ -26,66 +26,90 @@
 //! 0.285 ms for 3 to 6 stages), 128x128 of 8 warps of 64x32 (0.330 ms), and the same tiles
 //! without fragment pipelining across the barrier (2 to 10% slower).
 
-use super::{DeviceLimits, LaunchPlan};
+use std::ops::Deref;
+
+use convrs_spec::tensor_core as spec;
+
+use crate::plan::model::{blocks_per_sm, waves, LAUNCH_US};
+use crate::plan::{DeviceModel, LaunchPlan};
 use crate::dtype::DType;
 use crate::{Conv2d, Error, Result};
+use crate::registry::{Family, KernelDesc};
+use crate::{Algorithm, Layout};
 
-/// One instantiation of the kernel's const generics, compiled for both layout families.
+/// One compiled tile (`conv::<_, WARPS_M, WARPS_N, MT, NT, STAGES, KCH>` of both layout
+/// families, with its entries and sizes) and the cost model's numbers for it.
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct Tile {
-    kernel: &'static str,
-    /// The same tile on the blocked layouts (`kernels_gpu::tensor_core::nhwcnc`).
-    blocked: &'static str,
-    bm: usize,
-    bn: usize,
-    /// Channels per k-tile (32 or 64): shared rows of 2*bk bytes.
-    bk: usize,
-    threads: usize,
-    stages: usize,
+    spec: spec::Tile,
     /// Registers per thread as ptxas allocates them (sm_90), for the occupancy estimate only.
     regs: usize,
     /// Relative mma throughput of its warp tile (shared-memory bytes read per MAC).
     efficiency: f64,
 }
 
-impl Tile {
-    fn smem_bytes(&self) -> usize {
-        self.stages * (self.bm + self.bn) * 2 * self.bk
+impl Deref for Tile {
+    type Target = spec::Tile;
+    fn deref(&self) -> &spec::Tile {
+        &self.spec
     }
 }
 
-/// Must match the `conv::<_, WARPS_M, WARPS_N, MT, NT, STAGES, KCH>` entries of
-/// `kernels_gpu::tensor_core::{nhwc, nhwcnc}`.
-const TILES: [Tile; 5] = [
-    Tile { kernel: "wmma_nhwc_128x256k64", blocked: "wmma_nhwcnc_128x256k64", bm: 128, bn: 256, bk: 64, threads: 256, stages: 4, regs: 232, efficiency: 1.0 },
-    Tile { kernel: "wmma_nhwc_128x128k64", blocked: "wmma_nhwcnc_128x128k64", bm: 128, bn: 128, bk: 64, threads: 128, stages: 3, regs: 232, efficiency: 0.98 },
-    Tile { kernel: "wmma_nhwc_128x128", blocked: "wmma_nhwcnc_128x128", bm: 128, bn: 128, bk: 32, threads: 128, stages: 4, regs: 224, efficiency: 0.97 },
-    Tile { kernel: "wmma_nhwc_128x64", blocked: "wmma_nhwcnc_128x64", bm: 128, bn: 64, bk: 32, threads: 128, stages: 4, regs: 152, efficiency: 0.79 },
-    Tile { kernel: "wmma_nhwc_64x64", blocked: "wmma_nhwcnc_64x64", bm: 64, bn: 64, bk: 32, threads: 128, stages: 4, regs: 88, efficiency: 0.62 },
+/// [`Tile::regs`] and [`Tile::efficiency`] of each tile of `spec::TILES`, in its order
+/// (measurements, not part of the contract; the length is checked against the table at compile
+/// time).
+const MODEL: [(usize, f64); spec::TILES.len()] = [
+    (232, 1.0),  // 128x256k64
+    (232, 0.98), // 128x128k64
+    (224, 0.97), // 128x128
+    (152, 0.79), // 128x64
+    (88, 0.62),  // 64x64
 ];
+
+/// The compiled tiles, in the spec's order, with the cost model's numbers.
+const TILES: [Tile; spec::TILES.len()] = {
+    let mut out = [Tile { spec: spec::TILES[0], regs: 0, efficiency: 0.0 }; spec::TILES.len()];
+    let mut i = 0;
+    while i < out.len() {
+        out[i] = Tile { spec: spec::TILES[i], regs: MODEL[i].0, efficiency: MODEL[i].1 };
+        i += 1;
+    }
+    out
+};
 
 /// Which layout family's entries a plan names: the two share the kernel's mainloop, tiles and
 /// therefore this cost model (`wmma_nhwcnc`'s GEMM has the same M = N*P*Q and N = K).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Family {
+pub(super) enum Layouts {
     /// Plain NHWC / KRSC (`wmma_nhwc_*`).
     Nhwc,
     /// Blocked NHWC16n16c / RSCK16k16c (`wmma_nhwcnc_*`).
     Blocked,
 }
 
-impl Family {
+impl Layouts {
     fn algorithm(self) -> &'static str {
         match self {
-            Family::Nhwc => "wmma_nhwc",
-            Family::Blocked => "wmma_nhwcnc",
+            Layouts::Nhwc => "wmma_nhwc",
+            Layouts::Blocked => "wmma_nhwcnc",
         }
     }
 
     fn kernel(self, t: &Tile) -> &'static str {
         match self {
-            Family::Nhwc => t.kernel,
-            Family::Blocked => t.blocked,
+            Layouts::Nhwc => t.nhwc,
+            Layouts::Blocked => t.nhwcnc,
+        }
+    }
+
+    /// Measured time over the modelled MAC time at the device's peak fp16 tensor rate:
+    /// geometric means over the three seed shapes both take, H100 times (BENCHMARKS.md
+    /// 2026-11-22: NHWC 2.05 to 3.35, blocked 2.15 to 2.62). `mma.sync` on Hopper issues at
+    /// about half the rate of the wgmma peak the device states.
+    fn peak_scale(self) -> f64 {
+        match self {
+            Layouts::Nhwc => 2.45,
+            Layouts::Blocked => 2.3,
         }
     }
 
@@ -96,31 +120,26 @@ impl Family {
 
 /// Every entry point the plan can name (for tests and tools).
 pub fn kernel_names() -> Vec<&'static str> {
-    Family::Nhwc.kernel_names()
+    Layouts::Nhwc.kernel_names()
 }
 
-const MODEL_SMS: f64 = 132.0;
-const MODEL_SMEM_PER_SM: usize = 228 * 1024;
 
-/// Modelled time of `tile` on a problem of `m x n` GEMM outputs and `c` input channels, in
-/// arbitrary units.
-fn cost(tile: &Tile, m: usize, n: usize, c: usize) -> f64 {
+/// Modelled time of `tile` on `d`, microseconds, for a problem of `m x n` GEMM outputs and a
+/// reduction of `taps` filter taps of `c` input channels.
+fn cost(d: &DeviceModel, family: Layouts, tile: &Tile, m: usize, n: usize, c: usize, taps: usize) -> f64 {
     let blocks = (m.div_ceil(tile.bm) * n.div_ceil(tile.bn)) as f64;
-    let by_regs = 65536 / (tile.regs * tile.threads);
-    let by_smem = MODEL_SMEM_PER_SM / (tile.smem_bytes() + 1024);
-    let bps = by_regs.min(by_smem).min(2048 / tile.threads).clamp(1, 32) as f64;
+    let bps = blocks_per_sm(d, tile.threads, tile.regs, tile.smem_bytes()) as f64;
     // The last k-tile of each tap is zero-filled past C: C = 32 runs half-empty 64-channel tiles.
-    let c_waste = (c.div_ceil(tile.bk) * tile.bk) as f64 / c as f64;
-    let work = (tile.bm * tile.bn) as f64 * c_waste / tile.efficiency;
+    let padded_c = (c.div_ceil(tile.bk) * tile.bk) as f64;
+    let macs = (tile.bm * tile.bn) as f64 * padded_c * taps as f64 / tile.efficiency;
     let warps = (tile.threads / 32) as f64;
-    // An SM with `b` resident blocks finishes them in b * work / rate; the rate needs 8 warps.
-    let wave = |b: f64| b * work / (b * warps / 8.0).min(1.0);
-    let full = (blocks / (MODEL_SMS * bps)).floor();
-    let rest = blocks - full * MODEL_SMS * bps;
-    full * wave(bps) + if rest > 0.0 { wave((rest / MODEL_SMS).ceil()) } else { 0.0 }
+    // An SM with `b` resident blocks finishes them in b * macs / rate; the rate needs 8 warps.
+    let macs_per_sm = waves(d, blocks, bps, |b| b * macs / (b * warps / 8.0).min(1.0));
+    let macs_per_sm_us = d.f16_tflops * 1e6 / 2.0 / d.sms.max(1) as f64;
+    LAUNCH_US + family.peak_scale() * macs_per_sm / macs_per_sm_us
 }
 
-pub fn plan(problem: &Conv2d, limits: &DeviceLimits) -> Result<LaunchPlan> {
+pub fn plan(problem: &Conv2d, device: &DeviceModel) -> Result<LaunchPlan> {
     problem.validate()?;
     let p = problem;
     if p.c % 8 != 0 || p.k % 8 != 0 {
@@ -132,29 +151,29 @@ pub fn plan(problem: &Conv2d, limits: &DeviceLimits) -> Result<LaunchPlan> {
             ),
         });
     }
-    plan_tiles(p, limits, Family::Nhwc)
+    plan_tiles(p, device, Layouts::Nhwc)
 }
 
 /// The best tile for `p` (validated, channel sizes checked by the caller) among `family`'s
 /// entries.
-pub(super) fn plan_tiles(p: &Conv2d, limits: &DeviceLimits, family: Family) -> Result<LaunchPlan> {
+pub(super) fn plan_tiles(p: &Conv2d, device: &DeviceModel, family: Layouts) -> Result<LaunchPlan> {
     let m = gemm_m(p);
     let best = TILES
         .iter()
-        .filter(|t| t.smem_bytes() <= limits.max_shared_bytes_per_block as usize)
+        .filter(|t| t.smem_bytes() <= device.smem_per_block as usize)
         .filter(|t| m.div_ceil(t.bm).checked_mul(p.k.div_ceil(t.bn)).is_some_and(|b| b <= i32::MAX as usize))
-        .min_by(|a, b| cost(a, m, p.k, p.c).total_cmp(&cost(b, m, p.k, p.c)));
+        .min_by(|a, b| cost(device, family, a, m, p.k, p.c, p.r * p.s).total_cmp(&cost(device, family, b, m, p.k, p.c, p.r * p.s)));
     let Some(t) = best else {
         return Err(Error::Unsupported {
             algorithm: family.algorithm(),
             reason: format!(
                 "even the smallest tile needs {} bytes of shared memory (or the grid exceeds 2^31 blocks); the device allows {} per block",
-                TILES.iter().map(Tile::smem_bytes).min().unwrap_or(0),
-                limits.max_shared_bytes_per_block
+                TILES.iter().map(|t| t.smem_bytes()).min().unwrap_or(0),
+                device.smem_per_block
             ),
         });
     };
-    Ok(launch_plan(p, t, family))
+    Ok(launch_plan(p, t, family, device))
 }
 
 fn gemm_m(p: &Conv2d) -> usize {
@@ -162,43 +181,58 @@ fn gemm_m(p: &Conv2d) -> usize {
     p.n * out_p * out_q
 }
 
-fn launch_plan(p: &Conv2d, t: &Tile, family: Family) -> LaunchPlan {
+fn launch_plan(p: &Conv2d, t: &Tile, family: Layouts, device: &DeviceModel) -> LaunchPlan {
     LaunchPlan {
         kernel: family.kernel(t),
         grid: ((gemm_m(p).div_ceil(t.bm) * p.k.div_ceil(t.bn)) as u32, 1, 1),
         block: (t.threads as u32, 1, 1),
         shared_bytes: t.smem_bytes() as u32,
         dtype: DType::F16,
+        predicted_us: cost(device, family, t, gemm_m(p), p.k, p.c, p.r * p.s),
     }
 }
 
 /// The launch of entry `kernel` (one of [`kernel_names`]) on `problem`, whatever [`plan`]
 /// would pick: for timing and testing every tile. Same checks as [`plan`].
-pub fn plan_for_kernel(problem: &Conv2d, limits: &DeviceLimits, kernel: &str) -> Result<LaunchPlan> {
-    plan(problem, limits)?;
-    tile_plan(problem, limits, kernel, Family::Nhwc)
+pub fn plan_for_kernel(problem: &Conv2d, device: &DeviceModel, kernel: &str) -> Result<LaunchPlan> {
+    plan(problem, device)?;
+    tile_plan(problem, device, kernel, Layouts::Nhwc)
 }
 
 /// The launch of `family`'s entry `kernel` on `p`, which the caller's `plan` accepted.
-pub(super) fn tile_plan(p: &Conv2d, limits: &DeviceLimits, kernel: &str, family: Family) -> Result<LaunchPlan> {
+pub(super) fn tile_plan(p: &Conv2d, device: &DeviceModel, kernel: &str, family: Layouts) -> Result<LaunchPlan> {
     let t = TILES
         .iter()
         .find(|t| family.kernel(t) == kernel)
         .ok_or_else(|| Error::InvalidArgument(format!("no {} entry `{kernel}`", family.algorithm())))?;
-    if t.smem_bytes() > limits.max_shared_bytes_per_block as usize {
+    if t.smem_bytes() > device.smem_per_block as usize {
         return Err(Error::Unsupported { algorithm: family.algorithm(), reason: format!("{kernel} needs {} bytes of shared memory", t.smem_bytes()) });
     }
-    Ok(launch_plan(p, t, family))
+    Ok(launch_plan(p, t, family, device))
 }
+
+/// The registry's entry.
+pub const KERNEL: KernelDesc = KernelDesc {
+    algorithm: Algorithm::WmmaNhwc,
+    name: "wmma_nhwc",
+    family: Family::TensorCore,
+    summary: "family 3 step 2: mma.sync implicit GEMM on plain channels-last data",
+    dtype: DType::F16,
+    layouts: (Layout::Nhwc, Layout::Nhwc, Layout::Nhwc),
+    multiples: (1, 8, 8),
+    plan,
+};
 
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
 
-    const H100: DeviceLimits = DeviceLimits { max_shared_bytes_per_block: 227 * 1024, max_grid_y: 65535, max_grid_z: 65535 };
+    fn h100() -> DeviceModel {
+        DeviceModel::named("h100").unwrap()
+    }
 
     fn tile_of(plan: &LaunchPlan) -> Tile {
-        *TILES.iter().find(|t| t.kernel == plan.kernel || t.blocked == plan.kernel).unwrap()
+        *TILES.iter().find(|t| t.nhwc == plan.kernel || t.nhwcnc == plan.kernel).unwrap()
     }
 
     /// The grid covers every GEMM output (M x K) with whole tiles, one block per tile.
@@ -222,7 +256,7 @@ pub(super) mod tests {
             (Conv2d::new(256, 32, 28, 28, 256, 3, 3).with_pad(1), "wmma_nhwc_128x128", 3136),
         ];
         for (p, kernel, blocks) in cases {
-            let plan = super::plan(&p, &H100).unwrap();
+            let plan = super::plan(&p, &h100()).unwrap();
             assert_eq!((plan.kernel, plan.grid.0), (kernel, blocks), "{p}");
             assert_covers(&p, &plan);
         }
@@ -231,7 +265,7 @@ pub(super) mod tests {
     #[test]
     fn channels_not_multiple_of_8_are_unsupported() {
         for p in [Conv2d::new(1, 12, 8, 8, 16, 3, 3), Conv2d::new(1, 16, 8, 8, 12, 3, 3), Conv2d::new(1, 3, 8, 8, 64, 3, 3)] {
-            match super::plan(&p, &H100) {
+            match super::plan(&p, &h100()) {
                 Err(Error::Unsupported { algorithm: "wmma_nhwc", reason }) => assert!(reason.contains("multiples of 8"), "{reason}"),
                 other => panic!("{p}: expected Unsupported, got {other:?}"),
             }
@@ -248,17 +282,17 @@ pub(super) mod tests {
             Conv2d::new(4, 1024, 3, 3, 2048, 3, 3).with_pad(1),
         ];
         for p in shapes {
-            let plan = super::plan(&p, &H100).unwrap_or_else(|e| panic!("{p}: {e}"));
-            assert!(plan.shared_bytes <= H100.max_shared_bytes_per_block);
+            let plan = super::plan(&p, &h100()).unwrap_or_else(|e| panic!("{p}: {e}"));
+            assert!(plan.shared_bytes <= h100().smem_per_block);
             assert!(kernel_names().contains(&plan.kernel));
             assert_covers(&p, &plan);
         }
-        let tiny = DeviceLimits { max_shared_bytes_per_block: 16 * 1024, ..H100 };
+        let tiny = DeviceModel { smem_per_block: 16 * 1024, ..h100() };
         assert!(matches!(super::plan(&Conv2d::new(1, 8, 8, 8, 8, 3, 3), &tiny), Err(Error::Unsupported { .. })));
     }
 
     #[test]
     fn invalid_problems_are_rejected_before_planning() {
-        assert!(matches!(super::plan(&Conv2d::new(1, 8, 4, 4, 8, 7, 7), &H100), Err(Error::FilterLargerThanPaddedInput { .. })));
+        assert!(matches!(super::plan(&Conv2d::new(1, 8, 4, 4, 8, 7, 7), &h100()), Err(Error::FilterLargerThanPaddedInput { .. })));
     }
 }

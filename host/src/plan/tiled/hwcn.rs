@@ -1,9 +1,9 @@
 //! Plan for `tiled_hwcn` (kernels-gpu/src/tiled/hwcn.rs), and the tile-shape choice both tiled
-//! kernels share ([`TILES`], [`choose`]; `tiled_nchw`'s plan uses them too).
+//! kernels share (`TILES`, `choose`; `tiled_nchw`'s plan uses them too).
 //!
 //! Both kernels are GEMMs over a block tile of BM output channels x BN columns (HWCN: batch
 //! entries of one output pixel; NCHW: output positions n*P*Q). The plan picks one of the
-//! compiled tile shapes by a small model of an H100 (132 SMs): modelled time = waves of
+//! compiled tile shapes by a small model of the device (its SMs, registers, shared memory): modelled time = waves of
 //! resident blocks x (padded FMAs per block) / (tile efficiency x latency hiding). Padding is
 //! what the tile wastes past K and past the column count; tile efficiency (per kernel) is the
 //! shape's measured speed relative to the best shape on 256,256,14,14 -> 512, 3x3 (H100, where
@@ -23,119 +23,123 @@
 //!
 //! Launch: 1-D grid of `ceil(N/BN) * ceil(K/BM) * P*Q` blocks (batch tile fastest), 1-D block of
 //! `(BM/TM) * (BN/TN)` threads (up to 512: every entry needs at most 128 registers, checked by
-//! tests/tests/ptxas.rs for every planned block), `STAGES * BK * (BM + 4 + BN) * 4` bytes of dynamic shared memory.
+//! tests/tests/ptxas.rs for every planned block), `STAGES * BK * (BM + 4 + BN) * 4` bytes of dynamic
+//! shared memory (`convrs_spec::tiled::smem_bytes`). The tiles and their entries are
+//! `convrs_spec::tiled::TILES`; this module adds the cost model's numbers to each.
 
-use super::{DeviceLimits, LaunchPlan};
+use std::ops::Deref;
+
+use convrs_spec::tiled as spec;
+
+use crate::plan::model::{blocks_per_sm, waves, LAUNCH_US};
+use crate::plan::{DeviceModel, LaunchPlan};
 use crate::dtype::DType;
 use crate::{Conv2d, Error, Result};
+use crate::registry::{Family, KernelDesc};
+use crate::{Algorithm, Layout};
 
-/// One compiled tile shape: `conv::<BM, BN, BK, TM, TN, STAGES>` in kernels-gpu/src/tiled/.
+/// One compiled tile shape (`conv::<BM, BN, BK, TM, TN, STAGES>` of both kernels, with its
+/// entries) and the cost model's numbers for it.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) struct Tile {
-    pub hwcn: &'static str,
-    pub nchw: &'static str,
-    pub bm: usize,
-    pub bn: usize,
-    pub bk: usize,
-    pub tm: usize,
-    pub tn: usize,
-    pub stages: usize,
+    pub spec: spec::Tile,
     /// Registers per thread (ptxas, sm_90) of the (HWCN, NCHW) entries, for occupancy only.
     pub regs: (usize, usize),
     /// Relative FMA throughput of the shape when latency is hidden (1 = best), for (HWCN, NCHW).
     pub eff: (f64, f64),
 }
 
-impl Tile {
-    pub fn threads(&self) -> usize {
-        (self.bm / self.tm) * (self.bn / self.tn)
-    }
-    /// Must match `kernels_gpu::tiled::mainloop::smem_bytes` (A rows padded by 4 floats).
-    pub fn smem_bytes(&self) -> usize {
-        self.stages * self.bk * (self.bm + 4 + self.bn) * 4
+impl Deref for Tile {
+    type Target = spec::Tile;
+    fn deref(&self) -> &spec::Tile {
+        &self.spec
     }
 }
 
-const fn tile(hwcn: &'static str, nchw: &'static str, bm: usize, bn: usize, tm: usize, tn: usize, regs: (usize, usize), eff: (f64, f64)) -> Tile {
-    Tile { hwcn, nchw, bm, bn, bk: 8, tm, tn, stages: 3, regs, eff }
-}
-
-const fn tile_bk(bk: usize, t: Tile) -> Tile {
-    Tile { bk, ..t }
-}
-
-/// Must match the entry points at the end of kernels-gpu/src/tiled/hwcn.rs and nchw.rs.
-pub(crate) const TILES: [Tile; 8] = [
-    tile("tiled_hwcn_128x128", "tiled_nchw_128x128", 128, 128, 8, 8, (111, 119), (1.0, 0.905)),
-    tile("tiled_hwcn_128x64", "tiled_nchw_128x64", 128, 64, 8, 8, (127, 128), (0.95, 0.89)),
-    tile("tiled_hwcn_64x128", "tiled_nchw_64x128", 64, 128, 8, 8, (128, 119), (0.98, 0.74)),
-    tile("tiled_hwcn_64x64", "tiled_nchw_64x64", 64, 64, 8, 8, (127, 128), (0.9, 0.7)),
-    tile("tiled_hwcn_128x32", "tiled_nchw_128x32", 128, 32, 8, 4, (63, 70), (0.9, 0.77)),
-    tile("tiled_hwcn_32x128", "tiled_nchw_32x128", 32, 128, 4, 8, (80, 72), (0.88, 0.53)),
-    tile("tiled_hwcn_256x128", "tiled_nchw_256x128", 256, 128, 8, 8, (111, 127), (0.965, 1.0)),
-    // Within 1% of 128x128 for HWCN: kept just below it, so ties go to the smaller shared memory.
-    tile_bk(16, tile("tiled_hwcn_128x128_k16", "tiled_nchw_128x128_k16", 128, 128, 8, 8, (125, 127), (0.995, 0.95))),
+/// [`Tile::regs`] and [`Tile::eff`] of each tile of `spec::TILES`, in its order (measurements,
+/// not part of the contract; the length is checked against the table at compile time).
+const MODEL: [((usize, usize), (f64, f64)); spec::TILES.len()] = [
+    ((111, 119), (1.0, 0.905)),   // 128x128
+    ((127, 128), (0.95, 0.89)),   // 128x64
+    ((128, 119), (0.98, 0.74)),   // 64x128
+    ((127, 128), (0.9, 0.7)),     // 64x64
+    ((63, 70), (0.9, 0.77)),      // 128x32
+    ((80, 72), (0.88, 0.53)),     // 32x128
+    ((111, 127), (0.965, 1.0)),   // 256x128
+    // 128x128 with BK 16: within 1% of 128x128 for HWCN, kept just below it, so ties go to the
+    // smaller shared memory.
+    ((125, 127), (0.995, 0.95)),
 ];
+
+/// The compiled tiles, in the spec's order, with the cost model's numbers.
+pub(crate) const TILES: [Tile; spec::TILES.len()] = {
+    let mut out = [Tile { spec: spec::TILES[0], regs: (0, 0), eff: (0.0, 0.0) }; spec::TILES.len()];
+    let mut i = 0;
+    while i < out.len() {
+        out[i] = Tile { spec: spec::TILES[i], regs: MODEL[i].0, eff: MODEL[i].1 };
+        i += 1;
+    }
+    out
+};
 
 /// Every entry point either plan can name (for tests and tools).
 pub fn kernel_names() -> Vec<&'static str> {
     TILES.iter().flat_map(|t| [t.hwcn, t.nchw]).collect()
 }
 
-const MODEL_SMS: f64 = 132.0;
-const MODEL_SMEM_PER_SM: usize = 228 * 1024;
+/// Measured time over the modelled FMA time at the device's peak fp32 rate, per kernel (HWCN,
+/// NCHW): geometric means over the four seed shapes' H100 times (BENCHMARKS.md 2026-11-22;
+/// HWCN 1.24 to 1.87, NCHW 1.29 to 1.82). The tile efficiencies are relative to each kernel's
+/// best tile; these put the two kernels, and the tiled family, on the device's clock.
+const PEAK_SCALE: (f64, f64) = (1.55, 1.60);
 
-/// Modelled time (arbitrary units) of `blocks` blocks of tile `t` with `regs` registers per
+/// Modelled time on `d`, microseconds, of `blocks` blocks of tile `t` with `regs` registers per
 /// thread, each running `steps` reduction steps.
-fn cost(t: &Tile, regs: usize, eff: f64, blocks: u128, steps: u128) -> f64 {
+fn cost(d: &DeviceModel, t: &Tile, regs: usize, eff: f64, scale: f64, blocks: u128, steps: u128) -> f64 {
     let threads = t.threads();
     let warps = threads.div_ceil(32) as f64;
-    let by_regs = 65536 / (regs.div_ceil(8) * 8 * threads).max(1);
-    let by_smem = MODEL_SMEM_PER_SM / (t.smem_bytes() + 1024);
-    let bps = by_regs.min(by_smem).min(2048 / threads).min(32).max(1) as f64;
+    let bps = blocks_per_sm(d, threads, regs, t.smem_bytes()) as f64;
     let work = (t.bm * t.bn * t.bk) as f64 * steps as f64;
     // Each warp's FMA chains are independent; a step's barrier and copy latency need other
     // warps to cover them: 8 warps per SM hide about 80%.
     let hide = |w: f64| w / (w + 2.0);
-    let per_sm = |resident: f64| resident * work / (eff * hide(resident * warps));
-    let blocks = blocks as f64;
-    let full = (blocks / (MODEL_SMS * bps)).floor();
-    let rest = blocks - full * MODEL_SMS * bps;
-    full * per_sm(bps) + if rest > 0.0 { per_sm((rest / MODEL_SMS).ceil()) } else { 0.0 }
+    let fmas_per_sm = waves(d, blocks as f64, bps, |resident| resident * work / (eff * hide(resident * warps)));
+    let fmas_per_sm_us = d.fp32_tflops * 1e6 / 2.0 / d.sms.max(1) as f64;
+    LAUNCH_US + scale * fmas_per_sm / fmas_per_sm_us
 }
 
 /// The cheapest tile for a GEMM of `m` rows (output channels) x `cols` columns per block row
 /// group, `groups` independent groups (HWCN: output pixels; NCHW: 1), `steps` reduction steps,
-/// on a device with `limits`; `regs` picks the kernel's register count.
-pub(crate) fn choose(m: usize, cols: usize, groups: usize, steps: usize, limits: &DeviceLimits, hwcn: bool) -> Option<(Tile, u128)> {
+/// on a device `device`; `regs` picks the kernel's register count.
+pub(crate) fn choose(m: usize, cols: usize, groups: usize, steps: usize, device: &DeviceModel, hwcn: bool) -> Option<(Tile, u128, f64)> {
     let mut best: Option<(f64, Tile, u128)> = None;
     for t in TILES {
-        if t.smem_bytes() > limits.max_shared_bytes_per_block as usize {
+        if t.smem_bytes() > device.smem_per_block as usize {
             continue;
         }
         let blocks = (m as u128).div_ceil(t.bm as u128) * (cols as u128).div_ceil(t.bn as u128) * groups as u128;
         if blocks > i32::MAX as u128 {
             continue;
         }
-        let (regs, eff) = if hwcn { (t.regs.0, t.eff.0) } else { (t.regs.1, t.eff.1) };
-        let c = cost(&t, regs, eff, blocks, steps as u128);
+        let (regs, eff, scale) = if hwcn { (t.regs.0, t.eff.0, PEAK_SCALE.0) } else { (t.regs.1, t.eff.1, PEAK_SCALE.1) };
+        let c = cost(device, &t, regs, eff, scale, blocks, steps as u128);
         if best.as_ref().is_none_or(|(b, _, _)| c < *b) {
             best = Some((c, t, blocks));
         }
     }
-    best.map(|(_, t, b)| (t, b))
+    best.map(|(c, t, b)| (t, b, c))
 }
 
 /// The launch of the cheapest tile ([`choose`]) for `algorithm` (`tiled_hwcn` or `tiled_nchw`),
 /// or why none fits.
-pub(crate) fn tile_plan(algorithm: &'static str, m: usize, cols: usize, groups: usize, steps: usize, limits: &DeviceLimits) -> Result<LaunchPlan> {
+pub(crate) fn tile_plan(algorithm: &'static str, m: usize, cols: usize, groups: usize, steps: usize, device: &DeviceModel) -> Result<LaunchPlan> {
     let hwcn = algorithm == "tiled_hwcn";
-    let Some((t, blocks)) = choose(m, cols, groups, steps, limits, hwcn) else {
+    let Some((t, blocks, us)) = choose(m, cols, groups, steps, device, hwcn) else {
         return Err(Error::Unsupported {
             algorithm,
             reason: format!(
                 "no tile shape fits: the grid exceeds 2^31-1 blocks or the device's {} bytes of shared memory per block",
-                limits.max_shared_bytes_per_block
+                device.smem_per_block
             ),
         });
     };
@@ -145,33 +149,48 @@ pub(crate) fn tile_plan(algorithm: &'static str, m: usize, cols: usize, groups: 
         block: (t.threads() as u32, 1, 1),
         shared_bytes: t.smem_bytes() as u32,
         dtype: DType::F32,
+        predicted_us: us,
     })
 }
 
-pub fn plan(problem: &Conv2d, limits: &DeviceLimits) -> Result<LaunchPlan> {
+pub fn plan(problem: &Conv2d, device: &DeviceModel) -> Result<LaunchPlan> {
     problem.validate()?;
     let (out_p, out_q) = problem.output_hw();
     // One GEMM of K x N per output pixel; the reduction runs in steps of 8 channels per tap.
     let steps = problem.c.div_ceil(8) * problem.r * problem.s;
-    tile_plan("tiled_hwcn", problem.k, problem.n, out_p * out_q, steps, limits)
+    tile_plan("tiled_hwcn", problem.k, problem.n, out_p * out_q, steps, device)
 }
 
-/// The thread -> output mapping of kernels-gpu/src/tiled/mainloop.rs, replayed on the CPU:
-/// `(row, column)` of the block tile for register `(i, j)` of thread `tid`.
+/// The kernels' thread -> output mapping (the spec's, which kernels-gpu/src/tiled/mainloop.rs
+/// calls), replayed on the CPU: `(row, column)` of the block tile for register `(i, j)` of
+/// thread `tid`.
 #[cfg(test)]
 pub(crate) fn thread_output(t: &Tile, tid: usize, i: usize, j: usize) -> (usize, usize) {
-    let warps_n = t.bn / t.tn / 8;
-    let (warp, lane) = (tid / 32, tid % 32);
-    let (tm, tn) = ((warp / warps_n) * 4 + lane / 8, (warp % warps_n) * 8 + lane % 8);
-    let (qm, qn) = (t.bm / (t.tm / 4), t.bn / (t.tn / 4));
-    (i / 4 * qm + tm * 4 + i % 4, j / 4 * qn + tn * 4 + j % 4)
+    let (tm, tn) = t.thread_groups(tid as i32);
+    let row = spec::tile_index(tm, i, spec::quadrant_stride(t.bm, t.tm));
+    let col = spec::tile_index(tn, j, spec::quadrant_stride(t.bn, t.tn));
+    (row as usize, col as usize)
 }
+
+/// The registry's entry.
+pub const KERNEL: KernelDesc = KernelDesc {
+    algorithm: Algorithm::TiledHwcn,
+    name: "tiled_hwcn",
+    family: Family::Tiled,
+    summary: "family 2 step 1: (output channel x batch) block tiles per output pixel, cp.async pipeline",
+    dtype: DType::F32,
+    layouts: (Layout::Hwcn, Layout::Hwcn, Layout::Hwcn),
+    multiples: (1, 1, 1),
+    plan,
+};
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    const H100: DeviceLimits = DeviceLimits { max_shared_bytes_per_block: 227 * 1024, max_grid_y: 65535, max_grid_z: 65535 };
+    fn h100() -> DeviceModel {
+        DeviceModel::named("h100").unwrap()
+    }
 
     fn tile_of(kernel: &str) -> Tile {
         TILES.into_iter().find(|t| t.hwcn == kernel || t.nchw == kernel).unwrap()
@@ -230,7 +249,7 @@ mod tests {
     #[test]
     fn target_shape_gets_the_largest_tile() {
         let p = Conv2d::new(256, 256, 14, 14, 512, 3, 3).with_pad(1);
-        let plan = super::plan(&p, &H100).unwrap();
+        let plan = super::plan(&p, &h100()).unwrap();
         assert_eq!(plan.kernel, "tiled_hwcn_128x128", "{plan:?}");
         assert_eq!(plan.grid.0, 2 * 4 * 196);
         assert_eq!(plan.block.0, 256);
@@ -251,8 +270,8 @@ mod tests {
             shapes.push(Conv2d::new(1 + i * 7 % 150, 1 + i % 5, 2 + i % 5, 3 + i % 4, 1 + i * 13 % 140, 1 + i % 2, 1 + i % 3).with_pad(i % 2));
         }
         for p in shapes.iter().filter(|p| p.validate().is_ok()) {
-            let plan = super::plan(p, &H100).unwrap_or_else(|e| panic!("{p}: {e}"));
-            assert!(plan.shared_bytes <= H100.max_shared_bytes_per_block);
+            let plan = super::plan(p, &h100()).unwrap_or_else(|e| panic!("{p}: {e}"));
+            assert!(plan.shared_bytes <= h100().smem_per_block);
             assert!(kernel_names().contains(&plan.kernel) && plan.kernel.starts_with("tiled_hwcn_"));
             assert_covers_exactly_once(p, &plan);
         }
@@ -262,24 +281,24 @@ mod tests {
     fn issue_shapes_get_the_tiles_that_measured_fastest() {
         // H100 timings in the module docs and tiled.rs: 64x64 (0.39 ms vs 0.70 for 64x128) and
         // 128x32 (0.37 ms vs 0.50 for 64x64).
-        let plan = super::plan(&Conv2d::new(64, 64, 56, 56, 64, 3, 3).with_pad(1), &H100).unwrap();
+        let plan = super::plan(&Conv2d::new(64, 64, 56, 56, 64, 3, 3).with_pad(1), &h100()).unwrap();
         assert_eq!(plan.kernel, "tiled_hwcn_64x64", "{plan:?}");
-        let plan = super::plan(&Conv2d::new(32, 512, 7, 7, 512, 3, 3).with_pad(1), &H100).unwrap();
+        let plan = super::plan(&Conv2d::new(32, 512, 7, 7, 512, 3, 3).with_pad(1), &h100()).unwrap();
         assert_eq!(plan.kernel, "tiled_hwcn_128x32", "{plan:?}");
     }
 
     #[test]
     fn small_batches_and_channel_counts_pick_narrow_tiles() {
-        let plan = super::plan(&Conv2d::new(32, 512, 7, 7, 512, 3, 3).with_pad(1), &H100).unwrap();
+        let plan = super::plan(&Conv2d::new(32, 512, 7, 7, 512, 3, 3).with_pad(1), &h100()).unwrap();
         assert!(["tiled_hwcn_128x32", "tiled_hwcn_64x64", "tiled_hwcn_128x64"].contains(&plan.kernel), "{plan:?}");
-        let plan = super::plan(&Conv2d::new(128, 16, 8, 8, 16, 3, 3).with_pad(1), &H100).unwrap();
+        let plan = super::plan(&Conv2d::new(128, 16, 8, 8, 16, 3, 3).with_pad(1), &h100()).unwrap();
         assert_eq!(plan.kernel, "tiled_hwcn_32x128", "{plan:?}");
     }
 
     #[test]
     fn invalid_problems_are_rejected_before_planning() {
-        assert!(matches!(super::plan(&Conv2d::new(1, 1, 4, 4, 1, 7, 7), &H100), Err(Error::FilterLargerThanPaddedInput { .. })));
-        let tiny = DeviceLimits { max_shared_bytes_per_block: 1024, ..H100 };
+        assert!(matches!(super::plan(&Conv2d::new(1, 1, 4, 4, 1, 7, 7), &h100()), Err(Error::FilterLargerThanPaddedInput { .. })));
+        let tiny = DeviceModel { smem_per_block: 1024, ..h100() };
         assert!(matches!(super::plan(&Conv2d::new(1, 1, 8, 8, 1, 3, 3), &tiny), Err(Error::Unsupported { algorithm: "tiled_hwcn", .. })));
     }
 }

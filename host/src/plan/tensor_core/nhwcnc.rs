@@ -1,7 +1,7 @@
 //! Plan for `wmma_nhwcnc`: the tensor-core implicit GEMM on the blocked layouts (see
 //! `kernels_gpu::tensor_core::nhwcnc`). It runs `wmma_nhwc`'s mainloop and tiles with blocked
 //! addressing, on a GEMM of the same size (M = N*P*Q output pixels, N = K output channels,
-//! reduction R*S*C), so the tile choice is `wmma_nhwc`'s ([`super::wmma_nhwc`] has the cost model
+//! reduction R*S*C), so the tile choice is `wmma_nhwc`'s ([`super::nhwc`] has the cost model
 //! and every tile's timings on plain NHWC).
 //!
 //! Timings (H200, `convrs bench` beside cuDNN 9.14 fp16 NHWC) are in
@@ -20,11 +20,14 @@
 //! (bold: the plan's pick, which is `wmma_nhwc`'s; on the last shape 128x64 would be 15% faster
 //! here, the blocked layouts' then extra L2 requests favouring bigger tiles.)
 
-use super::wmma_nhwc::{plan_tiles, tile_plan, Family};
-use super::{DeviceLimits, LaunchPlan};
+use super::nhwc::{plan_tiles, tile_plan, Layouts};
+use crate::plan::{DeviceModel, LaunchPlan};
 use crate::{Conv2d, Error, Result};
+use crate::registry::{Family, KernelDesc};
+use crate::{Algorithm, Layout};
+use crate::dtype::DType;
 
-pub fn plan(problem: &Conv2d, limits: &DeviceLimits) -> Result<LaunchPlan> {
+pub fn plan(problem: &Conv2d, device: &DeviceModel) -> Result<LaunchPlan> {
     problem.validate()?;
     let p = problem;
     if p.n % 16 != 0 || p.c % 16 != 0 || p.k % 16 != 0 {
@@ -37,28 +40,42 @@ pub fn plan(problem: &Conv2d, limits: &DeviceLimits) -> Result<LaunchPlan> {
             ),
         });
     }
-    plan_tiles(p, limits, Family::Blocked)
+    plan_tiles(p, device, Layouts::Blocked)
 }
 
 /// The launch of entry `kernel` (one of [`kernel_names`]) on `problem`, whatever [`plan`]
 /// would pick: for timing and testing every tile. Same checks as [`plan`].
-pub fn plan_for_kernel(problem: &Conv2d, limits: &DeviceLimits, kernel: &str) -> Result<LaunchPlan> {
-    plan(problem, limits)?;
-    tile_plan(problem, limits, kernel, Family::Blocked)
+pub fn plan_for_kernel(problem: &Conv2d, device: &DeviceModel, kernel: &str) -> Result<LaunchPlan> {
+    plan(problem, device)?;
+    tile_plan(problem, device, kernel, Layouts::Blocked)
 }
 
 /// Every entry point a plan may name.
 pub fn kernel_names() -> Vec<&'static str> {
-    Family::Blocked.kernel_names()
+    Layouts::Blocked.kernel_names()
 }
+
+/// The registry's entry.
+pub const KERNEL: KernelDesc = KernelDesc {
+    algorithm: Algorithm::WmmaNhwcnc,
+    name: "wmma_nhwcnc",
+    family: Family::TensorCore,
+    summary: "family 3 step 1: mma.sync implicit GEMM on the blocked NHWC16n16c layouts",
+    dtype: DType::F16,
+    layouts: (Layout::Nhwc16n16c, Layout::Hwcn16n16c, Layout::Nhwc16n16c),
+    multiples: (16, 16, 16),
+    plan,
+};
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::wmma_nhwc;
-    use crate::plan::wmma_nhwc::tests::assert_covers;
+    use crate::plan::tensor_core::nhwc as wmma_nhwc;
+    use crate::plan::tensor_core::nhwc::tests::assert_covers;
 
-    const H100: DeviceLimits = DeviceLimits { max_shared_bytes_per_block: 227 * 1024, max_grid_y: 65535, max_grid_z: 65535 };
+    fn h100() -> DeviceModel {
+        DeviceModel::named("h100").unwrap()
+    }
 
     #[test]
     fn the_same_tiles_as_wmma_nhwc_on_the_same_gemm() {
@@ -73,8 +90,8 @@ mod tests {
             Conv2d::new(16, 16, 1, 1, 16, 1, 1),
         ];
         for p in &shapes {
-            let plan = super::plan(p, &H100).unwrap_or_else(|e| panic!("{p}: {e}"));
-            let nhwc = wmma_nhwc::plan(p, &H100).unwrap();
+            let plan = super::plan(p, &h100()).unwrap_or_else(|e| panic!("{p}: {e}"));
+            let nhwc = wmma_nhwc::plan(p, &h100()).unwrap();
             assert_eq!(plan.kernel.replace("wmma_nhwcnc_", ""), nhwc.kernel.replace("wmma_nhwc_", ""), "{p}");
             assert_eq!((plan.grid, plan.block, plan.shared_bytes, plan.dtype), (nhwc.grid, nhwc.block, nhwc.shared_bytes, nhwc.dtype));
             assert!(kernel_names().contains(&plan.kernel));
@@ -85,7 +102,7 @@ mod tests {
     #[test]
     fn speed_target_gets_the_large_tile() {
         let p = Conv2d::new(256, 256, 14, 14, 512, 3, 3).with_pad(1);
-        let plan = super::plan(&p, &H100).unwrap();
+        let plan = super::plan(&p, &h100()).unwrap();
         assert_eq!((plan.kernel, plan.grid.0), ("wmma_nhwcnc_128x256k64", 784));
     }
 
@@ -94,17 +111,17 @@ mod tests {
         let p = Conv2d::new(16, 32, 13, 11, 272, 3, 3).with_pad(1);
         for name in kernel_names() {
             assert!(name.starts_with("wmma_nhwcnc_"), "{name}");
-            let plan = plan_for_kernel(&p, &H100, name).unwrap();
+            let plan = plan_for_kernel(&p, &h100(), name).unwrap();
             assert_eq!(plan.kernel, name);
             assert_covers(&p, &plan);
         }
-        assert!(matches!(plan_for_kernel(&p, &H100, "wmma_nhwc_64x64"), Err(Error::InvalidArgument(_))));
+        assert!(matches!(plan_for_kernel(&p, &h100(), "wmma_nhwc_64x64"), Err(Error::InvalidArgument(_))));
     }
 
     #[test]
     fn sizes_not_multiples_of_16_point_to_wmma_nhwc() {
         for p in [Conv2d::new(8, 16, 8, 8, 16, 3, 3), Conv2d::new(16, 24, 8, 8, 16, 3, 3), Conv2d::new(16, 16, 8, 8, 40, 3, 3)] {
-            match super::plan(&p, &H100) {
+            match super::plan(&p, &h100()) {
                 Err(Error::Unsupported { algorithm: "wmma_nhwcnc", reason }) => assert!(reason.contains("wmma_nhwc "), "{reason}"),
                 other => panic!("{p}: expected Unsupported, got {other:?}"),
             }
@@ -113,7 +130,7 @@ mod tests {
 
     #[test]
     fn too_little_shared_memory_is_unsupported() {
-        let tiny = DeviceLimits { max_shared_bytes_per_block: 16 * 1024, ..H100 };
+        let tiny = DeviceModel { smem_per_block: 16 * 1024, ..h100() };
         match super::plan(&Conv2d::new(16, 16, 8, 8, 16, 3, 3), &tiny) {
             Err(Error::Unsupported { algorithm: "wmma_nhwcnc", .. }) => {}
             other => panic!("expected Unsupported, got {other:?}"),
@@ -122,6 +139,6 @@ mod tests {
 
     #[test]
     fn invalid_problems_are_rejected_before_planning() {
-        assert!(matches!(super::plan(&Conv2d::new(16, 16, 4, 4, 16, 7, 7), &H100), Err(Error::FilterLargerThanPaddedInput { .. })));
+        assert!(matches!(super::plan(&Conv2d::new(16, 16, 4, 4, 16, 7, 7), &h100()), Err(Error::FilterLargerThanPaddedInput { .. })));
     }
 }

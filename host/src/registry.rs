@@ -1,0 +1,108 @@
+//! Every kernel of convrs, once: its name, family, element type, layouts, what it needs of the
+//! problem and its plan. [`crate::Algorithm`]'s properties, `convrs list`, the automatic choice,
+//! `convrs explain`, the test generators and the "every kernel is in the PTX" checks all read
+//! this table.
+//!
+//! Adding a kernel: its kernel file in `kernels-gpu`, its plan (with a [`KernelDesc`]) under
+//! `host/src/plan/`, an [`crate::Algorithm`] variant and one line in [`KERNELS`].
+//!
+//! ```
+//! use convrs::registry::{Family, KERNELS};
+//! assert!(KERNELS.iter().any(|k| k.name == "tiled_nchw" && k.family == Family::Tiled));
+//! ```
+
+use crate::plan::{self, DeviceModel, LaunchPlan};
+use crate::{Algorithm, Conv2d, DType, Layout, Result};
+
+/// A kernel family: each reads as a progression from naive to fast.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+pub enum Family {
+    Direct,
+    Tiled,
+    TensorCore,
+}
+
+impl Family {
+    /// `direct`, `tiled` or `tensor-core`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Family::Direct => "direct",
+            Family::Tiled => "tiled",
+            Family::TensorCore => "tensor-core",
+        }
+    }
+}
+
+/// One kernel's description.
+#[derive(Clone, Copy, Debug)]
+pub struct KernelDesc {
+    pub algorithm: Algorithm,
+    /// The name the CLI takes and tables print.
+    pub name: &'static str,
+    pub family: Family,
+    /// One line for `convrs list` and `explain`.
+    pub summary: &'static str,
+    /// The element type of the input and filter it reads (it writes fp32).
+    pub dtype: DType,
+    /// The layouts of (input, filter, output) it reads and writes; filters use the (K, C, R, S)
+    /// reading of [`Layout`].
+    pub layouts: (Layout, Layout, Layout),
+    /// (N, C, K) must be multiples of these; the test generators draw problems from them.
+    pub multiples: (usize, usize, usize),
+    /// The launch on a problem and device, with its predicted time, or why it cannot take it.
+    pub plan: fn(&Conv2d, &DeviceModel) -> Result<LaunchPlan>,
+}
+
+/// Every kernel, in the order of the progression.
+pub const KERNELS: &[KernelDesc] = &[
+    plan::direct::naive::KERNEL,
+    plan::direct::smem::KERNEL,
+    plan::tiled::hwcn::KERNEL,
+    plan::tiled::nchw::KERNEL,
+    plan::tensor_core::nhwcnc::KERNEL,
+    plan::tensor_core::nhwc::KERNEL,
+];
+
+/// The description of `algorithm`, `None` for [`Algorithm::Auto`].
+pub fn find(algorithm: Algorithm) -> Option<&'static KernelDesc> {
+    KERNELS.iter().find(|k| k.algorithm == algorithm)
+}
+
+/// The description named `name`.
+pub fn by_name(name: &str) -> Option<&'static KernelDesc> {
+    KERNELS.iter().find(|k| k.name == name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_algorithm_has_one_entry_and_names_are_unique() {
+        for a in Algorithm::ALL {
+            assert_eq!(KERNELS.iter().filter(|k| k.algorithm == *a).count(), 1, "{a:?}");
+        }
+        assert_eq!(KERNELS.len(), Algorithm::ALL.len());
+        for (i, k) in KERNELS.iter().enumerate() {
+            assert!(KERNELS[..i].iter().all(|o| o.name != k.name), "{} twice", k.name);
+            assert_eq!(by_name(k.name).map(|d| d.algorithm), Some(k.algorithm));
+        }
+        assert!(find(Algorithm::Auto).is_none());
+    }
+
+    #[test]
+    fn multiples_are_what_the_plans_demand() {
+        let d = DeviceModel::named("h100").unwrap();
+        for k in KERNELS {
+            let (n, c, kk) = k.multiples;
+            // At the multiples: accepted. One channel off a multiple above 1: refused.
+            let ok = Conv2d::new(n.max(2), 2 * c, 9, 9, 2 * kk, 3, 3).with_pad(1);
+            assert!((k.plan)(&ok, &d).is_ok(), "{}: {ok}", k.name);
+            if c > 1 {
+                let off = Conv2d { c: 2 * c + 1, ..ok };
+                assert!((k.plan)(&off, &d).is_err(), "{}: {off}", k.name);
+            }
+            assert_eq!((k.plan)(&ok, &d).unwrap().dtype, k.dtype, "{}", k.name);
+        }
+    }
+}

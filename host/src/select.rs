@@ -1,0 +1,221 @@
+//! The automatic choice ([`crate::Algorithm::Auto`]): for a problem, an element type and the
+//! layout the caller holds, every kernel of the registry is planned on the device, its layout
+//! conversions are priced, and the lowest predicted total wins. `convrs explain` prints the same
+//! candidates with their predictions and every refusal's reason.
+//!
+//! Conversions are priced as one memory-bound pass per tensor whose layout differs from the
+//! kernel's (read and write every element at the device's bandwidth, plus a launch): what the
+//! device-side transform kernels cost, not the host conversions `conv2d` on host tensors does today.
+//!
+//! ```
+//! use convrs::{select, Conv2d, DType, DeviceModel, Layout};
+//! let h100 = DeviceModel::named("h100")?;
+//! let choice = select::choose(&Conv2d::new(1, 6, 768, 512, 6, 6, 6), DType::F32, Layout::Nchw, &h100)?;
+//! assert_eq!(choice.pick.name(), "direct_smem");
+//! # Ok::<(), convrs::Error>(())
+//! ```
+
+use crate::plan::model::{memory_us, LAUNCH_US};
+use crate::plan::LaunchPlan;
+use crate::registry::{KernelDesc, KERNELS};
+use crate::timing::{time_runs, TimingConfig};
+use crate::{Algorithm, Conv2d, DType, DeviceModel, Element, Error, Gpu, Layout, Result};
+
+/// A kernel's predicted cost for the caller.
+#[derive(Clone, Debug)]
+pub struct Estimate {
+    pub plan: LaunchPlan,
+    /// The kernel alone, in its own layouts.
+    pub kernel_us: f64,
+    /// Converting the caller's input and filter into the kernel's layouts and the output back.
+    pub conversion_us: f64,
+}
+
+impl Estimate {
+    pub fn total_us(&self) -> f64 {
+        self.kernel_us + self.conversion_us
+    }
+}
+
+/// One kernel the choice looked at: its estimate, or why it cannot serve.
+#[derive(Clone, Debug)]
+pub struct Candidate {
+    pub kernel: &'static KernelDesc,
+    pub outcome: std::result::Result<Estimate, String>,
+}
+
+/// The choice and everything it was made from.
+#[derive(Clone, Debug)]
+pub struct Choice {
+    pub pick: Algorithm,
+    /// Every kernel of the registry, in its order.
+    pub candidates: Vec<Candidate>,
+}
+
+impl Choice {
+    /// The pick's estimate.
+    pub fn estimate(&self) -> Option<&Estimate> {
+        self.candidates.iter().find(|c| c.kernel.algorithm == self.pick).and_then(|c| c.outcome.as_ref().ok())
+    }
+}
+
+/// Predicted microseconds to convert the caller's tensors (all in `user` layout; `dtype` input
+/// and filter, fp32 output) to and from `kernel`'s layouts on `device`.
+pub fn conversion_us(kernel: &KernelDesc, problem: &Conv2d, dtype: DType, user: Layout, device: &DeviceModel) -> f64 {
+    let (lx, lw, ly) = kernel.layouts;
+    let pass = |layout: Layout, elems: usize, bytes: usize| if layout == user { 0.0 } else { LAUNCH_US + memory_us(device, 2.0 * (elems * bytes) as f64) };
+    pass(lx, problem.input_len(), dtype.size()) + pass(lw, problem.filter_len(), dtype.size()) + pass(ly, problem.output_len(), 4)
+}
+
+/// Every kernel of the registry planned for `problem` on `device`, priced for a caller holding
+/// `dtype` tensors in `user` layout, or why it cannot serve.
+pub fn candidates(problem: &Conv2d, dtype: DType, user: Layout, device: &DeviceModel) -> Vec<Candidate> {
+    KERNELS
+        .iter()
+        .map(|k| {
+            let outcome = if k.dtype != dtype {
+                Err(format!("reads {} inputs, not {dtype}", k.dtype))
+            } else {
+                (k.plan)(problem, device)
+                    .map(|plan| Estimate { kernel_us: plan.predicted_us, conversion_us: conversion_us(k, problem, dtype, user, device), plan })
+                    .map_err(|e| e.to_string())
+            };
+            Candidate { kernel: k, outcome }
+        })
+        .collect()
+}
+
+/// The lowest predicted total among [`candidates`]. When no kernel takes the problem, the error
+/// lists every kernel's reason.
+pub fn choose(problem: &Conv2d, dtype: DType, user: Layout, device: &DeviceModel) -> Result<Choice> {
+    problem.validate()?;
+    let candidates = candidates(problem, dtype, user, device);
+    let best = candidates
+        .iter()
+        .filter_map(|c| c.outcome.as_ref().ok().map(|e| (c.kernel.algorithm, e.total_us())))
+        .min_by(|a, b| a.1.total_cmp(&b.1));
+    match best {
+        Some((pick, _)) => Ok(Choice { pick, candidates }),
+        None => Err(Error::Unsupported {
+            algorithm: "auto",
+            reason: format!(
+                "no kernel takes this problem in {dtype}: {}",
+                candidates.iter().filter_map(|c| c.outcome.as_ref().err().map(|e| format!("{}: {e}", c.kernel.name))).collect::<Vec<_>>().join("; ")
+            ),
+        }),
+    }
+}
+
+/// What autotuning decided, and what it cost.
+#[derive(Clone, Debug)]
+pub struct Tuned {
+    pub pick: Algorithm,
+    /// Whether the answer came from the tuning cache (no kernel was timed).
+    pub from_cache: bool,
+    /// Each timed kernel's median plus its predicted conversions, microseconds.
+    pub times_us: Vec<(String, f64)>,
+    /// Wall time spent timing, seconds (0 from the cache).
+    pub seconds: f64,
+}
+
+/// Autotuning: times every kernel that takes the problem once on `gpu` (in its own layouts, on
+/// random data, median of 5 after 2 warm-up runs), adds its predicted conversions for a caller
+/// holding `user` layout, and keeps the fastest per (device, problem, dtype, layout) in the
+/// tuning cache ([`crate::tune`], in memory and on disk). A cached answer is used only if its
+/// kernel still exists and still takes the problem; otherwise it is timed again.
+pub fn tune(gpu: &Gpu, problem: &Conv2d, dtype: DType, user: Layout) -> Result<Tuned> {
+    let choice = choose(problem, dtype, user, gpu.model())?;
+    let m = gpu.model();
+    let device = format!("{}|{}.{}|{}", m.name, m.compute_capability.0, m.compute_capability.1, m.sms);
+    let key = crate::tune::key(&device, &crate::bench::shape_label(problem), dtype.name(), user.name());
+    let cached = gpu.tune_cache().as_ref().and_then(|c| c.get(&key).cloned());
+    if let Some(entry) = cached {
+        let usable = choice.candidates.iter().find(|c| c.kernel.name == entry.kernel).is_some_and(|c| c.outcome.is_ok());
+        if usable {
+            let pick = crate::registry::by_name(&entry.kernel).map(|k| k.algorithm).unwrap_or(choice.pick);
+            return Ok(Tuned { pick, from_cache: true, times_us: entry.times_us, seconds: 0.0 });
+        }
+        eprintln!("convrs: warning: tuning cache names `{}` for {key}, which no longer takes it: timing again", entry.kernel);
+    }
+    let start = std::time::Instant::now();
+    let mut times_us = Vec::new();
+    for c in &choice.candidates {
+        let Ok(est) = &c.outcome else { continue };
+        let us = match dtype {
+            DType::F32 => time_kernel::<f32>(gpu, problem, &est.plan)?,
+            DType::F16 => time_kernel::<half::f16>(gpu, problem, &est.plan)?,
+        };
+        times_us.push((c.kernel.name.to_string(), us + est.conversion_us));
+    }
+    let (best, _) = times_us.iter().min_by(|a, b| a.1.total_cmp(&b.1)).cloned().ok_or_else(|| Error::InvalidArgument("nothing to tune".into()))?;
+    let pick = crate::registry::by_name(&best).map(|k| k.algorithm).unwrap_or(choice.pick);
+    if let Some(cache) = gpu.tune_cache().as_mut() {
+        cache.insert(crate::tune::TuneEntry::new(&key, &best, times_us.clone()));
+        if let Err(e) = cache.save() {
+            eprintln!("convrs: warning: {e} (the tuning result stays in memory)");
+        }
+    }
+    Ok(Tuned { pick, from_cache: false, times_us, seconds: start.elapsed().as_secs_f64() })
+}
+
+/// Median microseconds of `plan`'s kernel on random data.
+fn time_kernel<T: Element>(gpu: &Gpu, problem: &Conv2d, plan: &LaunchPlan) -> Result<f64> {
+    let x: Vec<T> = crate::random::uniform_vec_f32(problem.input_len(), 1).into_iter().map(T::from_f32).collect();
+    let w: Vec<T> = crate::random::uniform_vec_f32(problem.filter_len(), 2).into_iter().map(T::from_f32).collect();
+    let (x, w) = (gpu.upload(&x)?, gpu.upload(&w)?);
+    let mut y = gpu.alloc_zeros::<f32>(problem.output_len())?;
+    let t = time_runs(gpu, TimingConfig { warmup: 2, runs: 5 }, |_| crate::launch(gpu, plan, problem, &x, &w, &mut y))?;
+    Ok(t.median_ms * 1e3)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn h100() -> DeviceModel {
+        DeviceModel::named("h100").unwrap()
+    }
+
+    #[test]
+    fn picks_match_the_h100_measurements_on_the_seed_shapes() {
+        // Fastest measured per dtype (BENCHMARKS.md, H100 2026-11-22): direct_smem on the batch-1
+        // 6x6 shape (0.031 ms vs 0.29 for tiled_nchw), the tiled kernels on the larger ones.
+        let d = h100();
+        let pick = |p: &Conv2d, t: DType, l: Layout| choose(p, t, l, &d).unwrap().pick.name();
+        assert_eq!(pick(&Conv2d::new(1, 6, 768, 512, 6, 6, 6), DType::F32, Layout::Nchw), "direct_smem");
+        let big = Conv2d::new(256, 256, 14, 14, 512, 3, 3).with_pad(1);
+        assert!(["tiled_hwcn", "tiled_nchw"].contains(&pick(&big, DType::F32, Layout::Nchw)));
+        assert!(pick(&big, DType::F16, Layout::Nhwc).starts_with("wmma_"));
+        // C = 4 is no multiple of 8: no fp16 kernel takes it.
+        let e = choose(&Conv2d::new(2, 4, 9, 9, 8, 3, 3), DType::F16, Layout::Nhwc, &d).unwrap_err().to_string();
+        assert!(e.contains("wmma_nhwc: ") && e.contains("wmma_nhwcnc: ") && e.contains("direct_smem: reads fp32"), "{e}");
+    }
+
+    #[test]
+    fn conversions_count_only_tensors_in_another_layout() {
+        let d = h100();
+        let p = Conv2d::new(8, 64, 56, 56, 64, 3, 3).with_pad(1);
+        let nhwc = crate::registry::by_name("wmma_nhwc").unwrap();
+        assert_eq!(conversion_us(nhwc, &p, DType::F16, Layout::Nhwc, &d), 0.0);
+        // From NCHW: input (8*64*56*56 fp16), filter, output (fp32) each read and written once.
+        let bytes = 2.0 * (2 * p.input_len() + 2 * p.filter_len() + 4 * p.output_len()) as f64;
+        let expected = 3.0 * LAUNCH_US + bytes / 3.35e6;
+        assert!((conversion_us(nhwc, &p, DType::F16, Layout::Nchw, &d) - expected).abs() < 1e-9);
+    }
+
+    #[test]
+    fn the_layout_held_can_change_the_pick() {
+        // Equal kernel predictions aside, a kernel in the caller's layout saves the conversions:
+        // on a large batch-1 problem an NHWC caller's conversion cost must show in the totals.
+        let d = h100();
+        let p = Conv2d::new(64, 64, 56, 56, 64, 3, 3).with_pad(1);
+        let c = choose(&p, DType::F32, Layout::Nhwc, &d).unwrap();
+        for cand in &c.candidates {
+            if let Ok(e) = &cand.outcome {
+                assert!(e.conversion_us > 0.0, "{}: every fp32 kernel needs a conversion from NHWC", cand.kernel.name);
+            }
+        }
+        let pick = c.estimate().unwrap().total_us();
+        assert!(c.candidates.iter().filter_map(|c| c.outcome.as_ref().ok()).all(|e| e.total_us() >= pick));
+    }
+}

@@ -1,0 +1,132 @@
+//! Family 3, tensor-core implicit GEMM (`wmma_nhwc`, `wmma_nhwcnc`): the compiled block tiles
+//! and the launch each needs.
+//!
+//! A block is WARPS_M x WARPS_N warps, each an MT x NT grid of m16n8 mma tiles, so the block
+//! tile is BM = WARPS_M*MT*16 GEMM rows (output pixels) x BN = WARPS_N*NT*8 columns (output
+//! channels); a k-tile is BK = 8*KCH fp16 channels, i.e. KCH 16-byte chunks per shared row.
+
+/// Calls `$callback! { $ctx... (nhwc_entry, nhwcnc_entry, WARPS_M, WARPS_N, MT, NT, STAGES, KCH) ... }`,
+/// one row per compiled tile; both layout families compile every tile, in this order.
+#[macro_export]
+macro_rules! tensor_core_tiles {
+    ($callback:path $(, $ctx:tt)*) => {
+        $callback! { $($ctx)*
+            // 128x256x64, 8 warps of 64x64, 4 stages (192 KiB): large M and K.
+            (wmma_nhwc_128x256k64, wmma_nhwcnc_128x256k64, 2, 4, 4, 8, 4, 8)
+            // 128x128x64, 4 warps of 64x64, 3 stages (96 KiB, 2 blocks per SM).
+            (wmma_nhwc_128x128k64, wmma_nhwcnc_128x128k64, 2, 2, 4, 8, 3, 8)
+            // 128x128x32, 4 warps of 64x64, 4 stages (64 KiB): C of at most 32 (mod 64).
+            (wmma_nhwc_128x128, wmma_nhwcnc_128x128, 2, 2, 4, 8, 4, 4)
+            // 128x64x32, 4 warps of 64x32, 4 stages (48 KiB): K of 64 or less.
+            (wmma_nhwc_128x64, wmma_nhwcnc_128x64, 2, 2, 4, 4, 4, 4)
+            // 64x64x32, 4 warps of 32x32, 4 stages (32 KiB): grids that would not fill the GPU.
+            (wmma_nhwc_64x64, wmma_nhwcnc_64x64, 2, 2, 2, 4, 4, 4)
+        }
+    };
+}
+
+/// One compiled tile: `conv::<_, WARPS_M, WARPS_N, MT, NT, STAGES, KCH>` of both layouts, with
+/// the sizes derived from it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Tile {
+    /// The `wmma_nhwc` (plain channels-last) entry point.
+    pub nhwc: &'static str,
+    /// The `wmma_nhwcnc` (blocked NHWC16n16c) entry point.
+    pub nhwcnc: &'static str,
+    /// Warps along M.
+    pub warps_m: usize,
+    /// Warps along N.
+    pub warps_n: usize,
+    /// m16 tiles per warp along M.
+    pub mt: usize,
+    /// n8 tiles per warp along N.
+    pub nt: usize,
+    /// k-tiles in flight.
+    pub stages: usize,
+    /// 16-byte chunks per shared row (BK / 8).
+    pub kch: usize,
+    /// Block tile rows, [`block_m`].
+    pub bm: usize,
+    /// Block tile columns, [`block_n`].
+    pub bn: usize,
+    /// Channels per k-tile, [`k_tile`].
+    pub bk: usize,
+    /// Threads per block, [`threads`].
+    pub threads: usize,
+}
+
+impl Tile {
+    const fn new(nhwc: &'static str, nhwcnc: &'static str, warps_m: usize, warps_n: usize, mt: usize, nt: usize, stages: usize, kch: usize) -> Tile {
+        let (bm, bn) = (block_m(warps_m, mt), block_n(warps_n, nt));
+        Tile { nhwc, nhwcnc, warps_m, warps_n, mt, nt, stages, kch, bm, bn, bk: k_tile(kch), threads: threads(warps_m, warps_n) }
+    }
+    /// Dynamic shared memory bytes per block.
+    pub const fn smem_bytes(&self) -> usize {
+        smem_bytes(self.bm, self.bn, self.kch, self.stages)
+    }
+}
+
+macro_rules! declare_tiles {
+    ($(($nhwc:ident, $nhwcnc:ident, $wm:literal, $wn:literal, $mt:literal, $nt:literal, $stages:literal, $kch:literal))*) => {
+        /// Every compiled tile, in the kernels' declaration order.
+        pub const TILES: [Tile; [$($wm),*].len()] = [$(Tile::new(stringify!($nhwc), stringify!($nhwcnc), $wm, $wn, $mt, $nt, $stages, $kch)),*];
+    };
+}
+crate::tensor_core_tiles!(declare_tiles);
+
+/// Threads per block: one warp per warp tile.
+#[inline(always)]
+pub const fn threads(warps_m: usize, warps_n: usize) -> usize {
+    32 * warps_m * warps_n
+}
+
+/// Block tile rows (GEMM M): MT m16 tiles per warp.
+#[inline(always)]
+pub const fn block_m(warps_m: usize, mt: usize) -> usize {
+    warps_m * mt * 16
+}
+
+/// Block tile columns (GEMM N): NT n8 tiles per warp.
+#[inline(always)]
+pub const fn block_n(warps_n: usize, nt: usize) -> usize {
+    warps_n * nt * 8
+}
+
+/// Channels per k-tile: KCH 16-byte chunks of 8 fp16 each.
+#[inline(always)]
+pub const fn k_tile(kch: usize) -> usize {
+    8 * kch
+}
+
+/// Bytes of one pipeline stage: BM + BN shared rows of KCH 16-byte chunks.
+#[inline(always)]
+pub const fn stage_bytes(bm: usize, bn: usize, kch: usize) -> usize {
+    (bm + bn) * 16 * kch
+}
+
+/// Dynamic shared memory bytes per block: `stages` stages.
+#[inline(always)]
+pub const fn smem_bytes(bm: usize, bn: usize, kch: usize, stages: usize) -> usize {
+    stages * stage_bytes(bm, bn, kch)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tile_sizes() {
+        let sizes = TILES.map(|t| (t.bm, t.bn, t.bk, t.threads, t.stages, t.smem_bytes()));
+        assert_eq!(
+            sizes,
+            [
+                (128, 256, 64, 256, 4, 192 * 1024),
+                (128, 128, 64, 128, 3, 96 * 1024),
+                (128, 128, 32, 128, 4, 64 * 1024),
+                (128, 64, 32, 128, 4, 48 * 1024),
+                (64, 64, 32, 128, 4, 32 * 1024),
+            ]
+        );
+        assert_eq!((TILES[4].nhwc, TILES[4].nhwcnc), ("wmma_nhwc_64x64", "wmma_nhwcnc_64x64"));
+    }
+}

@@ -1,0 +1,54 @@
+//! The automatic choice on the GPU: `conv2d` with `Algorithm::Auto` on random problems, fp32
+//! tensors in NCHW and fp16 tensors in NHWC, each checked against the f64 CPU reference into a
+//! NaN-poisoned output (fp16: only problems some tensor-core kernel takes); random invalid
+//! problems get errors, never a panic or a launch.
+
+use convrs::bench::{FP16_REL_L2_TOLERANCE, FP32_REL_L2_TOLERANCE};
+use convrs::{compare, conv2d, conv2d_cpu, select, Algorithm, Conv2d, DType, Layout, Tensor};
+use convrs_tests::{conv_problems_with, gpu_or_skip, property_test_gpu};
+use half::f16;
+use proptest::prelude::*;
+use proptest::test_runner::{Config, TestRunner};
+
+#[test]
+fn auto_matches_cpu_on_random_fp32_problems() {
+    let Some(gpu) = gpu_or_skip("auto_matches_cpu_on_random_fp32_problems") else { return };
+    property_test_gpu(&gpu, Algorithm::Auto, 48, FP32_REL_L2_TOLERANCE);
+}
+
+#[test]
+fn auto_matches_cpu_on_random_fp16_nhwc_problems() {
+    let Some(gpu) = gpu_or_skip("auto_matches_cpu_on_random_fp16_nhwc_problems") else { return };
+    let mut runner = TestRunner::new(Config { cases: 32, failure_persistence: None, ..Config::default() });
+    let result = runner.run(&conv_problems_with((1, 8, 8)), |(p, seed)| {
+        let pick = select::choose(&p, DType::F16, Layout::Nhwc, gpu.model()).map_err(|e| TestCaseError::fail(format!("{p}: {e}")))?.pick;
+        let x = Tensor::random(p.input_shape(), Layout::Nchw, seed).unwrap().map(f16::from_f32).to_layout(Layout::Nhwc).unwrap();
+        let w = Tensor::random(p.filter_shape(), Layout::Nchw, seed + 1).unwrap().map(f16::from_f32).to_layout(Layout::Nhwc).unwrap();
+        let y = conv2d(&gpu, Algorithm::Auto, &p, &x, &w).map_err(|e| TestCaseError::fail(format!("{p}: {e}")))?;
+        let c = compare(y.data(), conv2d_cpu(&p, &x, &w).unwrap().data());
+        prop_assert!(c.passes(FP16_REL_L2_TOLERANCE), "auto ({pick}) on {p}: {c}");
+        Ok(())
+    });
+    if let Err(e) = result {
+        panic!("{e}");
+    }
+}
+
+#[test]
+fn auto_refuses_invalid_and_untakeable_problems_with_errors() {
+    let Some(gpu) = gpu_or_skip("auto_refuses_invalid_and_untakeable_problems_with_errors") else { return };
+    let bad = [Conv2d::new(1, 1, 4, 4, 1, 7, 7), Conv2d::new(0, 1, 4, 4, 1, 1, 1), Conv2d { stride: (0, 1), ..Conv2d::new(1, 1, 4, 4, 1, 1, 1) }];
+    for p in bad {
+        let x = Tensor::from_fn(p.input_shape(), Layout::Nchw, |_, _, _, _| 1.0f32);
+        let w = Tensor::from_fn(p.filter_shape(), Layout::Nchw, |_, _, _, _| 1.0f32);
+        if let (Ok(x), Ok(w)) = (x, w) {
+            assert!(conv2d(&gpu, Algorithm::Auto, &p, &x, &w).is_err(), "{p}");
+        }
+    }
+    // fp16 with C = 3: no tensor-core kernel takes it yet; the error names every kernel's reason.
+    let p = Conv2d::new(2, 3, 9, 9, 8, 3, 3);
+    let x = Tensor::random(p.input_shape(), Layout::Nhwc, 1).unwrap().map(f16::from_f32);
+    let w = Tensor::random(p.filter_shape(), Layout::Nhwc, 2).unwrap().map(f16::from_f32);
+    let e = conv2d(&gpu, Algorithm::Auto, &p, &x, &w).unwrap_err().to_string();
+    assert!(e.contains("wmma_nhwc") && e.contains("wmma_nhwcnc"), "{e}");
+}
