@@ -12,6 +12,12 @@ tasks:
       If ptxas is found ($CONVRS_PTXAS, PATH, or the nvidia-cuda-nvcc-cu12 pip wheel) the PTX is
       assembled for the arch and registers, stack frame and spills are printed per kernel; a ptxas
       error fails the task.
+  ship-ptx
+      Rebuild the PTX of every embedded arch and write it to host/ptx/, where the published crate
+      takes it from (so users need no nightly toolchain). Run after every kernel change.
+  check-ptx
+      Rebuild the PTX of every embedded arch and fail unless host/ptx/ holds exactly those bytes
+      (CI runs this: the build is deterministic, so any difference is a stale ship).
   gpu-bundle [--out DIR]
       Build everything the GPU machine needs (PTX, release test binaries, the convrs CLI) into one
       folder (default target/gpu-bundle) with run-gpu.sh, which runs the GPU tests, compute-sanitizer
@@ -26,6 +32,8 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("build-ptx") => build_ptx(&args[1..]),
         Some("gpu-bundle") => xtask::bundle::gpu_bundle(&args[1..]),
+        Some("ship-ptx") => xtask::shipped::ship(),
+        Some("check-ptx") => xtask::shipped::check(),
         Some("help" | "--help" | "-h") | None => {
             print!("{HELP}");
             Ok(())
