@@ -99,8 +99,13 @@ impl DeviceModel {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+
+    /// The model the planners' tests plan on.
+    pub(crate) fn h100() -> DeviceModel {
+        DeviceModel::named("h100").unwrap()
+    }
 
     #[test]
     fn every_known_model_resolves_and_is_plausible() {

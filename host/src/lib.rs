@@ -1,12 +1,40 @@
 //! convrs: conv2d on NVIDIA GPUs with kernels written in Rust, compiled to PTX, and checked
 //! against a CPU reference.
 //!
-//! ```text
-//!  kernels-gpu (no_std, nvptx64) --rustc + our link step (xtask)--> PTX (sm_80, sm_90)
-//!                                                                     | embedded by host/build.rs
-//!  host: Conv2d (validates) -> Algorithm::plan -> Gpu (cudarc, loads PTX) -> launch -> Tensor
-//!        conv2d_cpu (f64 reference) + compare  <- checks every result; bench times vs cuDNN
+//! # Quick start
+//!
+//! ```no_run
+//! use convrs::{conv2d, Algorithm, Conv2d, Gpu, Layout, Tensor};
+//! let gpu = Gpu::new(0)?; // an Err, not a panic, on a machine without a GPU
+//! let problem = Conv2d::new(16, 64, 56, 56, 64, 3, 3).with_pad(1);
+//! let x = Tensor::random(problem.input_shape(), Layout::Nchw, 1)?;
+//! let w = Tensor::random(problem.filter_shape(), Layout::Nchw, 2)?;
+//! // The kernel with the lowest predicted time for f32 data held in NCHW:
+//! let y = conv2d(&gpu, Algorithm::Auto, &problem, &x, &w)?;
+//! assert_eq!(y.dims(), problem.output_shape());
+//! # Ok::<(), convrs::Error>(())
 //! ```
+//!
+//! What the planner would pick, and why, without a GPU ([`select`], `convrs explain`):
+//!
+//! ```
+//! use convrs::{select, Conv2d, DType, DeviceModel, Layout};
+//! let choice = select::choose(&Conv2d::new(1, 6, 768, 512, 6, 6, 6), DType::F32, Layout::Nchw, &DeviceModel::named("h100")?)?;
+//! assert_eq!(choice.pick.name(), "direct_smem");
+//! # Ok::<(), convrs::Error>(())
+//! ```
+//!
+//! # How it fits together
+//!
+//! ```text
+//!  kernels-gpu (no_std, nvptx64) --rustc + our link step (xtask)--> PTX (sm_80, sm_90), shipped in ptx/
+//!                                                                     | embedded by build.rs
+//!  registry -> plan (per family, predicted us on the DeviceModel) -> select (Auto, tune)
+//!           -> Prepared (operands in the kernel's layouts) -> launch on the Gpu (cudarc)
+//!  conv2d_cpu (f64 reference) + compare  <- checks every result; bench times vs cuDNN and PyTorch
+//! ```
+//!
+//! The CPU reference on its own:
 //!
 //! ```
 //! use convrs::{conv2d_cpu, Conv2d, Layout, Tensor};
@@ -53,7 +81,7 @@ pub use layout::{Layout, Tensor};
 pub use problem::Conv2d;
 pub use reference::conv2d_cpu;
 
-/// The README's Rust examples compile as doc tests (`no_run`: they need a GPU).
+/// The crate README's example compiles as a doc test (`no_run`: it needs a GPU).
 #[cfg(doctest)]
-#[doc = include_str!("../../README.md")]
+#[doc = include_str!("../README.md")]
 struct ReadmeExamples;

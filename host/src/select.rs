@@ -172,9 +172,7 @@ fn time_kernel<T: Element>(gpu: &Gpu, problem: &Conv2d, plan: &LaunchPlan) -> Re
 mod tests {
     use super::*;
 
-    fn h100() -> DeviceModel {
-        DeviceModel::named("h100").unwrap()
-    }
+    use crate::device::tests::h100;
 
     #[test]
     fn picks_match_the_h100_measurements_on_the_seed_shapes() {

@@ -125,3 +125,8 @@ pub fn property_test_gpu(gpu: &Gpu, algo: Algorithm, cases: u32, rel_l2_toleranc
     assert!(ran.get() >= cases, "only {} of {cases} cases ran", ran.get());
     assert!(unsupported.get() * 4 <= ran.get(), "{algo} refused {} of {} problems", unsupported.get(), ran.get());
 }
+
+/// The repository README's Rust examples compile as doc tests (`no_run`: they need a GPU).
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct RepositoryReadmeExamples;

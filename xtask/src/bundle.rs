@@ -1,8 +1,10 @@
 //! `cargo xtask gpu-bundle`: everything the GPU machine needs, in one folder.
 //!
-//! The GPU machine has CUDA but no Rust toolchain, so we build here: the `convrs` CLI and the
-//! release test binaries (the PTX is embedded in both), plus `run-gpu.sh`, which runs the GPU
-//! tests, compute-sanitizer over every kernel, and the benchmark there.
+//! The GPU machine has CUDA but no Rust toolchain, so we build here: the `convrs` CLI, the
+//! release test binaries and the crate's examples (the PTX is embedded in each), packed into
+//! `payload.tar.xz` (the PTX repeats in every binary, which xz folds: 85 MiB become about 6), plus
+//! `run-gpu.sh`, which unpacks them and runs the GPU tests, compute-sanitizer over every kernel,
+//! the benchmark and the examples there.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -11,6 +13,9 @@ use std::process::Command;
 const MAX_BUNDLE_BYTES: u64 = 60 << 20;
 
 const RUN_GPU_SH: &str = include_str!("run-gpu.sh");
+
+/// The crate's examples, run on the GPU machine by run-gpu.sh's `examples` step.
+const EXAMPLES: [&str; 3] = ["quickstart", "resnet_block", "explain"];
 
 fn cargo() -> Command {
     Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
@@ -46,7 +51,7 @@ pub fn gpu_bundle(args: &[String]) -> Result<(), String> {
         [flag, dir] if flag == "--out" => PathBuf::from(dir),
         _ => return Err("usage: cargo xtask gpu-bundle [--out DIR]".into()),
     };
-    run(cargo().current_dir(&root).args(["build", "--release", "-p", "convrs", "--bin", "convrs"]))?;
+    run(cargo().current_dir(&root).args(["build", "--release", "-p", "convrs", "--bin", "convrs", "--examples"]))?;
     let json = run(cargo().current_dir(&root).args([
         "test", "--release", "--no-run", "--message-format=json", "-p", "convrs", "-p", "convrs-tests",
     ]))?;
@@ -57,19 +62,29 @@ pub fn gpu_bundle(args: &[String]) -> Result<(), String> {
     if out.exists() {
         std::fs::remove_dir_all(&out).map_err(|e| format!("cannot clear {}: {e}", out.display()))?;
     }
-    std::fs::create_dir_all(out.join("tests")).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
-    copy(&root.join("target/release/convrs"), &out.join("convrs"))?;
+    // Everything that runs goes into a staging folder, packed at the end.
+    let stage = root.join("target/gpu-bundle-stage");
+    if stage.exists() {
+        std::fs::remove_dir_all(&stage).map_err(|e| format!("cannot clear {}: {e}", stage.display()))?;
+    }
+    for dir in [stage.join("tests"), stage.join("examples"), out.clone()] {
+        std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    }
+    copy(&root.join("target/release/convrs"), &stage.join("convrs"))?;
+    for ex in EXAMPLES {
+        copy(&root.join("target/release/examples").join(ex), &stage.join("examples").join(ex))?;
+    }
     for t in &tests {
         // Cargo names test binaries NAME-HASH; the hash only matters inside target/.
         let name = t.file_name().and_then(|n| n.to_str()).unwrap_or("test");
         let short = name.rsplit_once('-').map_or(name, |(stem, _)| stem);
         // A package's lib and bin unit tests share a stem: number the later ones.
-        let mut dest = out.join("tests").join(short);
+        let mut dest = stage.join("tests").join(short);
         for i in 2.. {
             if !dest.exists() {
                 break;
             }
-            dest = out.join("tests").join(format!("{short}_{i}"));
+            dest = stage.join("tests").join(format!("{short}_{i}"));
         }
         copy(t, &dest)?;
     }
@@ -80,14 +95,25 @@ pub fn gpu_bundle(args: &[String]) -> Result<(), String> {
     let script = out.join("run-gpu.sh");
     std::fs::write(&script, RUN_GPU_SH).map_err(|e| format!("cannot write {}: {e}", script.display()))?;
     Command::new("chmod").arg("+x").arg(&script).status().map_err(|e| e.to_string())?;
-    // Symbols are not needed to run; stripping keeps the folder small enough to travel.
-    let _ = Command::new("strip").arg(out.join("convrs")).args(std::fs::read_dir(out.join("tests")).map_err(|e| e.to_string())?.flatten().map(|e| e.path())).status();
+    // Symbols are not needed to run; stripping keeps the payload small.
+    let binaries = ["tests", "examples"].iter().flat_map(|d| std::fs::read_dir(stage.join(d)).into_iter().flatten().flatten().map(|e| e.path()));
+    let _ = Command::new("strip").arg(stage.join("convrs")).args(binaries).status();
+    let unpacked = dir_size(&stage);
+    run(Command::new("tar").arg("-C").arg(&stage).arg("-cJf").arg(out.join("payload.tar.xz")).arg("."))?;
+    std::fs::remove_dir_all(&stage).map_err(|e| format!("cannot clear {}: {e}", stage.display()))?;
     let total = dir_size(&out);
-    println!("GPU bundle: {} ({:.1} MiB, {} test binaries)", out.display(), total as f64 / 1048576.0, tests.len());
+    println!(
+        "GPU bundle: {} ({:.1} MiB; {:.1} MiB unpacked: the CLI, {} test binaries, {} examples)",
+        out.display(),
+        total as f64 / 1048576.0,
+        unpacked as f64 / 1048576.0,
+        tests.len(),
+        EXAMPLES.len()
+    );
     if total > MAX_BUNDLE_BYTES {
         return Err(format!("the bundle is {total} bytes, over the {MAX_BUNDLE_BYTES}-byte limit"));
     }
-    println!("On the GPU machine: bash {}/run-gpu.sh  (STEPS=\"tests sanitize bench\" by default)", out.display());
+    println!("On the GPU machine: bash {}/run-gpu.sh  (STEPS=\"tests sanitize bench examples\" by default; one 10-minute call per step)", out.display());
     Ok(())
 }
 

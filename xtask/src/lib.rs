@@ -8,6 +8,7 @@
 pub mod bundle;
 pub mod link;
 pub mod ptxas;
+pub mod shipped;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

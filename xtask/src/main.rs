@@ -7,11 +7,17 @@ const HELP: &str = "\
 cargo xtask <task> [options]
 
 tasks:
-  build-ptx [--arch sm_80|sm_86|sm_89|sm_90] [--out PATH]
+  build-ptx [--arch sm_80|sm_86|sm_89|sm_90] [--out PATH] [--no-ptxas]
       Compile kernels-gpu to PTX (default arch sm_90; default out target/ptx/convrs_<arch>.ptx).
       If ptxas is found ($CONVRS_PTXAS, PATH, or the nvidia-cuda-nvcc-cu12 pip wheel) the PTX is
       assembled for the arch and registers, stack frame and spills are printed per kernel; a ptxas
-      error fails the task.
+      error fails the task. --no-ptxas skips that (host/build.rs uses it).
+  ship-ptx
+      Rebuild the PTX of every embedded arch and write it to host/ptx/, where the published crate
+      takes it from (so users need no nightly toolchain). Run after every kernel change.
+  check-ptx
+      Rebuild the PTX of every embedded arch and fail unless host/ptx/ holds exactly those bytes
+      (CI runs this: the build is deterministic, so any difference is a stale ship).
   gpu-bundle [--out DIR]
       Build everything the GPU machine needs (PTX, release test binaries, the convrs CLI) into one
       folder (default target/gpu-bundle) with run-gpu.sh, which runs the GPU tests, compute-sanitizer
@@ -26,6 +32,8 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("build-ptx") => build_ptx(&args[1..]),
         Some("gpu-bundle") => xtask::bundle::gpu_bundle(&args[1..]),
+        Some("ship-ptx") => xtask::shipped::ship(),
+        Some("check-ptx") => xtask::shipped::check(),
         Some("help" | "--help" | "-h") | None => {
             print!("{HELP}");
             Ok(())
@@ -51,7 +59,7 @@ fn option(args: &[String], name: &str) -> Result<Option<String>, String> {
 
 fn build_ptx(args: &[String]) -> Result<(), String> {
     for a in args.iter().filter(|a| a.starts_with("--")) {
-        if a != "--arch" && a != "--out" {
+        if a != "--arch" && a != "--out" && a != "--no-ptxas" {
             return Err(format!("unknown option `{a}`\n\n{HELP}"));
         }
     }
@@ -64,6 +72,9 @@ fn build_ptx(args: &[String]) -> Result<(), String> {
     }
     std::fs::copy(&built, &out).map_err(|e| format!("cannot write {}: {e}", out.display()))?;
     println!("PTX for {arch}: {}", out.display());
+    if args.iter().any(|a| a == "--no-ptxas") {
+        return Ok(());
+    }
     match xtask::ptxas::find_ptxas() {
         None => println!("ptxas not found: PTX NOT ASSEMBLED (install the nvidia-cuda-nvcc-cu12 wheel or set CONVRS_PTXAS)"),
         Some(ptxas) => {

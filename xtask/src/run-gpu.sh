@@ -3,15 +3,25 @@
 # Steps (env STEPS, default all): tests    - every test binary, GPU tests required to run;
 #                                 sanitize - each kernel once under compute-sanitizer memcheck and racecheck;
 #                                 bench    - `convrs bench` (BENCH_SUITES, default "seed deepbench") against
-#                                            cuDNN (graph + legacy API) and PyTorch: tables, JSON, SVG per suite.
+#                                            cuDNN (graph + legacy API) and PyTorch: tables, JSON, SVG per suite;
+#                                 examples - the crate's examples (quickstart, resnet_block, explain).
+# One device command may run 10 minutes: run the steps in separate calls (STEPS="tests sanitize",
+# then STEPS=bench BENCH_SUITES=seed, then BENCH_SUITES=deepbench, then STEPS=examples).
+# The binaries travel compressed (payload.tar.xz: the embedded PTX repeats in every binary) and
+# are unpacked into a temporary folder first.
 # cuDNN: the newest on the machine is loaded: PyTorch's (site-packages/nvidia/cudnn/lib) when it is
 # newer than the system's, through LD_LIBRARY_PATH; `convrs info` and every table say which ran.
 # Logs and results go to $OUT (the device tool's output folder) or ./gpu-out. Any failure fails the script.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+bin=$(mktemp -d)
+if ! tar -C "$bin" -xJf "$here/payload.tar.xz" 2>/dev/null; then
+  python3 -c "import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])" "$here/payload.tar.xz" "$bin" \
+    || { echo "run-gpu.sh: cannot unpack $here/payload.tar.xz"; exit 1; }
+fi
 out=${OUT:-$PWD/gpu-out}
 mkdir -p "$out"
-steps=${STEPS:-tests sanitize bench}
+steps=${STEPS:-tests sanitize bench examples}
 export CONVRS_REQUIRE_GPU=1
 export CONVRS_COMMIT=$(cat "$here/commit.txt" 2>/dev/null || echo unknown)
 failed=()
@@ -34,10 +44,10 @@ else
   echo "cuDNN: using the system's ${sys_ver:-(none found)}"
 fi
 
-"$here/convrs" info | tee "$out/info.txt" || failed+=("info")
+"$bin/convrs" info | tee "$out/info.txt" || failed+=("info")
 
 if [[ " $steps " == *" tests "* ]]; then
-  for t in "$here"/tests/*; do
+  for t in "$bin"/tests/*; do
     name=$(basename "$t")
     echo "=== test binary $name" | tee -a "$out/tests.log"
     "$t" ${TEST_FILTER:-} 2>&1 | tee -a "$out/tests.log" | grep -E "^test result|SKIPPED|FAILED|panicked|random problems checked" 
@@ -57,13 +67,13 @@ if [[ " $steps " == *" sanitize "* ]]; then
             "1,4,29,31,20,3,3 --pad 2 --dilation 2" "16,32,15,13,48,3,3 --pad 1" "32,16,9,11,16,1,1 --stride 2"
             "16,48,12,10,48,5,5 --pad 2 --dilation 2")
     log="$out/sanitize.log"
-    for algo in $("$here/convrs" list); do
+    for algo in $("$bin/convrs" list | awk '{print $1}'); do
       ran=0
       for i in "${!shapes[@]}"; do
         for tool in memcheck racecheck; do
           echo "### $algo shape $i ${shapes[$i]} $tool" >>"$log"
           # shellcheck disable=SC2086
-          "$san" --tool "$tool" --error-exitcode 99 "$here/convrs" run --algo "$algo" --shape ${shapes[$i]} --runs 1 >>"$log" 2>&1
+          "$san" --tool "$tool" --error-exitcode 99 "$bin/convrs" run --algo "$algo" --shape ${shapes[$i]} --runs 1 >>"$log" 2>&1
           rc=$?
           if [ "$rc" -eq 3 ]; then
             echo "sanitize $algo [${shapes[$i]}]: kernel does not take this shape (exit 3), skipped"
@@ -89,9 +99,17 @@ if [[ " $steps " == *" bench "* ]]; then
       *) suite_args="" ;;
     esac
     # shellcheck disable=SC2086
-    "$here/convrs" bench --suite "$suite" $suite_args ${BENCH_ARGS:-} --json "$out/bench-$suite.json" --plot "$out/bench-$suite.svg" \
+    "$bin/convrs" bench --suite "$suite" $suite_args ${BENCH_ARGS:-} --json "$out/bench-$suite.json" --plot "$out/bench-$suite.svg" \
       | tee "$out/bench-$suite.md"
     [ "${PIPESTATUS[0]}" -eq 0 ] || failed+=("bench:$suite")
+  done
+fi
+
+if [[ " $steps " == *" examples "* ]]; then
+  for ex in quickstart resnet_block explain; do
+    echo "=== example $ex" | tee -a "$out/examples.log"
+    "$bin/examples/$ex" 2>&1 | tee -a "$out/examples.log"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || failed+=("example:$ex")
   done
 fi
 

@@ -46,9 +46,7 @@ pub fn memory_us(d: &DeviceModel, bytes: f64) -> f64 {
 mod tests {
     use super::*;
 
-    fn h100() -> DeviceModel {
-        DeviceModel::named("h100").unwrap()
-    }
+    use crate::device::tests::h100;
 
     #[test]
     fn residency_is_limited_by_the_scarcest_resource() {

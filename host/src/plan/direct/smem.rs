@@ -306,9 +306,7 @@ pub const KERNEL: KernelDesc = KernelDesc {
 mod tests {
     use super::*;
 
-    fn h100() -> DeviceModel {
-        DeviceModel::named("h100").unwrap()
-    }
+    use crate::device::tests::h100;
 
     /// The variant of entry `kernel`, and whether the entry is a fast path.
     fn variant_of(kernel: &str) -> (Variant, bool) {

@@ -227,9 +227,7 @@ pub const KERNEL: KernelDesc = KernelDesc {
 pub(super) mod tests {
     use super::*;
 
-    fn h100() -> DeviceModel {
-        DeviceModel::named("h100").unwrap()
-    }
+    use crate::device::tests::h100;
 
     fn tile_of(plan: &LaunchPlan) -> Tile {
         *TILES.iter().find(|t| t.nhwc == plan.kernel || t.nhwcnc == plan.kernel).unwrap()

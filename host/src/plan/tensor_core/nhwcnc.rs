@@ -73,9 +73,7 @@ mod tests {
     use crate::plan::tensor_core::nhwc as wmma_nhwc;
     use crate::plan::tensor_core::nhwc::tests::assert_covers;
 
-    fn h100() -> DeviceModel {
-        DeviceModel::named("h100").unwrap()
-    }
+    use crate::device::tests::h100;
 
     #[test]
     fn the_same_tiles_as_wmma_nhwc_on_the_same_gemm() {

@@ -188,9 +188,7 @@ pub const KERNEL: KernelDesc = KernelDesc {
 mod tests {
     use super::*;
 
-    fn h100() -> DeviceModel {
-        DeviceModel::named("h100").unwrap()
-    }
+    use crate::device::tests::h100;
 
     fn tile_of(kernel: &str) -> Tile {
         TILES.into_iter().find(|t| t.hwcn == kernel || t.nchw == kernel).unwrap()

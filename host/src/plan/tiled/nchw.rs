@@ -40,9 +40,7 @@ mod tests {
     use super::*;
     use crate::Error;
 
-    fn h100() -> DeviceModel {
-        DeviceModel::named("h100").unwrap()
-    }
+    use crate::device::tests::h100;
 
     /// Replays block -> (channel tile, column tile) -> thread -> register and checks that every
     /// output is written exactly once and nothing else is.
