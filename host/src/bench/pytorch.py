@@ -22,6 +22,16 @@ gen = torch.Generator(device=dev)
 gen.manual_seed(req.get("seed", 1))
 
 
+def set_tf32(on):
+    # PyTorch 2.9 and later name the convolution precision directly (and object to the legacy
+    # flag being mixed in); earlier versions only have the flag.
+    conv = getattr(torch.backends.cudnn, "conv", None)
+    if conv is not None and hasattr(conv, "fp32_precision"):
+        conv.fp32_precision = "tf32" if on else "ieee"
+    else:
+        torch.backends.cudnn.allow_tf32 = on
+
+
 def uniform(shape, dtype):
     return (torch.rand(shape, generator=gen, device=dev, dtype=torch.float32) * 2 - 1).to(dtype)
 
@@ -29,7 +39,7 @@ def uniform(shape, dtype):
 def time_config(s, config):
     n, c, h, w, k, r, q = s["n"], s["c"], s["h"], s["w"], s["k"], s["r"], s["s"]
     dtype = torch.float16 if config == "fp16" else torch.float32
-    torch.backends.cudnn.allow_tf32 = config == "tf32"
+    set_tf32(config == "tf32")
     fmt = torch.channels_last if config == "fp16" else torch.contiguous_format
     sets = []
     for _ in range(s["sets"]):

@@ -177,6 +177,17 @@ mod tests {
     }
 
     #[test]
+    fn the_embedded_script_is_valid_python() {
+        // The script only runs on a GPU machine; its syntax is checked wherever python3 is.
+        let Ok(mut child) = Command::new(python()).args(["-c", "import ast, sys; ast.parse(sys.stdin.read())"]).stdin(Stdio::piped()).spawn() else {
+            eprintln!("python3 not found: the PyTorch script's syntax was not checked");
+            return;
+        };
+        child.stdin.take().unwrap().write_all(SCRIPT.as_bytes()).unwrap();
+        assert!(child.wait().unwrap().success(), "pytorch.py does not parse");
+    }
+
+    #[test]
     fn off_never_starts_python() {
         assert!(matches!(run(TorchMode::Off, 0, &[], 1), Ok(TorchOutcome::NotRun(_))));
     }
