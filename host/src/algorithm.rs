@@ -32,10 +32,10 @@ pub enum Algorithm {
     TiledNchw,
     /// Family 3, step 1: tensor cores on the blocked layout (NHWC16n16c input, RSCK16k16c
     /// filter, NHWC16n16c output; fp16 in, fp32 accumulate and out), on `WmmaNhwc`'s
-    /// implicit-GEMM mainloop. N, C, K multiples of 16.
+    /// implicit-GEMM mainloop. N, C, K multiples of 16 (others run zero-padded).
     WmmaNhwcnc,
     /// Family 3, step 2: tensor-core implicit GEMM on plain channels-last data (NHWC input,
-    /// KRSC filter, NHWK output; fp16 in, fp32 accumulate and out). C, K multiples of 8.
+    /// KRSC filter, NHWK output; fp16 in, fp32 accumulate and out). C, K multiples of 8 (others run zero-padded).
     WmmaNhwc,
 }
 

@@ -261,6 +261,37 @@ impl<T: Copy> Tensor<T> {
         self.data[self.layout.offset(self.dims, n, c, h, w)]
     }
 
+    /// The tensor grown to `dims` with zeros in the new places (only the first two dims, N and C
+    /// or K and C, may grow: a kernel that needs channel multiples runs on zero channels, which add
+    /// exactly nothing), in `layout`.
+    ///
+    /// ```
+    /// use convrs::{Layout, Tensor};
+    /// let t = Tensor::from_fn([1, 3, 1, 2], Layout::Nchw, |_, c, _, w| (10 * c + w) as f32 + 1.0)?;
+    /// let p = t.zero_padded([2, 8, 1, 2], Layout::Nhwc)?;
+    /// assert_eq!((p.get(0, 2, 0, 1), p.get(0, 3, 0, 1), p.get(1, 0, 0, 0)), (22.0, 0.0, 0.0));
+    /// assert_eq!(p.cropped([1, 3, 1, 2], Layout::Nchw)?.data(), t.data());
+    /// # Ok::<(), convrs::Error>(())
+    /// ```
+    pub fn zero_padded(&self, dims: [usize; 4], layout: Layout) -> Result<Tensor<T>>
+    where
+        T: Default,
+    {
+        let [n, c, h, w] = self.dims;
+        if dims[0] < n || dims[1] < c || dims[2] != h || dims[3] != w {
+            return Err(Error::InvalidArgument(format!("cannot pad dims {:?} to {dims:?}: only the first two may grow", self.dims)));
+        }
+        Tensor::from_fn(dims, layout, |i, j, y, x| if i < n && j < c { self.get(i, j, y, x) } else { T::default() })
+    }
+
+    /// The leading `dims` of the tensor (the inverse of [`Tensor::zero_padded`]), in `layout`.
+    pub fn cropped(&self, dims: [usize; 4], layout: Layout) -> Result<Tensor<T>> {
+        if dims.iter().zip(self.dims).any(|(&d, s)| d > s) {
+            return Err(Error::InvalidArgument(format!("cannot crop dims {:?} to {dims:?}", self.dims)));
+        }
+        Tensor::from_fn(dims, layout, |i, j, y, x| self.get(i, j, y, x))
+    }
+
     /// The same logical tensor in `layout` (a copy, also when the layout is unchanged).
     ///
     /// Fails with [`Error::InvalidArgument`] if `layout` cannot hold these dims.

@@ -279,10 +279,13 @@ fn explain(device: usize, s: &ShapeArgs, dtype: DType, layout: Layout, model: Op
     for c in &candidates {
         let (x, w, y) = c.kernel.layouts;
         match &c.outcome {
-            Ok(e) => println!(
-                "| {} | {} | {x}/{w}/{y} | {:.1} | {:.1} | {:.1} | {} grid {:?} block {:?} {} B |",
-                c.kernel.name, c.kernel.family.name(), e.kernel_us, e.conversion_us, e.total_us(), e.plan.kernel, e.plan.grid, e.plan.block, e.plan.shared_bytes
-            ),
+            Ok(e) => {
+                let padded = e.padded.map(|r| format!(", zero-padded to N={} C={} K={}", r.n, r.c, r.k)).unwrap_or_default();
+                println!(
+                    "| {} | {} | {x}/{w}/{y} | {:.1} | {:.1} | {:.1} | {} grid {:?} block {:?} {} B{padded} |",
+                    c.kernel.name, c.kernel.family.name(), e.kernel_us, e.conversion_us, e.total_us(), e.plan.kernel, e.plan.grid, e.plan.block, e.plan.shared_bytes
+                )
+            }
             Err(why) => println!("| {} | {} | {x}/{w}/{y} | - | - | - | refused: {why} |", c.kernel.name, c.kernel.family.name()),
         }
     }
@@ -303,6 +306,10 @@ fn run_typed<T: Element>(gpu: &Gpu, algo: Algorithm, p: &Conv2d, runs: usize, se
     let plan = *prepared.plan();
     println!("{p}");
     println!("{algo} ({}) on {}: {} grid {:?}, block {:?}, {} B shared memory, predicted {:.1} us", T::DTYPE, gpu.info().name, plan.kernel, plan.grid, plan.block, plan.shared_bytes, plan.predicted_us);
+    if prepared.run_problem() != p {
+        let r = prepared.run_problem();
+        println!("runs zero-padded to N={} C={} K={} (the kernel needs multiples; the padding is dropped from the output)", r.n, r.c, r.k);
+    }
     prepared.poison_output(gpu)?;
     prepared.enqueue(gpu)?;
     gpu.synchronize()?;

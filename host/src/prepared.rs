@@ -39,7 +39,10 @@ pub trait Runnable {
 pub struct Prepared<T: Element> {
     kernel: &'static KernelDesc,
     plan: LaunchPlan,
+    /// The caller's problem.
     problem: Conv2d,
+    /// The problem the kernel runs: `problem` zero-padded to the kernel's multiples.
+    run: Conv2d,
     x: CudaSlice<T>,
     w: CudaSlice<T>,
     y: CudaSlice<f32>,
@@ -47,7 +50,9 @@ pub struct Prepared<T: Element> {
 
 impl<T: Element> Prepared<T> {
     /// Validates, resolves [`Algorithm::Auto`] (for `T` and the input's layout), plans, converts
-    /// the host tensors to the kernel's layouts and uploads them.
+    /// the host tensors to the kernel's layouts and uploads them. A kernel that needs N, C or K to
+    /// be multiples (the tensor-core kernels) gets the tensors zero-padded to them
+    /// ([`KernelDesc::run_problem`]); [`Prepared::output`] drops the padding again.
     pub fn new(gpu: &Gpu, algo: Algorithm, problem: &Conv2d, input: &Tensor<T>, filter: &Tensor<T>) -> Result<Self> {
         problem.validate()?;
         let algo = match algo {
@@ -61,26 +66,34 @@ impl<T: Element> Prepared<T> {
         if filter.dims() != problem.filter_shape() {
             return Err(Error::InvalidArgument(format!("filter dims {:?} do not match the problem's {:?}", filter.dims(), problem.filter_shape())));
         }
-        problem.check_device_memory(T::DTYPE.size(), 4, gpu.info().free_memory_bytes)?;
+        let run = kernel.run_problem(problem);
+        run.validate()?;
+        run.check_device_memory(T::DTYPE.size(), 4, gpu.info().free_memory_bytes)?;
         let (in_layout, filter_layout, _) = kernel.layouts;
-        let x = gpu.upload(input.to_layout(in_layout)?.data())?;
-        let w = gpu.upload(filter.to_layout(filter_layout)?.data())?;
-        Self::from_device(gpu, algo, problem, x, w)
+        let (x, w) = if run == *problem {
+            (input.to_layout(in_layout)?, filter.to_layout(filter_layout)?)
+        } else {
+            (input.zero_padded(run.input_shape(), in_layout)?, filter.zero_padded(run.filter_shape(), filter_layout)?)
+        };
+        Self::from_device(gpu, algo, problem, gpu.upload(x.data())?, gpu.upload(w.data())?)
     }
 
     /// The same from operands already on the device in the kernel's layouts
-    /// ([`Algorithm::layouts`]); `algo` must be a kernel, not `Auto`.
+    /// ([`Algorithm::layouts`]), sized for the problem the kernel runs
+    /// ([`KernelDesc::run_problem`]: `problem` itself unless the kernel needs multiples, then
+    /// zero-padded to them); `algo` must be a kernel, not `Auto`.
     pub fn from_device(gpu: &Gpu, algo: Algorithm, problem: &Conv2d, x: CudaSlice<T>, w: CudaSlice<T>) -> Result<Self> {
         let kernel = kernel_for::<T>(algo)?;
-        let plan = (kernel.plan)(problem, gpu.model())?;
-        if x.len() != problem.input_len() {
-            return Err(Error::BufferSize { tensor: "input", expected: problem.input_len(), got: x.len() });
+        let run = kernel.run_problem(problem);
+        let plan = (kernel.plan)(&run, gpu.model())?;
+        if x.len() != run.input_len() {
+            return Err(Error::BufferSize { tensor: "input", expected: run.input_len(), got: x.len() });
         }
-        if w.len() != problem.filter_len() {
-            return Err(Error::BufferSize { tensor: "filter", expected: problem.filter_len(), got: w.len() });
+        if w.len() != run.filter_len() {
+            return Err(Error::BufferSize { tensor: "filter", expected: run.filter_len(), got: w.len() });
         }
-        let y = gpu.alloc_zeros::<f32>(problem.output_len())?;
-        Ok(Prepared { kernel, plan, problem: *problem, x, w, y })
+        let y = gpu.alloc_zeros::<f32>(run.output_len())?;
+        Ok(Prepared { kernel, plan, problem: *problem, run, x, w, y })
     }
 
     pub fn algorithm(&self) -> Algorithm {
@@ -91,9 +104,15 @@ impl<T: Element> Prepared<T> {
         &self.plan
     }
 
-    /// The output as a host tensor in NCHW (waits for the stream).
+    /// The problem the kernel runs (the caller's, zero-padded where the kernel needs multiples).
+    pub fn run_problem(&self) -> &Conv2d {
+        &self.run
+    }
+
+    /// The output as a host tensor in NCHW, padding dropped (waits for the stream).
     pub fn output(&self, gpu: &Gpu) -> Result<Tensor<f32>> {
-        Tensor::new(self.problem.output_shape(), self.kernel.layouts.2, gpu.download(&self.y)?)?.to_layout(Layout::Nchw)
+        let y = Tensor::new(self.run.output_shape(), self.kernel.layouts.2, gpu.download(&self.y)?)?;
+        if self.run == self.problem { y.to_layout(Layout::Nchw) } else { y.cropped(self.problem.output_shape(), Layout::Nchw) }
     }
 }
 
@@ -112,7 +131,7 @@ impl<T: Element> Runnable for Prepared<T> {
     }
 
     fn enqueue(&mut self, gpu: &Gpu) -> Result<()> {
-        launch(gpu, &self.plan, &self.problem, &self.x, &self.w, &mut self.y)
+        launch(gpu, &self.plan, &self.run, &self.x, &self.w, &mut self.y)
     }
 
     fn poison_output(&mut self, gpu: &Gpu) -> Result<()> {

@@ -53,6 +53,16 @@ pub struct KernelDesc {
     pub plan: fn(&Conv2d, &DeviceModel) -> Result<LaunchPlan>,
 }
 
+impl KernelDesc {
+    /// The problem the kernel runs for `p`: N, C and K rounded up to its [`KernelDesc::multiples`]
+    /// (the extra images and channels are zeros on the way in and dropped on the way out).
+    pub fn run_problem(&self, p: &Conv2d) -> Conv2d {
+        let up = |v: usize, m: usize| v.div_ceil(m.max(1)).saturating_mul(m.max(1));
+        let (n, c, k) = self.multiples;
+        Conv2d { n: up(p.n, n), c: up(p.c, c), k: up(p.k, k), ..*p }
+    }
+}
+
 /// Every kernel, in the order of the progression.
 pub const KERNELS: &[KernelDesc] = &[
     plan::direct::naive::KERNEL,
@@ -88,6 +98,17 @@ mod tests {
             assert_eq!(by_name(k.name).map(|d| d.algorithm), Some(k.algorithm));
         }
         assert!(find(Algorithm::Auto).is_none());
+    }
+
+    #[test]
+    fn run_problems_round_up_to_the_multiples() {
+        let nhwc = by_name("wmma_nhwc").unwrap();
+        let p = Conv2d::new(3, 3, 9, 9, 6, 3, 3).with_pad(1);
+        assert_eq!(nhwc.run_problem(&p), Conv2d { c: 8, k: 8, ..p });
+        assert_eq!(by_name("wmma_nhwcnc").unwrap().run_problem(&p), Conv2d { n: 16, c: 16, k: 16, ..p });
+        assert_eq!(by_name("tiled_nchw").unwrap().run_problem(&p), p);
+        let fits = Conv2d::new(2, 16, 9, 9, 24, 3, 3);
+        assert_eq!(nhwc.run_problem(&fits), fits);
     }
 
     #[test]

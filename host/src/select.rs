@@ -4,8 +4,10 @@
 //! candidates with their predictions and every refusal's reason.
 //!
 //! Conversions are priced as one memory-bound pass per tensor whose layout differs from the
-//! kernel's (read and write every element at the device's bandwidth, plus a launch): what the
-//! device-side transform kernels cost, not the host conversions `conv2d` on host tensors does today.
+//! kernel's or that must be padded (read and write every element at the device's bandwidth, plus
+//! a launch): what the device-side transform kernels cost, not the host conversions `conv2d` on
+//! host tensors does today. A kernel that needs N, C or K to be multiples runs the problem padded
+//! with zeros ([`KernelDesc::run_problem`]), priced as the larger problem it is.
 //!
 //! ```
 //! use convrs::{select, Conv2d, DType, DeviceModel, Layout};
@@ -24,7 +26,10 @@ use crate::{Algorithm, Conv2d, DType, DeviceModel, Element, Error, Gpu, Layout, 
 /// A kernel's predicted cost for the caller.
 #[derive(Clone, Debug)]
 pub struct Estimate {
+    /// The launch, of the padded problem where the kernel needs one.
     pub plan: LaunchPlan,
+    /// The zero-padded problem the kernel runs, if it differs from the caller's.
+    pub padded: Option<Conv2d>,
     /// The kernel alone, in its own layouts.
     pub kernel_us: f64,
     /// Converting the caller's input and filter into the kernel's layouts and the output back.
@@ -60,11 +65,19 @@ impl Choice {
 }
 
 /// Predicted microseconds to convert the caller's tensors (all in `user` layout; `dtype` input
-/// and filter, fp32 output) to and from `kernel`'s layouts on `device`.
+/// and filter, fp32 output) to and from `kernel`'s layouts on `device`, padding them to the
+/// problem the kernel runs ([`KernelDesc::run_problem`]) where it needs that.
 pub fn conversion_us(kernel: &KernelDesc, problem: &Conv2d, dtype: DType, user: Layout, device: &DeviceModel) -> f64 {
+    let run = kernel.run_problem(problem);
     let (lx, lw, ly) = kernel.layouts;
-    let pass = |layout: Layout, elems: usize, bytes: usize| if layout == user { 0.0 } else { LAUNCH_US + memory_us(device, 2.0 * (elems * bytes) as f64) };
-    pass(lx, problem.input_len(), dtype.size()) + pass(lw, problem.filter_len(), dtype.size()) + pass(ly, problem.output_len(), 4)
+    // One pass reads the caller's elements and writes the kernel's (padded) ones.
+    let pass = |layout: Layout, padded: bool, elems: usize, run_elems: usize, bytes: usize| {
+        if layout == user && !padded { 0.0 } else { LAUNCH_US + memory_us(device, ((elems + run_elems) * bytes) as f64) }
+    };
+    let (grow_n, grow_c, grow_k) = (run.n != problem.n, run.c != problem.c, run.k != problem.k);
+    pass(lx, grow_n || grow_c, problem.input_len(), run.input_len(), dtype.size())
+        + pass(lw, grow_k || grow_c, problem.filter_len(), run.filter_len(), dtype.size())
+        + pass(ly, grow_n || grow_k, problem.output_len(), run.output_len(), 4)
 }
 
 /// Every kernel of the registry planned for `problem` on `device`, priced for a caller holding
@@ -76,8 +89,14 @@ pub fn candidates(problem: &Conv2d, dtype: DType, user: Layout, device: &DeviceM
             let outcome = if k.dtype != dtype {
                 Err(format!("reads {} inputs, not {dtype}", k.dtype))
             } else {
-                (k.plan)(problem, device)
-                    .map(|plan| Estimate { kernel_us: plan.predicted_us, conversion_us: conversion_us(k, problem, dtype, user, device), plan })
+                let run = k.run_problem(problem);
+                (k.plan)(&run, device)
+                    .map(|plan| Estimate {
+                        kernel_us: plan.predicted_us,
+                        conversion_us: conversion_us(k, problem, dtype, user, device),
+                        padded: (run != *problem).then_some(run),
+                        plan,
+                    })
                     .map_err(|e| e.to_string())
             };
             Candidate { kernel: k, outcome }
@@ -184,8 +203,16 @@ mod tests {
         let big = Conv2d::new(256, 256, 14, 14, 512, 3, 3).with_pad(1);
         assert!(["tiled_hwcn", "tiled_nchw"].contains(&pick(&big, DType::F32, Layout::Nchw)));
         assert!(pick(&big, DType::F16, Layout::Nhwc).starts_with("wmma_"));
-        // C = 4 is no multiple of 8: no fp16 kernel takes it.
-        let e = choose(&Conv2d::new(2, 4, 9, 9, 8, 3, 3), DType::F16, Layout::Nhwc, &d).unwrap_err().to_string();
+        // C = 3 is no multiple of 8: wmma_nhwc runs it padded to C = 8 (the first layer of a network).
+        let first = Conv2d::new(8, 3, 224, 224, 64, 7, 7).with_pad(3).with_stride(2);
+        let c = choose(&first, DType::F16, Layout::Nhwc, &d).unwrap();
+        assert_eq!(c.pick.name(), "wmma_nhwc");
+        assert_eq!(c.estimate().unwrap().padded, Some(Conv2d { c: 8, ..first }));
+        // fp16 on a problem that fits 32-bit indexing only unpadded (1.2e9 input elements with
+        // C = 3, 3.2e9 with C = 8): no kernel takes it, and the error lists every reason.
+        let huge = Conv2d::new(1, 3, 20000, 20000, 1, 1, 1).with_stride(4);
+        huge.validate().unwrap();
+        let e = choose(&huge, DType::F16, Layout::Nhwc, &d).unwrap_err().to_string();
         assert!(e.contains("wmma_nhwc: ") && e.contains("wmma_nhwcnc: ") && e.contains("direct_smem: reads fp32"), "{e}");
     }
 
@@ -199,6 +226,12 @@ mod tests {
         let bytes = 2.0 * (2 * p.input_len() + 2 * p.filter_len() + 4 * p.output_len()) as f64;
         let expected = 3.0 * LAUNCH_US + bytes / 3.35e6;
         assert!((conversion_us(nhwc, &p, DType::F16, Layout::Nchw, &d) - expected).abs() < 1e-9);
+        // NHWC with C = 3: the input is padded to C = 8 (read 3 channels, write 8), the filter
+        // likewise; the output (K = 64) needs nothing.
+        let q = Conv2d { c: 3, ..p };
+        let bytes = 2.0 * (q.input_len() + q.input_len() / 3 * 8) as f64 + 2.0 * (q.filter_len() + q.filter_len() / 3 * 8) as f64;
+        let expected = 2.0 * LAUNCH_US + bytes / 3.35e6;
+        assert!((conversion_us(nhwc, &q, DType::F16, Layout::Nhwc, &d) - expected).abs() < 1e-9);
     }
 
     #[test]

@@ -46,12 +46,37 @@ fn wmma_nhwc_matches_cpu_on_named_shapes() {
 
 /// C or K not a multiple of 8 is refused by the plan (on the GPU path too), never launched.
 #[test]
-fn wmma_nhwc_refuses_channels_not_multiple_of_8() {
-    let Some(gpu) = gpu_or_skip("wmma_nhwc_refuses_channels_not_multiple_of_8") else { return };
+fn wmma_plans_refuse_channels_not_multiple_of_8() {
+    // The kernel itself needs multiples (16-byte channel copies); the host API pads instead.
     for p in [Conv2d::new(1, 12, 8, 8, 16, 3, 3), Conv2d::new(1, 16, 8, 8, 20, 3, 3)] {
-        match gpu_vs_cpu(&gpu, ALGO, &p, 1) {
+        match ALGO.plan(&p, &DeviceModel::named("h100").unwrap()) {
             Err(Error::Unsupported { algorithm: "wmma_nhwc", .. }) => {}
             other => panic!("{p}: expected Unsupported, got {other:?}"),
+        }
+    }
+}
+
+/// Any N, C and K through the host API: the tensor-core kernels run the problem zero-padded to
+/// their multiples (C, K to 8; N, C, K to 16 for the blocked layouts) and the padding is dropped
+/// from the output. C and K from every value 1..=80, N 1..=20, odd sizes, strides, dilation.
+#[test]
+fn wmma_kernels_take_any_channel_count_by_padding() {
+    let Some(gpu) = gpu_or_skip("wmma_kernels_take_any_channel_count_by_padding") else { return };
+    use proptest::prelude::*;
+    use proptest::test_runner::{Config, TestRunner};
+    let problems = (1usize..=20, 1usize..=80, 1usize..=80, 3usize..12, 3usize..12, 1usize..=3, 0usize..=1, 1usize..=2, 1usize..=2, any::<u64>())
+        .prop_map(|(n, c, k, h, w, r, pad, stride, dil, seed)| (Conv2d { pad: (pad, pad), stride: (stride, 1), dilation: (1, dil), ..Conv2d::new(n, c, h, w, k, r, r) }, seed))
+        .prop_filter("valid", |(p, _)| p.validate().is_ok());
+    for algo in [Algorithm::WmmaNhwc, Algorithm::WmmaNhwcnc] {
+        let mut runner = TestRunner::new(Config { cases: 64, failure_persistence: None, ..Config::default() });
+        let result = runner.run(&problems, |(p, seed)| {
+            let c = gpu_vs_cpu(&gpu, algo, &p, seed).map_err(|e| TestCaseError::fail(format!("{algo} on {p}: {e}")))?;
+            prop_assert_eq!(c.non_finite, 0, "{} on {}: {}", algo, p, c);
+            prop_assert!(c.rel_l2_err <= FP16_REL_L2_TOLERANCE, "{} on {}: {}", algo, p, c);
+            Ok(())
+        });
+        if let Err(e) = result {
+            panic!("{algo}: {e}");
         }
     }
 }

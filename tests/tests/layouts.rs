@@ -1,7 +1,7 @@
 //! Layouts and tensors: literal offsets, logical access through every layout, round trips,
 //! and the blocked layout's divisibility rule.
 
-use convrs::{Error, Layout, Tensor};
+use convrs::{Conv2d, Error, Layout, Tensor};
 
 /// A value that names its own logical coordinates, so a misplaced element is recognisable.
 fn tag(n: usize, c: usize, h: usize, w: usize) -> f64 {
@@ -199,4 +199,33 @@ fn names_parse_and_display() {
     assert_eq!(shown, ["NCHW", "NHWC", "HWCN", "NHWC16n16c", "HWCN16n16c"]);
     assert!(matches!("NCHW16".parse::<Layout>(), Err(Error::InvalidArgument(_))));
     assert!(matches!("".parse::<Layout>(), Err(Error::InvalidArgument(_))));
+}
+
+/// The padding the tensor-core kernels run on is exact: a problem zero-padded to the kernel's
+/// multiples (extra images, channels and filters all zero), with its output cropped back, gives
+/// the same f64 sums as the problem itself (zeros add exactly nothing), in any layout pair.
+#[test]
+fn zero_padding_to_kernel_multiples_changes_no_output() {
+    use convrs::conv2d_cpu;
+    use convrs::registry::by_name;
+    let problems = [
+        Conv2d::new(2, 3, 9, 11, 6, 3, 3).with_pad(1),
+        Conv2d { stride: (2, 1), dilation: (1, 2), ..Conv2d::new(3, 5, 13, 12, 7, 3, 3) },
+        Conv2d::new(1, 1, 16, 20, 1, 5, 5).with_pad(2),
+    ];
+    for kernel in ["wmma_nhwc", "wmma_nhwcnc"] {
+        let k = by_name(kernel).unwrap();
+        for (i, p) in problems.iter().enumerate() {
+            let run = k.run_problem(p);
+            assert_ne!(run, *p, "{kernel} on {p}: the test wants a problem that needs padding");
+            let x = Tensor::random(p.input_shape(), Layout::Nchw, 10 + i as u64).unwrap();
+            let w = Tensor::random(p.filter_shape(), Layout::Nchw, 20 + i as u64).unwrap();
+            let reference = conv2d_cpu(p, &x, &w).unwrap();
+            let (xl, wl, _) = k.layouts;
+            let (xp, wp) = (x.zero_padded(run.input_shape(), xl).unwrap(), w.zero_padded(run.filter_shape(), wl).unwrap());
+            let padded = conv2d_cpu(&run, &xp, &wp).unwrap();
+            let cropped = padded.cropped(p.output_shape(), Layout::Nchw).unwrap();
+            assert_eq!(cropped.data(), reference.data(), "{kernel} on {p}");
+        }
+    }
 }

@@ -200,9 +200,12 @@ impl<T: Element + CudnnBaseline> Runnable for BaselineRun<'_, T> {
 }
 
 impl ShapeBench<'_> {
-    /// The host sets in `(input, filter)` layouts, on the device.
-    fn upload<T: Element>(&self, sets: &[(Tensor<T>, Tensor<T>)], layouts: (Layout, Layout)) -> Result<Vec<(CudaSlice<T>, CudaSlice<T>)>> {
-        sets.iter().map(|(x, w)| Ok((self.gpu.upload(x.to_layout(layouts.0)?.data())?, self.gpu.upload(w.to_layout(layouts.1)?.data())?))).collect()
+    /// The host sets in `(input, filter)` layouts, zero-padded to `run`'s sizes, on the device.
+    fn upload<T: Element>(&self, sets: &[(Tensor<T>, Tensor<T>)], layouts: (Layout, Layout), run: &Conv2d) -> Result<Vec<(CudaSlice<T>, CudaSlice<T>)>> {
+        let gpu = self.gpu;
+        sets.iter()
+            .map(|(x, w)| Ok((gpu.upload(x.zero_padded(run.input_shape(), layouts.0)?.data())?, gpu.upload(w.zero_padded(run.filter_shape(), layouts.1)?.data())?)))
+            .collect()
     }
 
     /// The f64 reference on set 0, the baselines for `T`, then each of `algos`.
@@ -225,7 +228,7 @@ impl ShapeBench<'_> {
 
         let layout = T::CUDNN_LAYOUT;
         progress(&format!("{label}: cuDNN engine search ({} {})", T::DTYPE, layout.name()));
-        let operands = self.upload(sets, (layout, layout))?;
+        let operands = self.upload(sets, (layout, layout), p)?;
         let mut y0 = gpu.alloc_zeros::<T>(p.output_len())?;
         let (x0, w0) = (&operands[0].0, &operands[0].1);
         let search = &self.opts.search;
@@ -240,21 +243,28 @@ impl ShapeBench<'_> {
         }
         drop((operands, y0));
 
-        let mut uploaded: Option<((Layout, Layout), Vec<(CudaSlice<T>, CudaSlice<T>)>)> = None;
+        let mut uploaded: Option<((Layout, Layout, Conv2d), Vec<(CudaSlice<T>, CudaSlice<T>)>)> = None;
         for &algo in algos {
             progress(&format!("{label}: {algo}"));
             let Some(k) = algo.kernel() else { continue };
             let (in_layout, filter_layout, _) = k.layouts;
-            let row = Measurement::new(k.name, k.family.name(), in_layout.name(), precision);
-            if let Err(e) = algo.plan(p, gpu.model()) {
+            let mut row = Measurement::new(k.name, k.family.name(), in_layout.name(), precision);
+            // A kernel that needs N, C or K multiples runs the problem zero-padded; the padding
+            // is done with the layout conversion, outside the timed runs, and the row says so.
+            let run = k.run_problem(p);
+            if let Err(e) = algo.plan(&run, gpu.model()) {
                 group.kernels.push(row.not_run(e.to_string()));
                 continue;
             }
-            // Kernels reading the same layouts share one upload: each prepared run borrows the
-            // operands and gives them back.
-            if uploaded.as_ref().is_none_or(|(l, _)| *l != (in_layout, filter_layout)) {
+            if run != *p {
+                row.note = Some(format!("runs zero-padded to N={} C={} K={} (padding not timed)", run.n, run.c, run.k));
+            }
+            // Kernels reading the same layouts and sizes share one upload: each prepared run
+            // borrows the operands and gives them back.
+            let key = (in_layout, filter_layout, run);
+            if uploaded.as_ref().is_none_or(|(l, _)| *l != key) {
                 drop(uploaded.take()); // frees the previous sets first
-                uploaded = Some(((in_layout, filter_layout), self.upload(sets, (in_layout, filter_layout))?));
+                uploaded = Some((key, self.upload(sets, (in_layout, filter_layout), &run)?));
             }
             let (layouts, operands) = uploaded.take().expect("uploaded above");
             let preps = operands.into_iter().map(|(x, w)| Prepared::from_device(gpu, algo, p, x, w)).collect::<Result<Vec<_>>>()?;
