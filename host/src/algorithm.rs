@@ -37,6 +37,10 @@ pub enum Algorithm {
     /// Family 3, step 2: tensor-core implicit GEMM on plain channels-last data (NHWC input,
     /// KRSC filter, NHWK output; fp16 in, fp32 accumulate and out). C, K multiples of 8 (others run zero-padded).
     WmmaNhwc,
+    /// `WmmaNhwcnc` on bf16 data (bf16 in, fp32 accumulate and out).
+    WmmaNhwcncBf16,
+    /// `WmmaNhwc` on bf16 data (bf16 in, fp32 accumulate and out).
+    WmmaNhwcBf16,
 }
 
 /// The kernels of the registry, in its order (const-evaluated, so it cannot drift from it).

@@ -78,6 +78,13 @@ impl CudnnConv<half::f16> {
     }
 }
 
+impl CudnnConv<half::bf16> {
+    /// The same on bf16 data (bf16 input, filter and output, fp32 accumulation, tensor cores).
+    pub fn bf16_nhwc(gpu: &Gpu, problem: &Conv2d, x: &CudaSlice<half::bf16>, w: &CudaSlice<half::bf16>, y: &mut CudaSlice<half::bf16>) -> Result<Self> {
+        Self::new(gpu, problem, sys::cudnnTensorFormat_t::CUDNN_TENSOR_NHWC, sys::cudnnMathType_t::CUDNN_TENSOR_OP_MATH, x, w, y)
+    }
+}
+
 impl<T: CudnnDataType + Element> CudnnConv<T> {
     fn new(
         gpu: &Gpu,

@@ -199,6 +199,7 @@ fn data_type(dtype: DType) -> sys::cudnnDataType_t {
     match dtype {
         DType::F32 => sys::cudnnDataType_t::CUDNN_DATA_FLOAT,
         DType::F16 => sys::cudnnDataType_t::CUDNN_DATA_HALF,
+        DType::BF16 => sys::cudnnDataType_t::CUDNN_DATA_BFLOAT16,
     }
 }
 

@@ -1,5 +1,5 @@
-//! Element types the kernels read: fp32 for the direct and tiled families, fp16 for the
-//! tensor-core family. Every kernel writes fp32 outputs.
+//! Element types the kernels read: fp32 for the direct and tiled families, fp16 and bf16 for
+//! the tensor-core family. Every kernel writes fp32 outputs.
 
 use cudarc::driver::{DeviceRepr, ValidAsZeroBits};
 
@@ -8,6 +8,7 @@ use cudarc::driver::{DeviceRepr, ValidAsZeroBits};
 pub enum DType {
     F32,
     F16,
+    BF16,
 }
 
 impl DType {
@@ -16,6 +17,7 @@ impl DType {
         match self {
             DType::F32 => "fp32",
             DType::F16 => "fp16",
+            DType::BF16 => "bf16",
         }
     }
 
@@ -23,7 +25,7 @@ impl DType {
     pub fn size(self) -> usize {
         match self {
             DType::F32 => 4,
-            DType::F16 => 2,
+            DType::F16 | DType::BF16 => 2,
         }
     }
 }
@@ -41,12 +43,13 @@ impl std::str::FromStr for DType {
         match s.trim().to_ascii_lowercase().as_str() {
             "fp32" | "f32" => Ok(DType::F32),
             "fp16" | "f16" => Ok(DType::F16),
-            _ => Err(crate::Error::InvalidArgument(format!("unknown element type `{s}`; expected fp32 or fp16"))),
+            "bf16" => Ok(DType::BF16),
+            _ => Err(crate::Error::InvalidArgument(format!("unknown element type `{s}`; expected fp32, fp16 or bf16"))),
         }
     }
 }
 
-/// A host element type that a kernel can take as input: `f32` or [`half::f16`].
+/// A host element type that a kernel can take as input: `f32`, [`half::f16`] or [`half::bf16`].
 ///
 /// ```
 /// use convrs::dtype::{DType, Element};
@@ -70,5 +73,12 @@ impl Element for half::f16 {
     const DTYPE: DType = DType::F16;
     fn from_f32(v: f32) -> Self {
         half::f16::from_f32(v)
+    }
+}
+
+impl Element for half::bf16 {
+    const DTYPE: DType = DType::BF16;
+    fn from_f32(v: f32) -> Self {
+        half::bf16::from_f32(v)
     }
 }

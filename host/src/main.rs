@@ -65,7 +65,7 @@ enum Command {
     Explain {
         #[command(flatten)]
         shape: ShapeArgs,
-        /// Element type of the data: fp32 or fp16.
+        /// Element type of the data: fp32, fp16 or bf16.
         #[arg(long, default_value = "fp32")]
         dtype: DType,
         /// The layout the data is held in: NCHW or NHWC (or any layout `convrs list` shows).
@@ -170,7 +170,7 @@ fn main() -> ExitCode {
         Command::List => {
             for k in convrs::registry::KERNELS {
                 let (x, w, y) = k.layouts;
-                println!("{:<12} {:<11} {} {}/{}/{}  {}", k.name, k.family.name(), k.dtype, x, w, y, k.summary);
+                println!("{:<17} {:<11} {} {}/{}/{}  {}", k.name, k.family.name(), k.dtype, x, w, y, k.summary);
             }
             Ok(Outcome::Passed)
         }
@@ -251,6 +251,7 @@ fn run(device: usize, algo: Algorithm, dtype: DType, layout: Layout, tune: bool,
     match algo.dtype() {
         Some(DType::F32) => run_typed::<f32>(&gpu, algo, &p, runs, seed),
         Some(DType::F16) => run_typed::<half::f16>(&gpu, algo, &p, runs, seed),
+        Some(DType::BF16) => run_typed::<half::bf16>(&gpu, algo, &p, runs, seed),
         None => Err(convrs::Error::InvalidArgument("no kernel chosen".into())),
     }
 }

@@ -163,6 +163,7 @@ pub fn tune(gpu: &Gpu, problem: &Conv2d, dtype: DType, user: Layout) -> Result<T
         let us = match dtype {
             DType::F32 => time_kernel::<f32>(gpu, problem, &est.plan)?,
             DType::F16 => time_kernel::<half::f16>(gpu, problem, &est.plan)?,
+            DType::BF16 => time_kernel::<half::bf16>(gpu, problem, &est.plan)?,
         };
         times_us.push((c.kernel.name.to_string(), us + est.conversion_us));
     }

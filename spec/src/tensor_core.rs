@@ -12,15 +12,15 @@ macro_rules! tensor_core_tiles {
     ($callback:path $(, $ctx:tt)*) => {
         $callback! { $($ctx)*
             // 128x256x64, 8 warps of 64x64, 4 stages (192 KiB): large M and K.
-            (wmma_nhwc_128x256k64, wmma_nhwcnc_128x256k64, 2, 4, 4, 8, 4, 8)
+            (wmma_nhwc_128x256k64, wmma_nhwcnc_128x256k64, wmma_nhwc_bf16_128x256k64, wmma_nhwcnc_bf16_128x256k64, 2, 4, 4, 8, 4, 8)
             // 128x128x64, 4 warps of 64x64, 3 stages (96 KiB, 2 blocks per SM).
-            (wmma_nhwc_128x128k64, wmma_nhwcnc_128x128k64, 2, 2, 4, 8, 3, 8)
+            (wmma_nhwc_128x128k64, wmma_nhwcnc_128x128k64, wmma_nhwc_bf16_128x128k64, wmma_nhwcnc_bf16_128x128k64, 2, 2, 4, 8, 3, 8)
             // 128x128x32, 4 warps of 64x64, 4 stages (64 KiB): C of at most 32 (mod 64).
-            (wmma_nhwc_128x128, wmma_nhwcnc_128x128, 2, 2, 4, 8, 4, 4)
+            (wmma_nhwc_128x128, wmma_nhwcnc_128x128, wmma_nhwc_bf16_128x128, wmma_nhwcnc_bf16_128x128, 2, 2, 4, 8, 4, 4)
             // 128x64x32, 4 warps of 64x32, 4 stages (48 KiB): K of 64 or less.
-            (wmma_nhwc_128x64, wmma_nhwcnc_128x64, 2, 2, 4, 4, 4, 4)
+            (wmma_nhwc_128x64, wmma_nhwcnc_128x64, wmma_nhwc_bf16_128x64, wmma_nhwcnc_bf16_128x64, 2, 2, 4, 4, 4, 4)
             // 64x64x32, 4 warps of 32x32, 4 stages (32 KiB): grids that would not fill the GPU.
-            (wmma_nhwc_64x64, wmma_nhwcnc_64x64, 2, 2, 2, 4, 4, 4)
+            (wmma_nhwc_64x64, wmma_nhwcnc_64x64, wmma_nhwc_bf16_64x64, wmma_nhwcnc_bf16_64x64, 2, 2, 2, 4, 4, 4)
         }
     };
 }
@@ -33,6 +33,10 @@ pub struct Tile {
     pub nhwc: &'static str,
     /// The `wmma_nhwcnc` (blocked NHWC16n16c) entry point.
     pub nhwcnc: &'static str,
+    /// The `wmma_nhwc` entry on bf16 data (the `mma.sync` bf16 form; all else the same).
+    pub nhwc_bf16: &'static str,
+    /// The `wmma_nhwcnc` entry on bf16 data.
+    pub nhwcnc_bf16: &'static str,
     /// Warps along M.
     pub warps_m: usize,
     /// Warps along N.
@@ -56,9 +60,11 @@ pub struct Tile {
 }
 
 impl Tile {
-    const fn new(nhwc: &'static str, nhwcnc: &'static str, warps_m: usize, warps_n: usize, mt: usize, nt: usize, stages: usize, kch: usize) -> Tile {
+    #[allow(clippy::too_many_arguments)]
+    const fn new(names: [&'static str; 4], warps_m: usize, warps_n: usize, mt: usize, nt: usize, stages: usize, kch: usize) -> Tile {
         let (bm, bn) = (block_m(warps_m, mt), block_n(warps_n, nt));
-        Tile { nhwc, nhwcnc, warps_m, warps_n, mt, nt, stages, kch, bm, bn, bk: k_tile(kch), threads: threads(warps_m, warps_n) }
+        let [nhwc, nhwcnc, nhwc_bf16, nhwcnc_bf16] = names;
+        Tile { nhwc, nhwcnc, nhwc_bf16, nhwcnc_bf16, warps_m, warps_n, mt, nt, stages, kch, bm, bn, bk: k_tile(kch), threads: threads(warps_m, warps_n) }
     }
     /// Dynamic shared memory bytes per block.
     pub const fn smem_bytes(&self) -> usize {
@@ -67,9 +73,10 @@ impl Tile {
 }
 
 macro_rules! declare_tiles {
-    ($(($nhwc:ident, $nhwcnc:ident, $wm:literal, $wn:literal, $mt:literal, $nt:literal, $stages:literal, $kch:literal))*) => {
+    ($(($nhwc:ident, $nhwcnc:ident, $nhwc_bf16:ident, $nhwcnc_bf16:ident, $wm:literal, $wn:literal, $mt:literal, $nt:literal, $stages:literal, $kch:literal))*) => {
         /// Every compiled tile, in the kernels' declaration order.
-        pub const TILES: [Tile; [$($wm),*].len()] = [$(Tile::new(stringify!($nhwc), stringify!($nhwcnc), $wm, $wn, $mt, $nt, $stages, $kch)),*];
+        pub const TILES: [Tile; [$($wm),*].len()] =
+            [$(Tile::new([stringify!($nhwc), stringify!($nhwcnc), stringify!($nhwc_bf16), stringify!($nhwcnc_bf16)], $wm, $wn, $mt, $nt, $stages, $kch)),*];
     };
 }
 crate::tensor_core_tiles!(declare_tiles);
@@ -128,5 +135,6 @@ mod tests {
             ]
         );
         assert_eq!((TILES[4].nhwc, TILES[4].nhwcnc), ("wmma_nhwc_64x64", "wmma_nhwcnc_64x64"));
+        assert_eq!((TILES[4].nhwc_bf16, TILES[4].nhwcnc_bf16), ("wmma_nhwc_bf16_64x64", "wmma_nhwcnc_bf16_64x64"));
     }
 }

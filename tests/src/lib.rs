@@ -94,6 +94,10 @@ pub fn gpu_vs_cpu(gpu: &Gpu, algo: Algorithm, p: &Conv2d, seed: u64) -> convrs::
             let (x, w) = (x.map(f16::from_f32), w.map(f16::from_f32));
             (conv2d(gpu, algo, p, &x, &w)?, conv2d_cpu(p, &x, &w)?)
         }
+        DType::BF16 => {
+            let (x, w) = (x.map(half::bf16::from_f32), w.map(half::bf16::from_f32));
+            (conv2d(gpu, algo, p, &x, &w)?, conv2d_cpu(p, &x, &w)?)
+        }
     };
     Ok(compare(y.data(), reference.data()))
 }

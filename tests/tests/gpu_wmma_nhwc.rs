@@ -45,6 +45,16 @@ fn wmma_nhwc_matches_cpu_on_named_shapes() {
 }
 
 /// C or K not a multiple of 8 is refused by the plan (on the GPU path too), never launched.
+/// The bf16 entries (the same kernels with the bf16 `mma.sync`): random problems at each
+/// kernel's multiples, against the f64 sum of the same bf16-rounded inputs (tolerance as fp16:
+/// bf16 products are exact in fp32 too).
+#[test]
+fn bf16_kernels_match_cpu_on_random_problems() {
+    let Some(gpu) = gpu_or_skip("bf16_kernels_match_cpu_on_random_problems") else { return };
+    property_test_gpu(&gpu, Algorithm::WmmaNhwcBf16, 64, FP16_REL_L2_TOLERANCE);
+    property_test_gpu(&gpu, Algorithm::WmmaNhwcncBf16, 64, FP16_REL_L2_TOLERANCE);
+}
+
 #[test]
 fn wmma_plans_refuse_channels_not_multiple_of_8() {
     // The kernel itself needs multiples (16-byte channel copies); the host API pads instead.
@@ -67,7 +77,7 @@ fn wmma_kernels_take_any_channel_count_by_padding() {
     let problems = (1usize..=20, 1usize..=80, 1usize..=80, 3usize..12, 3usize..12, 1usize..=3, 0usize..=1, 1usize..=2, 1usize..=2, any::<u64>())
         .prop_map(|(n, c, k, h, w, r, pad, stride, dil, seed)| (Conv2d { pad: (pad, pad), stride: (stride, 1), dilation: (1, dil), ..Conv2d::new(n, c, h, w, k, r, r) }, seed))
         .prop_filter("valid", |(p, _)| p.validate().is_ok());
-    for algo in [Algorithm::WmmaNhwc, Algorithm::WmmaNhwcnc] {
+    for algo in [Algorithm::WmmaNhwc, Algorithm::WmmaNhwcnc, Algorithm::WmmaNhwcBf16] {
         let mut runner = TestRunner::new(Config { cases: 64, failure_persistence: None, ..Config::default() });
         let result = runner.run(&problems, |(p, seed)| {
             let c = gpu_vs_cpu(&gpu, algo, &p, seed).map_err(|e| TestCaseError::fail(format!("{algo} on {p}: {e}")))?;

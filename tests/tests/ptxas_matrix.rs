@@ -1,6 +1,6 @@
-//! The `wmma_nhwc` and `wmma_nhwcnc` entries of the embedded PTX really use the tensor-core
-//! instructions (`mma.sync` m16n8k16, `ldmatrix`, `cp.async`), so a refactor cannot silently
-//! fall back to scalar code. CPU-only: reads the PTX text.
+//! The `wmma_nhwc` and `wmma_nhwcnc` entries of the embedded PTX (fp16 and bf16) really use the
+//! tensor-core instructions (`mma.sync` m16n8k16 of their type, `ldmatrix`, `cp.async`), so a
+//! refactor cannot silently fall back to scalar code. CPU-only: reads the PTX text.
 
 /// The body of entry `name` in `ptx` (from `.entry name(` to the closing brace at column 0).
 fn entry_body<'a>(ptx: &'a str, name: &str) -> &'a str {
@@ -12,13 +12,19 @@ fn entry_body<'a>(ptx: &'a str, name: &str) -> &'a str {
 
 #[test]
 fn wmma_entries_use_mma_sync_and_ldmatrix() {
-    let names: Vec<_> = convrs::plan::tensor_core::nhwc::kernel_names().into_iter().chain(convrs::plan::tensor_core::nhwcnc::kernel_names()).collect();
-    assert_eq!(names.len(), 10);
+    use convrs::plan::tensor_core::{nhwc, nhwcnc};
+    let f16 = nhwc::kernel_names().into_iter().chain(nhwcnc::kernel_names()).map(|n| (n, "f16"));
+    let bf16 = nhwc::kernel_names_bf16().into_iter().chain(nhwcnc::kernel_names_bf16()).map(|n| (n, "bf16"));
+    let names: Vec<_> = f16.chain(bf16).collect();
+    assert_eq!(names.len(), 20);
     for (arch, ptx) in convrs::ptx::ALL {
-        for &name in &names {
+        for &(name, ty) in &names {
             let body = entry_body(ptx, name);
             let count = |needle: &str| body.matches(needle).count();
-            assert!(count("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32") >= 16, "{arch} {name}: too few mma.sync");
+            let mma = format!("mma.sync.aligned.m16n8k16.row.col.f32.{ty}.{ty}.f32");
+            assert!(count(&mma) >= 16, "{arch} {name}: too few {mma}");
+            let other = if ty == "f16" { ".bf16.bf16" } else { ".f32.f16.f16" };
+            assert_eq!(count(other), 0, "{arch} {name}: an mma of the other type");
             assert!(count("ldmatrix.sync.aligned.m8n8.x4.shared.b16") >= 4, "{arch} {name}: no ldmatrix.x4");
             assert!(count("cp.async.cg.shared.global") >= 2, "{arch} {name}: no 16-byte cp.async");
             assert!(count("cp.async.wait_group") >= 1, "{arch} {name}: no cp.async.wait_group");

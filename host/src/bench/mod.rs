@@ -41,11 +41,13 @@ pub const FP32_REL_L2_TOLERANCE: f64 = 1e-5;
 /// this tolerance also proves that the accumulators are fp32.
 pub const FP16_REL_L2_TOLERANCE: f64 = 1e-4;
 
-/// The relative L2 tolerance for a kernel reading `dtype` inputs.
+/// The relative L2 tolerance for a kernel reading `dtype` inputs. bf16 inputs get fp16's: a
+/// product of two bf16 values (8-bit significands) is exact in fp32 just as one of two fp16
+/// values (11 bits) is, so again only the fp32 accumulation rounds.
 pub fn tolerance(dtype: crate::DType) -> f64 {
     match dtype {
         crate::DType::F32 => FP32_REL_L2_TOLERANCE,
-        crate::DType::F16 => FP16_REL_L2_TOLERANCE,
+        crate::DType::F16 | crate::DType::BF16 => FP16_REL_L2_TOLERANCE,
     }
 }
 
@@ -100,6 +102,9 @@ pub fn torch_shape(gpu: &Gpu, problem: &Conv2d, algos: &[Algorithm]) -> TorchSha
     if algos.iter().any(|a| a.dtype() == Some(DType::F16)) {
         configs.push("fp16");
     }
+    if algos.iter().any(|a| a.dtype() == Some(DType::BF16)) {
+        configs.push("bf16");
+    }
     TorchShape { label: shape_label(problem), problem: *problem, sets: rotation_sets(gpu, problem), configs }
 }
 
@@ -130,15 +135,18 @@ pub fn bench_shape(gpu: &Gpu, problem: &Conv2d, algos: &[Algorithm], opts: &Benc
         .collect::<Result<Vec<_>>>()?;
     let bench = ShapeBench { gpu, problem, label, opts, torch };
     let of = |d: DType| algos.iter().copied().filter(|a| a.dtype() == Some(d)).collect::<Vec<_>>();
-    let (fp32, fp16) = (of(DType::F32), of(DType::F16));
+    let (fp32, fp16, bf16) = (of(DType::F32), of(DType::F16), of(DType::BF16));
     let mut groups = Vec::new();
     if !fp32.is_empty() {
         groups.push(bench.dtype_group::<f32>(&host_sets, &fp32, progress)?);
     }
     if !fp16.is_empty() {
         let rounded: Vec<_> = host_sets.iter().map(|(x, w)| (x.map(half::f16::from_f32), w.map(half::f16::from_f32))).collect();
-        drop(host_sets);
         groups.push(bench.dtype_group::<half::f16>(&rounded, &fp16, progress)?);
+    }
+    if !bf16.is_empty() {
+        let rounded: Vec<_> = host_sets.iter().map(|(x, w)| (x.map(half::bf16::from_f32), w.map(half::bf16::from_f32))).collect();
+        groups.push(bench.dtype_group::<half::bf16>(&rounded, &bf16, progress)?);
     }
     Ok(groups)
 }
@@ -317,7 +325,7 @@ impl ShapeBench<'_> {
 
     /// PyTorch's figure for this shape in `config`, as a row (checked by PyTorch, not here).
     fn torch_row(&self, config: &str, dtype: &str) -> Measurement {
-        let layout = if config == "fp16" { "NHWC" } else { "NCHW" };
+        let layout = if config == "fp16" || config == "bf16" { "NHWC" } else { "NCHW" };
         let row = Measurement::new(format!("pytorch conv2d {config}"), "pytorch", layout, dtype);
         match self.torch.time(&self.label, config) {
             Err(why) => row.not_run(why),
@@ -368,6 +376,14 @@ impl CudnnBaseline for half::f16 {
     const MATH: Math = Math::TensorCore;
     fn legacy(gpu: &Gpu, p: &Conv2d, x: &CudaSlice<Self>, w: &CudaSlice<Self>, y: &mut CudaSlice<Self>) -> Result<CudnnConv<Self>> {
         CudnnConv::fp16_nhwc(gpu, p, x, w, y)
+    }
+}
+
+impl CudnnBaseline for half::bf16 {
+    const CUDNN_LAYOUT: Layout = Layout::Nhwc;
+    const MATH: Math = Math::TensorCore;
+    fn legacy(gpu: &Gpu, p: &Conv2d, x: &CudaSlice<Self>, w: &CudaSlice<Self>, y: &mut CudaSlice<Self>) -> Result<CudnnConv<Self>> {
+        CudnnConv::bf16_nhwc(gpu, p, x, w, y)
     }
 }
 

@@ -1,6 +1,6 @@
 # Times torch.nn.functional.conv2d on the shapes convrs bench sends on stdin (JSON), the way a
 # PyTorch user gets it: cudnn.benchmark on; fp32 NCHW with TF32 off ("fp32"), fp32 NCHW with
-# TF32 on (PyTorch's default for convolutions, "tf32"), fp16 channels_last ("fp16").
+# TF32 on (PyTorch's default for convolutions, "tf32"), fp16 and bf16 channels_last ("fp16", "bf16").
 # Many back-to-back calls sit between two CUDA events so that Python's dispatch hides behind the
 # GPU work; the calls rotate over `sets` input sets, as convrs's own rows do, so neither side
 # runs from a warm L2. Progress goes to stderr; the last stdout line is the JSON result.
@@ -38,9 +38,9 @@ def uniform(shape, dtype):
 
 def time_config(s, config):
     n, c, h, w, k, r, q = s["n"], s["c"], s["h"], s["w"], s["k"], s["r"], s["s"]
-    dtype = torch.float16 if config == "fp16" else torch.float32
+    dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(config, torch.float32)
     set_tf32(config == "tf32")
-    fmt = torch.channels_last if config == "fp16" else torch.contiguous_format
+    fmt = torch.channels_last if config in ("fp16", "bf16") else torch.contiguous_format
     sets = []
     for _ in range(s["sets"]):
         x = uniform((n, c, h, w), dtype).contiguous(memory_format=fmt)

@@ -1,5 +1,5 @@
 //! Warp-level matrix instructions (sm_80+) for the tensor-core kernels: `mma.sync` m16n8k16
-//! (fp16 x fp16 + fp32 -> fp32), `ldmatrix.x4`, and an 8-byte global store for fp32
+//! (fp16 or bf16 x the same + fp32 -> fp32), `ldmatrix.x4`, and an 8-byte global store for fp32
 //! accumulator pairs.
 //!
 //! Fragments are `u32` registers holding two fp16 values each (the low half is the lower
@@ -33,6 +33,37 @@ pub unsafe fn mma_m16n8k16_f16_f32(d: &mut [f32; 4], a: [u32; 4], b: [u32; 2]) {
             options(pure, nomem, nostack)
         )
     };
+}
+
+/// The same on bf16 operands: `mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32` (same
+/// fragment layout, two bf16 values per register).
+///
+/// # Safety
+/// Every lane of the warp executes this call together (converged control flow).
+#[inline(always)]
+pub unsafe fn mma_m16n8k16_bf16_f32(d: &mut [f32; 4], a: [u32; 4], b: [u32; 2]) {
+    // SAFETY: register-only instruction; the caller guarantees the warp is converged.
+    unsafe {
+        asm!(
+            "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {{{d0}, {d1}, {d2}, {d3}}}, {{{a0}, {a1}, {a2}, {a3}}}, {{{b0}, {b1}}}, {{{d0}, {d1}, {d2}, {d3}}};",
+            d0 = inout(reg32) d[0], d1 = inout(reg32) d[1], d2 = inout(reg32) d[2], d3 = inout(reg32) d[3],
+            a0 = in(reg32) a[0], a1 = in(reg32) a[1], a2 = in(reg32) a[2], a3 = in(reg32) a[3],
+            b0 = in(reg32) b[0], b1 = in(reg32) b[1],
+            options(pure, nomem, nostack)
+        )
+    };
+}
+
+/// `mma_m16n8k16_bf16_f32` if `BF16`, else `mma_m16n8k16_f16_f32` (a compile-time choice).
+///
+/// # Safety
+/// Every lane of the warp executes this call together (converged control flow).
+#[inline(always)]
+pub unsafe fn mma_m16n8k16<const BF16: bool>(d: &mut [f32; 4], a: [u32; 4], b: [u32; 2]) {
+    // SAFETY: as the caller guarantees.
+    unsafe {
+        if BF16 { mma_m16n8k16_bf16_f32(d, a, b) } else { mma_m16n8k16_f16_f32(d, a, b) }
+    }
 }
 
 /// Loads four 8x8 fp16 matrices from shared memory: lanes 8i..8i+8 give the 16-byte row

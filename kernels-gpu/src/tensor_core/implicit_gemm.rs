@@ -94,7 +94,7 @@ use core::num::NonZeroU32;
 
 use convrs_spec::tensor_core::{block_m, block_n, k_tile, smem_bytes, stage_bytes, threads};
 
-use crate::prelude::matrix::{ldmatrix_x4, mma_m16n8k16_f16_f32, store_global_f32x2};
+use crate::prelude::matrix::{ldmatrix_x4, mma_m16n8k16, store_global_f32x2};
 use crate::prelude::*;
 
 /// Where the GEMM's operands and result lie in memory: element offsets (in elements of `x`,
@@ -232,11 +232,11 @@ unsafe fn fragments<const MT: usize, const NT: usize>(a: u32, b: u32, step: u32)
 
 /// The MT x NT mma.sync of one k-step on the warp tile's accumulators.
 #[inline(always)]
-fn mma_warp_tile<const MT: usize, const NT: usize>(acc: &mut [[[f32; 4]; NT]; MT], (af, bf): &([[u32; 4]; MT], [[u32; 2]; NT])) {
+fn mma_warp_tile<const MT: usize, const NT: usize, const BF16: bool>(acc: &mut [[[f32; 4]; NT]; MT], (af, bf): &([[u32; 4]; MT], [[u32; 2]; NT])) {
     unroll!(8: MT, i => {
         unroll!(8: NT, j => {
             // SAFETY: the kernel calls this in uniform control flow (converged warps).
-            unsafe { mma_m16n8k16_f16_f32(&mut acc[i][j], af[i], bf[j]) };
+            unsafe { mma_m16n8k16::<BF16>(&mut acc[i][j], af[i], bf[j]) };
         });
     });
 }
@@ -251,7 +251,7 @@ fn mma_warp_tile<const MT: usize, const NT: usize>(acc: &mut [[[f32; 4]; NT]; MT
 /// `x`, `w`, `y` hold N*H*W*C, K*R*S*C and N*P*Q*K elements in `O`'s layouts, 16-byte aligned,
 /// and `sh` describes them with every index in `i32`.
 #[inline(always)]
-pub unsafe fn conv<O: Operands, const WARPS_M: usize, const WARPS_N: usize, const MT: usize, const NT: usize, const STAGES: usize, const KCH: usize>(
+pub unsafe fn conv<O: Operands, const WARPS_M: usize, const WARPS_N: usize, const MT: usize, const NT: usize, const STAGES: usize, const KCH: usize, const BF16: bool>(
     x: *const u16,
     w: *const u16,
     y: *mut f32,
@@ -447,7 +447,7 @@ pub unsafe fn conv<O: Operands, const WARPS_M: usize, const WARPS_N: usize, cons
                 // Past the last k-tile this reads a stale stage, harmlessly: it is never used.
                 frags(smem + rd * stage_bytes, 0)
             };
-            mma_warp_tile(&mut acc, &cur);
+            mma_warp_tile::<MT, NT, BF16>(&mut acc, &cur);
             cur = next;
         });
         kt += 1;
@@ -476,21 +476,32 @@ pub unsafe fn conv<O: Operands, const WARPS_M: usize, const WARPS_N: usize, cons
     });
 }
 
-/// Declares the entry points of one layout family from `convrs_spec::tensor_core_tiles!`, called
-/// as `tensor_core_tiles!(entries, nhwc, Ops)` (or `nhwcnc`): one
-/// `conv::<Ops, WARPS_M, WARPS_N, MT, NT, STAGES, KCH>` per tile, named by the table's column for
-/// that family. host/src/plan/tensor_core/nhwcnc.rs picks with wmma_nhwc's cost model, which is why both
+/// Declares the entry points of one layout family and element type from
+/// `convrs_spec::tensor_core_tiles!`, called as `tensor_core_tiles!(entries, COLUMN, Ops)` with
+/// COLUMN one of `nhwc`, `nhwcnc`, `nhwc_bf16`, `nhwcnc_bf16`: one
+/// `conv::<Ops, WARPS_M, WARPS_N, MT, NT, STAGES, KCH, BF16>` per tile, named by that column of
+/// the table. host/src/plan/tensor_core/nhwcnc.rs picks with wmma_nhwc's cost model, which is why both
 /// families compile the same tiles (host/src/plan/tensor_core/nhwc.rs has their timings).
 macro_rules! entries {
-    (nhwc $ops:ident $(($nhwc:ident, $nhwcnc:ident, $wm:literal, $wn:literal, $mt:literal, $nt:literal, $stages:literal, $kch:literal))*) => {
-        $($crate::conv_kernel!(
-            fn $nhwc(x: *const u16, w: *const u16, y: *mut f32) => $crate::tensor_core::implicit_gemm::conv::<$ops, $wm, $wn, $mt, $nt, $stages, $kch>
-        );)*
+    ($column:ident $ops:ident $(($nhwc:ident, $nhwcnc:ident, $nhwc_bf16:ident, $nhwcnc_bf16:ident, $wm:literal, $wn:literal, $mt:literal, $nt:literal, $stages:literal, $kch:literal))*) => {
+        $($crate::tensor_core::implicit_gemm::entries!(@one $column $ops, [$nhwc, $nhwcnc, $nhwc_bf16, $nhwcnc_bf16], $wm, $wn, $mt, $nt, $stages, $kch);)*
     };
-    (nhwcnc $ops:ident $(($nhwc:ident, $nhwcnc:ident, $wm:literal, $wn:literal, $mt:literal, $nt:literal, $stages:literal, $kch:literal))*) => {
-        $($crate::conv_kernel!(
-            fn $nhwcnc(x: *const u16, w: *const u16, y: *mut f32) => $crate::tensor_core::implicit_gemm::conv::<$ops, $wm, $wn, $mt, $nt, $stages, $kch>
-        );)*
+    (@one nhwc $ops:ident, [$name:ident, $_b:ident, $_c:ident, $_d:ident], $($g:literal),*) => {
+        $crate::tensor_core::implicit_gemm::entries!(@entry $name, $ops, false, $($g),*);
+    };
+    (@one nhwcnc $ops:ident, [$_a:ident, $name:ident, $_c:ident, $_d:ident], $($g:literal),*) => {
+        $crate::tensor_core::implicit_gemm::entries!(@entry $name, $ops, false, $($g),*);
+    };
+    (@one nhwc_bf16 $ops:ident, [$_a:ident, $_b:ident, $name:ident, $_d:ident], $($g:literal),*) => {
+        $crate::tensor_core::implicit_gemm::entries!(@entry $name, $ops, true, $($g),*);
+    };
+    (@one nhwcnc_bf16 $ops:ident, [$_a:ident, $_b:ident, $_c:ident, $name:ident], $($g:literal),*) => {
+        $crate::tensor_core::implicit_gemm::entries!(@entry $name, $ops, true, $($g),*);
+    };
+    (@entry $name:ident, $ops:ident, $bf16:literal, $wm:literal, $wn:literal, $mt:literal, $nt:literal, $stages:literal, $kch:literal) => {
+        $crate::conv_kernel!(
+            fn $name(x: *const u16, w: *const u16, y: *mut f32) => $crate::tensor_core::implicit_gemm::conv::<$ops, $wm, $wn, $mt, $nt, $stages, $kch, $bf16>
+        );
     };
 }
 pub(crate) use entries;

@@ -79,3 +79,5 @@ impl Operands for Nhwc {
 
 // One entry per block tile of the shared table (convrs_spec::tensor_core_tiles!).
 convrs_spec::tensor_core_tiles!(super::implicit_gemm::entries, nhwc, Nhwc);
+// The same tiles on bf16 data.
+convrs_spec::tensor_core_tiles!(super::implicit_gemm::entries, nhwc_bf16, Nhwc);

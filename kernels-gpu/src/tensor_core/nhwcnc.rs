@@ -126,3 +126,5 @@ impl Operands for Blocked {
 
 // One entry per block tile of the shared table (convrs_spec::tensor_core_tiles!).
 convrs_spec::tensor_core_tiles!(super::implicit_gemm::entries, nhwcnc, Blocked);
+// The same tiles on bf16 data.
+convrs_spec::tensor_core_tiles!(super::implicit_gemm::entries, nhwcnc_bf16, Blocked);

@@ -77,21 +77,28 @@ const TILES: [Tile; spec::TILES.len()] = {
     out
 };
 
-/// Which layout family's entries a plan names: the two share the kernel's mainloop, tiles and
-/// therefore this cost model (`wmma_nhwcnc`'s GEMM has the same M = N*P*Q and N = K).
+/// Which layout family's (and element type's) entries a plan names: all share the kernel's
+/// mainloop, tiles and therefore this cost model (`wmma_nhwcnc`'s GEMM has the same M = N*P*Q
+/// and N = K; bf16 differs from fp16 only in the `mma.sync` type, at the same rate).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Layouts {
     /// Plain NHWC / KRSC (`wmma_nhwc_*`).
     Nhwc,
     /// Blocked NHWC16n16c / RSCK16k16c (`wmma_nhwcnc_*`).
     Blocked,
+    /// `Nhwc` on bf16 data (`wmma_nhwc_bf16_*`).
+    NhwcBf16,
+    /// `Blocked` on bf16 data (`wmma_nhwcnc_bf16_*`).
+    BlockedBf16,
 }
 
 impl Layouts {
-    fn algorithm(self) -> &'static str {
+    pub(super) fn algorithm(self) -> &'static str {
         match self {
             Layouts::Nhwc => "wmma_nhwc",
             Layouts::Blocked => "wmma_nhwcnc",
+            Layouts::NhwcBf16 => "wmma_nhwc_bf16",
+            Layouts::BlockedBf16 => "wmma_nhwcnc_bf16",
         }
     }
 
@@ -99,6 +106,15 @@ impl Layouts {
         match self {
             Layouts::Nhwc => t.nhwc,
             Layouts::Blocked => t.nhwcnc,
+            Layouts::NhwcBf16 => t.nhwc_bf16,
+            Layouts::BlockedBf16 => t.nhwcnc_bf16,
+        }
+    }
+
+    fn dtype(self) -> DType {
+        match self {
+            Layouts::Nhwc | Layouts::Blocked => DType::F16,
+            Layouts::NhwcBf16 | Layouts::BlockedBf16 => DType::BF16,
         }
     }
 
@@ -108,8 +124,8 @@ impl Layouts {
     /// about half the rate of the wgmma peak the device states.
     fn peak_scale(self) -> f64 {
         match self {
-            Layouts::Nhwc => 2.45,
-            Layouts::Blocked => 2.3,
+            Layouts::Nhwc | Layouts::NhwcBf16 => 2.45,
+            Layouts::Blocked | Layouts::BlockedBf16 => 2.3,
         }
     }
 
@@ -121,6 +137,11 @@ impl Layouts {
 /// Every entry point the plan can name (for tests and tools).
 pub fn kernel_names() -> Vec<&'static str> {
     Layouts::Nhwc.kernel_names()
+}
+
+/// Every bf16 entry point [`plan_bf16`] can name.
+pub fn kernel_names_bf16() -> Vec<&'static str> {
+    Layouts::NhwcBf16.kernel_names()
 }
 
 
@@ -140,18 +161,27 @@ fn cost(d: &DeviceModel, family: Layouts, tile: &Tile, m: usize, n: usize, c: us
 }
 
 pub fn plan(problem: &Conv2d, device: &DeviceModel) -> Result<LaunchPlan> {
+    plan_layouts(problem, device, Layouts::Nhwc)
+}
+
+/// The plan of the bf16 entries (`wmma_nhwc_bf16`).
+pub fn plan_bf16(problem: &Conv2d, device: &DeviceModel) -> Result<LaunchPlan> {
+    plan_layouts(problem, device, Layouts::NhwcBf16)
+}
+
+fn plan_layouts(problem: &Conv2d, device: &DeviceModel, family: Layouts) -> Result<LaunchPlan> {
     problem.validate()?;
     let p = problem;
     if p.c % 8 != 0 || p.k % 8 != 0 {
         return Err(Error::Unsupported {
-            algorithm: "wmma_nhwc",
+            algorithm: family.algorithm(),
             reason: format!(
                 "C = {} and K = {} must be multiples of 8: the kernel moves channels in 16-byte (8 x fp16) pieces",
                 p.c, p.k
             ),
         });
     }
-    plan_tiles(p, device, Layouts::Nhwc)
+    plan_tiles(p, device, family)
 }
 
 /// The best tile for `p` (validated, channel sizes checked by the caller) among `family`'s
@@ -187,7 +217,7 @@ fn launch_plan(p: &Conv2d, t: &Tile, family: Layouts, device: &DeviceModel) -> L
         grid: ((gemm_m(p).div_ceil(t.bm) * p.k.div_ceil(t.bn)) as u32, 1, 1),
         block: (t.threads as u32, 1, 1),
         shared_bytes: t.smem_bytes() as u32,
-        dtype: DType::F16,
+        dtype: family.dtype(),
         predicted_us: cost(device, family, t, gemm_m(p), p.k, p.c, p.r * p.s),
     }
 }
@@ -221,6 +251,16 @@ pub const KERNEL: KernelDesc = KernelDesc {
     layouts: (Layout::Nhwc, Layout::Nhwc, Layout::Nhwc),
     multiples: (1, 8, 8),
     plan,
+};
+
+/// The registry's entry for bf16 data: the same kernel with the bf16 `mma.sync`.
+pub const KERNEL_BF16: KernelDesc = KernelDesc {
+    algorithm: Algorithm::WmmaNhwcBf16,
+    name: "wmma_nhwc_bf16",
+    summary: "family 3 step 2 on bf16 data",
+    dtype: DType::BF16,
+    plan: plan_bf16,
+    ..KERNEL
 };
 
 #[cfg(test)]

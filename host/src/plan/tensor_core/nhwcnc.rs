@@ -28,11 +28,20 @@ use crate::{Algorithm, Layout};
 use crate::dtype::DType;
 
 pub fn plan(problem: &Conv2d, device: &DeviceModel) -> Result<LaunchPlan> {
+    plan_layouts(problem, device, Layouts::Blocked)
+}
+
+/// The plan of the bf16 entries (`wmma_nhwcnc_bf16`).
+pub fn plan_bf16(problem: &Conv2d, device: &DeviceModel) -> Result<LaunchPlan> {
+    plan_layouts(problem, device, Layouts::BlockedBf16)
+}
+
+fn plan_layouts(problem: &Conv2d, device: &DeviceModel, family: Layouts) -> Result<LaunchPlan> {
     problem.validate()?;
     let p = problem;
     if p.n % 16 != 0 || p.c % 16 != 0 || p.k % 16 != 0 {
         return Err(Error::Unsupported {
-            algorithm: "wmma_nhwcnc",
+            algorithm: family.algorithm(),
             reason: format!(
                 "its blocked layouts need N, C and K to be multiples of 16 (got N={}, C={}, K={}); \
                  use wmma_nhwc (plain NHWC, C and K multiples of 8)",
@@ -40,7 +49,7 @@ pub fn plan(problem: &Conv2d, device: &DeviceModel) -> Result<LaunchPlan> {
             ),
         });
     }
-    plan_tiles(p, device, Layouts::Blocked)
+    plan_tiles(p, device, family)
 }
 
 /// The launch of entry `kernel` (one of [`kernel_names`]) on `problem`, whatever [`plan`]
@@ -55,6 +64,11 @@ pub fn kernel_names() -> Vec<&'static str> {
     Layouts::Blocked.kernel_names()
 }
 
+/// Every bf16 entry point [`plan_bf16`] may name.
+pub fn kernel_names_bf16() -> Vec<&'static str> {
+    Layouts::BlockedBf16.kernel_names()
+}
+
 /// The registry's entry.
 pub const KERNEL: KernelDesc = KernelDesc {
     algorithm: Algorithm::WmmaNhwcnc,
@@ -65,6 +79,16 @@ pub const KERNEL: KernelDesc = KernelDesc {
     layouts: (Layout::Nhwc16n16c, Layout::Hwcn16n16c, Layout::Nhwc16n16c),
     multiples: (16, 16, 16),
     plan,
+};
+
+/// The registry's entry for bf16 data: the same kernel with the bf16 `mma.sync`.
+pub const KERNEL_BF16: KernelDesc = KernelDesc {
+    algorithm: Algorithm::WmmaNhwcncBf16,
+    name: "wmma_nhwcnc_bf16",
+    summary: "family 3 step 1 on bf16 data",
+    dtype: DType::BF16,
+    plan: plan_bf16,
+    ..KERNEL
 };
 
 #[cfg(test)]
