@@ -100,6 +100,10 @@ Exit status: 0 all checks passed; 1 a check failed; 2 error; 4 our kernels passe
         /// Algorithms to time (repeatable); default: all.
         #[arg(long = "algo")]
         algos: Vec<Algorithm>,
+        /// Only the kernels (and baselines) of these element types (repeatable: fp32, fp16, bf16);
+        /// default: all. A long suite fits a time limit better split by type.
+        #[arg(long = "dtype")]
+        dtypes: Vec<DType>,
         /// Show every kernel's row, not only the best kernel per shape and type.
         #[arg(long)]
         all_kernels: bool,
@@ -176,12 +180,17 @@ fn main() -> ExitCode {
         }
         Command::Run { algo, dtype, layout, tune, shape, runs, seed } => run(cli.device, algo, dtype, layout, tune, &shape, runs, seed),
         Command::Explain { shape, dtype, layout, device_model } => explain(cli.device, &shape, dtype, layout, device_model.as_deref()),
-        Command::Bench { suites, shapes, geometry, algos, all_kernels, pytorch, runs, warmup, search_seconds, seed, json, plot } => {
+        Command::Bench { suites, shapes, geometry, algos, dtypes, all_kernels, pytorch, runs, warmup, search_seconds, seed, json, plot } => {
             if algos.contains(&Algorithm::Auto) {
                 eprintln!("convrs: bench times kernels (--algo NAME, repeatable); the automatic choice is judged in its own table against every kernel");
                 return ExitCode::from(2);
             }
             let algos = if algos.is_empty() { Algorithm::ALL.to_vec() } else { algos };
+            let algos: Vec<Algorithm> = algos.into_iter().filter(|a| dtypes.is_empty() || a.dtype().is_some_and(|d| dtypes.contains(&d))).collect();
+            if algos.is_empty() {
+                eprintln!("convrs: no kernel left: --algo and --dtype exclude each other");
+                return ExitCode::from(2);
+            }
             let opts = BenchOptions {
                 timing: TimingConfig { warmup, runs: runs as usize },
                 search: SearchBudget { max_seconds: search_seconds, ..SearchBudget::default() },

@@ -6,12 +6,13 @@
 #                                            cuDNN (graph + legacy API) and PyTorch: tables, JSON, SVG per suite;
 #                                 examples - the crate's examples (quickstart, resnet_block, explain).
 # One device command may run 10 minutes: run the steps in separate calls (STEPS="tests sanitize",
-# then STEPS=bench BENCH_SUITES=seed, then BENCH_SUITES=deepbench, then STEPS=examples).
+# then STEPS=bench BENCH_SUITES=seed, then BENCH_SUITES=deepbench BENCH_DTYPES=fp32 (and fp16,
+# bf16 in their own calls), then STEPS=examples).
 # The binaries travel compressed (payload.tar.xz: the embedded PTX repeats in every binary) and
 # are unpacked into a temporary folder first.
 # cuDNN: the newest on the machine is loaded: PyTorch's (site-packages/nvidia/cudnn/lib) when it is
 # newer than the system's, through LD_LIBRARY_PATH; `convrs info` and every table say which ran.
-# Logs and results go to $OUT (the device tool's output folder) or ./gpu-out. Any failure fails the script.
+# Logs and results go to $OUT/results.tgz (the device tool's output folder) or ./gpu-out. Any failure fails the script.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 bin=$(mktemp -d)
@@ -19,8 +20,11 @@ if ! tar -C "$bin" -xJf "$here/payload.tar.xz" 2>/dev/null; then
   python3 -c "import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])" "$here/payload.tar.xz" "$bin" \
     || { echo "run-gpu.sh: cannot unpack $here/payload.tar.xz"; exit 1; }
 fi
-out=${OUT:-$PWD/gpu-out}
-mkdir -p "$out"
+# Logs and results are written to a scratch folder and packed into one results.tgz at the end:
+# the device tool returns at most 8 files from $OUT.
+dest=${OUT:-$PWD/gpu-out}
+mkdir -p "$dest"
+out=$(mktemp -d)
 steps=${STEPS:-tests sanitize bench examples}
 export CONVRS_REQUIRE_GPU=1
 export CONVRS_COMMIT=$(cat "$here/commit.txt" 2>/dev/null || echo unknown)
@@ -93,15 +97,19 @@ fi
 
 if [[ " $steps " == *" bench "* ]]; then
   for suite in ${BENCH_SUITES:-seed deepbench}; do
-    # The 90-shape suite must fit one 10-minute command: fewer timed runs, a shorter engine search.
+    # A long suite must fit one 10-minute command: fewer timed runs, a shorter engine search,
+    # and one element type per command (BENCH_DTYPES, default all three in turn).
     case "$suite" in
-      deepbench|resnet50) suite_args="--runs 20 --warmup 3 --search-seconds 1.5" ;;
+      deepbench|resnet50) suite_args="--runs 20 --warmup 3 --search-seconds 1" ;;
       *) suite_args="" ;;
     esac
-    # shellcheck disable=SC2086
-    "$bin/convrs" bench --suite "$suite" $suite_args ${BENCH_ARGS:-} --json "$out/bench-$suite.json" --plot "$out/bench-$suite.svg" \
-      | tee "$out/bench-$suite.md"
-    [ "${PIPESTATUS[0]}" -eq 0 ] || failed+=("bench:$suite")
+    for dtype in ${BENCH_DTYPES:-fp32 fp16 bf16}; do
+      tag="$suite-$dtype"
+      # shellcheck disable=SC2086
+      "$bin/convrs" bench --suite "$suite" --dtype "$dtype" $suite_args ${BENCH_ARGS:-} \
+        --json "$out/bench-$tag.json" --plot "$out/bench-$tag.svg" | tee "$out/bench-$tag.md"
+      [ "${PIPESTATUS[0]}" -eq 0 ] || failed+=("bench:$tag")
+    done
   done
 fi
 
@@ -112,6 +120,8 @@ if [[ " $steps " == *" examples "* ]]; then
     [ "${PIPESTATUS[0]}" -eq 0 ] || failed+=("example:$ex")
   done
 fi
+
+tar -czf "$dest/results.tgz" -C "$out" . && echo "results: $dest/results.tgz ($(ls "$out" | tr '\n' ' '))"
 
 if [ ${#failed[@]} -gt 0 ]; then
   echo "run-gpu.sh: FAILED: ${failed[*]}"
