@@ -206,12 +206,10 @@ fn data_type(dtype: DType) -> sys::cudnnDataType_t {
 /// Element strides of a tensor with logical dims `[N, C, H, W]` (or `[K, C, R, S]`) in
 /// `layout`, in the same logical order, as the backend tensor descriptor wants them.
 fn strides(dims: [usize; 4], layout: Layout) -> Result<[i64; 4]> {
-    // Validated problems have fewer than 2^31 elements per tensor, so no product overflows.
-    let [_, c, h, w] = dims.map(|d| d as i64);
-    match layout {
-        Layout::Nchw => Ok([c * h * w, h * w, w, 1]),
-        Layout::Nhwc => Ok([h * w * c, 1, w * c, c]),
-        other => Err(Error::InvalidArgument(format!("the cuDNN graph baseline takes NCHW or NHWC, not {other}"))),
+    match (layout, layout.strides(dims)) {
+        // Validated problems have fewer than 2^31 elements per tensor, so every stride fits.
+        (Layout::Nchw | Layout::Nhwc, Some((_, s))) => Ok(s.map(|v| v as i64)),
+        (other, _) => Err(Error::InvalidArgument(format!("the cuDNN graph baseline takes NCHW or NHWC, not {other}"))),
     }
 }
 

@@ -96,6 +96,31 @@ impl Layout {
         }
     }
 
+    /// The logical axes (0 = N, 1 = C, 2 = H, 3 = W) in memory order, slowest first, and each
+    /// logical axis's element stride, for the plain layouts (`None` for the blocked ones, which
+    /// are not strided 4-D arrays).
+    ///
+    /// ```
+    /// use convrs::Layout;
+    /// assert_eq!(Layout::Nhwc.strides([2, 3, 4, 5]), Some(([0, 2, 3, 1], [60, 1, 15, 3])));
+    /// assert_eq!(Layout::Nhwc16n16c.strides([16, 16, 4, 5]), None);
+    /// ```
+    pub fn strides(&self, dims: [usize; 4]) -> Option<([usize; 4], [usize; 4])> {
+        let order = match self {
+            Layout::Nchw => [0, 1, 2, 3],
+            Layout::Nhwc => [0, 2, 3, 1],
+            Layout::Hwcn => [2, 3, 1, 0],
+            Layout::Nhwc16n16c | Layout::Hwcn16n16c => return None,
+        };
+        let mut strides = [0; 4];
+        let mut step = 1;
+        for &axis in order.iter().rev() {
+            strides[axis] = step;
+            step *= dims[axis];
+        }
+        Some((order, strides))
+    }
+
     /// The logical coordinates `(n, c, h, w)` stored at memory offset `i`: the inverse of
     /// [`offset`](Self::offset), so conversions can walk the destination in memory order.
     fn coords(&self, dims: [usize; 4], mut i: usize) -> (usize, usize, usize, usize) {

@@ -109,6 +109,12 @@ impl<T: Element> Prepared<T> {
         &self.run
     }
 
+    /// The output buffer on the device: the run problem's output in the kernel's output layout
+    /// (see [`Prepared::run_problem`]), padding included.
+    pub fn into_output(self) -> CudaSlice<f32> {
+        self.y
+    }
+
     /// The output as a host tensor in NCHW, padding dropped (waits for the stream).
     pub fn output(&self, gpu: &Gpu) -> Result<Tensor<f32>> {
         let y = Tensor::new(self.run.output_shape(), self.kernel.layouts.2, gpu.download(&self.y)?)?;

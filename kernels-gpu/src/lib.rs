@@ -21,6 +21,7 @@ pub mod direct;
 pub mod prelude;
 pub mod tensor_core;
 pub mod tiled;
+pub mod transform;
 
 #[panic_handler]
 fn panic(_: &core::panic::PanicInfo) -> ! {

@@ -26,5 +26,6 @@ pub mod args;
 pub mod direct;
 pub mod tensor_core;
 pub mod tiled;
+pub mod transform;
 
 pub use args::ConvShape;

@@ -1,0 +1,187 @@
+//! Tensors that live on the device, in the layout the caller holds them (NCHW, NHWC or HWCN),
+//! and [`conv2d_device`], which runs a kernel on them without a trip through the host: the
+//! operands are brought to the kernel's layout (zero-padded to its channel multiples) and the
+//! output back to the caller's by the `relayout` transform kernels, written in Rust like the rest.
+//!
+//! ```no_run
+//! use convrs::device_tensor::{conv2d_device, DeviceTensor};
+//! use convrs::{Algorithm, Conv2d, Gpu, Layout, Tensor};
+//! let gpu = Gpu::new(0)?;
+//! let p = Conv2d::new(8, 3, 224, 224, 64, 7, 7).with_pad(3).with_stride(2);
+//! let x = DeviceTensor::upload(&gpu, &Tensor::random(p.input_shape(), Layout::Nchw, 1)?.map(half::f16::from_f32))?;
+//! let w = DeviceTensor::upload(&gpu, &Tensor::random(p.filter_shape(), Layout::Nchw, 2)?.map(half::f16::from_f32))?;
+//! let y = conv2d_device(&gpu, Algorithm::Auto, &p, &x, &w, Layout::Nchw)?; // fp32, NCHW, on the device
+//! assert_eq!(y.dims(), p.output_shape());
+//! # Ok::<(), convrs::Error>(())
+//! ```
+
+use cudarc::driver::{CudaSlice, DeviceRepr, LaunchConfig, PushKernelArg, ValidAsZeroBits};
+use convrs_spec::transform::{Relayout, BLOCK_THREADS};
+
+use crate::gpu::cuda_err;
+use crate::prepared::{Prepared, Runnable};
+use crate::{Algorithm, Conv2d, Element, Error, Gpu, Layout, Result, Tensor};
+
+/// A tensor on the device: logical dims `[N, C, H, W]` (`[K, C, R, S]` for filters) in `layout`.
+pub struct DeviceTensor<T> {
+    data: CudaSlice<T>,
+    dims: [usize; 4],
+    layout: Layout,
+}
+
+impl<T: DeviceRepr + ValidAsZeroBits + Copy + Default> DeviceTensor<T> {
+    /// Copies a host tensor to the device, in its layout.
+    pub fn upload(gpu: &Gpu, t: &Tensor<T>) -> Result<Self> {
+        Ok(DeviceTensor { data: gpu.upload(t.data())?, dims: t.dims(), layout: t.layout() })
+    }
+
+    /// Wraps a device buffer holding `dims` in `layout`.
+    pub fn from_slice(data: CudaSlice<T>, dims: [usize; 4], layout: Layout) -> Result<Self> {
+        layout.check_dims(dims)?;
+        let len = dims.iter().product::<usize>();
+        if data.len() != len {
+            return Err(Error::BufferSize { tensor: "device tensor", expected: len, got: data.len() });
+        }
+        Ok(DeviceTensor { data, dims, layout })
+    }
+
+    /// Copies it back to the host (waits for the stream).
+    pub fn download(&self, gpu: &Gpu) -> Result<Tensor<T>> {
+        Tensor::new(self.dims, self.layout, gpu.download(&self.data)?)
+    }
+
+    pub fn dims(&self) -> [usize; 4] {
+        self.dims
+    }
+
+    pub fn layout(&self) -> Layout {
+        self.layout
+    }
+
+    pub fn data(&self) -> &CudaSlice<T> {
+        &self.data
+    }
+
+    pub fn into_data(self) -> CudaSlice<T> {
+        self.data
+    }
+
+    /// The same tensor in `layout` with dims `dims` (the first two may grow, zero-filled, or
+    /// shrink, cropped; the last two must stay), copied on the device.
+    pub fn relayout(&self, gpu: &Gpu, dims: [usize; 4], layout: Layout) -> Result<DeviceTensor<T>> {
+        let args = relayout_args(self.dims, self.layout, dims, layout)?;
+        let entry = match std::mem::size_of::<T>() {
+            2 => "relayout_b16",
+            4 => "relayout_b32",
+            n => return Err(Error::InvalidArgument(format!("no layout transform for {n}-byte elements"))),
+        };
+        let mut out = gpu.alloc_zeros::<T>(args.total as usize)?;
+        if args.total > 0 {
+            let f = gpu.function(entry, 0)?;
+            let cfg = LaunchConfig { grid_dim: ((args.total as u32).div_ceil(BLOCK_THREADS), 1, 1), block_dim: (BLOCK_THREADS, 1, 1), shared_mem_bytes: 0 };
+            let mut b = gpu.stream().launch_builder(&f);
+            b.arg(&mut out).arg(&self.data);
+            let a = args.to_args();
+            for v in &a {
+                b.arg(v);
+            }
+            // SAFETY: `out` holds `total` elements, every source offset lies in `self.data` (the
+            // limits are its extents), and the two buffers are distinct allocations.
+            unsafe { b.launch(cfg) }.map_err(cuda_err(entry))?;
+        }
+        Ok(DeviceTensor { data: out, dims, layout })
+    }
+}
+
+/// The transform kernels' arguments for copying a `src_dims` tensor in `src` layout into a
+/// `dst_dims` one in `dst` layout (only the first two dims may differ: zero-filled where the
+/// destination is larger, cropped where smaller).
+pub fn relayout_args(src_dims: [usize; 4], src: Layout, dst_dims: [usize; 4], dst: Layout) -> Result<Relayout> {
+    let plain = |l: Layout, d| l.strides(d).ok_or_else(|| Error::InvalidArgument(format!("device layout transforms take NCHW, NHWC or HWCN, not {l}")));
+    let (_, src_strides) = plain(src, src_dims)?;
+    let (order, _) = plain(dst, dst_dims)?;
+    src.check_dims(src_dims)?;
+    dst.check_dims(dst_dims)?;
+    if src_dims[2..] != dst_dims[2..] {
+        return Err(Error::InvalidArgument(format!("a layout transform keeps the last two dims: {src_dims:?} -> {dst_dims:?}")));
+    }
+    let total = dst_dims.iter().try_fold(1usize, |a, &d| a.checked_mul(d)).filter(|&t| t <= i32::MAX as usize);
+    let src_len = src_dims.iter().try_fold(1usize, |a, &d| a.checked_mul(d)).filter(|&t| t <= i32::MAX as usize);
+    let (Some(total), Some(_)) = (total, src_len) else {
+        return Err(Error::IndexOverflow { tensor: "device tensor", elements: dst_dims.iter().map(|&d| d as u128).product() });
+    };
+    let at = |a: [usize; 4]| order.map(|axis| a[axis] as i32);
+    Ok(Relayout { total: total as i32, ext: at(dst_dims), stride: at(src_strides), limit: at(src_dims) })
+}
+
+/// Runs `algo` on device tensors: input and filter in the layout the caller holds (the same one
+/// for both), output in `out_layout`, fp32. [`Algorithm::Auto`] picks among the kernels whose
+/// layouts the transforms reach (not the blocked NHWC16n16c ones yet), conversions priced.
+pub fn conv2d_device<T: Element>(gpu: &Gpu, algo: Algorithm, problem: &Conv2d, input: &DeviceTensor<T>, filter: &DeviceTensor<T>, out_layout: Layout) -> Result<DeviceTensor<f32>> {
+    problem.validate()?;
+    if input.dims != problem.input_shape() || filter.dims != problem.filter_shape() {
+        return Err(Error::InvalidArgument(format!(
+            "device tensors of dims {:?} and {:?} do not match the problem's {:?} and {:?}",
+            input.dims,
+            filter.dims,
+            problem.input_shape(),
+            problem.filter_shape()
+        )));
+    }
+    let reachable = |k: &crate::registry::KernelDesc| [k.layouts.0, k.layouts.1, k.layouts.2].iter().all(|l| l.strides([1, 1, 1, 1]).is_some());
+    let kernel = match algo {
+        Algorithm::Auto => {
+            let candidates = crate::select::candidates(problem, T::DTYPE, input.layout, gpu.model());
+            let best = candidates
+                .iter()
+                .filter(|c| reachable(c.kernel))
+                .filter_map(|c| Some((c.kernel, c.outcome.as_ref().ok()?.total_us())))
+                .min_by(|a, b| a.1.total_cmp(&b.1));
+            best.map(|(k, _)| k).ok_or_else(|| Error::Unsupported { algorithm: "auto", reason: format!("no kernel takes this {} problem from device tensors", T::DTYPE) })?
+        }
+        a => a.kernel().filter(|k| reachable(k)).ok_or_else(|| Error::InvalidArgument(format!("{a} cannot run on device tensors yet (its layouts are blocked)")))?,
+    };
+    let run = kernel.run_problem(problem);
+    let x = input.relayout(gpu, run.input_shape(), kernel.layouts.0)?;
+    let w = filter.relayout(gpu, run.filter_shape(), kernel.layouts.1)?;
+    let mut prepared = Prepared::from_device(gpu, kernel.algorithm, problem, x.into_data(), w.into_data())?;
+    prepared.poison_output(gpu)?;
+    prepared.enqueue(gpu)?;
+    let y = DeviceTensor::from_slice(prepared.into_output(), run.output_shape(), kernel.layouts.2)?;
+    y.relayout(gpu, problem.output_shape(), out_layout)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use convrs_spec::transform::source_offset;
+
+    /// The transform's copy replayed on the CPU with the kernel's own index function.
+    fn relayout_cpu(t: &Tensor<f32>, dims: [usize; 4], layout: Layout) -> Tensor<f32> {
+        let a = relayout_args(t.dims(), t.layout(), dims, layout).unwrap();
+        let data = (0..a.total).map(|o| source_offset(a.ext, a.stride, a.limit, o).map_or(0.0, |s| t.data()[s as usize])).collect();
+        Tensor::new(dims, layout, data).unwrap()
+    }
+
+    #[test]
+    fn transforms_match_the_host_conversions() {
+        let t = Tensor::from_fn([2, 3, 4, 5], Layout::Nchw, |n, c, h, w| (((n * 10 + c) * 10 + h) * 10 + w) as f32).unwrap();
+        for from in [Layout::Nchw, Layout::Nhwc, Layout::Hwcn] {
+            let src = t.to_layout(from).unwrap();
+            for to in [Layout::Nchw, Layout::Nhwc, Layout::Hwcn] {
+                assert_eq!(relayout_cpu(&src, [2, 3, 4, 5], to).data(), t.to_layout(to).unwrap().data(), "{from} -> {to}");
+                // Padding to N = 4, C = 8 and cropping back.
+                let padded = relayout_cpu(&src, [4, 8, 4, 5], to);
+                assert_eq!(padded.data(), t.zero_padded([4, 8, 4, 5], to).unwrap().data(), "{from} -> {to} padded");
+                assert_eq!(relayout_cpu(&padded, [2, 3, 4, 5], from).data(), src.data(), "{to} -> {from} cropped");
+            }
+        }
+    }
+
+    #[test]
+    fn transforms_refuse_what_they_cannot_do() {
+        assert!(relayout_args([16, 16, 4, 4], Layout::Nhwc16n16c, [16, 16, 4, 4], Layout::Nchw).is_err());
+        assert!(relayout_args([1, 3, 4, 4], Layout::Nchw, [1, 3, 4, 5], Layout::Nhwc).is_err());
+        assert!(relayout_args([1, 3, 4, 4], Layout::Nchw, [1 << 20, 1 << 12, 4, 4], Layout::Nhwc).is_err());
+    }
+}
