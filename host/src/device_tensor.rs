@@ -69,28 +69,39 @@ impl<T: DeviceRepr + ValidAsZeroBits + Copy + Default> DeviceTensor<T> {
     /// The same tensor in `layout` with dims `dims` (the first two may grow, zero-filled, or
     /// shrink, cropped; the last two must stay), copied on the device.
     pub fn relayout(&self, gpu: &Gpu, dims: [usize; 4], layout: Layout) -> Result<DeviceTensor<T>> {
-        let args = relayout_args(self.dims, self.layout, dims, layout)?;
-        let entry = match std::mem::size_of::<T>() {
-            2 => "relayout_b16",
-            4 => "relayout_b32",
-            n => return Err(Error::InvalidArgument(format!("no layout transform for {n}-byte elements"))),
-        };
-        let mut out = gpu.alloc_zeros::<T>(args.total as usize)?;
-        if args.total > 0 {
-            let f = gpu.function(entry, 0)?;
-            let cfg = LaunchConfig { grid_dim: ((args.total as u32).div_ceil(BLOCK_THREADS), 1, 1), block_dim: (BLOCK_THREADS, 1, 1), shared_mem_bytes: 0 };
-            let mut b = gpu.stream().launch_builder(&f);
-            b.arg(&mut out).arg(&self.data);
-            let a = args.to_args();
-            for v in &a {
-                b.arg(v);
-            }
-            // SAFETY: `out` holds `total` elements, every source offset lies in `self.data` (the
-            // limits are its extents), and the two buffers are distinct allocations.
-            unsafe { b.launch(cfg) }.map_err(cuda_err(entry))?;
-        }
+        let mut out = gpu.alloc_zeros::<T>(dims.iter().product())?;
+        relayout_into(gpu, &self.data, self.dims, self.layout, &mut out, dims, layout)?;
         Ok(DeviceTensor { data: out, dims, layout })
     }
+}
+
+/// Enqueues the copy of `src` (`src_dims` in `src_layout`) into `dst` (`dst_dims` in
+/// `dst_layout`, zero-filled or cropped along the first two dims), on the device.
+pub fn relayout_into<T: DeviceRepr>(gpu: &Gpu, src: &CudaSlice<T>, src_dims: [usize; 4], src_layout: Layout, dst: &mut CudaSlice<T>, dst_dims: [usize; 4], dst_layout: Layout) -> Result<()> {
+    let args = relayout_args(src_dims, src_layout, dst_dims, dst_layout)?;
+    let entry = match std::mem::size_of::<T>() {
+        2 => "relayout_b16",
+        4 => "relayout_b32",
+        n => return Err(Error::InvalidArgument(format!("no layout transform for {n}-byte elements"))),
+    };
+    if src.len() != src_dims.iter().product::<usize>() || dst.len() != args.total as usize {
+        return Err(Error::BufferSize { tensor: "layout transform", expected: args.total as usize, got: dst.len() });
+    }
+    if args.total == 0 {
+        return Ok(());
+    }
+    let f = gpu.function(entry, 0)?;
+    let cfg = LaunchConfig { grid_dim: ((args.total as u32).div_ceil(BLOCK_THREADS), 1, 1), block_dim: (BLOCK_THREADS, 1, 1), shared_mem_bytes: 0 };
+    let mut b = gpu.stream().launch_builder(&f);
+    b.arg(dst).arg(src);
+    let a = args.to_args();
+    for v in &a {
+        b.arg(v);
+    }
+    // SAFETY: `dst` holds `total` elements and `src` the source's (checked above), every source
+    // offset lies in `src` (the limits are its extents), and `&mut dst` cannot alias `src`.
+    unsafe { b.launch(cfg) }.map_err(cuda_err(entry))?;
+    Ok(())
 }
 
 /// The transform kernels' arguments for copying a `src_dims` tensor in `src` layout into a

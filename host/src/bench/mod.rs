@@ -232,6 +232,7 @@ impl ShapeBench<'_> {
             tf32_pytorch: None,
             kernels: Vec::new(),
             heuristic_pick: heuristic_pick(p, T::DTYPE, algos, gpu.model()),
+            nchw_user: None,
         };
 
         let layout = T::CUDNN_LAYOUT;
@@ -281,7 +282,40 @@ impl ShapeBench<'_> {
             uploaded = Some((layouts, rotation.into_inner().into_iter().map(Prepared::into_operands).collect()));
             group.kernels.push(row?);
         }
+        drop(uploaded);
+        if T::DTYPE != DType::F32 {
+            group.nchw_user = self.nchw_user(&group, sets, &reference, progress)?;
+        }
         Ok(group)
+    }
+
+    /// The fastest kernel on plain layouts, for a caller holding NCHW tensors on the device:
+    /// each timed run transforms the input and filter to the kernel's layout (zero-padded to its
+    /// multiples), runs it, and transforms the output back to NCHW.
+    fn nchw_user<T: Element + CudnnBaseline>(&self, group: &GroupResult, sets: &[(Tensor<T>, Tensor<T>)], reference: &Tensor<f64>, progress: &mut dyn FnMut(&str)) -> Result<Option<Measurement>> {
+        let plain = |l: Layout| l.strides([1, 1, 1, 1]).is_some();
+        let Some(k) = fastest_kernel(&group.kernels).and_then(crate::registry::by_name).filter(|k| plain(k.layouts.0) && plain(k.layouts.1) && plain(k.layouts.2)) else {
+            return Ok(None);
+        };
+        progress(&format!("{}: {} for an NCHW caller", self.label, k.name));
+        let (gpu, p) = (self.gpu, self.problem);
+        let run = k.run_problem(p);
+        let plan = (k.plan)(&run, gpu.model())?;
+        let user = sets.iter().map(|(x, w)| Ok((gpu.upload(x.data())?, gpu.upload(w.data())?))).collect::<Result<Vec<_>>>()?;
+        let mut conv = UserLayoutRun {
+            kernel: k,
+            plan,
+            problem: *p,
+            run,
+            kx: gpu.alloc_zeros::<T>(run.input_len())?,
+            kw: gpu.alloc_zeros::<T>(run.filter_len())?,
+            ky: gpu.alloc_zeros::<f32>(run.output_len())?,
+            y: gpu.alloc_zeros::<f32>(p.output_len())?,
+            user,
+            next: 0,
+        };
+        let row = Measurement::new(format!("{} from NCHW", k.name), k.family.name(), "NCHW", T::DTYPE.name());
+        self.measure(row, reference, tolerance(T::DTYPE), &mut conv).map(Some)
     }
 
     /// Checks and times one baseline (already planned, or why not) on the cuDNN-layout operands.
@@ -348,6 +382,52 @@ fn heuristic_pick(p: &Conv2d, dtype: DType, algos: &[Algorithm], device: &crate:
         .filter_map(|c| Some((c.kernel.name, c.outcome.ok()?.kernel_us)))
         .min_by(|a, b| a.1.total_cmp(&b.1))
         .map(|(name, _)| name.to_string())
+}
+
+/// The name of the fastest passing kernel row.
+fn fastest_kernel(rows: &[Measurement]) -> Option<&str> {
+    rows.iter().filter_map(|m| Some((m.name.as_str(), m.ms()?))).min_by(|a, b| a.1.total_cmp(&b.1)).map(|(n, _)| n)
+}
+
+/// A kernel run for a caller holding NCHW tensors: transforms in, the kernel, transform out,
+/// rotating over the caller's input sets.
+struct UserLayoutRun<T> {
+    kernel: &'static crate::registry::KernelDesc,
+    plan: crate::plan::LaunchPlan,
+    problem: Conv2d,
+    run: Conv2d,
+    kx: CudaSlice<T>,
+    kw: CudaSlice<T>,
+    ky: CudaSlice<f32>,
+    y: CudaSlice<f32>,
+    user: Vec<(CudaSlice<T>, CudaSlice<T>)>,
+    next: usize,
+}
+
+impl<T: Element> Runnable for UserLayoutRun<T> {
+    fn name(&self) -> String {
+        format!("{} from NCHW", self.kernel.name)
+    }
+    fn enqueue(&mut self, gpu: &Gpu) -> Result<()> {
+        use crate::device_tensor::relayout_into;
+        let (p, r, (lx, lw, ly)) = (self.problem, self.run, self.kernel.layouts);
+        let (x, w) = &self.user[self.next];
+        self.next = (self.next + 1) % self.user.len();
+        relayout_into(gpu, x, p.input_shape(), Layout::Nchw, &mut self.kx, r.input_shape(), lx)?;
+        relayout_into(gpu, w, p.filter_shape(), Layout::Nchw, &mut self.kw, r.filter_shape(), lw)?;
+        crate::launch(gpu, &self.plan, &r, &self.kx, &self.kw, &mut self.ky)?;
+        relayout_into(gpu, &self.ky, r.output_shape(), ly, &mut self.y, p.output_shape(), Layout::Nchw)
+    }
+    fn poison_output(&mut self, gpu: &Gpu) -> Result<()> {
+        // The run's first set is the one checked; the kernel's own output is poisoned too, so an
+        // element the kernel skips cannot come through the transform as stale data.
+        self.next = 0;
+        gpu.poison(&mut self.ky)?;
+        gpu.poison(&mut self.y)
+    }
+    fn output_nchw(&self, gpu: &Gpu) -> Result<Vec<f64>> {
+        Ok(gpu.download(&self.y)?.into_iter().map(f64::from).collect())
+    }
 }
 
 fn boxed<T, B: Baseline<T> + 'static>(b: B) -> Box<dyn Baseline<T>> {

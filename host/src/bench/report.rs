@@ -75,6 +75,10 @@ pub struct GroupResult {
     pub tf32_cudnn: Vec<Measurement>,
     pub tf32_pytorch: Option<Measurement>,
     pub kernels: Vec<Measurement>,
+    /// Tensor-core types: the fastest kernel on plain layouts run for a caller holding NCHW
+    /// tensors, the GPU layout transforms of input, filter and output timed with it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nchw_user: Option<Measurement>,
     /// The kernel the automatic choice's cost models predict fastest here (kernel time alone,
     /// each in its own layout, as the rows are timed).
     pub heuristic_pick: Option<String>,
@@ -101,6 +105,11 @@ impl GroupResult {
     /// Best baseline time over our best kernel's: above 1 means convrs is faster.
     pub fn ratio(&self) -> Option<f64> {
         Some(self.best_baseline()?.ms()? / self.best_kernel()?.ms()?)
+    }
+
+    /// The NCHW caller's time ([`GroupResult::nchw_user`]) against the same best baseline.
+    pub fn ratio_nchw_user(&self) -> Option<f64> {
+        Some(self.best_baseline()?.ms()? / self.nchw_user.as_ref()?.ms()?)
     }
 
     /// The same against the TF32 baselines (fp32 groups only).
@@ -165,6 +174,8 @@ pub struct Summary {
     pub heuristic_compared: usize,
     /// The shape where the heuristic pick is slowest against the fastest kernel, and by how much.
     pub heuristic_worst: Option<(String, f64)>,
+    /// Geometric mean for a caller holding NCHW tensors (tensor-core types; conversions timed).
+    pub geomean_nchw_user: Option<f64>,
 }
 
 /// Per precision (in the order first seen), the suite's summary.
@@ -195,6 +206,7 @@ pub fn summarize(suite: &str, groups: &[GroupResult]) -> Vec<Summary> {
                 heuristic_within_10pct: picks.iter().filter(|p| p.1 <= 1.1).count(),
                 heuristic_compared: picks.len(),
                 heuristic_worst: picks.iter().max_by(|a, b| a.1.total_cmp(&b.1)).map(|(s, r)| (s.to_string(), *r)),
+                geomean_nchw_user: geomean(&of.iter().filter_map(|g| g.ratio_nchw_user()).collect::<Vec<_>>()),
             }
         })
         .collect()
@@ -256,6 +268,14 @@ pub fn table(groups: &[GroupResult], all_kernels: bool) -> String {
                 g.shape, g.precision, k.name, k.layout, ms_cell(Some(&g.pytorch)), ratio_cell(ratio), check_cell(k)
             );
         }
+        if let Some(k) = &g.nchw_user {
+            let ms = k.ms().map(|ms| format!("{ms:.4}")).unwrap_or_else(|| "-".into());
+            let err = k.check.map(|c| format!("{:.1e}", c.rel_l2_err)).unwrap_or_else(|| "-".into());
+            out += &format!(
+                "| {} | {} NCHW user (transforms timed) | {} | {ms} | - | {cudnn} | {} | {} | {err} | {} |\n",
+                g.shape, g.precision, k.name, ms_cell(Some(&g.pytorch)), ratio_cell(g.ratio_nchw_user()), check_cell(k)
+            );
+        }
         if !g.tf32_cudnn.is_empty() || g.tf32_pytorch.is_some() {
             let kernel = best.map(|k| format!("{} ({})", k.name, k.layout)).unwrap_or_else(|| "none".into());
             let ms = best.and_then(Measurement::ms).map(|ms| format!("{ms:.4}")).unwrap_or_else(|| "-".into());
@@ -283,15 +303,16 @@ pub fn heuristic_table(groups: &[GroupResult]) -> String {
 /// The suite summaries as Markdown.
 pub fn summary_table(summaries: &[Summary]) -> String {
     let mut out = String::from(
-        "| suite | type | shapes | compared | geomean vs best baseline | at or above 1.0x | worst shape | no kernel | flagged baselines | heuristic pick within 10% | heuristic worst |\n\
-         | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
+        "| suite | type | shapes | compared | geomean vs best baseline | at or above 1.0x | worst shape | no kernel | flagged baselines | heuristic pick within 10% | heuristic worst | geomean, NCHW user |\n\
+         | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
     );
     for s in summaries {
         let worst = s.worst.as_ref().map(|(shape, r)| format!("{shape} ({r:.2}x)")).unwrap_or_else(|| "-".into());
         let pick_worst = s.heuristic_worst.as_ref().map(|(shape, r)| format!("{shape} ({r:.2}x slower)")).unwrap_or_else(|| "-".into());
         out += &format!(
-            "| {} | {} | {} | {} | {} | {} | {worst} | {} | {} | {}/{} | {pick_worst} |\n",
-            s.suite, s.precision, s.shapes, s.compared, ratio_cell(s.geomean), s.at_or_above_1, s.no_kernel, s.flagged, s.heuristic_within_10pct, s.heuristic_compared
+            "| {} | {} | {} | {} | {} | {} | {worst} | {} | {} | {}/{} | {pick_worst} | {} |\n",
+            s.suite, s.precision, s.shapes, s.compared, ratio_cell(s.geomean), s.at_or_above_1, s.no_kernel, s.flagged, s.heuristic_within_10pct, s.heuristic_compared,
+            ratio_cell(s.geomean_nchw_user)
         );
     }
     out
@@ -321,6 +342,7 @@ mod tests {
             tf32_pytorch: None,
             kernels: kernels.iter().enumerate().map(|(i, &ms)| m(&format!("k{i}"), Some(ms), true)).collect(),
             heuristic_pick: (!kernels.is_empty()).then(|| "k0".to_string()),
+            nchw_user: None,
         }
     }
 
@@ -358,6 +380,16 @@ mod tests {
         assert_eq!((s.heuristic_within_10pct, s.heuristic_compared), (1, 2));
         assert_eq!(s.heuristic_worst, Some(("a".to_string(), 2.0)));
         assert!(heuristic_table(&[group("a", &[2.0, 1.0], 3.0, None)]).contains("| a | fp16 | k0 | k1 (1.0000 ms) | 2.00x |"));
+    }
+
+    #[test]
+    fn nchw_user_rows_get_their_own_ratio_and_geomean() {
+        let mut g = group("a", &[1.0], 2.0, None);
+        g.nchw_user = Some(m("k0 from NCHW", Some(4.0), true));
+        assert_eq!(g.ratio_nchw_user(), Some(0.5));
+        let s = &summarize("t", &[g.clone(), group("b", &[1.0], 2.0, None)])[0];
+        assert_eq!(s.geomean_nchw_user, Some(0.5));
+        assert!(table(&[g], false).contains("fp16 NCHW user (transforms timed) | k0 from NCHW | 4.0000"));
     }
 
     #[test]
