@@ -160,10 +160,12 @@ pub fn tune(gpu: &Gpu, problem: &Conv2d, dtype: DType, user: Layout) -> Result<T
     let mut times_us = Vec::new();
     for c in &choice.candidates {
         let Ok(est) = &c.outcome else { continue };
+        // The kernel runs the (zero-padded, where it needs multiples) problem its plan is for.
+        let run = est.padded.unwrap_or(*problem);
         let us = match dtype {
-            DType::F32 => time_kernel::<f32>(gpu, problem, &est.plan)?,
-            DType::F16 => time_kernel::<half::f16>(gpu, problem, &est.plan)?,
-            DType::BF16 => time_kernel::<half::bf16>(gpu, problem, &est.plan)?,
+            DType::F32 => time_kernel::<f32>(gpu, &run, &est.plan)?,
+            DType::F16 => time_kernel::<half::f16>(gpu, &run, &est.plan)?,
+            DType::BF16 => time_kernel::<half::bf16>(gpu, &run, &est.plan)?,
         };
         times_us.push((c.kernel.name.to_string(), us + est.conversion_us));
     }
@@ -178,7 +180,7 @@ pub fn tune(gpu: &Gpu, problem: &Conv2d, dtype: DType, user: Layout) -> Result<T
     Ok(Tuned { pick, from_cache: false, times_us, seconds: start.elapsed().as_secs_f64() })
 }
 
-/// Median microseconds of `plan`'s kernel on random data.
+/// Median microseconds of `plan`'s kernel on random data of `problem`, the problem it was planned for.
 fn time_kernel<T: Element>(gpu: &Gpu, problem: &Conv2d, plan: &LaunchPlan) -> Result<f64> {
     let x: Vec<T> = crate::random::uniform_vec_f32(problem.input_len(), 1).into_iter().map(T::from_f32).collect();
     let w: Vec<T> = crate::random::uniform_vec_f32(problem.filter_len(), 2).into_iter().map(T::from_f32).collect();

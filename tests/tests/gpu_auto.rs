@@ -53,3 +53,25 @@ fn auto_refuses_invalid_problems_and_pads_small_channel_counts() {
     let c = compare(y.data(), conv2d_cpu(&p, &x, &w).unwrap().data());
     assert!(c.passes(FP16_REL_L2_TOLERANCE), "{p}: {c}");
 }
+
+/// Autotuning times every candidate once (padded ones on their padded problem), remembers the
+/// winner in the cache file, answers from it the second time, and its pick computes right.
+#[test]
+fn tuning_times_once_then_answers_from_the_cache() {
+    let Some(gpu) = gpu_or_skip("tuning_times_once_then_answers_from_the_cache") else { return };
+    let dir = std::env::temp_dir().join(format!("convrs-tune-test-{}", std::process::id()));
+    // SAFETY: set before this process reads it (the cache loads at first use, in this test alone).
+    unsafe { std::env::set_var("CONVRS_TUNE_CACHE", dir.join("tune.json")) };
+    let p = Conv2d::new(4, 3, 20, 20, 16, 3, 3).with_pad(1);
+    let first = select::tune(&gpu, &p, DType::F16, Layout::Nhwc).unwrap();
+    assert!(!first.from_cache && !first.times_us.is_empty(), "{first:?}");
+    let second = select::tune(&gpu, &p, DType::F16, Layout::Nhwc).unwrap();
+    assert!(second.from_cache && second.pick == first.pick, "{second:?}");
+    assert!(dir.join("tune.json").is_file());
+    let x = Tensor::random(p.input_shape(), Layout::Nhwc, 5).unwrap().map(f16::from_f32);
+    let w = Tensor::random(p.filter_shape(), Layout::Nhwc, 6).unwrap().map(f16::from_f32);
+    let y = conv2d(&gpu, first.pick, &p, &x, &w).unwrap();
+    let c = compare(y.data(), conv2d_cpu(&p, &x, &w).unwrap().data());
+    assert!(c.passes(FP16_REL_L2_TOLERANCE), "{}: {c}", first.pick);
+    std::fs::remove_dir_all(dir).ok();
+}
