@@ -302,6 +302,9 @@ impl<T: Copy> Tensor<T> {
     where
         T: Default,
     {
+        if dims == self.dims {
+            return self.to_layout(layout);
+        }
         let [n, c, h, w] = self.dims;
         if dims[0] < n || dims[1] < c || dims[2] != h || dims[3] != w {
             return Err(Error::InvalidArgument(format!("cannot pad dims {:?} to {dims:?}: only the first two may grow", self.dims)));
@@ -311,6 +314,9 @@ impl<T: Copy> Tensor<T> {
 
     /// The leading `dims` of the tensor (the inverse of [`Tensor::zero_padded`]), in `layout`.
     pub fn cropped(&self, dims: [usize; 4], layout: Layout) -> Result<Tensor<T>> {
+        if dims == self.dims {
+            return self.to_layout(layout);
+        }
         if dims.iter().zip(self.dims).any(|(&d, s)| d > s) {
             return Err(Error::InvalidArgument(format!("cannot crop dims {:?} to {dims:?}", self.dims)));
         }
