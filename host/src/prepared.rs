@@ -70,11 +70,7 @@ impl<T: Element> Prepared<T> {
         run.validate()?;
         run.check_device_memory(T::DTYPE.size(), 4, gpu.info().free_memory_bytes)?;
         let (in_layout, filter_layout, _) = kernel.layouts;
-        let (x, w) = if run == *problem {
-            (input.to_layout(in_layout)?, filter.to_layout(filter_layout)?)
-        } else {
-            (input.zero_padded(run.input_shape(), in_layout)?, filter.zero_padded(run.filter_shape(), filter_layout)?)
-        };
+        let (x, w) = (input.zero_padded(run.input_shape(), in_layout)?, filter.zero_padded(run.filter_shape(), filter_layout)?);
         Self::from_device(gpu, algo, problem, gpu.upload(x.data())?, gpu.upload(w.data())?)
     }
 
