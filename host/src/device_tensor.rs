@@ -121,8 +121,10 @@ pub fn relayout_args(src_dims: [usize; 4], src: Layout, dst_dims: [usize; 4], ds
     let (Some(total), Some(_)) = (total, src_len) else {
         return Err(Error::IndexOverflow { tensor: "device tensor", elements: dst_dims.iter().map(|&d| d as u128).product() });
     };
-    let at = |a: [usize; 4]| order.map(|axis| a[axis] as i32);
-    Ok(Relayout { total: total as i32, ext: at(dst_dims), stride: at(src_strides), limit: at(src_dims) })
+    let [e0, e1, e2, e3] = order.map(|axis| dst_dims[axis] as i32);
+    let [s0, s1, s2, s3] = order.map(|axis| src_strides[axis] as i32);
+    let [l0, l1, l2, l3] = order.map(|axis| src_dims[axis] as i32);
+    Ok(Relayout { total: total as i32, e0, e1, e2, e3, s0, s1, s2, s3, l0, l1, l2, l3 })
 }
 
 /// Runs `algo` on device tensors: input and filter in the layout the caller holds (the same one
@@ -170,7 +172,7 @@ mod tests {
     /// The transform's copy replayed on the CPU with the kernel's own index function.
     fn relayout_cpu(t: &Tensor<f32>, dims: [usize; 4], layout: Layout) -> Tensor<f32> {
         let a = relayout_args(t.dims(), t.layout(), dims, layout).unwrap();
-        let data = (0..a.total).map(|o| source_offset(a.ext, a.stride, a.limit, o).map_or(0.0, |s| t.data()[s as usize])).collect();
+        let data = (0..a.total).map(|o| source_offset(&a, o).map_or(0.0, |s| t.data()[s as usize])).collect();
         Tensor::new(dims, layout, data).unwrap()
     }
 
