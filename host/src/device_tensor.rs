@@ -145,12 +145,8 @@ pub fn conv2d_device<T: Element>(gpu: &Gpu, algo: Algorithm, problem: &Conv2d, i
     let kernel = match algo {
         Algorithm::Auto => {
             let candidates = crate::select::candidates(problem, T::DTYPE, input.layout, gpu.model());
-            let best = candidates
-                .iter()
-                .filter(|c| reachable(c.kernel))
-                .filter_map(|c| Some((c.kernel, c.outcome.as_ref().ok()?.total_us())))
-                .min_by(|a, b| a.1.total_cmp(&b.1));
-            best.map(|(k, _)| k).ok_or_else(|| Error::Unsupported { algorithm: "auto", reason: format!("no kernel takes this {} problem from device tensors", T::DTYPE) })?
+            let pick = crate::select::pick(candidates.into_iter().filter(|c| reachable(c.kernel)).collect(), T::DTYPE)?.pick;
+            pick.kernel().ok_or_else(|| Error::InvalidArgument("no kernel chosen".into()))?
         }
         a => a.kernel().filter(|k| reachable(k)).ok_or_else(|| Error::InvalidArgument(format!("{a} cannot run on device tensors yet (its layouts are blocked)")))?,
     };

@@ -279,11 +279,8 @@ fn explain(device: usize, s: &ShapeArgs, dtype: DType, layout: Layout, model: Op
     };
     println!("{p}");
     println!("{dtype} data held in {layout}, on {} ({} SMs, {} MHz, {:.0} GB/s)\n", model.name, model.sms, model.clock_mhz, model.mem_gbps);
-    let choice = convrs::select::choose(&p, dtype, layout, &model);
-    let candidates = match &choice {
-        Ok(c) => c.candidates.clone(),
-        Err(_) => convrs::select::candidates(&p, dtype, layout, &model),
-    };
+    let candidates = convrs::select::candidates(&p, dtype, layout, &model);
+    let choice = convrs::select::pick(candidates.clone(), dtype);
     println!("| kernel | family | layouts | kernel us | conversions us | total us | launch |");
     println!("| --- | --- | --- | --- | --- | --- | --- |");
     for c in &candidates {

@@ -108,7 +108,12 @@ pub fn candidates(problem: &Conv2d, dtype: DType, user: Layout, device: &DeviceM
 /// lists every kernel's reason.
 pub fn choose(problem: &Conv2d, dtype: DType, user: Layout, device: &DeviceModel) -> Result<Choice> {
     problem.validate()?;
-    let candidates = candidates(problem, dtype, user, device);
+    pick(candidates(problem, dtype, user, device), dtype)
+}
+
+/// The lowest predicted total among `candidates` (of `dtype`), or one error listing every
+/// candidate's reason.
+pub fn pick(candidates: Vec<Candidate>, dtype: DType) -> Result<Choice> {
     let best = candidates
         .iter()
         .filter_map(|c| c.outcome.as_ref().ok().map(|e| (c.kernel.algorithm, e.total_us())))

@@ -294,7 +294,7 @@ impl ShapeBench<'_> {
     /// multiples), runs it, and transforms the output back to NCHW.
     fn nchw_user<T: Element + CudnnBaseline>(&self, group: &GroupResult, sets: &[(Tensor<T>, Tensor<T>)], reference: &Tensor<f64>, progress: &mut dyn FnMut(&str)) -> Result<Option<Measurement>> {
         let plain = |l: Layout| l.strides([1, 1, 1, 1]).is_some();
-        let Some(k) = fastest_kernel(&group.kernels).and_then(crate::registry::by_name).filter(|k| plain(k.layouts.0) && plain(k.layouts.1) && plain(k.layouts.2)) else {
+        let Some(k) = group.best_kernel().and_then(|m| crate::registry::by_name(&m.name)).filter(|k| plain(k.layouts.0) && plain(k.layouts.1) && plain(k.layouts.2)) else {
             return Ok(None);
         };
         progress(&format!("{}: {} for an NCHW caller", self.label, k.name));
@@ -382,11 +382,6 @@ fn heuristic_pick(p: &Conv2d, dtype: DType, algos: &[Algorithm], device: &crate:
         .filter_map(|c| Some((c.kernel.name, c.outcome.ok()?.kernel_us)))
         .min_by(|a, b| a.1.total_cmp(&b.1))
         .map(|(name, _)| name.to_string())
-}
-
-/// The name of the fastest passing kernel row.
-fn fastest_kernel(rows: &[Measurement]) -> Option<&str> {
-    rows.iter().filter_map(|m| Some((m.name.as_str(), m.ms()?))).min_by(|a, b| a.1.total_cmp(&b.1)).map(|(n, _)| n)
 }
 
 /// A kernel run for a caller holding NCHW tensors: transforms in, the kernel, transform out,

@@ -93,7 +93,7 @@ pub(super) enum Layouts {
 }
 
 impl Layouts {
-    pub(super) fn algorithm(self) -> &'static str {
+    pub(super) const fn algorithm(self) -> &'static str {
         match self {
             Layouts::Nhwc => "wmma_nhwc",
             Layouts::Blocked => "wmma_nhwcnc",
@@ -244,7 +244,7 @@ pub(super) fn tile_plan(p: &Conv2d, device: &DeviceModel, kernel: &str, family: 
 /// The registry's entry.
 pub const KERNEL: KernelDesc = KernelDesc {
     algorithm: Algorithm::WmmaNhwc,
-    name: "wmma_nhwc",
+    name: Layouts::Nhwc.algorithm(),
     family: Family::TensorCore,
     summary: "family 3 step 2: mma.sync implicit GEMM on plain channels-last data",
     dtype: DType::F16,
@@ -256,7 +256,7 @@ pub const KERNEL: KernelDesc = KernelDesc {
 /// The registry's entry for bf16 data: the same kernel with the bf16 `mma.sync`.
 pub const KERNEL_BF16: KernelDesc = KernelDesc {
     algorithm: Algorithm::WmmaNhwcBf16,
-    name: "wmma_nhwc_bf16",
+    name: Layouts::NhwcBf16.algorithm(),
     summary: "family 3 step 2 on bf16 data",
     dtype: DType::BF16,
     plan: plan_bf16,

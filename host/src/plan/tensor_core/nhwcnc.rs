@@ -72,7 +72,7 @@ pub fn kernel_names_bf16() -> Vec<&'static str> {
 /// The registry's entry.
 pub const KERNEL: KernelDesc = KernelDesc {
     algorithm: Algorithm::WmmaNhwcnc,
-    name: "wmma_nhwcnc",
+    name: Layouts::Blocked.algorithm(),
     family: Family::TensorCore,
     summary: "family 3 step 1: mma.sync implicit GEMM on the blocked NHWC16n16c layouts",
     dtype: DType::F16,
@@ -84,7 +84,7 @@ pub const KERNEL: KernelDesc = KernelDesc {
 /// The registry's entry for bf16 data: the same kernel with the bf16 `mma.sync`.
 pub const KERNEL_BF16: KernelDesc = KernelDesc {
     algorithm: Algorithm::WmmaNhwcncBf16,
-    name: "wmma_nhwcnc_bf16",
+    name: Layouts::BlockedBf16.algorithm(),
     summary: "family 3 step 1 on bf16 data",
     dtype: DType::BF16,
     plan: plan_bf16,
