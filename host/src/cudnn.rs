@@ -4,8 +4,8 @@
 //! algorithm cuDNN accepts for the problem is run and timed, and the fastest is kept.
 //! - fp32 ([`CudnnConv::fp32_nchw`]): NCHW with `CUDNN_FMA_MATH`, so TF32 tensor cores are off
 //!   and the comparison is fp32 against fp32.
-//! - fp16 ([`CudnnConv::fp16_nhwc`]): NHWC (channels-last, what PyTorch's fp16 path uses),
-//!   fp16 input, filter and output, fp32 accumulation, tensor cores allowed.
+//! - fp16 and bf16 ([`CudnnConv::nhwc_tensor_op`]): NHWC (channels-last, what PyTorch's 16-bit path uses),
+//!   16-bit input, filter and output, fp32 accumulation, tensor cores allowed.
 
 use std::sync::Arc;
 
@@ -70,22 +70,14 @@ impl CudnnConv<f32> {
     }
 }
 
-impl CudnnConv<half::f16> {
-    /// Describes the fp16 NHWC `problem` to cuDNN (NHWC input, KRSC filter, NHWK output, fp32
-    /// accumulation, tensor cores allowed) and picks its fastest algorithm by timing each.
-    pub fn fp16_nhwc(gpu: &Gpu, problem: &Conv2d, x: &CudaSlice<half::f16>, w: &CudaSlice<half::f16>, y: &mut CudaSlice<half::f16>) -> Result<Self> {
-        Self::new(gpu, problem, sys::cudnnTensorFormat_t::CUDNN_TENSOR_NHWC, sys::cudnnMathType_t::CUDNN_TENSOR_OP_MATH, x, w, y)
-    }
-}
-
-impl CudnnConv<half::bf16> {
-    /// The same on bf16 data (bf16 input, filter and output, fp32 accumulation, tensor cores).
-    pub fn bf16_nhwc(gpu: &Gpu, problem: &Conv2d, x: &CudaSlice<half::bf16>, w: &CudaSlice<half::bf16>, y: &mut CudaSlice<half::bf16>) -> Result<Self> {
-        Self::new(gpu, problem, sys::cudnnTensorFormat_t::CUDNN_TENSOR_NHWC, sys::cudnnMathType_t::CUDNN_TENSOR_OP_MATH, x, w, y)
-    }
-}
-
 impl<T: CudnnDataType + Element> CudnnConv<T> {
+    /// Describes the 16-bit (fp16 or bf16) NHWC `problem` to cuDNN (NHWC input, KRSC filter,
+    /// NHWK output, fp32 accumulation, tensor cores allowed) and picks its fastest algorithm by
+    /// timing each.
+    pub fn nhwc_tensor_op(gpu: &Gpu, problem: &Conv2d, x: &CudaSlice<T>, w: &CudaSlice<T>, y: &mut CudaSlice<T>) -> Result<Self> {
+        Self::new(gpu, problem, sys::cudnnTensorFormat_t::CUDNN_TENSOR_NHWC, sys::cudnnMathType_t::CUDNN_TENSOR_OP_MATH, x, w, y)
+    }
+
     fn new(
         gpu: &Gpu,
         problem: &Conv2d,

@@ -429,13 +429,16 @@ fn boxed<T, B: Baseline<T> + 'static>(b: B) -> Box<dyn Baseline<T>> {
     Box::new(b)
 }
 
-/// The cuDNN configuration each input type is measured against.
+/// The cuDNN configuration each input type is measured against: 16-bit types in NHWC with
+/// tensor cores, fp32 (below) in NCHW with FMA arithmetic.
 trait CudnnBaseline: Element + cudarc::cudnn::CudnnDataType {
     /// The layout of cuDNN's input, filter and output for this type.
-    const CUDNN_LAYOUT: Layout;
+    const CUDNN_LAYOUT: Layout = Layout::Nhwc;
     /// Which graph-API engines count for this type.
-    const MATH: Math;
-    fn legacy(gpu: &Gpu, p: &Conv2d, x: &CudaSlice<Self>, w: &CudaSlice<Self>, y: &mut CudaSlice<Self>) -> Result<CudnnConv<Self>>;
+    const MATH: Math = Math::TensorCore;
+    fn legacy(gpu: &Gpu, p: &Conv2d, x: &CudaSlice<Self>, w: &CudaSlice<Self>, y: &mut CudaSlice<Self>) -> Result<CudnnConv<Self>> {
+        CudnnConv::nhwc_tensor_op(gpu, p, x, w, y)
+    }
 }
 
 impl CudnnBaseline for f32 {
@@ -446,21 +449,9 @@ impl CudnnBaseline for f32 {
     }
 }
 
-impl CudnnBaseline for half::f16 {
-    const CUDNN_LAYOUT: Layout = Layout::Nhwc;
-    const MATH: Math = Math::TensorCore;
-    fn legacy(gpu: &Gpu, p: &Conv2d, x: &CudaSlice<Self>, w: &CudaSlice<Self>, y: &mut CudaSlice<Self>) -> Result<CudnnConv<Self>> {
-        CudnnConv::fp16_nhwc(gpu, p, x, w, y)
-    }
-}
+impl CudnnBaseline for half::f16 {}
 
-impl CudnnBaseline for half::bf16 {
-    const CUDNN_LAYOUT: Layout = Layout::Nhwc;
-    const MATH: Math = Math::TensorCore;
-    fn legacy(gpu: &Gpu, p: &Conv2d, x: &CudaSlice<Self>, w: &CudaSlice<Self>, y: &mut CudaSlice<Self>) -> Result<CudnnConv<Self>> {
-        CudnnConv::bf16_nhwc(gpu, p, x, w, y)
-    }
-}
+impl CudnnBaseline for half::bf16 {}
 
 /// Today's date (UTC) as YYYY-MM-DD, for the results table.
 pub fn today() -> String {
