@@ -31,7 +31,7 @@ fn run() -> convrs::Result<()> {
     let predicted = choice.estimate().map_or(f64::NAN, |e| e.total_us());
     println!("{p}\non {}: auto picks {} (predicted {predicted:.1} us)", gpu.info().name, choice.pick);
 
-    let mut conv = Prepared::new(&gpu, Algorithm::Auto, &p, &x, &w)?;
+    let mut conv: Prepared<f32> = Prepared::new(&gpu, Algorithm::Auto, &p, &x, &w)?;
     conv.poison_output(&gpu)?;
     conv.enqueue(&gpu)?;
     gpu.synchronize()?;

@@ -40,7 +40,8 @@ fn run() -> convrs::Result<()> {
     for (i, (name, p)) in layers.iter().enumerate() {
         let x = Tensor::random(p.input_shape(), Layout::Nchw, 10 + i as u64)?.map(f16::from_f32).to_layout(Layout::Nhwc)?;
         let w = Tensor::random(p.filter_shape(), Layout::Nchw, 20 + i as u64)?.map(f16::from_f32).to_layout(Layout::Nhwc)?;
-        let mut conv = Prepared::new(&gpu, Algorithm::Auto, p, &x, &w)?;
+        // fp16 outputs, like cuDNN's beside it.
+        let mut conv: Prepared<f16> = Prepared::new(&gpu, Algorithm::Auto, p, &x, &w)?;
         conv.poison_output(&gpu)?;
         conv.enqueue(&gpu)?;
         gpu.synchronize()?;
@@ -65,7 +66,7 @@ fn run() -> convrs::Result<()> {
             None => ("n/a".into(), "n/a".into()),
         };
         println!("| {name} | {} | {ours:.4} | {cudnn_cell} | {ratio} | {:.1e} |", conv.algorithm(), check.rel_l2_err);
-        if !check.passes(convrs::bench::FP16_REL_L2_TOLERANCE) {
+        if !check.passes(convrs::bench::tolerance(convrs::DType::F16, convrs::DType::F16)) {
             return Err(convrs::Error::InvalidArgument(format!("{name}: the result failed its check: {check}")));
         }
     }

@@ -112,8 +112,9 @@ impl FromStr for Algorithm {
 }
 
 /// The `i32` geometry every kernel takes after its pointers, in the argument order of
-/// [`ConvShape`] (the kernels declare their parameters from the same definition).
-pub(crate) fn shape_args(p: &Conv2d) -> [i32; ConvShape::LEN] {
+/// [`ConvShape`] (the kernels declare their parameters from the same definition), for an output
+/// of element type `out`.
+pub(crate) fn shape_args(p: &Conv2d, out: DType) -> [i32; ConvShape::LEN] {
     let (out_h, out_w) = p.output_hw();
     // validate() has bounded every one of these by i32::MAX.
     let i = |v: usize| v as i32;
@@ -133,22 +134,28 @@ pub(crate) fn shape_args(p: &Conv2d) -> [i32; ConvShape::LEN] {
         stride_w: i(p.stride.1),
         dil_h: i(p.dilation.0),
         dil_w: i(p.dilation.1),
+        y_bits: 8 * out.size() as i32,
     }
     .to_args()
 }
 
 /// Enqueues `plan`'s kernel on buffers already on the device, in the layouts of
 /// [`Algorithm::layouts`] (asynchronous: call [`Gpu::synchronize`] before reading `output`).
-/// The plan comes from [`Algorithm::plan`]; `T` must be the plan's input type.
-pub fn launch<T: Element>(gpu: &Gpu, plan: &LaunchPlan, problem: &Conv2d, input: &CudaSlice<T>, filter: &CudaSlice<T>, output: &mut CudaSlice<f32>) -> Result<()> {
+/// The plan comes from [`Algorithm::plan`] (fp32 output) or
+/// [`crate::registry::KernelDesc::plan_writing`]; `T` must be the plan's input type and `O` its
+/// output type.
+pub fn launch<T: Element, O: Element>(gpu: &Gpu, plan: &LaunchPlan, problem: &Conv2d, input: &CudaSlice<T>, filter: &CudaSlice<T>, output: &mut CudaSlice<O>) -> Result<()> {
     if T::DTYPE != plan.dtype {
         return Err(Error::InvalidArgument(format!("{} reads {} inputs but {} buffers were given", plan.kernel, plan.dtype, T::DTYPE)));
+    }
+    if O::DTYPE != plan.out_dtype {
+        return Err(Error::InvalidArgument(format!("{} is planned to write {} outputs but a {} buffer was given", plan.kernel, plan.out_dtype, O::DTYPE)));
     }
     check_len("input", problem.input_len(), input.len())?;
     check_len("filter", problem.filter_len(), filter.len())?;
     check_len("output", problem.output_len(), output.len())?;
     let f = gpu.function(plan.kernel, plan.shared_bytes)?;
-    let args = shape_args(problem);
+    let args = shape_args(problem, plan.out_dtype);
     let cfg = LaunchConfig { grid_dim: plan.grid, block_dim: plan.block, shared_mem_bytes: plan.shared_bytes };
     let mut b = gpu.stream().launch_builder(&f);
     b.arg(input).arg(filter).arg(output);
@@ -165,12 +172,15 @@ fn check_len(tensor: &'static str, expected: usize, got: usize) -> Result<()> {
     if expected == got { Ok(()) } else { Err(Error::BufferSize { tensor, expected, got }) }
 }
 
-/// Runs `algo` on host tensors and returns the output (NKPQ, i.e. [`Layout::Nchw`], fp32).
+/// Runs `algo` on host tensors and returns the output (NKPQ, i.e. [`Layout::Nchw`]) in the
+/// input's element type: fp32 for fp32 data; for fp16 or bf16 data the tensor-core kernels
+/// accumulate in fp32 and round each output to the input's type ([`conv2d_to`] returns fp32
+/// instead).
 ///
 /// [`Algorithm::Auto`] picks the kernel with the lowest predicted time for `T` and the input's
 /// layout. Inputs in another layout than the kernel's are converted first. `T` is `f32` for the
 /// direct and tiled families and [`half::f16`] for the tensor-core family
-/// ([`Algorithm::dtype`]); a mismatch is an error. The output buffer is poisoned with NaN before the launch, so an element the kernel
+/// or [`half::bf16`] for the tensor-core family ([`Algorithm::dtype`]); a mismatch is an error. The output buffer is poisoned with NaN before the launch, so an element the kernel
 /// failed to write cannot pass for a result.
 ///
 /// ```no_run
@@ -183,9 +193,26 @@ fn check_len(tensor: &'static str, expected: usize, got: usize) -> Result<()> {
 /// assert_eq!(y.dims(), problem.output_shape());
 /// # Ok::<(), convrs::Error>(())
 /// ```
-pub fn conv2d<T: Element>(gpu: &Gpu, algo: Algorithm, problem: &Conv2d, input: &Tensor<T>, filter: &Tensor<T>) -> Result<Tensor<f32>> {
+pub fn conv2d<T: Element>(gpu: &Gpu, algo: Algorithm, problem: &Conv2d, input: &Tensor<T>, filter: &Tensor<T>) -> Result<Tensor<T>> {
+    conv2d_to::<T, T>(gpu, algo, problem, input, filter)
+}
+
+/// [`conv2d`] with the output in element type `O`: the input's type `T`, or `f32` (the fp32
+/// accumulators unrounded; what every kernel can write). Any other `O` is an error.
+///
+/// ```no_run
+/// use convrs::{conv2d_to, Algorithm, Conv2d, Gpu, Layout, Tensor};
+/// use half::f16;
+/// let gpu = Gpu::new(0)?;
+/// let problem = Conv2d::new(8, 64, 28, 28, 64, 3, 3).with_pad(1);
+/// let x = Tensor::random(problem.input_shape(), Layout::Nhwc, 1)?.map(f16::from_f32);
+/// let w = Tensor::random(problem.filter_shape(), Layout::Nhwc, 2)?.map(f16::from_f32);
+/// let y: Tensor<f32> = conv2d_to(&gpu, Algorithm::Auto, &problem, &x, &w)?; // fp16 in, fp32 out
+/// # Ok::<(), convrs::Error>(())
+/// ```
+pub fn conv2d_to<T: Element, O: Element>(gpu: &Gpu, algo: Algorithm, problem: &Conv2d, input: &Tensor<T>, filter: &Tensor<T>) -> Result<Tensor<O>> {
     use crate::prepared::{Prepared, Runnable};
-    let mut run = Prepared::new(gpu, algo, problem, input, filter)?;
+    let mut run = Prepared::<T, O>::new(gpu, algo, problem, input, filter)?;
     run.poison_output(gpu)?;
     run.enqueue(gpu)?;
     gpu.synchronize()?;
@@ -210,6 +237,7 @@ mod tests {
     fn shape_args_follow_the_kernel_order() {
         let p = Conv2d::new(2, 3, 10, 12, 4, 3, 5).with_pad(1).with_stride(2).with_dilation(1);
         // P = (10 + 2 - 2 - 1)/2 + 1 = 5; Q = (12 + 2 - 4 - 1)/2 + 1 = 5.
-        assert_eq!(shape_args(&p), [2, 3, 10, 12, 4, 3, 5, 5, 5, 1, 1, 2, 2, 1, 1]);
+        assert_eq!(shape_args(&p, DType::F32), [2, 3, 10, 12, 4, 3, 5, 5, 5, 1, 1, 2, 2, 1, 1, 32]);
+        assert_eq!(shape_args(&p, DType::BF16)[15], 16);
     }
 }

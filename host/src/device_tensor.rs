@@ -4,14 +4,15 @@
 //! output back to the caller's by the `relayout` transform kernels, written in Rust like the rest.
 //!
 //! ```no_run
-//! use convrs::device_tensor::{conv2d_device, DeviceTensor};
+//! use convrs::device_tensor::{conv2d_device, conv2d_device_to, DeviceTensor};
 //! use convrs::{Algorithm, Conv2d, Gpu, Layout, Tensor};
 //! let gpu = Gpu::new(0)?;
 //! let p = Conv2d::new(8, 3, 224, 224, 64, 7, 7).with_pad(3).with_stride(2);
 //! let x = DeviceTensor::upload(&gpu, &Tensor::random(p.input_shape(), Layout::Nchw, 1)?.map(half::f16::from_f32))?;
 //! let w = DeviceTensor::upload(&gpu, &Tensor::random(p.filter_shape(), Layout::Nchw, 2)?.map(half::f16::from_f32))?;
-//! let y = conv2d_device(&gpu, Algorithm::Auto, &p, &x, &w, Layout::Nchw)?; // fp32, NCHW, on the device
+//! let y = conv2d_device(&gpu, Algorithm::Auto, &p, &x, &w, Layout::Nchw)?; // fp16, NCHW, on the device
 //! assert_eq!(y.dims(), p.output_shape());
+//! let y32: DeviceTensor<f32> = conv2d_device_to(&gpu, Algorithm::Auto, &p, &x, &w, Layout::Nhwc)?; // fp32 on request
 //! # Ok::<(), convrs::Error>(())
 //! ```
 
@@ -128,9 +129,16 @@ pub fn relayout_args(src_dims: [usize; 4], src: Layout, dst_dims: [usize; 4], ds
 }
 
 /// Runs `algo` on device tensors: input and filter in the layout the caller holds (the same one
-/// for both), output in `out_layout`, fp32. [`Algorithm::Auto`] picks among the kernels whose
-/// layouts the transforms reach (not the blocked NHWC16n16c ones yet), conversions priced.
-pub fn conv2d_device<T: Element>(gpu: &Gpu, algo: Algorithm, problem: &Conv2d, input: &DeviceTensor<T>, filter: &DeviceTensor<T>, out_layout: Layout) -> Result<DeviceTensor<f32>> {
+/// for both), output in `out_layout` and in the input's element type (a tensor-core kernel rounds
+/// its fp32 accumulators to it). [`Algorithm::Auto`] picks among the kernels whose layouts the
+/// transforms reach (not the blocked NHWC16n16c ones yet), conversions priced.
+pub fn conv2d_device<T: Element>(gpu: &Gpu, algo: Algorithm, problem: &Conv2d, input: &DeviceTensor<T>, filter: &DeviceTensor<T>, out_layout: Layout) -> Result<DeviceTensor<T>> {
+    conv2d_device_to::<T, T>(gpu, algo, problem, input, filter, out_layout)
+}
+
+/// [`conv2d_device`] with the output in element type `O`: the input's type or `f32` (the
+/// accumulators unrounded); any other `O` is an error.
+pub fn conv2d_device_to<T: Element, O: Element>(gpu: &Gpu, algo: Algorithm, problem: &Conv2d, input: &DeviceTensor<T>, filter: &DeviceTensor<T>, out_layout: Layout) -> Result<DeviceTensor<O>> {
     problem.validate()?;
     if input.dims != problem.input_shape() || filter.dims != problem.filter_shape() {
         return Err(Error::InvalidArgument(format!(
@@ -153,7 +161,7 @@ pub fn conv2d_device<T: Element>(gpu: &Gpu, algo: Algorithm, problem: &Conv2d, i
     let run = kernel.run_problem(problem);
     let x = input.relayout(gpu, run.input_shape(), kernel.layouts.0)?;
     let w = filter.relayout(gpu, run.filter_shape(), kernel.layouts.1)?;
-    let mut prepared = Prepared::from_device(gpu, kernel.algorithm, problem, x.into_data(), w.into_data())?;
+    let mut prepared = Prepared::<T, O>::from_device(gpu, kernel.algorithm, problem, x.into_data(), w.into_data())?;
     prepared.poison_output(gpu)?;
     prepared.enqueue(gpu)?;
     let y = DeviceTensor::from_slice(prepared.into_output(), run.output_shape(), kernel.layouts.2)?;

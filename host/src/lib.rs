@@ -62,7 +62,7 @@ pub mod ptx;
 pub mod timing;
 pub mod tune;
 
-pub use algorithm::{conv2d, launch, Algorithm};
+pub use algorithm::{conv2d, conv2d_to, launch, Algorithm};
 pub use dtype::{DType, Element};
 pub use error::{Error, Result};
 pub use device::DeviceModel;

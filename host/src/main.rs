@@ -59,6 +59,10 @@ enum Command {
         /// Seed of the random input data.
         #[arg(long, default_value_t = 1)]
         seed: u64,
+        /// Write fp32 outputs (the accumulators unrounded) instead of the input's type; only
+        /// changes fp16/bf16 runs, whose outputs are otherwise rounded to fp16/bf16.
+        #[arg(long)]
+        f32_out: bool,
     },
     /// Every kernel's predicted time for a problem (layout conversions included), why each refused
     /// one refused, and the automatic choice; works without a GPU through built-in device models.
@@ -178,7 +182,7 @@ fn main() -> ExitCode {
             }
             Ok(Outcome::Passed)
         }
-        Command::Run { algo, dtype, layout, tune, shape, runs, seed } => run(cli.device, algo, dtype, layout, tune, &shape, runs, seed),
+        Command::Run { algo, dtype, layout, tune, shape, runs, seed, f32_out } => run(cli.device, algo, dtype, layout, tune, &shape, runs, seed, f32_out),
         Command::Explain { shape, dtype, layout, device_model } => explain(cli.device, &shape, dtype, layout, device_model.as_deref()),
         Command::Bench { suites, shapes, geometry, algos, dtypes, all_kernels, pytorch, runs, warmup, search_seconds, seed, json, plot } => {
             if algos.contains(&Algorithm::Auto) {
@@ -236,7 +240,7 @@ fn info(device: usize) -> convrs::Result<Outcome> {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn run(device: usize, algo: Algorithm, dtype: DType, layout: Layout, tune: bool, s: &ShapeArgs, runs: usize, seed: u64) -> convrs::Result<Outcome> {
+fn run(device: usize, algo: Algorithm, dtype: DType, layout: Layout, tune: bool, s: &ShapeArgs, runs: usize, seed: u64, f32_out: bool) -> convrs::Result<Outcome> {
     let p = problem(&s.shape, &s.geometry)?;
     let gpu = Gpu::new(device)?;
     let algo = if tune {
@@ -258,9 +262,11 @@ fn run(device: usize, algo: Algorithm, dtype: DType, layout: Layout, tune: bool,
         algo
     };
     match algo.dtype() {
-        Some(DType::F32) => run_typed::<f32>(&gpu, algo, &p, runs, seed),
-        Some(DType::F16) => run_typed::<half::f16>(&gpu, algo, &p, runs, seed),
-        Some(DType::BF16) => run_typed::<half::bf16>(&gpu, algo, &p, runs, seed),
+        Some(DType::F32) => run_typed::<f32, f32>(&gpu, algo, &p, runs, seed),
+        Some(DType::F16) if f32_out => run_typed::<half::f16, f32>(&gpu, algo, &p, runs, seed),
+        Some(DType::F16) => run_typed::<half::f16, half::f16>(&gpu, algo, &p, runs, seed),
+        Some(DType::BF16) if f32_out => run_typed::<half::bf16, f32>(&gpu, algo, &p, runs, seed),
+        Some(DType::BF16) => run_typed::<half::bf16, half::bf16>(&gpu, algo, &p, runs, seed),
         None => Err(convrs::Error::InvalidArgument("no kernel chosen".into())),
     }
 }
@@ -305,14 +311,14 @@ fn explain(device: usize, s: &ShapeArgs, dtype: DType, layout: Layout, model: Op
     }
 }
 
-fn run_typed<T: Element>(gpu: &Gpu, algo: Algorithm, p: &Conv2d, runs: usize, seed: u64) -> convrs::Result<Outcome> {
+fn run_typed<T: Element, O: Element>(gpu: &Gpu, algo: Algorithm, p: &Conv2d, runs: usize, seed: u64) -> convrs::Result<Outcome> {
     let x = Tensor::random(p.input_shape(), Layout::Nchw, seed)?.map(T::from_f32);
     let w = Tensor::random(p.filter_shape(), Layout::Nchw, seed.wrapping_add(1))?.map(T::from_f32);
     // One upload: the checked run and the timed runs share the prepared operands.
-    let mut prepared = Prepared::new(gpu, algo, p, &x, &w)?;
+    let mut prepared = Prepared::<T, O>::new(gpu, algo, p, &x, &w)?;
     let plan = *prepared.plan();
     println!("{p}");
-    println!("{algo} ({}) on {}: {} grid {:?}, block {:?}, {} B shared memory, predicted {:.1} us", T::DTYPE, gpu.info().name, plan.kernel, plan.grid, plan.block, plan.shared_bytes, plan.predicted_us);
+    println!("{algo} ({} in, {} out) on {}: {} grid {:?}, block {:?}, {} B shared memory, predicted {:.1} us", T::DTYPE, O::DTYPE, gpu.info().name, plan.kernel, plan.grid, plan.block, plan.shared_bytes, plan.predicted_us);
     if prepared.run_problem() != p {
         let r = prepared.run_problem();
         println!("runs zero-padded to N={} C={} K={} (the kernel needs multiples; the padding is dropped from the output)", r.n, r.c, r.k);
@@ -325,11 +331,11 @@ fn run_typed<T: Element>(gpu: &Gpu, algo: Algorithm, p: &Conv2d, runs: usize, se
     let reference = conv2d_cpu(p, &x, &w)?;
     let check = compare(y.data(), reference.data());
     let t = time_runs(gpu, TimingConfig { warmup: 3, runs: runs.max(1) }, |_| prepared.enqueue(gpu))?;
-    let tol = bench::tolerance(T::DTYPE);
+    let tol = bench::tolerance(T::DTYPE, O::DTYPE);
     println!("time      {:.4} ms (median of {} runs; min {:.4}, max {:.4})", t.median_ms, t.runs, t.min_ms, t.max_ms);
     println!("speed     {:.2} TFLOP/s", p.flops() / (t.median_ms * 1e-3) / 1e12);
     println!("max abs   {:.3e}", check.max_abs_err);
-    println!("rel L2    {:.3e} (tolerance {tol:.0e})", check.rel_l2_err);
+    println!("rel L2    {:.3e} (tolerance {tol:.1e})", check.rel_l2_err);
     println!("worst at  {} (non-finite outputs: {})", check.worst_index, check.non_finite);
     let ok = check.passes(tol);
     println!("check     {}", if ok { "PASSED" } else { "FAILED" });

@@ -18,8 +18,12 @@ pub struct LaunchPlan {
     pub block: (u32, u32, u32),
     /// Dynamic shared memory bytes per block.
     pub shared_bytes: u32,
-    /// The element type of the input and filter buffers the kernel reads (outputs are fp32).
+    /// The element type of the input and filter buffers the kernel reads.
     pub dtype: DType,
+    /// The element type of the output it writes: fp32 from every plan function;
+    /// [`crate::registry::KernelDesc::plan_writing`] sets another the kernel can write (the
+    /// tensor-core kernels round to their input's 16-bit type).
+    pub out_dtype: DType,
     /// The plan's cost model's prediction of the kernel's time on the device, microseconds (the
     /// unit every family answers in, so predictions compare across families).
     pub predicted_us: f64,

@@ -9,11 +9,12 @@
 //! let p = Conv2d::new(8, 64, 56, 56, 64, 3, 3).with_pad(1);
 //! let x = Tensor::random(p.input_shape(), Layout::Nchw, 1)?;
 //! let w = Tensor::random(p.filter_shape(), Layout::Nchw, 2)?;
-//! let mut run = Prepared::new(&gpu, Algorithm::Auto, &p, &x, &w)?; // plans, converts, uploads once
+//! // Plans, converts, uploads once; the output type is the input's (f32 here).
+//! let mut run: Prepared<f32> = Prepared::new(&gpu, Algorithm::Auto, &p, &x, &w)?;
 //! for _ in 0..10 {
 //!     run.enqueue(&gpu)?;
 //! }
-//! let y = run.output(&gpu)?; // NCHW fp32, after the stream drains
+//! let y = run.output(&gpu)?; // NCHW, after the stream drains
 //! # Ok::<(), convrs::Error>(())
 //! ```
 
@@ -35,8 +36,10 @@ pub trait Runnable {
     fn output_nchw(&self, gpu: &Gpu) -> Result<Vec<f64>>;
 }
 
-/// A kernel's plan and its operands on the device.
-pub struct Prepared<T: Element> {
+/// A kernel's plan and its operands on the device: input and filter of element type `T`, output
+/// of `O`, by default the input's type (a tensor-core kernel rounds its fp32 accumulators to it);
+/// `Prepared<T, f32>` asks for fp32 outputs, which every kernel can write.
+pub struct Prepared<T: Element, O: Element = T> {
     kernel: &'static KernelDesc,
     plan: LaunchPlan,
     /// The caller's problem.
@@ -45,10 +48,10 @@ pub struct Prepared<T: Element> {
     run: Conv2d,
     x: CudaSlice<T>,
     w: CudaSlice<T>,
-    y: CudaSlice<f32>,
+    y: CudaSlice<O>,
 }
 
-impl<T: Element> Prepared<T> {
+impl<T: Element, O: Element> Prepared<T, O> {
     /// Validates, resolves [`Algorithm::Auto`] (for `T` and the input's layout), plans, converts
     /// the host tensors to the kernel's layouts and uploads them. A kernel that needs N, C or K to
     /// be multiples (the tensor-core kernels) gets the tensors zero-padded to them
@@ -68,7 +71,7 @@ impl<T: Element> Prepared<T> {
         }
         let run = kernel.run_problem(problem);
         run.validate()?;
-        run.check_device_memory(T::DTYPE.size(), 4, gpu.info().free_memory_bytes)?;
+        run.check_device_memory(T::DTYPE.size(), O::DTYPE.size(), gpu.info().free_memory_bytes)?;
         let (in_layout, filter_layout, _) = kernel.layouts;
         let (x, w) = (input.zero_padded(run.input_shape(), in_layout)?, filter.zero_padded(run.filter_shape(), filter_layout)?);
         Self::from_device(gpu, algo, problem, gpu.upload(x.data())?, gpu.upload(w.data())?)
@@ -81,14 +84,14 @@ impl<T: Element> Prepared<T> {
     pub fn from_device(gpu: &Gpu, algo: Algorithm, problem: &Conv2d, x: CudaSlice<T>, w: CudaSlice<T>) -> Result<Self> {
         let kernel = kernel_for::<T>(algo)?;
         let run = kernel.run_problem(problem);
-        let plan = (kernel.plan)(&run, gpu.model())?;
+        let plan = kernel.plan_writing(&run, gpu.model(), O::DTYPE)?;
         if x.len() != run.input_len() {
             return Err(Error::BufferSize { tensor: "input", expected: run.input_len(), got: x.len() });
         }
         if w.len() != run.filter_len() {
             return Err(Error::BufferSize { tensor: "filter", expected: run.filter_len(), got: w.len() });
         }
-        let y = gpu.alloc_zeros::<f32>(run.output_len())?;
+        let y = gpu.alloc_zeros::<O>(run.output_len())?;
         Ok(Prepared { kernel, plan, problem: *problem, run, x, w, y })
     }
 
@@ -107,12 +110,12 @@ impl<T: Element> Prepared<T> {
 
     /// The output buffer on the device: the run problem's output in the kernel's output layout
     /// (see [`Prepared::run_problem`]), padding included.
-    pub fn into_output(self) -> CudaSlice<f32> {
+    pub fn into_output(self) -> CudaSlice<O> {
         self.y
     }
 
     /// The output as a host tensor in NCHW, padding dropped (waits for the stream).
-    pub fn output(&self, gpu: &Gpu) -> Result<Tensor<f32>> {
+    pub fn output(&self, gpu: &Gpu) -> Result<Tensor<O>> {
         let y = Tensor::new(self.run.output_shape(), self.kernel.layouts.2, gpu.download(&self.y)?)?;
         if self.run == self.problem { y.to_layout(Layout::Nchw) } else { y.cropped(self.problem.output_shape(), Layout::Nchw) }
     }
@@ -127,7 +130,7 @@ fn kernel_for<T: Element>(algo: Algorithm) -> Result<&'static KernelDesc> {
     Ok(kernel)
 }
 
-impl<T: Element> Runnable for Prepared<T> {
+impl<T: Element, O: Element> Runnable for Prepared<T, O> {
     fn name(&self) -> String {
         format!("{} ({})", self.kernel.name, self.plan.kernel)
     }
@@ -141,11 +144,11 @@ impl<T: Element> Runnable for Prepared<T> {
     }
 
     fn output_nchw(&self, gpu: &Gpu) -> Result<Vec<f64>> {
-        Ok(self.output(gpu)?.data().iter().map(|&v| f64::from(v)).collect())
+        Ok(self.output(gpu)?.data().iter().map(|&v| v.into()).collect())
     }
 }
 
-impl<T: Element> Prepared<T> {
+impl<T: Element, O: Element> Prepared<T, O> {
     /// Gives the device operands back (to prepare another kernel on the same layouts).
     pub fn into_operands(self) -> (CudaSlice<T>, CudaSlice<T>) {
         (self.x, self.w)

@@ -42,8 +42,12 @@ pub struct KernelDesc {
     pub family: Family,
     /// One line for `convrs list` and `explain`.
     pub summary: &'static str,
-    /// The element type of the input and filter it reads (it writes fp32).
+    /// The element type of the input and filter it reads.
     pub dtype: DType,
+    /// The element types of the output it can write, the default first: fp32 for the fp32
+    /// kernels; the input's own 16-bit type (rounded from the fp32 accumulators), or fp32 on
+    /// request, for the tensor-core kernels.
+    pub outputs: &'static [DType],
     /// The layouts of (input, filter, output) it reads and writes; filters use the (K, C, R, S)
     /// reading of [`Layout`].
     pub layouts: (Layout, Layout, Layout),
@@ -54,6 +58,26 @@ pub struct KernelDesc {
 }
 
 impl KernelDesc {
+    /// [`KernelDesc::plan`] for writing `out`, one of [`KernelDesc::outputs`] (the cost
+    /// models do not price the output's width: the mainloop dominates every timed shape).
+    ///
+    /// ```
+    /// use convrs::registry::by_name;
+    /// use convrs::{Conv2d, DType, DeviceModel};
+    /// let (k, d) = (by_name("wmma_nhwc").unwrap(), DeviceModel::named("h100")?);
+    /// let p = Conv2d::new(8, 64, 28, 28, 64, 3, 3).with_pad(1);
+    /// assert_eq!(k.plan_writing(&p, &d, DType::F16)?.out_dtype, DType::F16);
+    /// assert!(k.plan_writing(&p, &d, DType::BF16).is_err()); // an fp16 kernel writes fp16 or fp32
+    /// # Ok::<(), convrs::Error>(())
+    /// ```
+    pub fn plan_writing(&self, p: &Conv2d, device: &DeviceModel, out: DType) -> Result<LaunchPlan> {
+        if !self.outputs.contains(&out) {
+            let can: Vec<_> = self.outputs.iter().map(|d| d.name()).collect();
+            return Err(crate::Error::InvalidArgument(format!("{} writes {} outputs, not {out}", self.name, can.join(" or "))));
+        }
+        Ok(LaunchPlan { out_dtype: out, ..(self.plan)(p, device)? })
+    }
+
     /// The problem the kernel runs for `p`: N, C and K rounded up to its [`KernelDesc::multiples`]
     /// (the extra images and channels are zeros on the way in and dropped on the way out).
     pub fn run_problem(&self, p: &Conv2d) -> Conv2d {
@@ -126,6 +150,13 @@ mod tests {
                 assert!((k.plan)(&off, &d).is_err(), "{}: {off}", k.name);
             }
             assert_eq!((k.plan)(&ok, &d).unwrap().dtype, k.dtype, "{}", k.name);
+            // The default output is the input's type; fp32 is always available.
+            assert_eq!(k.outputs[0], k.dtype, "{}", k.name);
+            for out in [DType::F32, DType::F16, DType::BF16] {
+                let plan = k.plan_writing(&ok, &d, out);
+                assert_eq!(plan.is_ok(), out == DType::F32 || out == k.dtype, "{} writing {out}", k.name);
+                assert!(plan.is_err() || plan.unwrap().out_dtype == out);
+            }
         }
     }
 }

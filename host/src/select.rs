@@ -185,7 +185,8 @@ pub fn tune(gpu: &Gpu, problem: &Conv2d, dtype: DType, user: Layout) -> Result<T
     Ok(Tuned { pick, from_cache: false, times_us, seconds: start.elapsed().as_secs_f64() })
 }
 
-/// Median microseconds of `plan`'s kernel on random data of `problem`, the problem it was planned for.
+/// Median microseconds of `plan`'s kernel on random data of `problem`, the problem it was planned
+/// for (writing fp32, as `plan` says: the output's width is not part of the choice).
 fn time_kernel<T: Element>(gpu: &Gpu, problem: &Conv2d, plan: &LaunchPlan) -> Result<f64> {
     let x: Vec<T> = crate::random::uniform_vec_f32(problem.input_len(), 1).into_iter().map(T::from_f32).collect();
     let w: Vec<T> = crate::random::uniform_vec_f32(problem.filter_len(), 2).into_iter().map(T::from_f32).collect();

@@ -1,5 +1,5 @@
 //! The kernel argument convention: every entry point takes its buffer pointers, then the
-//! problem's geometry as 15 `i32`s in the order of [`shape_fields!`](crate::shape_fields).
+//! problem's geometry as 16 `i32`s in the order of [`shape_fields!`](crate::shape_fields).
 
 /// Calls `$callback! { $ctx... field "doc", ... }` with the fields of [`ConvShape`] in the order
 /// the kernels take them as arguments. The kernel crate's `conv_kernel!` declares one `i32`
@@ -22,7 +22,8 @@ macro_rules! shape_fields {
             stride_h "Vertical stride.",
             stride_w "Horizontal stride.",
             dil_h "Vertical dilation.",
-            dil_w "Horizontal dilation."
+            dil_w "Horizontal dilation.",
+            y_bits "Bits of one output element: 32 (fp32), or 16 (the input's own 16-bit type, rounded to nearest even from the fp32 accumulators). Only the tensor-core kernels write 16-bit outputs; the host plans every other kernel with 32, which those kernels assume."
         }
     };
 }
@@ -58,9 +59,9 @@ mod tests {
 
     #[test]
     fn arguments_follow_the_field_order() {
-        let s = ConvShape { n: 1, c: 2, h: 3, w: 4, k: 5, r: 6, s: 7, p: 8, q: 9, pad_h: 10, pad_w: 11, stride_h: 12, stride_w: 13, dil_h: 14, dil_w: 15 };
-        assert_eq!(s.to_args(), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]);
-        assert_eq!(ConvShape::LEN, 15);
+        let s = ConvShape { n: 1, c: 2, h: 3, w: 4, k: 5, r: 6, s: 7, p: 8, q: 9, pad_h: 10, pad_w: 11, stride_h: 12, stride_w: 13, dil_h: 14, dil_w: 15, y_bits: 16 };
+        assert_eq!(s.to_args(), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16]);
+        assert_eq!(ConvShape::LEN, 16);
         assert_eq!(ConvShape::NAMES[9..11], ["pad_h", "pad_w"]);
     }
 }

@@ -44,7 +44,7 @@ pub fn ptxas_or_skip(test: &str) -> Option<PathBuf> {
     }
 }
 
-use convrs::{compare, conv2d, conv2d_cpu, Algorithm, Comparison, Conv2d, DType, Gpu, Layout, Tensor};
+use convrs::{compare, conv2d, conv2d_cpu, conv2d_to, Algorithm, Comparison, Conv2d, DType, Gpu, Layout, Tensor};
 use half::f16;
 use proptest::prelude::*;
 
@@ -80,52 +80,85 @@ pub fn conv_problems_with((n_mult, c_mult, k_mult): (usize, usize, usize)) -> im
         .prop_filter("filter must fit the padded input", |(p, _)| p.validate().is_ok())
 }
 
+/// The output element type a GPU check asks of a kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Out {
+    /// The input's type (the default of `conv2d`): fp16/bf16 outputs rounded from the fp32
+    /// accumulators by the tensor-core kernels.
+    Input,
+    /// fp32 (the accumulators unrounded; what every kernel can write).
+    F32,
+}
+
+/// The relative L2 tolerance for `algo` writing `out` (`convrs::bench::tolerance`: the fp32
+/// accumulation, plus the output rounding of a 16-bit output).
+pub fn tolerance(algo: Algorithm, out: Out) -> f64 {
+    let input = algo.dtype().unwrap_or(DType::F32);
+    convrs::bench::tolerance(input, if out == Out::F32 { DType::F32 } else { input })
+}
+
 /// Runs `algo` on fresh random data (the output poisoned with NaN first, inside `conv2d`) and
-/// compares with the f64 CPU reference on the same inputs. For fp16 kernels the inputs are
-/// rounded to fp16 first and the reference sums the rounded values, so only the kernel's own
-/// arithmetic is judged.
+/// compares with the f64 CPU reference on the same inputs, the output in the input's type. For
+/// fp16/bf16 kernels the inputs are rounded first and the reference sums the rounded values, so
+/// only the kernel's own arithmetic (and its output rounding) is judged.
 pub fn gpu_vs_cpu(gpu: &Gpu, algo: Algorithm, p: &Conv2d, seed: u64) -> convrs::Result<Comparison> {
+    gpu_vs_cpu_to(gpu, algo, p, seed, Out::Input)
+}
+
+/// [`gpu_vs_cpu`] with the output in `out`.
+pub fn gpu_vs_cpu_to(gpu: &Gpu, algo: Algorithm, p: &Conv2d, seed: u64, out: Out) -> convrs::Result<Comparison> {
     let x = Tensor::random(p.input_shape(), Layout::Nchw, seed)?;
     let w = Tensor::random(p.filter_shape(), Layout::Nchw, seed ^ 0x9E37_79B9_7F4A_7C15)?;
     // `Auto` on f32 tensors: the automatic choice among the fp32 kernels.
-    let (y, reference) = match algo.dtype().unwrap_or(DType::F32) {
-        DType::F32 => (conv2d(gpu, algo, p, &x, &w)?, conv2d_cpu(p, &x, &w)?),
-        DType::F16 => {
-            let (x, w) = (x.map(f16::from_f32), w.map(f16::from_f32));
-            (conv2d(gpu, algo, p, &x, &w)?, conv2d_cpu(p, &x, &w)?)
-        }
-        DType::BF16 => {
-            let (x, w) = (x.map(half::bf16::from_f32), w.map(half::bf16::from_f32));
-            (conv2d(gpu, algo, p, &x, &w)?, conv2d_cpu(p, &x, &w)?)
-        }
-    };
-    Ok(compare(y.data(), reference.data()))
+    match algo.dtype().unwrap_or(DType::F32) {
+        DType::F32 => run_and_compare(gpu, algo, p, &x, &w, out),
+        DType::F16 => run_and_compare(gpu, algo, p, &x.map(f16::from_f32), &w.map(f16::from_f32), out),
+        DType::BF16 => run_and_compare(gpu, algo, p, &x.map(half::bf16::from_f32), &w.map(half::bf16::from_f32), out),
+    }
+}
+
+fn run_and_compare<T: convrs::Element>(gpu: &Gpu, algo: Algorithm, p: &Conv2d, x: &Tensor<T>, w: &Tensor<T>, out: Out) -> convrs::Result<Comparison> {
+    let reference = conv2d_cpu(p, x, w)?;
+    Ok(match out {
+        Out::Input => compare(conv2d(gpu, algo, p, x, w)?.data(), reference.data()),
+        Out::F32 => compare(conv2d_to::<T, f32>(gpu, algo, p, x, w)?.data(), reference.data()),
+    })
 }
 
 /// Property test: `cases` random problems (see [`conv_problems_with`], with the sizes `algo`
-/// needs) through `algo`, each within `rel_l2_tolerance` of the CPU reference with every output
-/// written. Problems the algorithm reports as unsupported are counted and must stay a minority.
-pub fn property_test_gpu(gpu: &Gpu, algo: Algorithm, cases: u32, rel_l2_tolerance: f64) {
+/// needs) through `algo`, each within [`tolerance`] of the CPU reference with every output
+/// written; the output type alternates with the case's seed (the input's type, or fp32), so a
+/// 16-bit kernel is checked writing both. Problems the algorithm reports as unsupported are
+/// counted and must stay a minority.
+pub fn property_test_gpu(gpu: &Gpu, algo: Algorithm, cases: u32) {
     use proptest::test_runner::{Config, TestRunner};
     let mut runner = TestRunner::new(Config { cases, failure_persistence: None, ..Config::default() });
     let ran = std::cell::Cell::new(0u32);
     let unsupported = std::cell::Cell::new(0u32);
+    let f32_outputs = std::cell::Cell::new(0u32);
     let result = runner.run(&conv_problems_with(size_multiples(algo)), |(p, seed)| {
-        match gpu_vs_cpu(gpu, algo, &p, seed) {
+        let out = if seed & 1 == 1 { Out::F32 } else { Out::Input };
+        match gpu_vs_cpu_to(gpu, algo, &p, seed, out) {
             Err(convrs::Error::Unsupported { .. }) => unsupported.set(unsupported.get() + 1),
-            Err(e) => return Err(TestCaseError::fail(format!("{algo} on {p}: {e}"))),
+            Err(e) => return Err(TestCaseError::fail(format!("{algo} on {p} ({out:?} output): {e}"))),
             Ok(c) => {
-                prop_assert_eq!(c.non_finite, 0, "{} on {}: {} outputs not written or not finite ({})", algo, p, c.non_finite, c);
-                prop_assert!(c.rel_l2_err <= rel_l2_tolerance, "{} on {}: {}", algo, p, c);
+                prop_assert_eq!(c.non_finite, 0, "{} on {} ({:?} output): {} outputs not written or not finite ({})", algo, p, out, c.non_finite, c);
+                prop_assert!(c.rel_l2_err <= tolerance(algo, out), "{} on {} ({:?} output): {}", algo, p, out, c);
             }
         }
         ran.set(ran.get() + 1);
+        f32_outputs.set(f32_outputs.get() + u32::from(out == Out::F32));
         Ok(())
     });
     if let Err(e) = result {
         panic!("{algo}: {e}");
     }
-    shout(&format!("{algo}: {} random problems checked on the GPU, {} unsupported", ran.get(), unsupported.get()));
+    shout(&format!(
+        "{algo}: {} random problems checked on the GPU ({} with fp32 outputs, the rest in the input's type), {} unsupported",
+        ran.get(),
+        f32_outputs.get(),
+        unsupported.get()
+    ));
     assert!(ran.get() >= cases, "only {} of {cases} cases ran", ran.get());
     assert!(unsupported.get() * 4 <= ran.get(), "{algo} refused {} of {} problems", unsupported.get(), ran.get());
 }

@@ -3,7 +3,7 @@
 //! NaN-poisoned output (fp16 channel counts that are no multiple of 8 run zero-padded); random
 //! invalid problems get errors, never a panic or a launch.
 
-use convrs::bench::{FP16_REL_L2_TOLERANCE, FP32_REL_L2_TOLERANCE};
+use convrs::bench::tolerance;
 use convrs::{compare, conv2d, conv2d_cpu, select, Algorithm, Conv2d, DType, Layout, Tensor};
 use convrs_tests::{conv_problems_with, gpu_or_skip, property_test_gpu};
 use half::f16;
@@ -13,7 +13,7 @@ use proptest::test_runner::{Config, TestRunner};
 #[test]
 fn auto_matches_cpu_on_random_fp32_problems() {
     let Some(gpu) = gpu_or_skip("auto_matches_cpu_on_random_fp32_problems") else { return };
-    property_test_gpu(&gpu, Algorithm::Auto, 48, FP32_REL_L2_TOLERANCE);
+    property_test_gpu(&gpu, Algorithm::Auto, 48);
 }
 
 #[test]
@@ -26,7 +26,7 @@ fn auto_matches_cpu_on_random_fp16_nhwc_problems() {
         let w = Tensor::random(p.filter_shape(), Layout::Nchw, seed + 1).unwrap().map(f16::from_f32).to_layout(Layout::Nhwc).unwrap();
         let y = conv2d(&gpu, Algorithm::Auto, &p, &x, &w).map_err(|e| TestCaseError::fail(format!("{p}: {e}")))?;
         let c = compare(y.data(), conv2d_cpu(&p, &x, &w).unwrap().data());
-        prop_assert!(c.passes(FP16_REL_L2_TOLERANCE), "auto ({pick}) on {p}: {c}");
+        prop_assert!(c.passes(tolerance(DType::F16, DType::F16)), "auto ({pick}) on {p}: {c}");
         Ok(())
     });
     if let Err(e) = result {
@@ -51,7 +51,7 @@ fn auto_refuses_invalid_problems_and_pads_small_channel_counts() {
     let w = Tensor::random(p.filter_shape(), Layout::Nhwc, 2).unwrap().map(f16::from_f32);
     let y = conv2d(&gpu, Algorithm::Auto, &p, &x, &w).unwrap();
     let c = compare(y.data(), conv2d_cpu(&p, &x, &w).unwrap().data());
-    assert!(c.passes(FP16_REL_L2_TOLERANCE), "{p}: {c}");
+    assert!(c.passes(tolerance(DType::F16, DType::F16)), "{p}: {c}");
 }
 
 /// Autotuning times every candidate once (padded ones on their padded problem), remembers the
@@ -72,6 +72,6 @@ fn tuning_times_once_then_answers_from_the_cache() {
     let w = Tensor::random(p.filter_shape(), Layout::Nhwc, 6).unwrap().map(f16::from_f32);
     let y = conv2d(&gpu, first.pick, &p, &x, &w).unwrap();
     let c = compare(y.data(), conv2d_cpu(&p, &x, &w).unwrap().data());
-    assert!(c.passes(FP16_REL_L2_TOLERANCE), "{}: {c}", first.pick);
+    assert!(c.passes(tolerance(DType::F16, DType::F16)), "{}: {c}", first.pick);
     std::fs::remove_dir_all(dir).ok();
 }

@@ -3,8 +3,8 @@
 //! the caller's layout matches the f64 CPU reference (NaN-poisoned kernel output), whichever
 //! kernel runs behind it and whatever layout the output is asked in.
 
-use convrs::bench::{FP16_REL_L2_TOLERANCE, FP32_REL_L2_TOLERANCE};
-use convrs::device_tensor::{conv2d_device, DeviceTensor};
+use convrs::bench::tolerance;
+use convrs::device_tensor::{conv2d_device, conv2d_device_to, DeviceTensor};
 use convrs::{compare, conv2d_cpu, Algorithm, Conv2d, Element, Gpu, Layout, Tensor};
 use convrs_tests::gpu_or_skip;
 use half::{bf16, f16};
@@ -30,15 +30,16 @@ fn relayout_round_trips_exactly() {
     }
 }
 
-fn check<T: Element>(gpu: &Gpu, algo: Algorithm, p: &Conv2d, user: Layout, out: Layout, tol: f64, seed: u64) {
+/// `conv2d_device` writing `O` (the input's type or fp32) against the CPU reference.
+fn check<T: Element, O: Element>(gpu: &Gpu, algo: Algorithm, p: &Conv2d, user: Layout, out: Layout, seed: u64) {
     let x = Tensor::random(p.input_shape(), Layout::Nchw, seed).unwrap().map(T::from_f32).to_layout(user).unwrap();
     let w = Tensor::random(p.filter_shape(), Layout::Nchw, seed + 1).unwrap().map(T::from_f32).to_layout(user).unwrap();
     let (dx, dw) = (DeviceTensor::upload(gpu, &x).unwrap(), DeviceTensor::upload(gpu, &w).unwrap());
-    let y = conv2d_device(gpu, algo, p, &dx, &dw, out).unwrap_or_else(|e| panic!("{algo} on {p}: {e}"));
+    let y = conv2d_device_to::<T, O>(gpu, algo, p, &dx, &dw, out).unwrap_or_else(|e| panic!("{algo} on {p}: {e}"));
     assert_eq!((y.dims(), y.layout()), (p.output_shape(), out));
     let got = y.download(gpu).unwrap().to_layout(Layout::Nchw).unwrap();
     let c = compare(got.data(), conv2d_cpu(p, &x, &w).unwrap().data());
-    assert!(c.passes(tol), "{algo} on {p} ({user} -> {out}): {c}");
+    assert!(c.passes(tolerance(T::DTYPE, O::DTYPE)), "{algo} on {p} ({user} -> {out}, {} output): {c}", O::DTYPE);
 }
 
 #[test]
@@ -48,11 +49,14 @@ fn conv2d_on_device_tensors_matches_cpu() {
     let q = Conv2d::new(4, 16, 12, 10, 24, 3, 3).with_pad(1);
     for (i, user) in PLAIN.into_iter().enumerate() {
         let out = PLAIN[(i + 1) % 3];
-        check::<f32>(&gpu, Algorithm::Auto, &p, user, out, FP32_REL_L2_TOLERANCE, 10 + i as u64);
-        check::<f32>(&gpu, Algorithm::TiledHwcn, &q, user, out, FP32_REL_L2_TOLERANCE, 20 + i as u64);
-        // C = 5, K = 7: the tensor-core kernel runs it padded to 8 channels, on the device.
-        check::<f16>(&gpu, Algorithm::Auto, &p, user, out, FP16_REL_L2_TOLERANCE, 30 + i as u64);
-        check::<bf16>(&gpu, Algorithm::Auto, &q, user, out, FP16_REL_L2_TOLERANCE, 40 + i as u64);
+        check::<f32, f32>(&gpu, Algorithm::Auto, &p, user, out, 10 + i as u64);
+        check::<f32, f32>(&gpu, Algorithm::TiledHwcn, &q, user, out, 20 + i as u64);
+        // C = 5, K = 7: the tensor-core kernel runs it padded to 8 channels, on the device; the
+        // output in the input's type (the default) and in fp32.
+        check::<f16, f16>(&gpu, Algorithm::Auto, &p, user, out, 30 + i as u64);
+        check::<f16, f32>(&gpu, Algorithm::Auto, &p, user, out, 35 + i as u64);
+        check::<bf16, bf16>(&gpu, Algorithm::Auto, &q, user, out, 40 + i as u64);
+        check::<bf16, f32>(&gpu, Algorithm::Auto, &q, user, out, 45 + i as u64);
     }
 }
 
@@ -63,5 +67,8 @@ fn blocked_kernels_say_they_need_host_tensors() {
     let x = DeviceTensor::upload(&gpu, &Tensor::random(p.input_shape(), Layout::Nhwc, 1).unwrap().map(f16::from_f32)).unwrap();
     let w = DeviceTensor::upload(&gpu, &Tensor::random(p.filter_shape(), Layout::Nhwc, 2).unwrap().map(f16::from_f32)).unwrap();
     let e = conv2d_device(&gpu, Algorithm::WmmaNhwcnc, &p, &x, &w, Layout::Nhwc).err().expect("refused");
+    // An output type the kernel cannot write is refused, not converted.
+    let e2 = conv2d_device_to::<f16, bf16>(&gpu, Algorithm::WmmaNhwc, &p, &x, &w, Layout::Nhwc).err().expect("refused");
+    assert!(e2.to_string().contains("writes fp16 or fp32 outputs, not bf16"), "{e2}");
     assert!(e.to_string().contains("blocked"), "{e}");
 }

@@ -13,13 +13,13 @@ const CASES: u32 = 96;
 #[test]
 fn direct_naive_matches_cpu_on_random_problems() {
     let Some(gpu) = gpu_or_skip("direct_naive_matches_cpu_on_random_problems") else { return };
-    property_test_gpu(&gpu, Algorithm::DirectNaive, CASES, TOL);
+    property_test_gpu(&gpu, Algorithm::DirectNaive, CASES);
 }
 
 #[test]
 fn direct_smem_matches_cpu_on_random_problems() {
     let Some(gpu) = gpu_or_skip("direct_smem_matches_cpu_on_random_problems") else { return };
-    property_test_gpu(&gpu, Algorithm::DirectSmem, CASES, TOL);
+    property_test_gpu(&gpu, Algorithm::DirectSmem, CASES);
 }
 
 /// The shapes the issue names, and the corners a random draw may miss.

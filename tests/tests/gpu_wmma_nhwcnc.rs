@@ -1,19 +1,18 @@
-//! GPU tests of `wmma_nhwcnc` (tensor cores on the blocked NHWC16n16c layouts, fp16 in, fp32
-//! out) against the f64 CPU reference on the same fp16-rounded inputs. Every tile entry runs in
+//! GPU tests of `wmma_nhwcnc` (tensor cores on the blocked NHWC16n16c layouts, fp16 in, fp16 or
+//! fp32 out) against the f64 CPU reference on the same fp16-rounded inputs. Every tile entry runs in
 //! gpu_wmma_nhwc.rs's `wmma_every_tile_matches_cpu` (the two algorithms share the kernel).
 //! Without a GPU each test announces that it was skipped (see `convrs_tests::gpu_or_skip`).
 
-use convrs::bench::FP16_REL_L2_TOLERANCE as TOL;
 use convrs::DeviceModel;
 use convrs::{Algorithm, Conv2d, Error};
-use convrs_tests::{gpu_or_skip, gpu_vs_cpu, property_test_gpu};
+use convrs_tests::{gpu_or_skip, gpu_vs_cpu_to, property_test_gpu, tolerance, Out};
 
 const ALGO: Algorithm = Algorithm::WmmaNhwcnc;
 
 #[test]
 fn wmma_nhwcnc_matches_cpu_on_random_problems() {
     let Some(gpu) = gpu_or_skip("wmma_nhwcnc_matches_cpu_on_random_problems") else { return };
-    property_test_gpu(&gpu, ALGO, 64, TOL);
+    property_test_gpu(&gpu, ALGO, 64);
 }
 
 /// The shapes at small batch, and the corners a random draw may miss: ragged edge tiles
@@ -39,10 +38,12 @@ fn wmma_nhwcnc_matches_cpu_on_named_shapes() {
         Conv2d::new(32, 32, 28, 28, 96, 3, 3).with_pad(1),    // C = 32: half-empty 64-channel k-tiles
         Conv2d::new(16, 96, 9, 9, 512, 3, 3).with_pad(1),     // C = 96: 1.5 k-tiles of 64 per tap
     ];
-    for p in &shapes {
-        let c = gpu_vs_cpu(&gpu, ALGO, p, 7).unwrap_or_else(|e| panic!("{ALGO} on {p}: {e}"));
-        assert_eq!(c.non_finite, 0, "{ALGO} on {p}: {c}");
-        assert!(c.rel_l2_err <= TOL, "{ALGO} on {p}: {c}");
+    for (i, p) in shapes.iter().enumerate() {
+        // Both output types, alternating over the shapes.
+        let out = if i % 2 == 1 { Out::F32 } else { Out::Input };
+        let c = gpu_vs_cpu_to(&gpu, ALGO, p, 7, out).unwrap_or_else(|e| panic!("{ALGO} on {p} ({out:?} output): {e}"));
+        assert_eq!(c.non_finite, 0, "{ALGO} on {p} ({out:?} output): {c}");
+        assert!(c.rel_l2_err <= tolerance(ALGO, out), "{ALGO} on {p} ({out:?} output): {c}");
     }
 }
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (made by `cargo xtask gpu-bundle`; no Rust toolchain needed there).
 # Steps (env STEPS, default all): tests    - every test binary, GPU tests required to run;
-#                                 sanitize - each kernel once under compute-sanitizer memcheck and racecheck;
+#                                 sanitize - each kernel (or SANITIZE_ALGOS) on 8 shapes under compute-sanitizer
+#                                            memcheck and racecheck, both output types;
 #                                 bench    - `convrs bench` (BENCH_SUITES, default "seed deepbench") against
 #                                            cuDNN (graph + legacy API) and PyTorch: tables, JSON, SVG per suite;
 #                                 examples - the crate's examples (quickstart, resnet_block, explain).
@@ -71,13 +72,16 @@ if [[ " $steps " == *" sanitize "* ]]; then
             "1,4,29,31,20,3,3 --pad 2 --dilation 2" "16,32,15,13,48,3,3 --pad 1" "32,16,9,11,16,1,1 --stride 2"
             "16,48,12,10,48,5,5 --pad 2 --dilation 2")
     log="$out/sanitize.log"
-    for algo in $("$bin/convrs" list | awk '{print $1}'); do
+    # SANITIZE_ALGOS (space-separated kernel names) narrows the sweep to the kernels a change touched.
+    for algo in ${SANITIZE_ALGOS:-$("$bin/convrs" list | awk '{print $1}')}; do
       ran=0
       for i in "${!shapes[@]}"; do
         for tool in memcheck racecheck; do
           echo "### $algo shape $i ${shapes[$i]} $tool" >>"$log"
           # shellcheck disable=SC2086
-          "$san" --tool "$tool" --error-exitcode 99 "$bin/convrs" run --algo "$algo" --shape ${shapes[$i]} --runs 1 >>"$log" 2>&1
+          # Odd shapes write the kernel's fp32 output (--f32-out), even ones its default (the input's type).
+          out_flag=$([ $((i % 2)) -eq 1 ] && echo --f32-out)
+          "$san" --tool "$tool" --error-exitcode 99 "$bin/convrs" run --algo "$algo" --shape ${shapes[$i]} --runs 1 $out_flag >>"$log" 2>&1
           rc=$?
           if [ "$rc" -eq 3 ]; then
             echo "sanitize $algo [${shapes[$i]}]: kernel does not take this shape (exit 3), skipped"

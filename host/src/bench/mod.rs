@@ -41,13 +41,36 @@ pub const FP32_REL_L2_TOLERANCE: f64 = 1e-5;
 /// this tolerance also proves that the accumulators are fp32.
 pub const FP16_REL_L2_TOLERANCE: f64 = 1e-4;
 
-/// The relative L2 tolerance for a kernel reading `dtype` inputs. bf16 inputs get fp16's: a
-/// product of two bf16 values (8-bit significands) is exact in fp32 just as one of two fp16
-/// values (11 bits) is, so again only the fp32 accumulation rounds.
-pub fn tolerance(dtype: crate::DType) -> f64 {
+/// The relative L2 tolerance for a kernel reading `input` and writing `output` elements.
+///
+/// The accumulation: fp32 sums, [`FP32_REL_L2_TOLERANCE`] for fp32 inputs; for 16-bit inputs
+/// [`FP16_REL_L2_TOLERANCE`] (bf16 gets fp16's: a product of two bf16 values, 8-bit
+/// significands, is exact in fp32 just as one of two fp16 values, 11 bits, is, so again only the
+/// fp32 accumulation rounds). Then the output rounding: each output rounded to nearest in a type
+/// of unit roundoff u (2^-11 fp16, 2^-8 bf16) moves by at most u relative, so the L2 error of the
+/// whole output grows by at most u.
+///
+/// ```
+/// use convrs::bench::tolerance;
+/// use convrs::DType;
+/// assert_eq!(tolerance(DType::F16, DType::F32), 1e-4);
+/// assert_eq!(tolerance(DType::BF16, DType::BF16), 1e-4 + 1.0 / 256.0);
+/// ```
+pub fn tolerance(input: DType, output: DType) -> f64 {
+    let accumulation = match input {
+        DType::F32 => FP32_REL_L2_TOLERANCE,
+        DType::F16 | DType::BF16 => FP16_REL_L2_TOLERANCE,
+    };
+    accumulation + unit_roundoff(output)
+}
+
+/// Half the distance from 1 to the next value of `dtype` (0 for fp32, whose rounding the
+/// accumulation tolerance already covers).
+pub fn unit_roundoff(dtype: DType) -> f64 {
     match dtype {
-        crate::DType::F32 => FP32_REL_L2_TOLERANCE,
-        crate::DType::F16 | crate::DType::BF16 => FP16_REL_L2_TOLERANCE,
+        DType::F32 => 0.0,
+        DType::F16 => 2f64.powi(-11),
+        DType::BF16 => 2f64.powi(-8),
     }
 }
 
@@ -276,9 +299,10 @@ impl ShapeBench<'_> {
                 uploaded = Some((key, self.upload(sets, (in_layout, filter_layout), &run)?));
             }
             let (layouts, operands) = uploaded.take().expect("uploaded above");
-            let preps = operands.into_iter().map(|(x, w)| Prepared::from_device(gpu, algo, p, x, w)).collect::<Result<Vec<_>>>()?;
+            // Outputs in the input's type, as cuDNN's baselines write them.
+            let preps = operands.into_iter().map(|(x, w)| Prepared::<T, T>::from_device(gpu, algo, p, x, w)).collect::<Result<Vec<_>>>()?;
             let mut rotation = Rotation::new(preps)?;
-            let row = self.measure(row, &reference, tolerance(T::DTYPE), &mut rotation);
+            let row = self.measure(row, &reference, tolerance(T::DTYPE, T::DTYPE), &mut rotation);
             uploaded = Some((layouts, rotation.into_inner().into_iter().map(Prepared::into_operands).collect()));
             group.kernels.push(row?);
         }
@@ -300,7 +324,7 @@ impl ShapeBench<'_> {
         progress(&format!("{}: {} for an NCHW caller", self.label, k.name));
         let (gpu, p) = (self.gpu, self.problem);
         let run = k.run_problem(p);
-        let plan = (k.plan)(&run, gpu.model())?;
+        let plan = k.plan_writing(&run, gpu.model(), T::DTYPE)?;
         let user = sets.iter().map(|(x, w)| Ok((gpu.upload(x.data())?, gpu.upload(w.data())?))).collect::<Result<Vec<_>>>()?;
         let mut conv = UserLayoutRun {
             kernel: k,
@@ -309,13 +333,13 @@ impl ShapeBench<'_> {
             run,
             kx: gpu.alloc_zeros::<T>(run.input_len())?,
             kw: gpu.alloc_zeros::<T>(run.filter_len())?,
-            ky: gpu.alloc_zeros::<f32>(run.output_len())?,
-            y: gpu.alloc_zeros::<f32>(p.output_len())?,
+            ky: gpu.alloc_zeros::<T>(run.output_len())?,
+            y: gpu.alloc_zeros::<T>(p.output_len())?,
             user,
             next: 0,
         };
         let row = Measurement::new(format!("{} from NCHW", k.name), k.family.name(), "NCHW", T::DTYPE.name());
-        self.measure(row, reference, tolerance(T::DTYPE), &mut conv).map(Some)
+        self.measure(row, reference, tolerance(T::DTYPE, T::DTYPE), &mut conv).map(Some)
     }
 
     /// Checks and times one baseline (already planned, or why not) on the cuDNN-layout operands.
@@ -393,8 +417,8 @@ struct UserLayoutRun<T> {
     run: Conv2d,
     kx: CudaSlice<T>,
     kw: CudaSlice<T>,
-    ky: CudaSlice<f32>,
-    y: CudaSlice<f32>,
+    ky: CudaSlice<T>,
+    y: CudaSlice<T>,
     user: Vec<(CudaSlice<T>, CudaSlice<T>)>,
     next: usize,
 }
@@ -421,7 +445,7 @@ impl<T: Element> Runnable for UserLayoutRun<T> {
         gpu.poison(&mut self.y)
     }
     fn output_nchw(&self, gpu: &Gpu) -> Result<Vec<f64>> {
-        Ok(gpu.download(&self.y)?.into_iter().map(f64::from).collect())
+        Ok(gpu.download(&self.y)?.into_iter().map(Into::into).collect())
     }
 }
 

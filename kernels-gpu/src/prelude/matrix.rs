@@ -1,6 +1,6 @@
 //! Warp-level matrix instructions (sm_80+) for the tensor-core kernels: `mma.sync` m16n8k16
-//! (fp16 or bf16 x the same + fp32 -> fp32), `ldmatrix.x4`, and an 8-byte global store for fp32
-//! accumulator pairs.
+//! (fp16 or bf16 x the same + fp32 -> fp32), `ldmatrix.x4`, and global stores of fp32
+//! accumulator pairs: 8 bytes as fp32, or 4 bytes rounded to the input's 16-bit type.
 //!
 //! Fragments are `u32` registers holding two fp16 values each (the low half is the lower
 //! column), exactly as the PTX ISA lays out the `.f16x2` operands; accumulators are `f32`.
@@ -96,4 +96,23 @@ pub unsafe fn ldmatrix_x4(addr: u32) -> [u32; 4] {
 pub unsafe fn store_global_f32x2(p: *mut f32, a: f32, b: f32) {
     // SAFETY: the caller guarantees alignment, validity and exclusive access.
     unsafe { asm!("st.global.v2.f32 [{p}], {{{a}, {b}}};", p = in(reg64) p, a = in(reg32) a, b = in(reg32) b, options(nostack)) };
+}
+
+/// Rounds two `f32`s to nearest even in fp16 (or bf16 if `BF16`) and stores them as one 4-byte
+/// access, `a` at the lower address (`cvt.rn.{f16,bf16}x2.f32` puts its first source in the
+/// upper half, so `b` goes first).
+///
+/// # Safety
+/// `p` is 4-byte aligned global memory, valid for two 16-bit values, that no other thread
+/// accesses during the launch.
+#[inline(always)]
+pub unsafe fn store_global_16x2<const BF16: bool>(p: *mut u16, a: f32, b: f32) {
+    // SAFETY: the caller guarantees alignment, validity and exclusive access; cvt reads registers only.
+    unsafe {
+        if BF16 {
+            asm!("{{ .reg .b32 h; cvt.rn.bf16x2.f32 h, {b}, {a}; st.global.b32 [{p}], h; }}", p = in(reg64) p, a = in(reg32) a, b = in(reg32) b, options(nostack))
+        } else {
+            asm!("{{ .reg .b32 h; cvt.rn.f16x2.f32 h, {b}, {a}; st.global.b32 [{p}], h; }}", p = in(reg64) p, a = in(reg32) a, b = in(reg32) b, options(nostack))
+        }
+    };
 }

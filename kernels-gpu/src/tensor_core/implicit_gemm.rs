@@ -1,5 +1,5 @@
-//! The tensor-core implicit-GEMM mainloop shared by `wmma_nhwc` and `wmma_nhwcnc` (fp16 in,
-//! fp32 accumulate and out): `mma.sync` m16n8k16 and `ldmatrix` from an XOR-swizzled
+//! The tensor-core implicit-GEMM mainloop shared by `wmma_nhwc` and `wmma_nhwcnc` (fp16 or bf16
+//! in, fp32 accumulate, output in the input's type or fp32): `mma.sync` m16n8k16 and `ldmatrix` from an XOR-swizzled
 //! multi-stage `cp.async` pipeline.
 //!
 //! # The GEMM
@@ -52,7 +52,8 @@
 //!           k-step ks:   ldmatrix the fragments of k-step ks+1, then the MT*NT mma.sync of ks
 //!           k-step KS-1: wait_group(STAGES-2); barrier (k-tile kt+1 visible; kt's reads done);
 //!                        ldmatrix k-step 0 of k-tile kt+1, then the mma.sync of KS-1
-//! epilogue: accumulators straight from registers to y as 8-byte stores, predicated on M and K
+//! epilogue: accumulators straight from registers to y, predicated on M and K: 8-byte fp32 stores,
+//!           or 4-byte stores of pairs rounded to the input's 16-bit type (ConvShape::y_bits)
 //! ```
 //!
 //! So the fragments of the next k-step are always in flight while the tensor cores work, also
@@ -94,7 +95,7 @@ use core::num::NonZeroU32;
 
 use convrs_spec::tensor_core::{block_m, block_n, k_tile, smem_bytes, stage_bytes, threads};
 
-use crate::prelude::matrix::{ldmatrix_x4, mma_m16n8k16, store_global_f32x2};
+use crate::prelude::matrix::{ldmatrix_x4, mma_m16n8k16, store_global_16x2, store_global_f32x2};
 use crate::prelude::*;
 
 /// Where the GEMM's operands and result lie in memory: element offsets (in elements of `x`,
@@ -454,22 +455,38 @@ pub unsafe fn conv<O: Operands, const WARPS_M: usize, const WARPS_N: usize, cons
     }
     cp_async_wait_all();
 
-    // Epilogue: lane (g, t) holds D[g][2t..2t+2] and D[g+8][2t..2t+2] of each mma tile.
+    epilogue::<O, MT, NT, BF16>(&sh, y, &acc, m0 + wm * MT as u32 * 16, n0 + wn * NT as u32 * 8, lane);
+}
+
+/// Writes the warp tile's accumulators (rows from `row0`, columns from `col0`) to `y`, predicated
+/// on M and K: lane (g, t) holds D[g][2t..2t+2] and D[g+8][2t..2t+2] of each mma tile, one
+/// contiguous pair each. fp32 pairs as 8-byte stores, or (`sh.y_bits == 16`) rounded to the
+/// input's 16-bit type as 4-byte stores; the test is uniform across the launch.
+#[inline(always)]
+fn epilogue<O: Operands, const MT: usize, const NT: usize, const BF16: bool>(sh: &ConvShape, y: *mut f32, acc: &[[[f32; 4]; NT]; MT], row0: u32, col0: u32, lane: u32) {
+    let (gemm_m, gemm_n) = ((sh.n * sh.p * sh.q) as u32, sh.k as u32);
     let (g, t) = (lane / 4, lane % 4);
+    let half = sh.y_bits == 16;
+    let store = |row: u32, col: u32, a: f32, b: f32| {
+        let off = O::y_off(sh, row, col) as usize;
+        // SAFETY: the callers below pass row < M and col + 1 < K (K and col's tile are multiples
+        // of 8), so `off` and `off + 1` are in y, contiguous (y_off's contract) and, col and K
+        // being even, 8-byte (fp32) or 4-byte (16-bit) aligned; each (row, col) belongs to one
+        // lane of one block; y holds N*P*Q*K elements of y_bits bits (host::launch).
+        unsafe {
+            if half { store_global_16x2::<BF16>((y as *mut u16).add(off), a, b) } else { store_global_f32x2(y.add(off), a, b) }
+        }
+    };
     unroll!(8: MT, i => {
-        let row = m0 + wm * MT as u32 * 16 + i as u32 * 16 + g;
+        let row = row0 + i as u32 * 16 + g;
         unroll!(8: NT, j => {
-            let col = n0 + wn * NT as u32 * 8 + j as u32 * 8 + 2 * t;
+            let col = col0 + j as u32 * 8 + 2 * t;
             if col < gemm_n {
                 if row < gemm_m {
-                    // SAFETY: row < M, col + 1 < K (K, col's tile multiples of 8), so `y_off` is in
-                    // y and the pair is contiguous; 8-byte aligned as K and col are even; each
-                    // (row, col) belongs to one lane of one block.
-                    unsafe { store_global_f32x2(y.add(O::y_off(&sh, row, col) as usize), acc[i][j][0], acc[i][j][1]) };
+                    store(row, col, acc[i][j][0], acc[i][j][1]);
                 }
                 if row + 8 < gemm_m {
-                    // SAFETY: as above, for row + 8.
-                    unsafe { store_global_f32x2(y.add(O::y_off(&sh, row + 8, col) as usize), acc[i][j][2], acc[i][j][3]) };
+                    store(row + 8, col, acc[i][j][2], acc[i][j][3]);
                 }
             }
         });

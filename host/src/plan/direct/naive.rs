@@ -22,6 +22,7 @@ pub fn plan(problem: &Conv2d, device: &DeviceModel) -> Result<LaunchPlan> {
         block: (BLOCK_THREADS, 1, 1),
         shared_bytes: 0,
         dtype: DType::F32,
+        out_dtype: DType::F32,
         predicted_us: LAUNCH_US + problem.flops() / (device.fp32_tflops * 1e6 * PEAK_FRACTION),
     })
 }
@@ -32,6 +33,7 @@ pub const KERNEL: KernelDesc = KernelDesc {
     family: Family::Direct,
     summary: "family 1 step 1: one output element per thread",
     dtype: DType::F32,
+    outputs: &[DType::F32],
     layouts: (Layout::Nchw, Layout::Nchw, Layout::Nchw),
     multiples: (1, 1, 1),
     plan,

@@ -261,6 +261,7 @@ pub fn plan(problem: &Conv2d, device: &DeviceModel) -> Result<LaunchPlan> {
                             block: (txc as u32, th as u32, 1),
                             shared_bytes: g.smem_bytes as u32,
                             dtype: DType::F32,
+                            out_dtype: DType::F32,
                             predicted_us: c,
                         };
                         best = Some((c, plan));
@@ -297,6 +298,7 @@ pub const KERNEL: KernelDesc = KernelDesc {
     family: Family::Direct,
     summary: "family 1 step 2: shared-memory tiles, register blocking over output channels, 16-byte loads",
     dtype: DType::F32,
+    outputs: &[DType::F32],
     layouts: (Layout::Nchw, Layout::Nchw, Layout::Nchw),
     multiples: (1, 1, 1),
     plan,

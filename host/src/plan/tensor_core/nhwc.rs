@@ -218,6 +218,7 @@ fn launch_plan(p: &Conv2d, t: &Tile, family: Layouts, device: &DeviceModel) -> L
         block: (t.threads as u32, 1, 1),
         shared_bytes: t.smem_bytes() as u32,
         dtype: family.dtype(),
+        out_dtype: DType::F32,
         predicted_us: cost(device, family, t, gemm_m(p), p.k, p.c, p.r * p.s),
     }
 }
@@ -248,6 +249,7 @@ pub const KERNEL: KernelDesc = KernelDesc {
     family: Family::TensorCore,
     summary: "family 3 step 2: mma.sync implicit GEMM on plain channels-last data",
     dtype: DType::F16,
+    outputs: &[DType::F16, DType::F32],
     layouts: (Layout::Nhwc, Layout::Nhwc, Layout::Nhwc),
     multiples: (1, 8, 8),
     plan,
@@ -259,6 +261,7 @@ pub const KERNEL_BF16: KernelDesc = KernelDesc {
     name: Layouts::NhwcBf16.algorithm(),
     summary: "family 3 step 2 on bf16 data",
     dtype: DType::BF16,
+    outputs: &[DType::BF16, DType::F32],
     plan: plan_bf16,
     ..KERNEL
 };

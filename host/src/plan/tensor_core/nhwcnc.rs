@@ -76,6 +76,7 @@ pub const KERNEL: KernelDesc = KernelDesc {
     family: Family::TensorCore,
     summary: "family 3 step 1: mma.sync implicit GEMM on the blocked NHWC16n16c layouts",
     dtype: DType::F16,
+    outputs: &[DType::F16, DType::F32],
     layouts: (Layout::Nhwc16n16c, Layout::Hwcn16n16c, Layout::Nhwc16n16c),
     multiples: (16, 16, 16),
     plan,
@@ -87,6 +88,7 @@ pub const KERNEL_BF16: KernelDesc = KernelDesc {
     name: Layouts::BlockedBf16.algorithm(),
     summary: "family 3 step 1 on bf16 data",
     dtype: DType::BF16,
+    outputs: &[DType::BF16, DType::F32],
     plan: plan_bf16,
     ..KERNEL
 };

@@ -149,6 +149,7 @@ pub(crate) fn tile_plan(algorithm: &'static str, m: usize, cols: usize, groups: 
         block: (t.threads() as u32, 1, 1),
         shared_bytes: t.smem_bytes() as u32,
         dtype: DType::F32,
+        out_dtype: DType::F32,
         predicted_us: us,
     })
 }
@@ -179,6 +180,7 @@ pub const KERNEL: KernelDesc = KernelDesc {
     family: Family::Tiled,
     summary: "family 2 step 1: (output channel x batch) block tiles per output pixel, cp.async pipeline",
     dtype: DType::F32,
+    outputs: &[DType::F32],
     layouts: (Layout::Hwcn, Layout::Hwcn, Layout::Hwcn),
     multiples: (1, 1, 1),
     plan,

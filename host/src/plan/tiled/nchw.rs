@@ -29,6 +29,7 @@ pub const KERNEL: KernelDesc = KernelDesc {
     family: Family::Tiled,
     summary: "family 2 step 2: the same mainloop as an implicit GEMM on NCHW",
     dtype: DType::F32,
+    outputs: &[DType::F32],
     layouts: (Layout::Nchw, Layout::Nchw, Layout::Nchw),
     multiples: (1, 1, 1),
     plan,
