@@ -31,15 +31,15 @@ pub enum Algorithm {
     /// (NCHW input, KCRS filter, NKPQ output, fp32).
     TiledNchw,
     /// Family 3, step 1: tensor cores on the blocked layout (NHWC16n16c input, RSCK16k16c
-    /// filter, NHWC16n16c output; fp16 in, fp32 accumulate and out), on `WmmaNhwc`'s
+    /// filter, NHWC16n16c output; fp16 in, fp32 accumulate, fp16 or fp32 out), on `WmmaNhwc`'s
     /// implicit-GEMM mainloop. N, C, K multiples of 16 (others run zero-padded).
     WmmaNhwcnc,
     /// Family 3, step 2: tensor-core implicit GEMM on plain channels-last data (NHWC input,
-    /// KRSC filter, NHWK output; fp16 in, fp32 accumulate and out). C, K multiples of 8 (others run zero-padded).
+    /// KRSC filter, NHWK output; fp16 in, fp32 accumulate, fp16 or fp32 out). C, K multiples of 8 (others run zero-padded).
     WmmaNhwc,
-    /// `WmmaNhwcnc` on bf16 data (bf16 in, fp32 accumulate and out).
+    /// `WmmaNhwcnc` on bf16 data (bf16 in, fp32 accumulate, bf16 or fp32 out).
     WmmaNhwcncBf16,
-    /// `WmmaNhwc` on bf16 data (bf16 in, fp32 accumulate and out).
+    /// `WmmaNhwc` on bf16 data (bf16 in, fp32 accumulate, bf16 or fp32 out).
     WmmaNhwcBf16,
 }
 
@@ -68,7 +68,8 @@ impl Algorithm {
         self.kernel().map_or("auto", |k| k.name)
     }
 
-    /// The element type of the input and filter the kernel reads (outputs are fp32); `None` for `Auto`.
+    /// The element type of the input and filter the kernel reads (the output types it can write are
+    /// [`KernelDesc::outputs`]); `None` for `Auto`.
     pub fn dtype(self) -> Option<DType> {
         self.kernel().map(|k| k.dtype)
     }

@@ -1,5 +1,6 @@
 //! Element types the kernels read: fp32 for the direct and tiled families, fp16 and bf16 for
-//! the tensor-core family. Every kernel writes fp32 outputs.
+//! the tensor-core family. The tensor-core kernels write their input's type (rounded from fp32
+//! accumulators) or fp32; the others write fp32.
 
 use cudarc::driver::{DeviceRepr, ValidAsZeroBits};
 

@@ -1,4 +1,4 @@
-//! GPU tests of `wmma_nhwc` (tensor-core implicit GEMM, fp16 NHWC in, fp32 out) against the f64
+//! GPU tests of `wmma_nhwc` (tensor-core implicit GEMM, fp16 NHWC in, fp16 or fp32 out) against the f64
 //! CPU reference on the fp16-rounded inputs, and of every tile entry of both `wmma_nhwc` and
 //! `wmma_nhwcnc` (which share the kernel and its tiles). Without a GPU each test announces that
 //! it was skipped.

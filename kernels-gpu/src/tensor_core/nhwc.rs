@@ -1,5 +1,5 @@
 //! Family 3, step 2: conv2d as an implicit GEMM on tensor cores over plain channels-last data
-//! (fp16 NHWC input, fp16 KRSC filter, fp32 NHWK output; fp32 accumulate).
+//! (fp16 NHWC input, fp16 KRSC filter, NHWK output in fp16 or fp32; fp32 accumulate).
 //!
 //! The mainloop, its tile hierarchy, pipeline and swizzle are [`super::implicit_gemm`]'s; this
 //! module is the addressing of plain channels-last data and the entries.

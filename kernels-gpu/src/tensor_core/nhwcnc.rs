@@ -1,5 +1,5 @@
 //! Family 3, step 1: tensor-core convolution on the blocked layouts (input NHWC16n16c, filter
-//! RSCK16k16c, output NPQK16n16k; fp16 in, fp32 accumulate and out), on the same implicit-GEMM
+//! RSCK16k16c, output NPQK16n16k; fp16 in, fp32 accumulate, fp16 or fp32 out), on the same implicit-GEMM
 //! mainloop as `wmma_nhwc` ([`super::implicit_gemm`]: tile hierarchy, pipeline, swizzle).
 //!
 //! # The blocked layouts
