@@ -36,10 +36,13 @@ BM = 128
 THREADS = 256
 TOL = 1e-4
 TOTAL_BUDGET_S = 110  # the run must end within 2 minutes
+HANG_S = float(os.environ.get("HOPPER_SMOKE_HANG_S", 25))  # silent this long = a hung kernel
 
 # (n, c, h, w, k, r, s, pad, stride, dil); pad/stride/dil the same on both axes unless a tuple.
 TINY = (1, 64, 8, 8, 128, 1, 1, 0, 1, 1)
 SEED = (256, 256, 14, 14, 512, 3, 3, 1, 1, 1)
+if os.environ.get("HOPPER_SMOKE_SEED"):  # a smaller stand-in, for dry runs of this script
+    SEED = tuple(int(v) for v in os.environ["HOPPER_SMOKE_SEED"].split(","))
 
 
 def smem_bytes(bn, stages):
@@ -135,19 +138,28 @@ def child(ptx, start):
     import torch
     import torch.nn.functional as F
 
-    mod = cp.RawModule(path=ptx)
     funcs = {}
-    for name, (bn, stages, _) in KERNELS.items():
-        f = mod.get_function(name)
-        f.max_dynamic_shared_size_bytes = smem_bytes(bn, stages)
-        funcs[name] = f
+    try:
+        mod = cp.RawModule(path=ptx)
+        for name, (bn, stages, _) in KERNELS.items():
+            f = mod.get_function(name)  # the driver JIT-compiles the module on first use
+            f.max_dynamic_shared_size_bytes = smem_bytes(bn, stages)
+            funcs[name] = f
+    except Exception as e:
+        print(f"FAIL module load (JIT of the PTX or the shared-memory attribute): {type(e).__name__}: {e}", flush=True)
+        sys.exit(4)
 
-    def launch(name, x, wt, y, shape):
+    def launcher(name, x, wt, y, shape):
+        """A no-argument function that launches `name` on these buffers (arguments built once)."""
         bn, stages, _ = KERNELS[name]
         n, c, h, w, k, r, s, p, q, ph, pw, sh, sw, dh, dw = shape
-        grid = (-(-(n * p * q) // BM)) * (-(-k // bn))
+        grid = ((-(-(n * p * q) // BM)) * (-(-k // bn)),)
         args = (np.uint64(x.data_ptr()), np.uint64(wt.data_ptr()), np.uint64(y.data_ptr())) + tuple(np.int32(v) for v in shape)
-        funcs[name]((grid,), (THREADS,), args, shared_mem=smem_bytes(bn, stages))
+        f, smem = funcs[name], smem_bytes(bn, stages)
+        return lambda: f(grid, (THREADS,), args, shared_mem=smem)
+
+    def launch(name, x, wt, y, shape):
+        launcher(name, x, wt, y, shape)()
 
     def context_alive():
         try:
@@ -176,6 +188,7 @@ def child(ptx, start):
         return (n, c, h, w, k, r, s, p, q, ph, pw, sh, sw, dh, dw)
 
     cases = all_cases()
+    diagnosed = {}
     gen = torch.Generator(device="cuda")
     for ci in range(start, len(cases)):
         case = cases[ci]
@@ -191,6 +204,7 @@ def child(ptx, start):
                 if kd != dtype:
                     continue
                 tag = f"case {ci:2d} {name:28s} {describe(case)}"
+                print(f"RUN {ci} {name}", flush=True)
                 try:
                     y = torch.full((n, p, q, k), float("nan"), dtype=torch.float32, device="cuda")
                     launch(name, x, wt, y, shape)
@@ -208,7 +222,9 @@ def child(ptx, start):
                 ok = nan == 0 and err < TOL
                 print(f"{'PASS' if ok else 'FAIL'} {tag}: rel L2 {err:.2e}, NaN {nan}", flush=True)
                 if not ok:
-                    diagnose(got, want, m_total, k)
+                    diagnosed[name] = diagnosed.get(name, 0) + 1
+                    if diagnosed[name] <= 3:  # the first failures tell the story; keep the log short
+                        diagnose(got, want, m_total, k)
         del x, wt
     # Timing: the seed shape, fp16.
     n, c, h, w, k, r, s, pad, stride, dil = SEED
@@ -220,17 +236,19 @@ def child(ptx, start):
     y = torch.empty((n, p, q, k), dtype=torch.float32, device="cuda")
 
     def median_ms(run, stream_events):
+        """Median of 50 runs, each between its own pair of events. The runs are queued back to
+        back with no host synchronization in between, so the GPU never waits for the Python
+        launch overhead inside a measured interval (after the first few)."""
         for _ in range(10):
             run()
-        times = []
-        for _ in range(50):
-            a, b = stream_events()
+        torch.cuda.synchronize()
+        pairs = [stream_events() for _ in range(50)]
+        for a, b in pairs:
             a.record()
             run()
             b.record()
-            b.synchronize()
-            times.append(a.elapsed_time(b) if isinstance(a, torch.cuda.Event) else cp.cuda.get_elapsed_time(a, b))
-        times.sort()
+        torch.cuda.synchronize()
+        times = sorted(a.elapsed_time(b) if isinstance(a, torch.cuda.Event) else cp.cuda.get_elapsed_time(a, b) for a, b in pairs)
         return times[len(times) // 2]
 
     def cp_events():
@@ -244,7 +262,7 @@ def child(ptx, start):
         if kd != "fp16":
             continue
         try:
-            ms = median_ms(lambda: launch(name, x, wt, y, shape), cp_events)
+            ms = median_ms(launcher(name, x, wt, y, shape), cp_events)
             print(f"TIME {name:28s} {ms:8.4f} ms {flops / ms / 1e9:8.1f} TFLOP/s (fp32 out)", flush=True)
         except Exception as e:
             print(f"TIME {name}: error {type(e).__name__}: {e}", flush=True)
@@ -263,6 +281,46 @@ def child(ptx, start):
 # Parent: prints the PTX's kernels, runs children, summarizes.
 # --------------------------------------------------------------------------------------------
 
+def run_child(ptx, start, budget, lines):
+    """Runs the cases from `start` in a child process, echoing its output (except the RUN lines)
+    and appending it to `lines`. Returns ("done", None) when the child finished, else (what went
+    wrong, (case, kernel) of the last RUN line)."""
+    import queue
+    import threading
+
+    cmd = [sys.executable, os.path.abspath(__file__), ptx, "--child", str(start)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    q = queue.Queue()
+    threading.Thread(target=lambda: ([q.put(l) for l in proc.stdout], q.put(None)), daemon=True).start()
+    deadline = time.time() + budget
+    running = None
+    while True:
+        try:
+            line = q.get(timeout=max(0.1, min(HANG_S, deadline - time.time())))
+        except queue.Empty:
+            proc.kill()
+            proc.wait()
+            return (f"hang (no output for {HANG_S} s or out of time)", running)
+        if line is None:
+            break
+        m = re.match(r"RUN (\d+) (\S+)", line)
+        if m:
+            running = (int(m.group(1)), m.group(2))
+            continue
+        if line.startswith("CONTEXT_LOST"):
+            continue
+        print(line, end="", flush=True)
+        lines.append(line)
+    rc = proc.wait()
+    if rc == 0:
+        return ("done", None)
+    if rc == 4:
+        return ("module load", None)
+    if rc == 3:
+        return ("launch error that lost the CUDA context", running)
+    return (f"child exit status {rc}", running)
+
+
 def main():
     if len(sys.argv) < 2:
         print(__doc__)
@@ -279,7 +337,7 @@ def main():
     print(f"PTX {ptx}: .version {version.group(1) if version else '?'}, .target {target.group(1) if target else '?'}, {len(entries)} entries")
     wg = [e for e in entries if e.startswith("wgmma_")]
     print(f"  wgmma entries ({len(wg)}): {', '.join(wg)}")
-    print(f"  others: {', '.join(e for e in entries if not e.startswith('wgmma_'))}")
+    print(f"  and {len(entries) - len(wg)} others (wmma_*, tiled_*, direct_*, relayout_*)")
     missing = [k for k in KERNELS if k not in entries]
     if missing:
         print(f"SUMMARY: FAIL: the PTX lacks {missing}")
@@ -302,38 +360,16 @@ def main():
             print(f"out of time budget before case {start}")
             lines.append(f"FAIL case {start} not run: out of time\n")
             break
-        cmd = [sys.executable, os.path.abspath(__file__), ptx, "--child", str(start)]
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        last_case, rc = start, None
-        try:
-            deadline = time.time() + left
-            for line in proc.stdout:
-                print(line, end="", flush=True)
-                lines.append(line)
-                m = re.match(r"(?:PASS|FAIL) case\s+(\d+)", line)
-                if m:
-                    last_case = int(m.group(1))
-                if time.time() > deadline:
-                    raise subprocess.TimeoutExpired(cmd, left)
-            rc = proc.wait(timeout=max(1, deadline - time.time()))
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            print(f"TIMEOUT: child killed (last case seen {last_case}); a kernel may hang")
-            lines.append(f"FAIL case {last_case} timeout\n")
+        outcome, running = run_child(ptx, start, left, lines)
+        if outcome in ("done", "module load"):
             break
-        if rc == 0:
-            break
-        ctx = [l for l in lines if l.startswith("CONTEXT_LOST")]
-        if rc == 3 and ctx:
-            ci = int(ctx[-1].split()[1])
-            lines = [l for l in lines if not l.startswith("CONTEXT_LOST")]
-            lost.append(ci)
-            start = ci + 1
-        else:
-            print(f"child exited with {rc} after case {last_case}")
-            lines.append(f"FAIL case {last_case} child exit {rc}\n")
-            lost.append(last_case)
-            start = last_case + 1
+        # A fault or hang in case `running` (from its RUN line): go on with the next case.
+        ci = running[0] if running else start
+        if not outcome.startswith("launch error"):  # (the child printed that FAIL itself)
+            lines.append(f"FAIL case {ci} {running[1] if running else ''}: {outcome}\n")
+        print(f"FAULT {outcome} in case {ci} {running[1] if running else ''}; the remaining kernels of that case are skipped")
+        lost.append(ci)
+        start = ci + 1
         if len(lost) >= 4:
             print("too many faulting cases; stopping")
             break
@@ -341,7 +377,7 @@ def main():
     passed = sum(1 for l in lines if l.startswith("PASS"))
     failed = sum(1 for l in lines if l.startswith("FAIL"))
     verdict = "PASS" if failed == 0 and passed > 0 else "FAIL"
-    print(f"SUMMARY: {verdict}: {passed} passed, {failed} failed, {len(lost)} context-losing faults (cases {lost}), {time.time() - t0:.1f} s")
+    print(f"SUMMARY: {verdict}: {passed} passed, {failed} failed, {len(lost)} faults or hangs (cases {lost}), {time.time() - t0:.1f} s")
 
 
 if __name__ == "__main__":
