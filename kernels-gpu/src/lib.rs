@@ -13,7 +13,8 @@
 //!   per block, HWCN), then `tiled_nchw` (the same mainloop as an implicit GEMM on NCHW). fp32.
 //! - [`tensor_core`]: fp16 in, fp32 accumulate on the tensor cores (`mma.sync`, `ldmatrix`,
 //!   swizzled shared memory): `wmma_nhwcnc` on the blocked NHWC16n16c layouts, `wmma_nhwc` on
-//!   plain NHWC, one implicit-GEMM mainloop for both.
+//!   plain NHWC, one implicit-GEMM mainloop for both. The sm_90a build alone (`cargo xtask
+//!   build-ptx --arch sm_90a`) adds `wgmma_nhwc` on Hopper's asynchronous warpgroup MMA.
 #![no_std]
 #![feature(abi_ptx, stdarch_nvptx, asm_experimental_arch, core_float_math)]
 

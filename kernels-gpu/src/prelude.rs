@@ -4,6 +4,9 @@
 use core::arch::{asm, global_asm, nvptx};
 
 pub mod matrix;
+/// Hopper warpgroup MMA; only the sm_90a build (`cargo xtask build-ptx --arch sm_90a`) has it.
+#[cfg(target_feature = "sm_90a")]
+pub mod wgmma;
 
 /// Aborts the kernel; the host sees a launch error instead of wrong numbers.
 #[inline(always)]

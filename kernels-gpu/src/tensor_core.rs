@@ -6,7 +6,11 @@
 //!   result lie in memory); tile hierarchy and pipeline docs.
 //! - [`nhwc`]: `wmma_nhwc_{BM}x{BN}[k64]` on plain NHWC / KRSC data.
 //! - [`nhwcnc`]: `wmma_nhwcnc_{BM}x{BN}[k64]` on the blocked NHWC16n16c / RSCK16k16c layouts.
+//! - `wgmma` (sm_90a PTX only): `wgmma_nhwc_128x{BN}k64` on plain NHWC with Hopper's
+//!   `wgmma.mma_async` from shared-memory descriptors.
 
 pub mod implicit_gemm;
 pub mod nhwc;
 pub mod nhwcnc;
+#[cfg(target_feature = "sm_90a")]
+pub mod wgmma;

@@ -17,7 +17,7 @@ pub use link::link_if_invoked_as_linker;
 
 /// GPU architectures the kernels are built for. PTX is forward compatible, so `sm_80` PTX
 /// also runs on later GPUs (the driver compiles it at load time).
-pub const ARCHES: &[&str] = &["sm_80", "sm_86", "sm_89", "sm_90"];
+pub const ARCHES: &[&str] = &["sm_80", "sm_86", "sm_89", "sm_90", "sm_90a"];
 
 /// The architectures the host library embeds: Ampere-class PTX for every GPU from sm_80 on,
 /// and Hopper PTX so an H100/H200 gets code generated for it.

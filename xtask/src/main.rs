@@ -7,8 +7,9 @@ const HELP: &str = "\
 cargo xtask <task> [options]
 
 tasks:
-  build-ptx [--arch sm_80|sm_86|sm_89|sm_90] [--out PATH] [--no-ptxas]
+  build-ptx [--arch sm_80|sm_86|sm_89|sm_90|sm_90a] [--out PATH] [--no-ptxas]
       Compile kernels-gpu to PTX (default arch sm_90; default out target/ptx/convrs_<arch>.ptx).
+      sm_90a adds the Hopper-only wgmma kernels (its PTX runs only on compute capability 9.0).
       If ptxas is found ($CONVRS_PTXAS, PATH, or the nvidia-cuda-nvcc-cu12 pip wheel) the PTX is
       assembled for the arch and registers, stack frame and spills are printed per kernel; a ptxas
       error fails the task. --no-ptxas skips that (host/build.rs uses it).

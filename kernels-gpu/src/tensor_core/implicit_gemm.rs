@@ -138,7 +138,7 @@ pub trait Operands {
 /// Offset of channel `c` from channel 0 in an operand with `per` elements per channel for whole
 /// 16-channel blocks (see [`Operands::x_chan`]); `c & 15` is 0 or 8 for a chunk.
 #[inline(always)]
-fn chan(c: i32, per: i32) -> i32 {
+pub(super) fn chan(c: i32, per: i32) -> i32 {
     (c & !15) * per + (c & 15)
 }
 
@@ -170,24 +170,24 @@ pub(super) unsafe fn divmod(a: u32, b: u32) -> (u32, u32) {
 
 /// Where the producer is in the reduction: the next k-tile to copy.
 #[derive(Clone, Copy)]
-struct Tap {
+pub(super) struct Tap {
     /// First channel of the k-tile.
-    c0: i32,
-    s: i32,
+    pub(super) c0: i32,
+    pub(super) s: i32,
     /// `r * dil_h` and `s * dil_w`.
-    rdh: i32,
-    sdw: i32,
+    pub(super) rdh: i32,
+    pub(super) sdw: i32,
     /// `(r*dil_h*W + s*dil_w) * O::x_pixel`: the tap's offset in `x` relative to a pixel's
     /// window origin.
-    x_off: i32,
+    pub(super) x_off: i32,
     /// `(r*S + s) * O::w_tap`: the tap's offset in `w` relative to a filter row.
-    w_off: i32,
+    pub(super) w_off: i32,
 }
 
 impl Tap {
     /// Moves to the next k-tile: the next `bk` channels, or the next (r, s) tap.
     #[inline(always)]
-    fn advance<O: Operands>(&mut self, g: &ConvShape, bk: i32) {
+    pub(super) fn advance<O: Operands>(&mut self, g: &ConvShape, bk: i32) {
         self.c0 += bk;
         if self.c0 >= g.c {
             self.c0 = 0;

@@ -1,0 +1,155 @@
+//! Hopper warpgroup matrix instructions (sm_90a only): `wgmma.mma_async` m64nNk16 with both
+//! operands in shared memory, its fences and group waits, the shared-memory matrix descriptor
+//! and the generic-to-async proxy fence. notes/hopper.md has the sources (PTX ISA, CUTLASS) for
+//! every field and rule used here.
+//!
+//! A warpgroup is 4 consecutive warps, the first a multiple of 4. Every `.sync.aligned`
+//! instruction here must be executed by all 128 threads of the warpgroup together (uniform
+//! control flow); callers state this at each use.
+//!
+//! The accumulators are `[f32; N/2]` per thread ([`Accumulators`]; fragment map in
+//! notes/hopper.md §1.4). Between a wgmma and the `wait_group` that retires it the hardware
+//! writes them asynchronously, so the compiler must neither read nor move them there: the fence
+//! and the waits take the whole array as `inout` operands (named in a PTX comment), which pins
+//! every other access of the accumulators before the fence or after the wait (the role of
+//! CUTLASS's `warpgroup_fence_operand`).
+
+use core::arch::asm;
+use core::ops::IndexMut;
+
+/// Shared-memory matrix descriptor for a K-major operand tile in the canonical 128-byte
+/// swizzle layout: rows of 64 16-bit elements (128 bytes) at `start + 128 * row`, 16-byte chunk
+/// `c` of row `r` stored in slot `c ^ (r & 7)`, `start` (a `.shared` window address) on a
+/// 1024-byte boundary so that the matrix base offset (bits 49-51) is 0.
+///
+/// Fields: start address >> 4 in bits 0-13; leading byte offset 1 (unused for swizzled
+/// K-major, "assumed 1") in bits 16-29; stride byte offset 1024 >> 4 = 64 (eight 128-byte rows
+/// to the next 8-row core-matrix group) in bits 32-45; swizzle mode 1 (128B) in bits 62-63.
+/// Step along K by adding [`DESC_K16`] per 16 elements: the start moves by the unswizzled 32
+/// bytes and the hardware applies the XOR from the address bits.
+#[inline(always)]
+pub const fn desc_sw128(start: u32) -> u64 {
+    ((start as u64 >> 4) & 0x3FFF) | (1 << 16) | (64 << 32) | (1 << 62)
+}
+
+/// What to add to a [`desc_sw128`] descriptor to move 16 elements (32 bytes) along K.
+pub const DESC_K16: u64 = 32 >> 4;
+
+/// `wgmma.commit_group.sync.aligned`: closes the group of wgmmas this warp issued since the
+/// last commit (an empty group is allowed).
+///
+/// # Safety
+/// All threads of the warpgroup execute it together.
+#[inline(always)]
+pub unsafe fn commit_group() {
+    // SAFETY: the caller guarantees warpgroup convergence.
+    unsafe { asm!("wgmma.commit_group.sync.aligned;", options(nostack)) };
+}
+
+/// `fence.proxy.async.shared::cta`: orders this thread's ordinary (generic-proxy) accesses of
+/// shared memory, such as its landed `cp.async` copies, with async-proxy accesses (wgmma
+/// operand reads) ordered after it, e.g. by a barrier, and the other way round.
+#[inline(always)]
+pub fn fence_proxy_async_shared() {
+    // SAFETY: a fence has no preconditions; no `nomem`, so shared accesses stay on their side.
+    unsafe { asm!("fence.proxy.async.shared::cta;", options(nostack)) };
+}
+
+/// One thread's wgmma accumulators for an m64nN tile: `[f32; N/2]`. Register `i` holds
+/// D[16*warp + lane/4 + 8*((i/2)%2)][8*(i/4) + 2*(lane%4) + i%2] (warp and lane within the
+/// warpgroup).
+pub trait Accumulators: IndexMut<usize, Output = f32> + Copy {
+    /// N, the tile's columns.
+    const N: usize;
+    /// All zeros.
+    const ZERO: Self;
+    /// `wgmma.fence.sync.aligned`: orders this warpgroup's earlier register accesses of the
+    /// accumulators before the wgmmas that follow (needed before the first wgmma of a batch).
+    ///
+    /// # Safety
+    /// All threads of the warpgroup execute it together.
+    unsafe fn fence(&mut self);
+    /// `wgmma.wait_group.sync.aligned 1`: at most the newest committed group still runs (so
+    /// the accumulators stay untouchable; the shared memory of older groups is free).
+    ///
+    /// # Safety
+    /// All threads of the warpgroup execute it together.
+    unsafe fn wait_1(&mut self);
+    /// `wgmma.wait_group.sync.aligned 0`: every wgmma of this warp has retired and the
+    /// accumulators hold its results.
+    ///
+    /// # Safety
+    /// All threads of the warpgroup execute it together.
+    unsafe fn wait_0(&mut self);
+    /// `D = A * B + (scale_d != 0 ? D : 0)` on one m64nNk16 step, A (64 x 16) and B (N x 16,
+    /// i.e. K-major) from shared-memory descriptors; bf16 operands if `BF16`, else fp16.
+    ///
+    /// # Safety
+    /// All threads of the warpgroup execute it together with the same descriptors, which
+    /// describe shared memory written and made visible to the async proxy before (see
+    /// [`fence_proxy_async_shared`]) and left alone until a wait retires this wgmma; a
+    /// [`Accumulators::fence`] precedes it since the accumulators were last touched otherwise.
+    unsafe fn mma<const BF16: bool>(&mut self, a: u64, b: u64, scale_d: u32);
+}
+
+/// `asm!` of `$pre {acc0, ..., acc(R-1)}$post` with the R registers of `$d` as operands 0..R-1,
+/// followed by the operands `$rest`.
+macro_rules! with_regs {
+    ($d:expr, $pre:expr, $post:expr, [$($i:literal)*] $($rest:tt)*) => {
+        asm!(concat!($pre, "{{{0}", $(", {", $i, "}",)* "}}", $post), inout(reg32) $d[0], $(inout(reg32) $d[$i],)* $($rest)*)
+    };
+}
+
+/// Implements [`Accumulators`] for `[f32; $r]` (N = 2 * $r) with register indices 1..$r.
+macro_rules! accumulators {
+    ($r:literal, $n:literal, [$($i:literal)*]) => {
+        impl Accumulators for [f32; $r] {
+            const N: usize = $n;
+            const ZERO: Self = [0.0; $r];
+            #[inline(always)]
+            unsafe fn fence(&mut self) {
+                // SAFETY: the caller guarantees warpgroup convergence; the registers are only
+                // named in the comment, so nothing moves them.
+                unsafe { with_regs!(self, "wgmma.fence.sync.aligned; // ", "", [$($i)*] options(nostack)) };
+            }
+            #[inline(always)]
+            unsafe fn wait_1(&mut self) {
+                // SAFETY: as for `fence`; no `nomem`: the shared memory the retired wgmmas read
+                // may be overwritten after it.
+                unsafe { with_regs!(self, "wgmma.wait_group.sync.aligned 1; // ", "", [$($i)*] options(nostack)) };
+            }
+            #[inline(always)]
+            unsafe fn wait_0(&mut self) {
+                // SAFETY: as for `wait_1`.
+                unsafe { with_regs!(self, "wgmma.wait_group.sync.aligned 0; // ", "", [$($i)*] options(nostack)) };
+            }
+            #[inline(always)]
+            unsafe fn mma<const BF16: bool>(&mut self, a: u64, b: u64, scale_d: u32) {
+                // scale-d is a predicate, which Rust's asm has no class for: built inside the
+                // block (scoped braces keep the `.reg` local to each expansion).
+                // SAFETY: the caller guarantees convergence, uniform descriptors of visible
+                // shared memory, and the fence; it only reads shared memory.
+                unsafe {
+                    if BF16 {
+                        with_regs!(self,
+                            concat!("{{\n.reg .pred p;\nsetp.ne.b32 p, {s}, 0;\nwgmma.mma_async.sync.aligned.m64n", $n, "k16.f32.bf16.bf16 "),
+                            ", {a}, {b}, p, 1, 1, 0, 0;\n}}", [$($i)*]
+                            a = in(reg64) a, b = in(reg64) b, s = in(reg32) scale_d, options(nostack))
+                    } else {
+                        with_regs!(self,
+                            concat!("{{\n.reg .pred p;\nsetp.ne.b32 p, {s}, 0;\nwgmma.mma_async.sync.aligned.m64n", $n, "k16.f32.f16.f16 "),
+                            ", {a}, {b}, p, 1, 1, 0, 0;\n}}", [$($i)*]
+                            a = in(reg64) a, b = in(reg64) b, s = in(reg32) scale_d, options(nostack))
+                    }
+                }
+            }
+        }
+    };
+}
+
+accumulators!(64, 128, [1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31
+    32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63]);
+accumulators!(128, 256, [1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31
+    32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63
+    64 65 66 67 68 69 70 71 72 73 74 75 76 77 78 79 80 81 82 83 84 85 86 87 88 89 90 91 92 93 94 95
+    96 97 98 99 100 101 102 103 104 105 106 107 108 109 110 111 112 113 114 115 116 117 118 119 120 121 122 123 124 125 126 127]);

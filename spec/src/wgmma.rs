@@ -1,0 +1,81 @@
+//! Family 3 on Hopper (`wgmma_nhwc`, sm_90a PTX only): the compiled block tiles and the launch
+//! each needs.
+//!
+//! A block is 2 warpgroups (256 threads); warpgroup g computes GEMM rows 64g..64g+64 of the
+//! 128-row block tile and all its BN columns with `wgmma.mma_async` m64nBNk16. A k-tile is 64
+//! channels; every stage holds the A tile (128 rows of 128 bytes) and the B tile (BN rows),
+//! each on a 1024-byte boundary, which the kernel finds by aligning the dynamic shared memory's
+//! start up: the launch asks for 1 KiB more than the stages.
+
+/// Calls `$callback! { $ctx... (fp16_entry, bf16_entry, BN, STAGES) ... }`, one row per
+/// compiled tile.
+#[macro_export]
+macro_rules! wgmma_tiles {
+    ($callback:path $(, $ctx:tt)*) => {
+        $callback! { $($ctx)*
+            // 128x256x64, 128 fp32 accumulators a thread, 4 stages (4 x 48 KiB).
+            (wgmma_nhwc_128x256k64, wgmma_nhwc_bf16_128x256k64, 256, 4)
+            // 128x128x64, 64 accumulators a thread, 5 stages (5 x 32 KiB).
+            (wgmma_nhwc_128x128k64, wgmma_nhwc_bf16_128x128k64, 128, 5)
+        }
+    };
+}
+
+/// Block tile rows (GEMM M): two warpgroups of m64.
+pub const BLOCK_M: usize = 128;
+/// Channels per k-tile: one 128-byte swizzle row of fp16.
+pub const K_TILE: usize = 64;
+/// Threads per block: two warpgroups.
+pub const THREADS: usize = 256;
+
+/// Bytes of one pipeline stage: BLOCK_M + `bn` rows of 128 bytes.
+#[inline(always)]
+pub const fn stage_bytes(bn: usize) -> usize {
+    (BLOCK_M + bn) * 2 * K_TILE
+}
+
+/// Dynamic shared memory bytes per block: `stages` stages plus 1 KiB to align them to 1024.
+#[inline(always)]
+pub const fn smem_bytes(bn: usize, stages: usize) -> usize {
+    stages * stage_bytes(bn) + 1024
+}
+
+/// One compiled tile.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Tile {
+    /// The fp16 entry point.
+    pub fp16: &'static str,
+    /// The bf16 entry point.
+    pub bf16: &'static str,
+    /// Block tile columns (GEMM N = output channels).
+    pub bn: usize,
+    /// k-tiles the shared ring holds (STAGES - 2 are copied ahead of the one computed).
+    pub stages: usize,
+}
+
+impl Tile {
+    /// Dynamic shared memory bytes per block.
+    pub const fn smem_bytes(&self) -> usize {
+        smem_bytes(self.bn, self.stages)
+    }
+}
+
+macro_rules! declare_tiles {
+    ($(($fp16:ident, $bf16:ident, $bn:literal, $stages:literal))*) => {
+        /// Every compiled tile, in the kernels' declaration order.
+        pub const TILES: [Tile; [$($bn),*].len()] = [$(Tile { fp16: stringify!($fp16), bf16: stringify!($bf16), bn: $bn, stages: $stages }),*];
+    };
+}
+crate::wgmma_tiles!(declare_tiles);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tile_sizes() {
+        assert_eq!(TILES.map(|t| (t.bn, t.stages, t.smem_bytes())), [(256, 4, 4 * 48 * 1024 + 1024), (128, 5, 5 * 32 * 1024 + 1024)]);
+        // Within sm_90's 227 KiB of dynamic shared memory per block.
+        assert!(TILES.iter().all(|t| t.smem_bytes() <= 232448));
+    }
+}
