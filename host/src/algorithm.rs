@@ -41,6 +41,12 @@ pub enum Algorithm {
     WmmaNhwcncBf16,
     /// `WmmaNhwc` on bf16 data (bf16 in, fp32 accumulate, bf16 or fp32 out).
     WmmaNhwcBf16,
+    /// Family 3, step 3 (Hopper, compute capability 9.0 only): `WmmaNhwc`'s implicit GEMM with the
+    /// warpgroup MMA `wgmma.mma_async` fed from shared memory (sm_90a; fp16 in, fp32 accumulate,
+    /// fp16 or fp32 out). C, K multiples of 8 (others run zero-padded).
+    WgmmaNhwc,
+    /// `WgmmaNhwc` on bf16 data (bf16 in, fp32 accumulate, bf16 or fp32 out).
+    WgmmaNhwcBf16,
 }
 
 /// The kernels of the registry, in its order (const-evaluated, so it cannot drift from it).

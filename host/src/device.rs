@@ -41,6 +41,9 @@ pub struct DeviceModel {
     /// Peak dense fp16 tensor-core rate with fp32 accumulation, TFLOP/s (Hopper: through wgmma;
     /// `mma.sync` reaches about two thirds of it there).
     pub f16_tflops: f64,
+    /// Whether the Hopper-only kernels (`wgmma_*`, sm_90a PTX) can run: compute capability 9.0
+    /// and, on a real device, their module loaded.
+    pub sm90a: bool,
 }
 
 impl DeviceModel {
@@ -68,6 +71,7 @@ impl DeviceModel {
             max_grid_z: 65535,
             fp32_tflops,
             f16_tflops,
+            sm90a: crate::ptx::loads_sm90a(cc),
         };
         Ok(match name.to_ascii_lowercase().as_str() {
             "h100" => base("NVIDIA H100 SXM (model)", (9, 0), 132, 228, 227, 32, 50, 1980, 3350.0, (66.9, 989.0)),

@@ -34,6 +34,8 @@ pub struct Gpu {
     ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
     module: Arc<CudaModule>,
+    /// The Hopper-only entries (`wgmma_*`), on compute capability 9.0.
+    sm90a: Option<Arc<CudaModule>>,
     functions: Mutex<HashMap<&'static str, (CudaFunction, u32)>>,
     info: DeviceInfo,
     model: DeviceModel,
@@ -95,7 +97,7 @@ impl Gpu {
         let (fp32_tflops, f16_tflops) = DeviceModel::peak_tflops(cc, sms, clock_mhz);
         let mem_khz = attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE)? as f64;
         let bus_bits = attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH)? as f64;
-        let model = DeviceModel {
+        let mut model = DeviceModel {
             name: info.name.clone(),
             compute_capability: cc,
             sms,
@@ -112,12 +114,26 @@ impl Gpu {
             max_grid_z: attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z)? as u32,
             fp32_tflops,
             f16_tflops,
+            sm90a: false,
         };
         let module = ctx
             .load_module(cudarc::nvrtc::Ptx::from_src(crate::ptx::source(ptx_arch)))
             .map_err(cuda_err("loading the embedded PTX"))?;
+        // Without it the device still runs every other kernel: the wgmma plans refuse (model.sm90a).
+        let sm90a = if crate::ptx::loads_sm90a(cc) {
+            match ctx.load_module(cudarc::nvrtc::Ptx::from_src(crate::ptx::SM90A)) {
+                Ok(m) => Some(m),
+                Err(e) => {
+                    eprintln!("convrs: warning: the sm_90a PTX did not load ({e}); the wgmma kernels are unavailable");
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        model.sm90a = sm90a.is_some();
         let stream = ctx.default_stream();
-        Ok(Gpu { ctx, stream, module, functions: Mutex::new(HashMap::new()), info, model, tune_cache: Mutex::new(None) })
+        Ok(Gpu { ctx, stream, module, sm90a, functions: Mutex::new(HashMap::new()), info, model, tune_cache: Mutex::new(None) })
     }
 
     pub fn info(&self) -> &DeviceInfo {
@@ -155,7 +171,12 @@ impl Gpu {
     pub(crate) fn function(&self, name: &'static str, shared_bytes: u32) -> Result<CudaFunction> {
         let mut cache = self.functions.lock().unwrap_or_else(|p| p.into_inner());
         if !cache.contains_key(name) {
-            let f = self.module.load_function(name).map_err(cuda_err(name))?;
+            // The Hopper-only entries live in the sm_90a module, loaded on compute capability 9.0.
+            let module = match &self.sm90a {
+                Some(m) if name.starts_with("wgmma_") => m,
+                _ => &self.module,
+            };
+            let f = module.load_function(name).map_err(cuda_err(name))?;
             cache.insert(name, (f, 48 * 1024));
         }
         let (f, limit) = cache.get_mut(name).expect("inserted above");

@@ -27,7 +27,7 @@
 //! # How it fits together
 //!
 //! ```text
-//!  kernels-gpu (no_std, nvptx64) --rustc + our link step (xtask)--> PTX (sm_80, sm_90), shipped in ptx/
+//!  kernels-gpu (no_std, nvptx64) --rustc + our link step (xtask)--> PTX (sm_80, sm_90; sm_90a: wgmma), shipped in ptx/
 //!                                                                     | embedded by build.rs
 //!  registry -> plan (per family, predicted us on the DeviceModel) -> select (Auto, tune)
 //!           -> Prepared (operands in the kernel's layouts) -> launch on the Gpu (cudarc)

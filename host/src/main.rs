@@ -234,7 +234,8 @@ fn info(device: usize) -> convrs::Result<Outcome> {
     println!("  SM clock (max)      {} MHz", m.clock_mhz);
     println!("  memory bandwidth    {:.0} GB/s (peak)", m.mem_gbps);
     println!("  peak rates          {:.1} TFLOP/s fp32, {:.0} TFLOP/s fp16 tensor (fp32 accumulate)", m.fp32_tflops, m.f16_tflops);
-    println!("  kernels loaded from {} PTX", i.ptx_arch);
+    let hopper = if convrs::ptx::loads_sm90a(i.compute_capability) { " and the sm_90a PTX (wgmma entries)" } else { "" };
+    println!("  kernels loaded from {} PTX{hopper}", i.ptx_arch);
     println!("  cuDNN               {}", if convrs::cudnn::available() { convrs::cudnn::version() } else { "not found".into() });
     Ok(Outcome::Passed)
 }

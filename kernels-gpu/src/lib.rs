@@ -18,10 +18,15 @@
 #![no_std]
 #![feature(abi_ptx, stdarch_nvptx, asm_experimental_arch, core_float_math)]
 
+// The sm_90a module holds the Hopper-only entries alone: the library loads it beside the sm_90
+// one, which has every other kernel.
+#[cfg(not(target_feature = "sm_90a"))]
 pub mod direct;
 pub mod prelude;
 pub mod tensor_core;
+#[cfg(not(target_feature = "sm_90a"))]
 pub mod tiled;
+#[cfg(not(target_feature = "sm_90a"))]
 pub mod transform;
 
 #[panic_handler]

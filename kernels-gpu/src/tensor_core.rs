@@ -11,6 +11,7 @@
 
 pub mod implicit_gemm;
 pub mod nhwc;
+#[cfg(not(target_feature = "sm_90a"))]
 pub mod nhwcnc;
 #[cfg(target_feature = "sm_90a")]
 pub mod wgmma;

@@ -163,6 +163,37 @@ pub fn property_test_gpu(gpu: &Gpu, algo: Algorithm, cases: u32) {
     assert!(unsupported.get() * 4 <= ran.get(), "{algo} refused {} of {} problems", unsupported.get(), ran.get());
 }
 
+/// The 16-bit epilogue of `algo` (an fp16 or bf16 kernel) rounds, and only rounds: on the same
+/// data its 16-bit output is bit for bit the round-to-nearest-even of its own fp32 output (the
+/// mainloop's sums do not depend on the output type), on ragged shapes whose edges predicate the
+/// stores (C and K not multiples of 8 run zero-padded). Panics on the first shape that differs.
+pub fn check_sixteen_bit_rounding(gpu: &Gpu, algo: Algorithm) {
+    let shapes = [Conv2d::new(3, 24, 13, 11, 40, 3, 3).with_pad(1), Conv2d::new(2, 64, 20, 20, 136, 1, 1), Conv2d::new(1, 5, 9, 9, 7, 3, 3)];
+    for (i, p) in shapes.iter().enumerate() {
+        let x = Tensor::random(p.input_shape(), Layout::Nchw, 50 + i as u64).unwrap();
+        let w = Tensor::random(p.filter_shape(), Layout::Nchw, 60 + i as u64).unwrap();
+        let (y16, rounded): (Vec<u16>, Vec<u16>) = match algo.dtype() {
+            Some(DType::BF16) => {
+                let (x, w) = (x.map(half::bf16::from_f32), w.map(half::bf16::from_f32));
+                let y32 = conv2d_to::<_, f32>(gpu, algo, p, &x, &w).unwrap();
+                assert!(y32.data().iter().all(|v| v.is_finite()), "{algo} on {p}: fp32 output not all written");
+                let y16 = conv2d(gpu, algo, p, &x, &w).unwrap().data().iter().map(|v| v.to_bits()).collect();
+                (y16, y32.data().iter().map(|&v| half::bf16::from_f32(v).to_bits()).collect())
+            }
+            Some(DType::F16) => {
+                let (x, w) = (x.map(f16::from_f32), w.map(f16::from_f32));
+                let y32 = conv2d_to::<_, f32>(gpu, algo, p, &x, &w).unwrap();
+                assert!(y32.data().iter().all(|v| v.is_finite()), "{algo} on {p}: fp32 output not all written");
+                let y16 = conv2d(gpu, algo, p, &x, &w).unwrap().data().iter().map(|v| v.to_bits()).collect();
+                (y16, y32.data().iter().map(|&v| f16::from_f32(v).to_bits()).collect())
+            }
+            other => panic!("{algo} reads {other:?}, not a 16-bit type"),
+        };
+        let wrong = y16.iter().zip(&rounded).filter(|(a, b)| a != b).count();
+        assert_eq!(wrong, 0, "{algo} on {p}: {wrong} of {} 16-bit outputs are not the rounded fp32 outputs", y16.len());
+    }
+}
+
 /// The repository README's Rust examples compile as doc tests (`no_run`: they need a GPU).
 #[cfg(doctest)]
 #[doc = include_str!("../../README.md")]

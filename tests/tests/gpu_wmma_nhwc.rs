@@ -95,36 +95,13 @@ fn wmma_kernels_take_any_channel_count_by_padding() {
 }
 
 /// The 16-bit epilogue rounds, and only rounds: on the same data, each kernel's fp16 (bf16) output
-/// is bit for bit the round-to-nearest-even of its own fp32 output (the mainloop's sums do not
-/// depend on the output type), on ragged shapes whose edges predicate the stores.
+/// is bit for bit the round-to-nearest-even of its own fp32 output, on ragged shapes whose edges
+/// predicate the stores.
 #[test]
 fn sixteen_bit_outputs_are_the_rounded_fp32_outputs() {
     let Some(gpu) = gpu_or_skip("sixteen_bit_outputs_are_the_rounded_fp32_outputs") else { return };
-    let shapes = [Conv2d::new(3, 24, 13, 11, 40, 3, 3).with_pad(1), Conv2d::new(2, 64, 20, 20, 136, 1, 1), Conv2d::new(1, 5, 9, 9, 7, 3, 3)];
-    for p in &shapes {
-        for (i, algo) in [Algorithm::WmmaNhwc, Algorithm::WmmaNhwcnc, Algorithm::WmmaNhwcBf16, Algorithm::WmmaNhwcncBf16].into_iter().enumerate() {
-            let x = Tensor::random(p.input_shape(), Layout::Nchw, 50 + i as u64).unwrap();
-            let w = Tensor::random(p.filter_shape(), Layout::Nchw, 60 + i as u64).unwrap();
-            let (y16, y32): (Vec<u16>, Vec<f32>) = if algo.dtype() == Some(convrs::DType::BF16) {
-                let (x, w) = (x.map(half::bf16::from_f32), w.map(half::bf16::from_f32));
-                let y16 = convrs::conv2d(&gpu, algo, p, &x, &w).unwrap().data().iter().map(|v| v.to_bits()).collect();
-                let y32 = convrs::conv2d_to::<_, f32>(&gpu, algo, p, &x, &w).unwrap();
-                (y16, y32.data().to_vec())
-            } else {
-                let (x, w) = (x.map(f16::from_f32), w.map(f16::from_f32));
-                let y16 = convrs::conv2d(&gpu, algo, p, &x, &w).unwrap().data().iter().map(|v| v.to_bits()).collect();
-                let y32 = convrs::conv2d_to::<_, f32>(&gpu, algo, p, &x, &w).unwrap();
-                (y16, y32.data().to_vec())
-            };
-            let rounded: Vec<u16> = if algo.dtype() == Some(convrs::DType::BF16) {
-                y32.iter().map(|&v| half::bf16::from_f32(v).to_bits()).collect()
-            } else {
-                y32.iter().map(|&v| f16::from_f32(v).to_bits()).collect()
-            };
-            assert!(y32.iter().all(|v| v.is_finite()), "{algo} on {p}: fp32 output not all written");
-            let wrong = y16.iter().zip(&rounded).filter(|(a, b)| a != b).count();
-            assert_eq!(wrong, 0, "{algo} on {p}: {wrong} of {} 16-bit outputs are not the rounded fp32 outputs", y16.len());
-        }
+    for algo in [Algorithm::WmmaNhwc, Algorithm::WmmaNhwcnc, Algorithm::WmmaNhwcBf16, Algorithm::WmmaNhwcncBf16] {
+        convrs_tests::check_sixteen_bit_rounding(&gpu, algo);
     }
 }
 

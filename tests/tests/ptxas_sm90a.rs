@@ -1,10 +1,12 @@
-//! The sm_90a module (Hopper's `wgmma`; not embedded in the library yet: issue 11) builds from the
-//! kernel sources, every `wgmma_nhwc_*` entry holds the warpgroup MMA of its type with its fences,
-//! and ptxas assembles them for sm_90a with no spills and no stack frame. CPU-only; it compiles the
-//! kernels (the pinned nightly and cargo are needed: the GPU machine, which has neither, skips it).
+//! The embedded sm_90a module (Hopper's `wgmma`, loaded beside the sm_90 one on compute
+//! capability 9.0) holds every `wgmma_nhwc_*` entry the plans name, each with the warpgroup MMA of
+//! its type and its fences, and ptxas assembles them for sm_90a with no spills, no stack frame and
+//! blocks that fit the register file. CPU-only (`cargo xtask check-ptx` proves the embedded module
+//! is the kernel sources' build).
 
+use convrs::{Algorithm, Conv2d, DeviceModel};
 use convrs_spec::wgmma::TILES;
-use convrs_tests::{ptxas_or_skip, shout};
+use convrs_tests::ptxas_or_skip;
 
 /// The body of entry `name` in `ptx`: from `.entry name(` to LLVM's end-of-function comment (the
 /// inline asm's own `{ }` blocks may close at column 0).
@@ -15,42 +17,47 @@ fn entry_body<'a>(ptx: &'a str, name: &str) -> &'a str {
 }
 
 #[test]
-fn wgmma_entries_build_and_assemble_for_sm_90a_without_spills() {
-    let Some(ptxas) = ptxas_or_skip("wgmma_entries_build_and_assemble_for_sm_90a_without_spills") else { return };
-    let cargo_runs = std::process::Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into())).arg("--version").output().is_ok_and(|o| o.status.success());
-    if !cargo_runs {
-        assert!(std::env::var("CONVRS_REQUIRE_PTXAS").as_deref() != Ok("1"), "CONVRS_REQUIRE_PTXAS=1 but cargo cannot run to build the sm_90a PTX");
-        shout("SKIPPED `wgmma_entries_build_and_assemble_for_sm_90a_without_spills`: no cargo to build the kernels with");
-        return;
-    }
-    // Through the xtask binary: it is the kernel build's linker (a test binary cannot be).
-    let ptx_path = xtask::workspace_root().join("target/ptx/convrs_sm_90a.ptx");
-    let status = std::process::Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
-        .current_dir(xtask::workspace_root())
-        .args(["run", "--quiet", "--package", "xtask", "--", "build-ptx", "--arch", "sm_90a", "--no-ptxas", "--out"])
-        .arg(&ptx_path)
-        .status()
-        .expect("cargo runs");
-    assert!(status.success(), "cargo xtask build-ptx --arch sm_90a failed ({status})");
-    let ptx = std::fs::read_to_string(&ptx_path).unwrap();
+fn wgmma_entries_hold_the_warpgroup_mma_and_nothing_else_is_in_the_module() {
+    let ptx = convrs::ptx::SM90A;
     assert!(ptx.contains(".target sm_90a"), "not sm_90a PTX");
-    let report = xtask::ptxas::assemble(&ptxas, &ptx_path, "sm_90a").unwrap_or_else(|e| panic!("{e}"));
+    let entries = ptx.matches(".visible .entry ").count();
+    assert_eq!(entries, 2 * TILES.len(), "the sm_90a module should hold the wgmma entries alone");
     for t in TILES {
         for (name, ty) in [(t.fp16, "f16"), (t.bf16, "bf16")] {
-            let body = entry_body(&ptx, name);
+            let body = entry_body(ptx, name);
             let count = |needle: &str| body.matches(needle).count();
-            let mma = format!("wgmma.mma_async.sync.aligned.m64n{}k16.f32.{ty}.{ty}", t.bn);
             // One per k16 step of a loop that ptxas unrolls (4 HGMMA a k-tile in the SASS).
+            let mma = format!("wgmma.mma_async.sync.aligned.m64n{}k16.f32.{ty}.{ty}", t.bn);
             assert!(count(&mma) >= 1, "{name}: no {mma}");
             let other = if ty == "f16" { ".bf16.bf16" } else { ".f32.f16.f16" };
             assert_eq!(count(other), 0, "{name}: a wgmma of the other type");
             for needle in ["wgmma.fence.sync.aligned", "wgmma.commit_group.sync.aligned", "wgmma.wait_group.sync.aligned", "fence.proxy.async.shared::cta"] {
                 assert!(count(needle) >= 1, "{name}: no {needle}");
             }
+            // The 16-bit epilogue of its type (ConvShape::y_bits) beside the fp32 one.
+            assert!(count(&format!("cvt.rn.{ty}x2.f32")) >= 1 && count("st.global.v2.f32") >= 1, "{name}: an output path is missing");
             assert_eq!(count("ld.local") + count("st.local"), 0, "{name}: local memory in the PTX");
-            let k = report.iter().find(|k| k.name == name).unwrap_or_else(|| panic!("{name}: not in ptxas's report"));
-            assert!(!k.spills() && k.stack_frame_bytes == 0, "{name} spills or uses a stack frame on sm_90a: {k:?}");
-            eprintln!("sm_90a: {name}: {} registers", k.registers);
+        }
+    }
+}
+
+#[test]
+fn wgmma_entries_assemble_for_sm_90a_without_spills_and_fit_the_register_file() {
+    let Some(ptxas) = ptxas_or_skip("wgmma_entries_assemble_for_sm_90a_without_spills_and_fit_the_register_file") else { return };
+    let file = std::env::temp_dir().join(format!("convrs-test-{}-sm_90a.ptx", std::process::id()));
+    std::fs::write(&file, convrs::ptx::SM90A).unwrap();
+    let report = xtask::ptxas::assemble(&ptxas, &file, "sm_90a").unwrap_or_else(|e| panic!("{e}"));
+    std::fs::remove_file(&file).ok();
+    let h100 = DeviceModel::named("h100").unwrap();
+    let shapes = [Conv2d::new(256, 256, 14, 14, 512, 3, 3).with_pad(1), Conv2d::new(8, 64, 56, 56, 64, 1, 1), Conv2d::new(32, 512, 7, 7, 512, 3, 3).with_pad(1)];
+    for algo in [Algorithm::WgmmaNhwc, Algorithm::WgmmaNhwcBf16] {
+        for p in &shapes {
+            let plan = algo.plan(p, &h100).unwrap_or_else(|e| panic!("{algo} on {p}: {e}"));
+            let k = report.iter().find(|k| k.name == plan.kernel).unwrap_or_else(|| panic!("{} not in ptxas's report", plan.kernel));
+            assert!(!k.spills() && k.stack_frame_bytes == 0, "{} spills or uses a stack frame on sm_90a: {k:?}", plan.kernel);
+            let threads = plan.block.0 * plan.block.1 * plan.block.2;
+            assert!(threads * k.registers.div_ceil(8) * 8 <= 65536, "{}: {threads} threads x {} registers", plan.kernel, k.registers);
+            eprintln!("sm_90a: {}: {} registers", plan.kernel, k.registers);
         }
     }
 }

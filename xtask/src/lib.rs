@@ -20,8 +20,9 @@ pub use link::link_if_invoked_as_linker;
 pub const ARCHES: &[&str] = &["sm_80", "sm_86", "sm_89", "sm_90", "sm_90a"];
 
 /// The architectures the host library embeds: Ampere-class PTX for every GPU from sm_80 on,
-/// and Hopper PTX so an H100/H200 gets code generated for it.
-pub const EMBEDDED_ARCHES: &[&str] = &["sm_80", "sm_90"];
+/// Hopper PTX so an H100/H200 gets code generated for it, and the sm_90a module with the
+/// Hopper-only (`wgmma`) entries, loaded beside the sm_90 one on compute capability 9.0.
+pub const EMBEDDED_ARCHES: &[&str] = &["sm_80", "sm_90", "sm_90a"];
 
 /// Where the workspace root is, from this crate's manifest directory.
 pub fn workspace_root() -> PathBuf {

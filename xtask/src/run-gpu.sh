@@ -28,6 +28,10 @@ mkdir -p "$dest"
 out=$(mktemp -d)
 steps=${STEPS:-tests sanitize bench examples}
 export CONVRS_REQUIRE_GPU=1
+# On a Hopper (compute capability 9.0) the wgmma tests must run, not skip.
+if [ "$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1)" = "9.0" ]; then
+  export CONVRS_REQUIRE_HOPPER=1
+fi
 export CONVRS_COMMIT=$(cat "$here/commit.txt" 2>/dev/null || echo unknown)
 failed=()
 

@@ -467,16 +467,8 @@ fn epilogue<O: Operands, const MT: usize, const NT: usize, const BF16: bool>(sh:
     let (gemm_m, gemm_n) = ((sh.n * sh.p * sh.q) as u32, sh.k as u32);
     let (g, t) = (lane / 4, lane % 4);
     let half = sh.y_bits == 16;
-    let store = |row: u32, col: u32, a: f32, b: f32| {
-        let off = O::y_off(sh, row, col) as usize;
-        // SAFETY: the callers below pass row < M and col + 1 < K (K and col's tile are multiples
-        // of 8), so `off` and `off + 1` are in y, contiguous (y_off's contract) and, col and K
-        // being even, 8-byte (fp32) or 4-byte (16-bit) aligned; each (row, col) belongs to one
-        // lane of one block; y holds N*P*Q*K elements of y_bits bits (host::launch).
-        unsafe {
-            if half { store_global_16x2::<BF16>((y as *mut u16).add(off), a, b) } else { store_global_f32x2(y.add(off), a, b) }
-        }
-    };
+    // SAFETY: the calls below pass row < M and col + 1 < K, and each (row, col) is this lane's.
+    let store = |row: u32, col: u32, a: f32, b: f32| unsafe { store_pair::<O, BF16>(sh, y, half, row, col, a, b) };
     unroll!(8: MT, i => {
         let row = row0 + i as u32 * 16 + g;
         unroll!(8: NT, j => {
@@ -493,12 +485,32 @@ fn epilogue<O: Operands, const MT: usize, const NT: usize, const BF16: bool>(sh:
     });
 }
 
+/// Stores the output pair (GEMM row `row`, columns `col`, `col + 1`) = (`a`, `b`): fp32 as one
+/// 8-byte store, or (`half`, i.e. `sh.y_bits == 16`, tested once by the caller) rounded to the
+/// input's 16-bit type as one 4-byte store.
+///
+/// # Safety
+/// `row < M` and `col + 1 < K` with `col` even (K and col's tile multiples of 8), so `y_off`
+/// and the next element are in `y`, contiguous (its contract) and 8-byte (fp32) or 4-byte (16-bit)
+/// aligned; no other thread of the launch writes this pair; `y` holds N*P*Q*K elements of
+/// `y_bits` bits (host::launch).
+#[inline(always)]
+pub(super) unsafe fn store_pair<O: Operands, const BF16: bool>(sh: &ConvShape, y: *mut f32, half: bool, row: u32, col: u32, a: f32, b: f32) {
+    let off = O::y_off(sh, row, col) as usize;
+    // SAFETY: as the caller guarantees.
+    unsafe {
+        if half { store_global_16x2::<BF16>((y as *mut u16).add(off), a, b) } else { store_global_f32x2(y.add(off), a, b) }
+    }
+}
+
 /// Declares the entry points of one layout family and element type from
 /// `convrs_spec::tensor_core_tiles!`, called as `tensor_core_tiles!(entries, COLUMN, Ops)` with
 /// COLUMN one of `nhwc`, `nhwcnc`, `nhwc_bf16`, `nhwcnc_bf16`: one
 /// `conv::<Ops, WARPS_M, WARPS_N, MT, NT, STAGES, KCH, BF16>` per tile, named by that column of
 /// the table. host/src/plan/tensor_core/nhwcnc.rs picks with wmma_nhwc's cost model, which is why both
 /// families compile the same tiles (host/src/plan/tensor_core/nhwc.rs has their timings).
+// The sm_90a module declares no mma.sync entries (lib.rs), so there the macro goes unused.
+#[cfg_attr(target_feature = "sm_90a", allow(unused_macros))]
 macro_rules! entries {
     ($column:ident $ops:ident $(($nhwc:ident, $nhwcnc:ident, $nhwc_bf16:ident, $nhwcnc_bf16:ident, $wm:literal, $wn:literal, $mt:literal, $nt:literal, $stages:literal, $kch:literal))*) => {
         $($crate::tensor_core::implicit_gemm::entries!(@one $column $ops, [$nhwc, $nhwcnc, $nhwc_bf16, $nhwcnc_bf16], $wm, $wn, $mt, $nt, $stages, $kch);)*
@@ -521,4 +533,5 @@ macro_rules! entries {
         );
     };
 }
+#[cfg_attr(target_feature = "sm_90a", allow(unused_imports))]
 pub(crate) use entries;

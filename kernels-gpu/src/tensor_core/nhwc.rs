@@ -77,7 +77,10 @@ impl Operands for Nhwc {
     }
 }
 
-// One entry per block tile of the shared table (convrs_spec::tensor_core_tiles!).
+// One entry per block tile of the shared table (convrs_spec::tensor_core_tiles!); the sm_90a
+// module has only the wgmma entries on these operands.
+#[cfg(not(target_feature = "sm_90a"))]
 convrs_spec::tensor_core_tiles!(super::implicit_gemm::entries, nhwc, Nhwc);
 // The same tiles on bf16 data.
+#[cfg(not(target_feature = "sm_90a"))]
 convrs_spec::tensor_core_tiles!(super::implicit_gemm::entries, nhwc_bf16, Nhwc);

@@ -39,13 +39,13 @@
 //!           wgmma.fence; 4 x wgmma (k16 steps of k-tile kt); commit
 //!           copy k-tile kt+STAGES-2 into kt-2's stage; commit (maybe empty)
 //!           wgmma.wait_group 1              k-tile kt-1's wgmmas retired
-//! epilogue: wait_group 0; accumulators to y as 8-byte stores, predicated on M and K
+//! epilogue: wait_group 0; accumulators to y, predicated on M and K: fp32 pairs as 8-byte stores,
+//!           or rounded to the input's 16-bit type as 4-byte stores (ConvShape::y_bits)
 //! ```
 
 use convrs_spec::wgmma::{smem_bytes, stage_bytes, BLOCK_M, K_TILE, THREADS};
 
-use super::implicit_gemm::{chan, divmod, Operands, Tap};
-use crate::prelude::matrix::store_global_f32x2;
+use super::implicit_gemm::{chan, divmod, store_pair, Operands, Tap};
 use crate::prelude::wgmma::{commit_group, desc_sw128, fence_proxy_async_shared, Accumulators, DESC_K16};
 use crate::prelude::*;
 
@@ -208,18 +208,18 @@ pub unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const BF
     // same 8 rows further (notes/hopper.md §1.4), warp and lane within the warpgroup.
     let (warp, lane) = ((tid % 128) / 32, tid % 32);
     let row = m0 + wg * 64 + warp * 16 + lane / 4;
+    let half = sh.y_bits == 16;
     unroll!(32: Acc::N / 8, j => {
         let col = n0 + 8 * j as u32 + 2 * (lane % 4);
         if col < gemm_n {
             if row < gemm_m {
-                // SAFETY: row < M, col + 1 < K (K and col's 8-column group multiples of 8), so the
-                // pair is inside y and contiguous; 8-byte aligned as K and col are even; each
+                // SAFETY: row < M, col + 1 < K (K and col's 8-column group multiples of 8); each
                 // (row, col) belongs to one thread of one block.
-                unsafe { store_global_f32x2(y.add(O::y_off(&sh, row, col) as usize), acc[4 * j], acc[4 * j + 1]) };
+                unsafe { store_pair::<O, BF16>(&sh, y, half, row, col, acc[4 * j], acc[4 * j + 1]) };
             }
             if row + 8 < gemm_m {
                 // SAFETY: as above, for row + 8.
-                unsafe { store_global_f32x2(y.add(O::y_off(&sh, row + 8, col) as usize), acc[4 * j + 2], acc[4 * j + 3]) };
+                unsafe { store_pair::<O, BF16>(&sh, y, half, row + 8, col, acc[4 * j + 2], acc[4 * j + 3]) };
             }
         }
     });

@@ -1,5 +1,7 @@
-//! Family 3, tensor-core implicit GEMM (kernels-gpu/src/tensor_core/): both layouts share the
-//! mainloop's tiles and one cost model ([`nhwc`]).
+//! Family 3, tensor-core implicit GEMM (kernels-gpu/src/tensor_core/): both `mma.sync` layouts
+//! share the mainloop's tiles and one cost model ([`nhwc`]); [`wgmma`] is the Hopper step, its
+//! own tiles and scale on the same wave model.
 
 pub mod nhwc;
 pub mod nhwcnc;
+pub mod wgmma;

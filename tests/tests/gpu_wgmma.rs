@@ -1,0 +1,80 @@
+//! GPU tests of `wgmma_nhwc` and `wgmma_nhwc_bf16` (Hopper's warpgroup MMA, sm_90a) against the
+//! f64 CPU reference on the same rounded inputs, both output types, NaN-poisoned outputs. They
+//! need compute capability 9.0: elsewhere each test announces that it was skipped (the plans
+//! refuse other devices, which `wgmma_plans_refuse_other_devices` checks on the CPU).
+
+use convrs::{Algorithm, Conv2d, DeviceModel, Error, Gpu};
+use convrs_tests::{gpu_or_skip, gpu_vs_cpu_to, property_test_gpu, shout, tolerance, Out};
+
+const ALGOS: [Algorithm; 2] = [Algorithm::WgmmaNhwc, Algorithm::WgmmaNhwcBf16];
+
+/// The GPU if it is a Hopper (compute capability 9.0), else `None` after a loud SKIPPED (a
+/// panic if CONVRS_REQUIRE_HOPPER=1, which the H100 run sets).
+fn hopper_or_skip(test: &str) -> Option<Gpu> {
+    let gpu = gpu_or_skip(test)?;
+    if convrs::ptx::loads_sm90a(gpu.info().compute_capability) {
+        return Some(gpu);
+    }
+    let (major, minor) = gpu.info().compute_capability;
+    assert!(std::env::var("CONVRS_REQUIRE_HOPPER").as_deref() != Ok("1"), "CONVRS_REQUIRE_HOPPER=1 but the GPU is {major}.{minor}");
+    shout(&format!("SKIPPED `{test}`: the wgmma kernels need compute capability 9.0, this GPU is {major}.{minor}"));
+    None
+}
+
+#[test]
+fn wgmma_matches_cpu_on_random_problems() {
+    let Some(gpu) = hopper_or_skip("wgmma_matches_cpu_on_random_problems") else { return };
+    for algo in ALGOS {
+        property_test_gpu(&gpu, algo, 64);
+    }
+}
+
+/// The seed shape at small batch, both tiles, and the corners a random draw may miss.
+#[test]
+fn wgmma_matches_cpu_on_named_shapes() {
+    let Some(gpu) = hopper_or_skip("wgmma_matches_cpu_on_named_shapes") else { return };
+    let shapes = [
+        Conv2d::new(2, 256, 14, 14, 512, 3, 3).with_pad(1), // the seed shape at batch 2: 128x256 tiles
+        Conv2d::new(2, 64, 56, 56, 64, 3, 3).with_pad(1),   // K = 64: 128x128 tiles, half of them empty columns
+        Conv2d::new(3, 8, 13, 11, 8, 3, 3).with_pad(1),     // C = 8, K = 8: one partial chunk each
+        Conv2d::new(1, 24, 9, 7, 40, 3, 3),                 // ragged M, K not a tile multiple
+        Conv2d::new(3, 40, 31, 29, 264, 1, 1).with_stride(2), // 1x1 stride 2, K spans two 256 tiles
+        Conv2d::new(2, 96, 20, 23, 48, 3, 3).with_pad(2).with_dilation(2), // dilation 2, C = 1.5 k-tiles
+        Conv2d { n: 2, c: 48, h: 23, w: 64, k: 72, r: 3, s: 5, pad: (1, 2), stride: (2, 1), dilation: (1, 3) }, // per-axis values
+        Conv2d::new(1, 8, 1, 1, 8, 1, 1),                   // the smallest problem
+        Conv2d::new(1, 3, 33, 35, 6, 7, 7).with_pad(3),     // C = 3, K = 6: run zero-padded to 8
+    ];
+    for algo in ALGOS {
+        for p in &shapes {
+            for out in [Out::Input, Out::F32] {
+                let c = gpu_vs_cpu_to(&gpu, algo, p, 11, out).unwrap_or_else(|e| panic!("{algo} on {p} ({out:?} output): {e}"));
+                assert_eq!(c.non_finite, 0, "{algo} on {p} ({out:?} output): {c}");
+                assert!(c.rel_l2_err <= tolerance(algo, out), "{algo} on {p} ({out:?} output): {c}");
+            }
+        }
+    }
+}
+
+/// The 16-bit epilogue rounds the fp32 accumulators and does nothing else.
+#[test]
+fn wgmma_sixteen_bit_outputs_are_the_rounded_fp32_outputs() {
+    let Some(gpu) = hopper_or_skip("wgmma_sixteen_bit_outputs_are_the_rounded_fp32_outputs") else { return };
+    for algo in ALGOS {
+        convrs_tests::check_sixteen_bit_rounding(&gpu, algo);
+    }
+}
+
+/// CPU-only: other devices are refused with the reason, so the automatic choice falls back.
+#[test]
+fn wgmma_plans_refuse_other_devices() {
+    let p = Conv2d::new(2, 64, 9, 9, 64, 3, 3).with_pad(1);
+    for algo in ALGOS {
+        assert!(algo.plan(&p, &DeviceModel::named("h100").unwrap()).is_ok());
+        match algo.plan(&p, &DeviceModel::named("a100").unwrap()) {
+            Err(Error::Unsupported { reason, .. }) => assert!(reason.contains("compute capability 9.0"), "{reason}"),
+            other => panic!("{algo} on an A100 model: {other:?}"),
+        }
+        let choice = convrs::select::choose(&p, algo.dtype().unwrap(), convrs::Layout::Nhwc, &DeviceModel::named("a100").unwrap()).unwrap();
+        assert_ne!(choice.pick, algo, "Auto picked a Hopper kernel for an A100");
+    }
+}
