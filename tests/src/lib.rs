@@ -125,6 +125,18 @@ fn run_and_compare<T: convrs::Element>(gpu: &Gpu, algo: Algorithm, p: &Conv2d, x
     })
 }
 
+/// Each of `shapes` through `algo` writing both output types (the input's and fp32), on fresh
+/// data from `seed`: every output written and within [`tolerance`] of the CPU reference.
+pub fn check_shapes_both_outputs(gpu: &Gpu, algo: Algorithm, shapes: &[Conv2d], seed: u64) {
+    for p in shapes {
+        for out in [Out::Input, Out::F32] {
+            let c = gpu_vs_cpu_to(gpu, algo, p, seed, out).unwrap_or_else(|e| panic!("{algo} on {p} ({out:?} output): {e}"));
+            assert_eq!(c.non_finite, 0, "{algo} on {p} ({out:?} output): {c}");
+            assert!(c.rel_l2_err <= tolerance(algo, out), "{algo} on {p} ({out:?} output): {c}");
+        }
+    }
+}
+
 /// Property test: `cases` random problems (see [`conv_problems_with`], with the sizes `algo`
 /// needs) through `algo`, each within [`tolerance`] of the CPU reference with every output
 /// written; the output type alternates with the case's seed (the input's type, or fp32), so a

@@ -4,7 +4,7 @@
 //! refuse other devices, which `wgmma_plans_refuse_other_devices` checks on the CPU).
 
 use convrs::{Algorithm, Conv2d, DeviceModel, Error, Gpu};
-use convrs_tests::{gpu_or_skip, gpu_vs_cpu_to, property_test_gpu, shout, tolerance, Out};
+use convrs_tests::{check_shapes_both_outputs, gpu_or_skip, property_test_gpu, shout};
 
 const ALGOS: [Algorithm; 2] = [Algorithm::WgmmaNhwc, Algorithm::WgmmaNhwcBf16];
 
@@ -45,13 +45,7 @@ fn wgmma_matches_cpu_on_named_shapes() {
         Conv2d::new(1, 3, 33, 35, 6, 7, 7).with_pad(3),     // C = 3, K = 6: run zero-padded to 8
     ];
     for algo in ALGOS {
-        for p in &shapes {
-            for out in [Out::Input, Out::F32] {
-                let c = gpu_vs_cpu_to(&gpu, algo, p, 11, out).unwrap_or_else(|e| panic!("{algo} on {p} ({out:?} output): {e}"));
-                assert_eq!(c.non_finite, 0, "{algo} on {p} ({out:?} output): {c}");
-                assert!(c.rel_l2_err <= tolerance(algo, out), "{algo} on {p} ({out:?} output): {c}");
-            }
-        }
+        check_shapes_both_outputs(&gpu, algo, &shapes, 11);
     }
 }
 

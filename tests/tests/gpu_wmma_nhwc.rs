@@ -9,7 +9,7 @@ use convrs::plan::LaunchPlan;
 use convrs::DeviceModel;
 use convrs::timing::{time_runs, TimingConfig};
 use convrs::{compare, conv2d_cpu, launch, Algorithm, Comparison, Conv2d, Error, Gpu, Layout, Tensor};
-use convrs_tests::{gpu_or_skip, gpu_vs_cpu_to, property_test_gpu, tolerance, Out};
+use convrs_tests::{check_shapes_both_outputs, gpu_or_skip, gpu_vs_cpu_to, property_test_gpu, tolerance, Out};
 use half::f16;
 
 const ALGO: Algorithm = Algorithm::WmmaNhwc;
@@ -37,13 +37,7 @@ fn wmma_nhwc_matches_cpu_on_named_shapes() {
         Conv2d::new(1, 8, 1, 1, 8, 1, 1),                   // the smallest problem
         Conv2d::new(1, 16, 5, 5, 8, 5, 5).with_pad(4),      // padding near the filter size: most taps are zeros
     ];
-    for p in &shapes {
-        for out in [Out::Input, Out::F32] {
-            let c = gpu_vs_cpu_to(&gpu, ALGO, p, 7, out).unwrap_or_else(|e| panic!("{ALGO} on {p} ({out:?} output): {e}"));
-            assert_eq!(c.non_finite, 0, "{ALGO} on {p} ({out:?} output): {c}");
-            assert!(c.rel_l2_err <= tolerance(ALGO, out), "{ALGO} on {p} ({out:?} output): {c}");
-        }
-    }
+    check_shapes_both_outputs(&gpu, ALGO, &shapes, 7);
 }
 
 /// C or K not a multiple of 8 is refused by the plan (on the GPU path too), never launched.

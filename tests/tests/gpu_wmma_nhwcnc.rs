@@ -5,7 +5,7 @@
 
 use convrs::DeviceModel;
 use convrs::{Algorithm, Conv2d, Error};
-use convrs_tests::{gpu_or_skip, gpu_vs_cpu_to, property_test_gpu, tolerance, Out};
+use convrs_tests::{check_shapes_both_outputs, gpu_or_skip, property_test_gpu};
 
 const ALGO: Algorithm = Algorithm::WmmaNhwcnc;
 
@@ -38,13 +38,7 @@ fn wmma_nhwcnc_matches_cpu_on_named_shapes() {
         Conv2d::new(32, 32, 28, 28, 96, 3, 3).with_pad(1),    // C = 32: half-empty 64-channel k-tiles
         Conv2d::new(16, 96, 9, 9, 512, 3, 3).with_pad(1),     // C = 96: 1.5 k-tiles of 64 per tap
     ];
-    for (i, p) in shapes.iter().enumerate() {
-        // Both output types, alternating over the shapes.
-        let out = if i % 2 == 1 { Out::F32 } else { Out::Input };
-        let c = gpu_vs_cpu_to(&gpu, ALGO, p, 7, out).unwrap_or_else(|e| panic!("{ALGO} on {p} ({out:?} output): {e}"));
-        assert_eq!(c.non_finite, 0, "{ALGO} on {p} ({out:?} output): {c}");
-        assert!(c.rel_l2_err <= tolerance(ALGO, out), "{ALGO} on {p} ({out:?} output): {c}");
-    }
+    check_shapes_both_outputs(&gpu, ALGO, &shapes, 7);
 }
 
 /// N, C or K not a multiple of 16 is refused by the plan (CPU-only), pointing to the NHWC kernel.
