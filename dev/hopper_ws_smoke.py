@@ -158,11 +158,11 @@ def encode_bindings(dtype, ptr, dims, strides, box):
     for name, e, want in (("dtype", dt, DT[dtype]), ("swizzle", sw, SWIZZLE_128B), ("interleave", il, INTERLEAVE_NONE), ("l2", l2, L2_128B), ("oob", oob, OOB_NONE)):
         if int(e) != want:
             raise RuntimeError(f"cuda-bindings enum {name} = {int(e)}, this script assumed {want}")
-    try:
-        res = driver.cuTensorMapEncodeTiled(dt, 3, ptr, dims, strides, box, [1, 1, 1], il, sw, l2, oob)
-    except TypeError:  # older bindings want the cuuintNN_t wrappers
+    try:  # cuda-bindings 13.5 refuses plain ints for the cuuint32_t arrays (checked without a GPU)
         res = driver.cuTensorMapEncodeTiled(dt, 3, ptr, [driver.cuuint64_t(v) for v in dims], [driver.cuuint64_t(v) for v in strides],
                                             [driver.cuuint32_t(v) for v in box], [driver.cuuint32_t(1)] * 3, il, sw, l2, oob)
+    except TypeError:  # in case some version wants plain ints
+        res = driver.cuTensorMapEncodeTiled(dt, 3, ptr, dims, strides, box, [1, 1, 1], il, sw, l2, oob)
     err, tmap = res
     if int(err) != 0:
         raise RuntimeError(f"cuTensorMapEncodeTiled (cuda-bindings) returned {err}")
@@ -217,7 +217,7 @@ def filter_map(wt, dtype, bn, clear_bit21=False):
     blob = bytearray(blobs.get("cuda-bindings") or blobs["ctypes"])
     if clear_bit21:  # CUTLASS's undocumented workaround for small tensors on drivers <= 13010 (notes §3.3)
         blob[8 + 2] &= ~(1 << 5) & 0xFF
-    t = torch.frombuffer(bytes(blob), dtype=torch.uint8).to("cuda")
+    t = torch.frombuffer(blob, dtype=torch.uint8).to("cuda")
     assert t.data_ptr() % 64 == 0
     return t
 
