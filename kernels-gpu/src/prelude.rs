@@ -7,6 +7,9 @@ pub mod matrix;
 /// Hopper warpgroup MMA; only the sm_90a build (`cargo xtask build-ptx --arch sm_90a`) has it.
 #[cfg(target_feature = "sm_90a")]
 pub mod wgmma;
+/// mbarriers, TMA and setmaxnreg for the warp-specialized Hopper kernel (sm_90a build only).
+#[cfg(target_feature = "sm_90a")]
+pub mod mbarrier;
 
 /// Aborts the kernel; the host sees a launch error instead of wrong numbers.
 #[inline(always)]

@@ -8,6 +8,8 @@
 //! - [`nhwcnc`]: `wmma_nhwcnc_{BM}x{BN}[k64]` on the blocked NHWC16n16c / RSCK16k16c layouts.
 //! - `wgmma` (sm_90a PTX only): `wgmma_nhwc_128x{BN}k64` on plain NHWC with Hopper's
 //!   `wgmma.mma_async` from shared-memory descriptors.
+//! - `wgmma_ws` (sm_90a PTX only, dev-only, not in the host library): `wgmma_ws_nhwc_128x{BN}k64`,
+//!   warp-specialized (a producer warpgroup, two wgmma warpgroups) on an mbarrier ring, filters by TMA.
 
 pub mod implicit_gemm;
 pub mod nhwc;
@@ -15,3 +17,5 @@ pub mod nhwc;
 pub mod nhwcnc;
 #[cfg(target_feature = "sm_90a")]
 pub mod wgmma;
+#[cfg(target_feature = "sm_90a")]
+pub mod wgmma_ws;

@@ -68,6 +68,49 @@ macro_rules! declare_tiles {
 }
 crate::wgmma_tiles!(declare_tiles);
 
+/// Step 2 (dev-only, not in the host library): calls `$callback! { $ctx... (fp16_entry,
+/// bf16_entry, BN, STAGES) ... }`, one row per compiled tile of the warp-specialized kernel
+/// `wgmma_ws_nhwc_*` (kernels-gpu/src/tensor_core/wgmma_ws.rs). Its arguments are step 1's with
+/// one more pointer after `y`: the filter's TMA tensor map (128 bytes in global memory).
+#[macro_export]
+macro_rules! wgmma_ws_tiles {
+    ($callback:path $(, $ctx:tt)*) => {
+        $callback! { $($ctx)*
+            // 128x256x64, 4 stages (4 x 48 KiB), the producer a full ring ahead.
+            (wgmma_ws_nhwc_128x256k64, wgmma_ws_nhwc_bf16_128x256k64, 256, 4)
+            // 128x128x64, 6 stages (6 x 32 KiB).
+            (wgmma_ws_nhwc_128x128k64, wgmma_ws_nhwc_bf16_128x128k64, 128, 6)
+        }
+    };
+}
+
+/// Threads per block of the warp-specialized kernel: warpgroup 0 moves data, warpgroups 1 and 2
+/// run wgmma (rows 0..64 and 64..128 of the block tile).
+pub const WS_THREADS: usize = 384;
+
+/// Dynamic shared memory bytes per block of the warp-specialized kernel: `stages` stages, 1 KiB
+/// to align them to 1024, and 128 bytes for the full and empty mbarriers (8 bytes each, 2 a
+/// stage, at most 8 stages) after the stages.
+#[inline(always)]
+pub const fn ws_smem_bytes(bn: usize, stages: usize) -> usize {
+    stages * stage_bytes(bn) + 1024 + 128
+}
+
+/// Bytes the filter TMA delivers per stage: BN rows of 64 16-bit channels (the whole box,
+/// zero-filled parts included), the full barrier's expected transaction count.
+#[inline(always)]
+pub const fn ws_b_bytes(bn: usize) -> usize {
+    bn * 2 * K_TILE
+}
+
+macro_rules! declare_ws_tiles {
+    ($(($fp16:ident, $bf16:ident, $bn:literal, $stages:literal))*) => {
+        /// Every compiled warp-specialized tile, in the kernels' declaration order.
+        pub const WS_TILES: [Tile; [$($bn),*].len()] = [$(Tile { fp16: stringify!($fp16), bf16: stringify!($bf16), bn: $bn, stages: $stages }),*];
+    };
+}
+crate::wgmma_ws_tiles!(declare_ws_tiles);
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -77,5 +120,11 @@ mod tests {
         assert_eq!(TILES.map(|t| (t.bn, t.stages, t.smem_bytes())), [(256, 4, 4 * 48 * 1024 + 1024), (128, 5, 5 * 32 * 1024 + 1024)]);
         // Within sm_90's 227 KiB of dynamic shared memory per block.
         assert!(TILES.iter().all(|t| t.smem_bytes() <= 232448));
+    }
+
+    #[test]
+    fn ws_tile_sizes() {
+        assert!(WS_TILES.iter().all(|t| ws_smem_bytes(t.bn, t.stages) <= 232448 && t.stages <= 8 && t.bn <= 256));
+        assert_eq!(ws_b_bytes(256), 32768);
     }
 }

@@ -84,7 +84,36 @@ fn link(args: &[String]) -> Result<(), String> {
         .arg("-o")
         .arg(&optimized))?;
 
-    run(Command::new(tools.join("llc")).arg(format!("--mcpu={cpu}")).arg(&optimized).arg("-o").arg(&output))
+    run(Command::new(tools.join("llc")).arg(format!("--mcpu={cpu}")).arg(&optimized).arg("-o").arg(&output))?;
+    let ptx = std::fs::read_to_string(&output).map_err(|e| format!("cannot read {}: {e}", output.display()))?;
+    let bounded = add_launch_bounds(&ptx);
+    if bounded != ptx {
+        std::fs::write(&output, bounded).map_err(|e| format!("cannot write {}: {e}", output.display()))?;
+    }
+    Ok(())
+}
+
+/// Entry-name prefixes that get `.maxntid THREADS, 1, 1` and `.minnctapersm 1`, which rustc
+/// cannot emit: `setmaxnreg` needs ptxas to know the register count at entry (notes/hopper.md
+/// §5). Only these entries change; every other entry's PTX stays byte-identical.
+const LAUNCH_BOUNDS: &[(&str, u32)] = &[("wgmma_ws_", 384)];
+
+/// Inserts the [`LAUNCH_BOUNDS`] directives between each matching `.entry`'s parameter list and
+/// its body (the first line that is exactly `{` after the entry line).
+fn add_launch_bounds(ptx: &str) -> String {
+    let mut out = String::with_capacity(ptx.len() + 256);
+    let mut pending: Option<u32> = None;
+    for line in ptx.split_inclusive('\n') {
+        if let Some(name) = line.trim_start().strip_prefix(".visible .entry ").or_else(|| line.trim_start().strip_prefix(".entry ")) {
+            pending = LAUNCH_BOUNDS.iter().find(|(p, _)| name.starts_with(p)).map(|&(_, t)| t);
+        }
+        if let (Some(threads), "{") = (pending, line.trim_end()) {
+            out.push_str(&format!(".maxntid {threads}, 1, 1\n.minnctapersm 1\n"));
+            pending = None;
+        }
+        out.push_str(line);
+    }
+    out
 }
 
 #[cfg(test)]
@@ -106,6 +135,13 @@ mod tests {
         assert_eq!(r.cpu.as_deref(), Some("sm_90"));
         assert_eq!(r.opt_level, "3");
         assert_eq!(r.output, Some(PathBuf::from("out.ptx")));
+    }
+
+    #[test]
+    fn launch_bounds_go_before_the_body_of_matching_entries() {
+        let ptx = ".visible .entry a(\n\t.param .u64 a_param_0\n)\n{\n\tret;\n}\n.visible .entry wgmma_ws_x(\n\t.param .u64 p\n)\n{\n\tret;\n}\n";
+        let want = ".visible .entry a(\n\t.param .u64 a_param_0\n)\n{\n\tret;\n}\n.visible .entry wgmma_ws_x(\n\t.param .u64 p\n)\n.maxntid 384, 1, 1\n.minnctapersm 1\n{\n\tret;\n}\n";
+        assert_eq!(add_launch_bounds(ptx), want);
     }
 
     #[test]

@@ -1,0 +1,145 @@
+//! Hopper asynchronous-copy plumbing (sm_90a build only): shared-memory mbarriers with
+//! transaction counts, `cp.async` arrivals on them, tiled TMA loads from a tensor map in global
+//! memory, and `setmaxnreg`. notes/hopper.md §3-§5 has the sources (PTX ISA, CUTLASS).
+//!
+//! Barriers are addressed by their 32-bit `.shared` window address (8-byte aligned). A phase
+//! completes when its pending arrivals reach 0 and its transaction count is 0; waits name the
+//! parity of the phase they wait for (the current phase's parity blocks, the previous one's
+//! returns at once).
+
+use core::arch::asm;
+
+/// `mbarrier.init.shared::cta.b64`: phase 0, `count` expected arrivals, no transactions.
+///
+/// # Safety
+/// `bar` is an 8-byte aligned shared address of this block that no thread uses as a live
+/// barrier yet; other threads may use it only after [`fence_mbarrier_init`] and a barrier.
+#[inline(always)]
+pub unsafe fn mbar_init(bar: u32, count: u32) {
+    // SAFETY: the caller guarantees the address and that the barrier is not live.
+    unsafe { asm!("mbarrier.init.shared::cta.b64 [{b}], {n};", b = in(reg32) bar, n = in(reg32) count, options(nostack)) };
+}
+
+/// `fence.mbarrier_init.release.cluster` then `fence.proxy.async.shared::cta`: makes this
+/// thread's barrier initialisations visible to the other threads (after a CTA barrier) and to
+/// the async proxy (TMA completions, `cp.async` arrivals). CUTLASS uses the first, the CUDA
+/// guide's TMA example the second; both are cheap and run once.
+#[inline(always)]
+pub fn fence_mbarrier_init() {
+    // SAFETY: fences have no preconditions; no `nomem`, so the inits stay before them.
+    unsafe { asm!("fence.mbarrier_init.release.cluster;", "fence.proxy.async.shared::cta;", options(nostack)) };
+}
+
+/// `mbarrier.arrive.shared::cta.b64`: one arrival (release semantics, CTA scope).
+///
+/// # Safety
+/// `bar` is an initialised barrier of this block whose current phase still expects arrivals.
+#[inline(always)]
+pub unsafe fn mbar_arrive(bar: u32) {
+    // SAFETY: as the caller guarantees; the state result goes to the sink `_`.
+    unsafe { asm!("mbarrier.arrive.shared::cta.b64 _, [{b}];", b = in(reg32) bar, options(nostack)) };
+}
+
+/// `mbarrier.arrive.expect_tx.shared::cta.b64`: adds `bytes` to the current phase's
+/// transaction count, then arrives once. Issue it before the copies that complete the bytes.
+///
+/// # Safety
+/// As [`mbar_arrive`]; `bytes` < 2^20.
+#[inline(always)]
+pub unsafe fn mbar_arrive_expect_tx(bar: u32, bytes: u32) {
+    // SAFETY: as the caller guarantees.
+    unsafe {
+        asm!("mbarrier.arrive.expect_tx.shared::cta.b64 _, [{b}], {n};", b = in(reg32) bar, n = in(reg32) bytes, options(nostack))
+    };
+}
+
+/// Blocks until the phase of parity `parity` of `bar` has completed (`mbarrier.try_wait.parity`
+/// in a loop; each try may suspend the thread for a while). Acquire semantics at CTA scope: the
+/// arrivers' writes and the completed TMA bytes are visible afterwards.
+///
+/// # Safety
+/// `bar` is an initialised barrier of this block, and the phase waited for is the current or
+/// the previous one (parity waits cannot tell older phases apart).
+#[inline(always)]
+pub unsafe fn mbar_wait(bar: u32, parity: u32) {
+    loop {
+        let done: u32;
+        // SAFETY: as the caller guarantees; the predicate is scoped inside the braces. No
+        // `nomem`: shared loads after the wait must not move before it.
+        unsafe {
+            asm!("{{", ".reg .pred p;", "mbarrier.try_wait.parity.shared::cta.b64 p, [{b}], {par};", "selp.u32 {d}, 1, 0, p;", "}}",
+                b = in(reg32) bar, par = in(reg32) parity, d = out(reg32) done, options(nostack))
+        };
+        if done != 0 {
+            return;
+        }
+    }
+}
+
+/// `cp.async.mbarrier.arrive.noinc.shared::cta.b64`: when every `cp.async` this thread issued
+/// before has landed, arrives once on `bar`. `.noinc`: the arrival is one of the `count` the
+/// barrier was initialised with (no pending-count increment now).
+///
+/// # Safety
+/// As [`mbar_arrive`], counting this arrival in the phase it will land in.
+#[inline(always)]
+pub unsafe fn cp_async_mbar_arrive_noinc(bar: u32) {
+    // SAFETY: as the caller guarantees.
+    unsafe { asm!("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [{b}];", b = in(reg32) bar, options(nostack)) };
+}
+
+/// `prefetch.tensormap`: brings the 128-byte tensor map at generic address `map` (in global
+/// memory) into the TMA unit's descriptor cache ahead of its first use.
+///
+/// # Safety
+/// `map` points to a valid tensor map in global memory, unchanged during the launch.
+#[inline(always)]
+pub unsafe fn prefetch_tensormap(map: *const u8) {
+    // SAFETY: a prefetch only reads the map, which the caller guarantees valid.
+    unsafe { asm!("prefetch.tensormap [{m}];", m = in(reg64) map, options(nostack, readonly)) };
+}
+
+/// Tiled 3-D TMA load: the box of the tensor map at `map` starting at element coordinates
+/// (`c0`, `c1`, `c2`) (innermost first; out-of-range elements read as zero) lands at shared
+/// address `dst` in the map's swizzled layout, then completes its byte count on barrier `bar`.
+/// `.shared::cluster` destination: valid without a cluster launch, the CTA being its own cluster.
+///
+/// # Safety
+/// `map` is a valid 3-D tensor map in global memory (see [`prefetch_tensormap`]); `dst` is
+/// shared memory of this block, aligned as the map's swizzle requires (1024 bytes for 128B),
+/// with room for the whole box, that nothing else accesses until `bar`'s phase completes; the
+/// box's bytes were announced on `bar` with [`mbar_arrive_expect_tx`].
+#[inline(always)]
+pub unsafe fn tma_load_3d(dst: u32, map: *const u8, c0: i32, c1: i32, c2: i32, bar: u32) {
+    // SAFETY: as the caller guarantees; the copy writes only the box at dst.
+    unsafe {
+        asm!("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [{d}], [{m}, {{{c0}, {c1}, {c2}}}], [{b}];",
+            d = in(reg32) dst, m = in(reg64) map, c0 = in(reg32) c0, c1 = in(reg32) c1, c2 = in(reg32) c2, b = in(reg32) bar,
+            options(nostack))
+    };
+}
+
+/// `setmaxnreg.dec.sync.aligned.u32 56`: this warpgroup gives registers back to the block's
+/// pool down to 56 a thread (the data-moving warpgroup needs few).
+///
+/// # Safety
+/// All 128 threads of the warpgroup execute it together, the kernel was compiled with a
+/// register count at entry of at least 56 (`.maxntid` and `.minnctapersm`), and no live value
+/// needs more registers afterwards (ptxas allocates accordingly).
+#[inline(always)]
+pub unsafe fn setmaxnreg_dec_56() {
+    // SAFETY: as the caller guarantees.
+    unsafe { asm!("setmaxnreg.dec.sync.aligned.u32 56;", options(nostack, nomem)) };
+}
+
+/// `setmaxnreg.inc.sync.aligned.u32 224`: this warpgroup takes registers from the pool up to
+/// 224 a thread (blocks until the pool has them; the new registers hold garbage).
+///
+/// # Safety
+/// As [`setmaxnreg_dec_56`]; the block's warpgroups together ask for at most 64K registers
+/// (1 producer x 128 x 56 + 2 consumers x 128 x 224 = 64512).
+#[inline(always)]
+pub unsafe fn setmaxnreg_inc_224() {
+    // SAFETY: as the caller guarantees.
+    unsafe { asm!("setmaxnreg.inc.sync.aligned.u32 224;", options(nostack, nomem)) };
+}

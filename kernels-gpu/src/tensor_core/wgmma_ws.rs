@@ -1,0 +1,326 @@
+//! Family 3 on Hopper, step 2 (dev-only: not registered in the host library):
+//! `wgmma_ws_nhwc_128x{BN}k64` (and `wgmma_ws_nhwc_bf16_*`), step 1's wgmma implicit GEMM
+//! ([`super::wgmma`]) made warp-specialized. Compiled only into the sm_90a PTX.
+//!
+//! # Contract
+//!
+//! Step 1's problem and arguments (NHWC x, KRSC w, NHWK y; C and K multiples of 8; the 16
+//! trailing [`ConvShape`] `i32`s, `y_bits` 32 or 16) with ONE extra pointer right after `y`:
+//! `wmap`, a 128-byte CUDA tensor map of the filter in global memory (64-byte aligned, written
+//! before the launch and unchanged during it), encoded by `cuTensorMapEncodeTiled` as a 3-D
+//! tensor {C, R*S, K} (innermost first; byte strides C*2 and R*S*C*2) of the input's 16-bit type,
+//! box {64, 1, BN}, element strides 1, no interleave, 128B swizzle, zero fill for out-of-range
+//! elements. `w` itself is not read (the map holds its address). Launch: 384 threads, a 1-D grid
+//! of `ceil(M / 128) * ceil(K / BN)` blocks (N tile fastest),
+//! `convrs_spec::wgmma::ws_smem_bytes(BN, STAGES)` bytes of dynamic shared memory.
+//!
+//! # Roles
+//!
+//! - Warpgroup 0, the producer (`setmaxnreg.dec` to 56): for each k-tile it waits for the
+//!   stage's `empty` barrier, then thread 0 announces the filter tile's bytes on the stage's
+//!   `full` barrier and issues one TMA for it (BN rows of 64 channels, which the 128B swizzle
+//!   lays out exactly as step 1's `cp.async` did), and all 128 threads copy the activation tile
+//!   with `cp.async` (step 1's addressing, 4 rows a thread) and arrive on `full` when their
+//!   copies land (`cp.async.mbarrier.arrive.noinc`). `full` thus expects 128 + 1 arrivals and
+//!   BN * 128 transaction bytes.
+//! - Warpgroups 1 and 2, the consumers (`setmaxnreg.inc` to 224): rows 64(g-1).. of the block
+//!   tile. For each k-tile: wait for `full`, proxy fence (the `cp.async` data was written
+//!   through the generic proxy; wgmma reads through the async one), 4 x m64nBNk16 wgmma, commit,
+//!   `wait_group 1` (k-tile kt-1's wgmmas retired), then arrive on kt-1's `empty` (256 arrivals).
+//!
+//! # Ring
+//!
+//! STAGES stages, each step 1's (A tile then B tile, both 1024-byte aligned); the barriers lie
+//! after the last stage. Stage s of k-tile kt is kt % STAGES; the n-th use (n = kt / STAGES)
+//! waits for parity n & 1 on `full` (consumers) and for parity (n & 1) ^ 1 on `empty` (the
+//! producer: a fresh barrier counts its "previous" phase, parity 1, as complete, so the first
+//! round does not wait). So the producer runs a whole ring ahead of the tensor cores.
+
+use convrs_spec::wgmma::{stage_bytes, ws_b_bytes, ws_smem_bytes, BLOCK_M, K_TILE, WS_THREADS};
+
+use super::implicit_gemm::{chan, divmod, store_pair, Operands, Tap};
+use crate::prelude::mbarrier::{
+    cp_async_mbar_arrive_noinc, fence_mbarrier_init, mbar_arrive, mbar_arrive_expect_tx, mbar_init, mbar_wait, prefetch_tensormap,
+    setmaxnreg_dec_56, setmaxnreg_inc_224, tma_load_3d,
+};
+use crate::prelude::wgmma::{commit_group, desc_sw128, fence_proxy_async_shared, Accumulators, DESC_K16};
+use crate::prelude::*;
+
+/// Bytes per shared row: 64 fp16 channels, one 128-byte swizzle row.
+const ROW: u32 = 2 * K_TILE as u32;
+/// Threads of a warpgroup.
+const WG: u32 = 128;
+
+/// Where a block's ring and barriers are (shared window addresses).
+#[derive(Clone, Copy)]
+struct Ring<const STAGES: usize> {
+    /// The 1024-aligned first stage.
+    smem: u32,
+    /// Bytes per stage.
+    stage: u32,
+}
+
+impl<const STAGES: usize> Ring<STAGES> {
+    /// The stage's full barrier: its k-tile is in shared memory.
+    #[inline(always)]
+    fn full(self, s: u32) -> u32 {
+        self.smem + STAGES as u32 * self.stage + 8 * s
+    }
+
+    /// The stage's empty barrier: the wgmmas that read it have retired.
+    #[inline(always)]
+    fn empty(self, s: u32) -> u32 {
+        self.full(s) + 8 * STAGES as u32
+    }
+
+    /// The next (stage, phase) of the ring.
+    #[inline(always)]
+    fn next(s: u32, phase: u32) -> (u32, u32) {
+        if s + 1 == STAGES as u32 { (0, phase ^ 1) } else { (s + 1, phase) }
+    }
+}
+
+/// The kernel; see the module docs. Block tile 128 x `Acc::N` x 64, `STAGES` k-tiles in the
+/// ring, operands addressed by `O` (plain NHWC), bf16 data if `BF16`.
+///
+/// # Safety
+/// `x`, `y` hold N*H*W*C and N*P*Q*K elements in `O`'s layouts, 16-byte aligned; `wmap` is the
+/// filter's tensor map as the module docs describe; C and K are multiples of 8 and `sh`
+/// describes them with every index in `i32`.
+#[inline(always)]
+pub unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const BF16: bool>(
+    x: *const u16,
+    _w: *const u16,
+    y: *mut f32,
+    wmap: *const u8,
+    sh: ConvShape,
+) {
+    const {
+        assert!(!O::TILED);
+        assert!(STAGES >= 2 && STAGES <= 8);
+        assert!(Acc::N == 128 || Acc::N == 256);
+    }
+    let raw = dynamic_smem_u32();
+    // 1024-byte aligned start of the ring: the swizzle pattern repeats every 1024 bytes and
+    // the descriptors and the TMA assume it starts on that boundary.
+    let smem = (raw + 1023) & !1023;
+    if block_dim_x() != WS_THREADS as i32 || dynamic_smem_bytes() + raw < smem + (ws_smem_bytes(Acc::N, STAGES) as u32 - 1024) {
+        trap();
+    }
+    let ring = Ring::<STAGES> { smem, stage: stage_bytes(Acc::N) as u32 };
+    let tid = thread_x() as u32;
+    if tid == 0 {
+        unroll!(8: STAGES, s => {
+            // SAFETY: 8-byte aligned slots after the stages (inside the launch's shared memory,
+            // checked above), initialised once, before any use (the barrier below).
+            unsafe {
+                mbar_init(ring.full(s as u32), WG + 1);
+                mbar_init(ring.empty(s as u32), 2 * WG);
+            }
+        });
+        fence_mbarrier_init();
+        // SAFETY: the contract's tensor map.
+        unsafe { prefetch_tensormap(wmap) };
+    }
+    sync_threads();
+
+    let gemm_m = (sh.n * sh.p * sh.q) as u32;
+    let gemm_n = sh.k as u32;
+    // SAFETY: N >= 128.
+    let (mtile, ntile) = unsafe { divmod(block_x() as u32, gemm_n.div_ceil(Acc::N as u32)) };
+    let (m0, n0) = (mtile * BLOCK_M as u32, ntile * Acc::N as u32);
+    let cchunks = (sh.c + K_TILE as i32 - 1) / K_TILE as i32;
+    let ktiles = sh.r * sh.s * cchunks;
+
+    // The role is uniform per warpgroup, as setmaxnreg and wgmma require.
+    if tid < WG {
+        // SAFETY: the whole warpgroup; the caller's contract.
+        unsafe { produce::<O, STAGES>(x, wmap, &sh, ring, m0, n0, Acc::N as u32, ktiles, tid) };
+        return;
+    }
+    let cw = tid / WG - 1;
+    // SAFETY: the whole warpgroup.
+    let acc = unsafe { consume::<Acc, STAGES, BF16>(ring, cw, ktiles) };
+
+    // Epilogue: register 4j+e (e < 2) is D[16*warp + lane/4][8j + 2*(lane%4) + e], 4j+2+e the
+    // same 8 rows further (notes/hopper.md §1.4), warp and lane within the warpgroup.
+    let (warp, lane) = ((tid % WG) / 32, tid % 32);
+    let row = m0 + cw * 64 + warp * 16 + lane / 4;
+    let half = sh.y_bits == 16;
+    unroll!(32: Acc::N / 8, j => {
+        let col = n0 + 8 * j as u32 + 2 * (lane % 4);
+        if col < gemm_n {
+            if row < gemm_m {
+                // SAFETY: row < M, col + 1 < K (K and col's 8-column group multiples of 8); each
+                // (row, col) belongs to one thread of one block.
+                unsafe { store_pair::<O, BF16>(&sh, y, half, row, col, acc[4 * j], acc[4 * j + 1]) };
+            }
+            if row + 8 < gemm_m {
+                // SAFETY: as above, for row + 8.
+                unsafe { store_pair::<O, BF16>(&sh, y, half, row + 8, col, acc[4 * j + 2], acc[4 * j + 3]) };
+            }
+        }
+    });
+}
+
+/// The producer warpgroup: fills stage kt % STAGES with k-tile kt for every kt, one ring ahead
+/// of the consumers. The filter tile is `bn` rows (its TMA box), `ws_b_bytes(bn)` bytes.
+///
+/// # Safety
+/// All 128 threads of warpgroup 0 call it together, after the barriers' initialisation; the
+/// pointers and shape as [`conv`] requires.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn produce<O: Operands, const STAGES: usize>(
+    x: *const u16,
+    wmap: *const u8,
+    sh: &ConvShape,
+    ring: Ring<STAGES>,
+    m0: u32,
+    n0: u32,
+    bn: u32,
+    ktiles: i32,
+    tid: u32,
+) {
+    // SAFETY: the whole warpgroup, at entry ptxas's count is 168 (.maxntid 384 from xtask).
+    unsafe { setmaxnreg_dec_56() };
+    let gemm_m = (sh.n * sh.p * sh.q) as u32;
+    // This thread copies chunks `chunk` and `chunk + 4` of A rows `lrow + 32i`; all its rows
+    // share one swizzle (32 is a multiple of 8), chunk + 4 lands at `ldst ^ 64`.
+    const A_LOADS: usize = BLOCK_M * 4 / WG as usize;
+    let row_step = WG / 4;
+    let chunk = (tid % 4) as i32;
+    let lrow = tid / 4;
+    let ldst = lrow * ROW + (((chunk as u32) ^ (lrow & 7)) << 4);
+    let mut a_ih = [0i32; A_LOADS];
+    let mut a_iw = [0i32; A_LOADS];
+    let mut a_base = [0i32; A_LOADS];
+    unroll!(8: A_LOADS, i => {
+        let m = m0 + lrow + i as u32 * row_step;
+        if m < gemm_m {
+            // SAFETY: P*Q >= 1 and Q >= 1 (validated problems have non-empty outputs).
+            let (n, p, q) = unsafe { O::pixel(sh, m) };
+            a_ih[i] = p as i32 * sh.stride_h - sh.pad_h;
+            a_iw[i] = q as i32 * sh.stride_w - sh.pad_w;
+            // The window origin, maybe in the padding (wrapping; only summed with in-image taps).
+            a_base[i] = O::x_origin(sh, n as i32, a_ih[i], a_iw[i]).wrapping_add(chan(chunk * 8, O::x_chan(sh)));
+        } else {
+            // A row past M: an origin so far above the image that no tap reaches it.
+            a_ih[i] = i32::MIN;
+        }
+    });
+    let (h, wd) = (sh.h as u32, sh.w as u32);
+    let mut tap = Tap { c0: 0, s: 0, rdh: 0, sdw: 0, x_off: 0, w_off: 0 };
+    // The filter map's middle coordinate, r * S + s.
+    let mut rs = 0i32;
+    let (mut s, mut phase) = (0u32, 0u32);
+    let mut kt = 0;
+    while kt < ktiles {
+        // SAFETY: an initialised barrier; the phase waited for is the current or the previous
+        // one (the consumers released every earlier use of the stage before this one's).
+        unsafe { mbar_wait(ring.empty(s), phase ^ 1) };
+        let stage = ring.smem + s * ring.stage;
+        let full = ring.full(s);
+        if tid == 0 {
+            // SAFETY: the stage is free (empty waited); its B tile is 1024-aligned with room
+            // for the BN x 64 box, whose bytes are announced first on the same phase.
+            unsafe {
+                mbar_arrive_expect_tx(full, ws_b_bytes(bn as usize) as u32);
+                tma_load_3d(stage + BLOCK_M as u32 * ROW, wmap, tap.c0, rs, n0 as i32, full);
+            }
+        }
+        let xc = tap.c0 * O::x_chan(sh);
+        unroll!(4: 2, u => {
+            let cu = chunk * 8 + 32 * u as i32;
+            let c_ok = tap.c0 + cu < sh.c;
+            let slot = 64 * u as u32;
+            unroll!(8: A_LOADS, i => {
+                let ok = c_ok && ((a_ih[i] + tap.rdh) as u32) < h && ((a_iw[i] + tap.sdw) as u32) < wd;
+                let off = if ok { a_base[i].wrapping_add(tap.x_off).wrapping_add(xc + 32 * u as i32 * O::x_chan(sh)) } else { 0 };
+                let dst = stage + (ldst ^ slot) + i as u32 * row_step * ROW;
+                // SAFETY: dst is inside the free stage's A tile (row < 128), 16-byte aligned; off
+                // is an in-bounds, 8-element aligned index of x when ok, nothing is read otherwise.
+                unsafe { cp_async_16(dst, x.wrapping_add(off as u32 as usize) as *const f32, if ok { 16 } else { 0 }) };
+            });
+        });
+        // SAFETY: one of the 128 + 1 arrivals the full barrier expects per phase.
+        unsafe { cp_async_mbar_arrive_noinc(full) };
+        tap.advance::<O>(sh, K_TILE as i32);
+        if tap.c0 == 0 {
+            rs += 1;
+        }
+        (s, phase) = Ring::<STAGES>::next(s, phase);
+        kt += 1;
+    }
+    // Leave no copy of this thread in flight when it exits.
+    cp_async_wait_all();
+}
+
+/// A consumer warpgroup (`cw` 0 or 1: block-tile rows 64cw..): runs every k-tile's wgmmas as
+/// soon as its stage is full and hands the stage back once they retired. Returns the
+/// accumulators with every wgmma retired.
+///
+/// # Safety
+/// All 128 threads of warpgroup cw + 1 call it together, after the barriers' initialisation.
+#[inline(always)]
+unsafe fn consume<Acc: Accumulators, const STAGES: usize, const BF16: bool>(ring: Ring<STAGES>, cw: u32, ktiles: i32) -> Acc {
+    // SAFETY: the whole warpgroup; 56 x 128 + 224 x 256 <= 65536.
+    unsafe { setmaxnreg_inc_224() };
+    let a_desc = desc_sw128(ring.smem + cw * 64 * ROW);
+    let b_desc = desc_sw128(ring.smem + BLOCK_M as u32 * ROW);
+    let mut acc = Acc::ZERO;
+    let (mut s, mut phase, mut prev) = (0u32, 0u32, 0u32);
+    let mut kt = 0;
+    while kt < ktiles {
+        // SAFETY: an initialised barrier; this is the current phase or the one just completed
+        // (the producer cannot refill the stage before this warpgroup's release).
+        unsafe { mbar_wait(ring.full(s), phase) };
+        // The A tile was written by cp.async (generic proxy) and made visible to this thread by
+        // the barrier; wgmma reads it through the async proxy.
+        fence_proxy_async_shared();
+        // Descriptor start fields count 16-byte units.
+        let at = ((s * ring.stage) >> 4) as u64;
+        // SAFETY (the blocks below): uniform control flow (every thread of the warpgroup runs
+        // every k-tile); the descriptors are the same in the whole warpgroup and describe stage
+        // s, full and fenced, which the producer leaves alone until this warpgroup releases it
+        // after the wgmmas retire; the fence orders the accumulator accesses before.
+        unsafe { acc.fence() };
+        unroll!(4: 4, ks => {
+            let step = at + ks as u64 * DESC_K16;
+            // Scale-d 0 on the very first step: the accumulators start from A * B.
+            let scale = if ks == 0 { (kt != 0) as u32 } else { 1 };
+            unsafe { acc.mma::<BF16>(a_desc + step, b_desc + step, scale) };
+        });
+        unsafe { commit_group() };
+        unsafe { acc.wait_1() };
+        if kt > 0 {
+            // k-tile kt-1's wgmmas (this warp's) retired: one of the 256 arrivals that free its
+            // stage. SAFETY: the producer waits for this phase before refilling the stage.
+            unsafe { mbar_arrive(ring.empty(prev)) };
+        }
+        prev = s;
+        (s, phase) = Ring::<STAGES>::next(s, phase);
+        kt += 1;
+    }
+    // SAFETY: uniform, as above.
+    unsafe { acc.wait_0() };
+    acc
+}
+
+/// Declares the entries of `convrs_spec::wgmma_ws_tiles!` on operands `$ops`: the fp16 and the
+/// bf16 twin of each tile, with the filter tensor map after `y`.
+macro_rules! entries {
+    ($ops:ident $(($fp16:ident, $bf16:ident, $bn:literal, $stages:literal))*) => {
+        $(
+            $crate::conv_kernel!(
+                fn $fp16(x: *const u16, w: *const u16, y: *mut f32, wmap: *const u8) => $crate::tensor_core::wgmma_ws::conv::<$ops, [f32; $bn / 2], $stages, false>
+            );
+            $crate::conv_kernel!(
+                fn $bf16(x: *const u16, w: *const u16, y: *mut f32, wmap: *const u8) => $crate::tensor_core::wgmma_ws::conv::<$ops, [f32; $bn / 2], $stages, true>
+            );
+        )*
+    };
+}
+
+use super::nhwc::Nhwc;
+convrs_spec::wgmma_ws_tiles!(entries, Nhwc);
