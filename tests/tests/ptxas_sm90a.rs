@@ -1,11 +1,12 @@
 //! The embedded sm_90a module (Hopper's `wgmma`, loaded beside the sm_90 one on compute
-//! capability 9.0) holds every `wgmma_nhwc_*` entry the plans name, each with the warpgroup MMA of
-//! its type and its fences, and ptxas assembles them for sm_90a with no spills, no stack frame and
-//! blocks that fit the register file. CPU-only (`cargo xtask check-ptx` proves the embedded module
+//! capability 9.0) holds every `wgmma_nhwc_*` entry the plans name and the warp-specialized
+//! `wgmma_ws_nhwc_*` entries (not in the library yet: dev/hopper_ws_smoke.py drives them), each
+//! with the warpgroup MMA of its type and its fences, and ptxas assembles them for sm_90a with no
+//! spills, no stack frame and blocks that fit the register file. CPU-only (`cargo xtask check-ptx` proves the embedded module
 //! is the kernel sources' build).
 
 use convrs::{Algorithm, Conv2d, DeviceModel};
-use convrs_spec::wgmma::TILES;
+use convrs_spec::wgmma::{TILES, WS_THREADS, WS_TILES};
 use convrs_tests::ptxas_or_skip;
 
 /// The body of entry `name` in `ptx`: from `.entry name(` to LLVM's end-of-function comment (the
@@ -21,8 +22,8 @@ fn wgmma_entries_hold_the_warpgroup_mma_and_nothing_else_is_in_the_module() {
     let ptx = convrs::ptx::SM90A;
     assert!(ptx.contains(".target sm_90a"), "not sm_90a PTX");
     let entries = ptx.matches(".visible .entry ").count();
-    assert_eq!(entries, 2 * TILES.len(), "the sm_90a module should hold the wgmma entries alone");
-    for t in TILES {
+    assert_eq!(entries, 2 * (TILES.len() + WS_TILES.len()), "the sm_90a module should hold the wgmma entries alone");
+    for t in TILES.iter().chain(&WS_TILES) {
         for (name, ty) in [(t.fp16, "f16"), (t.bf16, "bf16")] {
             let body = entry_body(ptx, name);
             let count = |needle: &str| body.matches(needle).count();
@@ -48,6 +49,19 @@ fn wgmma_entries_assemble_for_sm_90a_without_spills_and_fit_the_register_file() 
     std::fs::write(&file, convrs::ptx::SM90A).unwrap();
     let report = xtask::ptxas::assemble(&ptxas, &file, "sm_90a").unwrap_or_else(|e| panic!("{e}"));
     std::fs::remove_file(&file).ok();
+    // The warp-specialized entries: 384 threads, `setmaxnreg` needing the `.maxntid` the link step
+    // inserts (ptxas then caps the entry at 65536 / 384 registers a thread).
+    for t in &WS_TILES {
+        for name in [t.fp16, t.bf16] {
+            let k = report.iter().find(|k| k.name == name).unwrap_or_else(|| panic!("{name} not in ptxas's report"));
+            assert!(!k.spills() && k.stack_frame_bytes == 0, "{name} spills or uses a stack frame on sm_90a: {k:?}");
+            assert!(WS_THREADS as u32 * k.registers.div_ceil(8) * 8 <= 65536, "{name}: {WS_THREADS} threads x {} registers", k.registers);
+            let body = entry_body(convrs::ptx::SM90A, name);
+            assert!(body.contains(&format!(".maxntid {WS_THREADS}, 1, 1")), "{name}: no .maxntid for setmaxnreg");
+            assert!(body.contains("setmaxnreg.dec.sync.aligned.u32") && body.contains("setmaxnreg.inc.sync.aligned.u32"), "{name}: no setmaxnreg");
+            assert!(body.contains("cp.async.bulk.tensor.3d") && body.contains("mbarrier.try_wait"), "{name}: no TMA load or mbarrier wait");
+        }
+    }
     let h100 = DeviceModel::named("h100").unwrap();
     let shapes = [Conv2d::new(256, 256, 14, 14, 512, 3, 3).with_pad(1), Conv2d::new(8, 64, 56, 56, 64, 1, 1), Conv2d::new(32, 512, 7, 7, 512, 3, 3).with_pad(1)];
     for algo in [Algorithm::WgmmaNhwc, Algorithm::WgmmaNhwcBf16] {

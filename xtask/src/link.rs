@@ -96,7 +96,7 @@ fn link(args: &[String]) -> Result<(), String> {
 /// Entry-name prefixes that get `.maxntid THREADS, 1, 1` and `.minnctapersm 1`, which rustc
 /// cannot emit: `setmaxnreg` needs ptxas to know the register count at entry (notes/hopper.md
 /// §5). Only these entries change; every other entry's PTX stays byte-identical.
-const LAUNCH_BOUNDS: &[(&str, u32)] = &[("wgmma_ws_", 384)];
+const LAUNCH_BOUNDS: &[(&str, u32)] = &[("wgmma_ws_", convrs_spec::wgmma::WS_THREADS as u32)];
 
 /// Inserts the [`LAUNCH_BOUNDS`] directives between each matching `.entry`'s parameter list and
 /// its body (the first line that is exactly `{` after the entry line).
