@@ -22,9 +22,10 @@ Kernel contract (kernels-gpu/src/tensor_core/wgmma.rs, spec/src/wgmma.rs):
 import os
 import random
 import re
-import subprocess
 import sys
 import time
+
+from smoke_common import describe, out_size, pair, supervise  # dev/ is the script's folder, first on sys.path
 
 # name -> (BN, STAGES, dtype); keep in step with convrs_spec::wgmma_tiles!.
 KERNELS = {
@@ -36,8 +37,6 @@ KERNELS = {
 BM = 128
 THREADS = 256
 TOL = 1e-4
-TOTAL_BUDGET_S = 110  # the run must end within 2 minutes
-HANG_S = float(os.environ.get("HOPPER_SMOKE_HANG_S", 25))  # silent this long = a hung kernel
 
 # (n, c, h, w, k, r, s, pad, stride, dil); pad/stride/dil the same on both axes unless a tuple.
 TINY = (1, 64, 8, 8, 128, 1, 1, 0, 1, 1)
@@ -48,10 +47,6 @@ if os.environ.get("HOPPER_SMOKE_SEED"):  # a smaller stand-in, for dry runs of t
 
 def smem_bytes(bn, stages):
     return stages * (BM + bn) * 128 + 1024
-
-
-def out_size(h, r, pad, stride, dil):
-    return (h + 2 * pad - dil * (r - 1) - 1) // stride + 1
 
 
 def random_cases(count, seed=1234):
@@ -80,15 +75,6 @@ def all_cases():
         (1, 72, 9, 9, 136, 3, 3, 1, 1, 1),     # C tail past 64 (zero-filled), K tail past 128
     ]
     return fixed + random_cases(20) + [SEED]
-
-
-def pair(v):
-    return v if isinstance(v, tuple) else (v, v)
-
-
-def describe(case):
-    n, c, h, w, k, r, s, pad, stride, dil = case
-    return f"N{n} C{c} {h}x{w} -> K{k} {r}x{s} pad{pair(pad)} stride{pair(stride)} dil{pair(dil)}"
 
 
 def diagnose(got, want, m_total, k_total):
@@ -282,46 +268,6 @@ def child(ptx, start):
 # Parent: prints the PTX's kernels, runs children, summarizes.
 # --------------------------------------------------------------------------------------------
 
-def run_child(ptx, start, budget, lines):
-    """Runs the cases from `start` in a child process, echoing its output (except the RUN lines)
-    and appending it to `lines`. Returns ("done", None) when the child finished, else (what went
-    wrong, (case, kernel) of the last RUN line)."""
-    import queue
-    import threading
-
-    cmd = [sys.executable, os.path.abspath(__file__), ptx, "--child", str(start)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    q = queue.Queue()
-    threading.Thread(target=lambda: ([q.put(l) for l in proc.stdout], q.put(None)), daemon=True).start()
-    deadline = time.time() + budget
-    running = None
-    while True:
-        try:
-            line = q.get(timeout=max(0.1, min(HANG_S, deadline - time.time())))
-        except queue.Empty:
-            proc.kill()
-            proc.wait()
-            return (f"hang (no output for {HANG_S} s or out of time)", running)
-        if line is None:
-            break
-        m = re.match(r"RUN (\d+) (\S+)", line)
-        if m:
-            running = (int(m.group(1)), m.group(2))
-            continue
-        if line.startswith("CONTEXT_LOST"):
-            continue
-        print(line, end="", flush=True)
-        lines.append(line)
-    rc = proc.wait()
-    if rc == 0:
-        return ("done", None)
-    if rc == 4:
-        return ("module load", None)
-    if rc == 3:
-        return ("launch error that lost the CUDA context", running)
-    return (f"child exit status {rc}", running)
-
-
 def main():
     if len(sys.argv) < 2:
         print(__doc__)
@@ -354,31 +300,7 @@ def main():
         sys.exit(1)
 
     n_cases = len(all_cases())
-    start, lost, lines = 0, [], []
-    while start < n_cases:
-        left = TOTAL_BUDGET_S - (time.time() - t0)
-        if left < 10:
-            print(f"out of time budget before case {start}")
-            lines.append(f"FAIL case {start} not run: out of time\n")
-            break
-        outcome, running = run_child(ptx, start, left, lines)
-        if outcome in ("done", "module load"):
-            break
-        # A fault or hang in case `running` (from its RUN line): go on with the next case.
-        ci = running[0] if running else start
-        if not outcome.startswith("launch error"):  # (the child printed that FAIL itself)
-            lines.append(f"FAIL case {ci} {running[1] if running else ''}: {outcome}\n")
-        print(f"FAULT {outcome} in case {ci} {running[1] if running else ''}; the remaining kernels of that case are skipped")
-        lost.append(ci)
-        start = ci + 1
-        if len(lost) >= 4:
-            print("too many faulting cases; stopping")
-            break
-
-    passed = sum(1 for l in lines if l.startswith("PASS"))
-    failed = sum(1 for l in lines if l.startswith("FAIL"))
-    verdict = "PASS" if failed == 0 and passed > 0 else "FAIL"
-    print(f"SUMMARY: {verdict}: {passed} passed, {failed} failed, {len(lost)} faults or hangs (cases {lost}), {time.time() - t0:.1f} s")
+    supervise(__file__, ptx, n_cases, t0)
 
 
 if __name__ == "__main__":

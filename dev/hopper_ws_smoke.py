@@ -25,9 +25,10 @@ import ctypes
 import os
 import random
 import re
-import subprocess
 import sys
 import time
+
+from smoke_common import describe, out_size, pair, supervise  # dev/ is the script's folder, first on sys.path
 
 # name -> (BN, STAGES, dtype); keep in step with convrs_spec::wgmma_ws_tiles!.
 KERNELS = {
@@ -40,8 +41,6 @@ STEP1 = ("wgmma_nhwc_128x256k64", 256, 4)  # timed beside them (256 threads, no 
 BM = 128
 THREADS = 384
 TOL = {32: {"fp16": 1e-4, "bf16": 1e-4}, 16: {"fp16": 2e-3, "bf16": 1e-2}}  # rel L2 vs float64
-TOTAL_BUDGET_S = 110
-HANG_S = float(os.environ.get("HOPPER_SMOKE_HANG_S", 25))
 
 TINY = (1, 64, 8, 8, 128, 1, 1, 0, 1, 1)
 SEED = (256, 256, 14, 14, 512, 3, 3, 1, 1, 1)
@@ -60,10 +59,6 @@ def smem_bytes(bn, stages):
 
 def step1_smem(bn, stages):
     return stages * (BM + bn) * 128 + 1024
-
-
-def out_size(h, r, pad, stride, dil):
-    return (h + 2 * pad - dil * (r - 1) - 1) // stride + 1
 
 
 def random_cases(count, seed=4321):
@@ -93,15 +88,6 @@ def all_cases():
         (4, 256, 8, 8, 264, 3, 3, 1, 1, 1),    # 36 k-tiles, many ring rounds, K tail
     ]
     return fixed + random_cases(20) + [SEED]
-
-
-def pair(v):
-    return v if isinstance(v, tuple) else (v, v)
-
-
-def describe(case):
-    n, c, h, w, k, r, s, pad, stride, dil = case
-    return f"N{n} C{c} {h}x{w} -> K{k} {r}x{s} pad{pair(pad)} stride{pair(stride)} dil{pair(dil)}"
 
 
 def diagnose(got, want, m_total, k_total, c, r, s):
@@ -401,43 +387,6 @@ def child(ptx, start):
 # Parent: prints the PTX's kernels, runs children, summarizes.
 # --------------------------------------------------------------------------------------------
 
-def run_child(ptx, start, budget, lines):
-    import queue
-    import threading
-
-    cmd = [sys.executable, os.path.abspath(__file__), ptx, "--child", str(start)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    q = queue.Queue()
-    threading.Thread(target=lambda: ([q.put(l) for l in proc.stdout], q.put(None)), daemon=True).start()
-    deadline = time.time() + budget
-    running = None
-    while True:
-        try:
-            line = q.get(timeout=max(0.1, min(HANG_S, deadline - time.time())))
-        except queue.Empty:
-            proc.kill()
-            proc.wait()
-            return (f"hang (no output for {HANG_S} s or out of time)", running)
-        if line is None:
-            break
-        m = re.match(r"RUN (\d+) (\S+)", line)
-        if m:
-            running = (int(m.group(1)), m.group(2))
-            continue
-        if line.startswith("CONTEXT_LOST"):
-            continue
-        print(line, end="", flush=True)
-        lines.append(line)
-    rc = proc.wait()
-    if rc == 0:
-        return ("done", None)
-    if rc == 4:
-        return ("module load", None)
-    if rc == 3:
-        return ("launch error that lost the CUDA context", running)
-    return (f"child exit status {rc}", running)
-
-
 def main():
     if len(sys.argv) < 2:
         print(__doc__)
@@ -475,30 +424,7 @@ def main():
         print(f"cuda-bindings: not found ({type(e).__name__}); the ctypes path will be used")
 
     n_cases = len(all_cases())
-    start, lost, lines = 0, [], []
-    while start < n_cases:
-        left = TOTAL_BUDGET_S - (time.time() - t0)
-        if left < 10:
-            print(f"out of time budget before case {start}")
-            lines.append(f"FAIL case {start} not run: out of time\n")
-            break
-        outcome, running = run_child(ptx, start, left, lines)
-        if outcome in ("done", "module load"):
-            break
-        ci = running[0] if running else start
-        if not outcome.startswith("launch error"):
-            lines.append(f"FAIL case {ci} {running[1] if running else ''}: {outcome}\n")
-        print(f"FAULT {outcome} in case {ci} {running[1] if running else ''}; the remaining kernels of that case are skipped")
-        lost.append(ci)
-        start = ci + 1
-        if len(lost) >= 4:
-            print("too many faulting cases; stopping")
-            break
-
-    passed = sum(1 for l in lines if l.startswith("PASS"))
-    failed = sum(1 for l in lines if l.startswith("FAIL"))
-    verdict = "PASS" if failed == 0 and passed > 0 else "FAIL"
-    print(f"SUMMARY: {verdict}: {passed} passed, {failed} failed, {len(lost)} faults or hangs (cases {lost}), {time.time() - t0:.1f} s")
+    supervise(__file__, ptx, n_cases, t0)
 
 
 if __name__ == "__main__":
