@@ -20,12 +20,11 @@ Kernel contract (kernels-gpu/src/tensor_core/wgmma.rs, spec/src/wgmma.rs):
          dynamic shared memory STAGES * (128 + BN) * 128 + 1024 bytes; C % 8 == 0, K % 8 == 0.
 """
 import os
-import random
 import re
 import sys
 import time
 
-from smoke_common import describe, out_size, pair, supervise  # dev/ is the script's folder, first on sys.path
+from smoke_common import SEED, TINY, describe, out_size, pair, random_cases, supervise  # dev/ is the script's folder, first on sys.path
 
 # name -> (BN, STAGES, dtype); keep in step with convrs_spec::wgmma_tiles!.
 KERNELS = {
@@ -38,33 +37,10 @@ BM = 128
 THREADS = 256
 TOL = 1e-4
 
-# (n, c, h, w, k, r, s, pad, stride, dil); pad/stride/dil the same on both axes unless a tuple.
-TINY = (1, 64, 8, 8, 128, 1, 1, 0, 1, 1)
-SEED = (256, 256, 14, 14, 512, 3, 3, 1, 1, 1)
-if os.environ.get("HOPPER_SMOKE_SEED"):  # a smaller stand-in, for dry runs of this script
-    SEED = tuple(int(v) for v in os.environ["HOPPER_SMOKE_SEED"].split(","))
 
 
 def smem_bytes(bn, stages):
     return stages * (BM + bn) * 128 + 1024
-
-
-def random_cases(count, seed=1234):
-    rng = random.Random(seed)
-    cases = []
-    while len(cases) < count:
-        n = rng.randint(1, 8)
-        c = 8 * rng.randint(1, 16)
-        k = 8 * rng.randint(1, 16)
-        h, w = rng.randint(3, 20), rng.randint(3, 20)
-        r, s = rng.randint(1, 5), rng.randint(1, 5)
-        pad = (rng.randint(0, 2), rng.randint(0, 2))
-        stride = (rng.randint(1, 2), rng.randint(1, 2))
-        dil = (rng.randint(1, 2), rng.randint(1, 2))
-        if out_size(h, r, pad[0], stride[0], dil[0]) < 1 or out_size(w, s, pad[1], stride[1], dil[1]) < 1:
-            continue
-        cases.append((n, c, h, w, k, r, s, pad, stride, dil))
-    return cases
 
 
 def all_cases():
@@ -74,7 +50,7 @@ def all_cases():
         (2, 128, 16, 16, 256, 1, 1, 0, 1, 1),  # M = 512: whole tiles, 2 k-tiles
         (1, 72, 9, 9, 136, 3, 3, 1, 1, 1),     # C tail past 64 (zero-filled), K tail past 128
     ]
-    return fixed + random_cases(20) + [SEED]
+    return fixed + random_cases(20, 1234, 16, 16) + [SEED]
 
 
 def diagnose(got, want, m_total, k_total):

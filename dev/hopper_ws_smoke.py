@@ -23,12 +23,11 @@ Kernel contract (kernels-gpu/src/tensor_core/wgmma_ws.rs, spec/src/wgmma.rs `wgm
 """
 import ctypes
 import os
-import random
 import re
 import sys
 import time
 
-from smoke_common import describe, out_size, pair, supervise  # dev/ is the script's folder, first on sys.path
+from smoke_common import SEED, TINY, describe, out_size, pair, random_cases, supervise  # dev/ is the script's folder, first on sys.path
 
 # name -> (BN, STAGES, dtype); keep in step with convrs_spec::wgmma_ws_tiles!.
 KERNELS = {
@@ -41,11 +40,6 @@ STEP1 = ("wgmma_nhwc_128x256k64", 256, 4)  # timed beside them (256 threads, no 
 BM = 128
 THREADS = 384
 TOL = {32: {"fp16": 1e-4, "bf16": 1e-4}, 16: {"fp16": 2e-3, "bf16": 1e-2}}  # rel L2 vs float64
-
-TINY = (1, 64, 8, 8, 128, 1, 1, 0, 1, 1)
-SEED = (256, 256, 14, 14, 512, 3, 3, 1, 1, 1)
-if os.environ.get("HOPPER_SMOKE_SEED"):
-    SEED = tuple(int(v) for v in os.environ["HOPPER_SMOKE_SEED"].split(","))
 
 # Driver enum values (cuda.h; notes/hopper.md §3.1), used by the ctypes path and checked against
 # cuda.bindings' named enums when that is present.
@@ -61,24 +55,6 @@ def step1_smem(bn, stages):
     return stages * (BM + bn) * 128 + 1024
 
 
-def random_cases(count, seed=4321):
-    rng = random.Random(seed)
-    cases = []
-    while len(cases) < count:
-        n = rng.randint(1, 8)
-        c = 8 * rng.randint(1, 24)
-        k = 8 * rng.randint(1, 40)
-        h, w = rng.randint(3, 20), rng.randint(3, 20)
-        r, s = rng.randint(1, 5), rng.randint(1, 5)
-        pad = (rng.randint(0, 2), rng.randint(0, 2))
-        stride = (rng.randint(1, 2), rng.randint(1, 2))
-        dil = (rng.randint(1, 2), rng.randint(1, 2))
-        if out_size(h, r, pad[0], stride[0], dil[0]) < 1 or out_size(w, s, pad[1], stride[1], dil[1]) < 1:
-            continue
-        cases.append((n, c, h, w, k, r, s, pad, stride, dil))
-    return cases
-
-
 def all_cases():
     fixed = [
         TINY,
@@ -87,7 +63,7 @@ def all_cases():
         (1, 72, 9, 9, 136, 3, 3, 1, 1, 1),     # C tail past 64, K tail past 128; 18 k-tiles (ring wraps)
         (4, 256, 8, 8, 264, 3, 3, 1, 1, 1),    # 36 k-tiles, many ring rounds, K tail
     ]
-    return fixed + random_cases(20) + [SEED]
+    return fixed + random_cases(20, 4321, 24, 40) + [SEED]
 
 
 def diagnose(got, want, m_total, k_total, c, r, s):

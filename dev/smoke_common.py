@@ -8,6 +8,7 @@ context (it printed the FAIL itself).
 """
 import os
 import queue
+import random
 import re
 import subprocess
 import sys
@@ -17,9 +18,36 @@ import time
 TOTAL_BUDGET_S = 110  # a run must end within 2 minutes
 HANG_S = float(os.environ.get("HOPPER_SMOKE_HANG_S", 25))  # silent this long = a hung kernel
 
+# (n, c, h, w, k, r, s, pad, stride, dil; pad/stride/dil the same on both axes unless a tuple): a problem small enough to read a wrong layout off, and
+# the seed suite's tensor-core shape.
+TINY = (1, 64, 8, 8, 128, 1, 1, 0, 1, 1)
+SEED = (256, 256, 14, 14, 512, 3, 3, 1, 1, 1)
+if os.environ.get("HOPPER_SMOKE_SEED"):  # a smaller stand-in, for dry runs of the scripts
+    SEED = tuple(int(v) for v in os.environ["HOPPER_SMOKE_SEED"].split(","))
+
 
 def out_size(h, r, pad, stride, dil):
     return (h + 2 * pad - dil * (r - 1) - 1) // stride + 1
+
+
+def random_cases(count, seed, max_c8, max_k8):
+    """`count` random valid problems: C and K multiples of 8 up to 8*max_c8 and 8*max_k8, N up to
+    8, sizes 3..20, filters up to 5x5, padding up to 2, stride and dilation up to 2 per axis."""
+    rng = random.Random(seed)
+    cases = []
+    while len(cases) < count:
+        n = rng.randint(1, 8)
+        c = 8 * rng.randint(1, max_c8)
+        k = 8 * rng.randint(1, max_k8)
+        h, w = rng.randint(3, 20), rng.randint(3, 20)
+        r, s = rng.randint(1, 5), rng.randint(1, 5)
+        pad = (rng.randint(0, 2), rng.randint(0, 2))
+        stride = (rng.randint(1, 2), rng.randint(1, 2))
+        dil = (rng.randint(1, 2), rng.randint(1, 2))
+        if out_size(h, r, pad[0], stride[0], dil[0]) < 1 or out_size(w, s, pad[1], stride[1], dil[1]) < 1:
+            continue
+        cases.append((n, c, h, w, k, r, s, pad, stride, dil))
+    return cases
 
 
 def pair(v):
