@@ -180,29 +180,26 @@ pub fn property_test_gpu(gpu: &Gpu, algo: Algorithm, cases: u32) {
 /// mainloop's sums do not depend on the output type), on ragged shapes whose edges predicate the
 /// stores (C and K not multiples of 8 run zero-padded). Panics on the first shape that differs.
 pub fn check_sixteen_bit_rounding(gpu: &Gpu, algo: Algorithm) {
+    match algo.dtype() {
+        Some(DType::F16) => sixteen_bit_rounding::<f16>(gpu, algo),
+        Some(DType::BF16) => sixteen_bit_rounding::<half::bf16>(gpu, algo),
+        other => panic!("{algo} reads {other:?}, not a 16-bit type"),
+    }
+}
+
+fn sixteen_bit_rounding<T: convrs::Element>(gpu: &Gpu, algo: Algorithm) {
     let shapes = [Conv2d::new(3, 24, 13, 11, 40, 3, 3).with_pad(1), Conv2d::new(2, 64, 20, 20, 136, 1, 1), Conv2d::new(1, 5, 9, 9, 7, 3, 3)];
     for (i, p) in shapes.iter().enumerate() {
-        let x = Tensor::random(p.input_shape(), Layout::Nchw, 50 + i as u64).unwrap();
-        let w = Tensor::random(p.filter_shape(), Layout::Nchw, 60 + i as u64).unwrap();
-        let (y16, rounded): (Vec<u16>, Vec<u16>) = match algo.dtype() {
-            Some(DType::BF16) => {
-                let (x, w) = (x.map(half::bf16::from_f32), w.map(half::bf16::from_f32));
-                let y32 = conv2d_to::<_, f32>(gpu, algo, p, &x, &w).unwrap();
-                assert!(y32.data().iter().all(|v| v.is_finite()), "{algo} on {p}: fp32 output not all written");
-                let y16 = conv2d(gpu, algo, p, &x, &w).unwrap().data().iter().map(|v| v.to_bits()).collect();
-                (y16, y32.data().iter().map(|&v| half::bf16::from_f32(v).to_bits()).collect())
-            }
-            Some(DType::F16) => {
-                let (x, w) = (x.map(f16::from_f32), w.map(f16::from_f32));
-                let y32 = conv2d_to::<_, f32>(gpu, algo, p, &x, &w).unwrap();
-                assert!(y32.data().iter().all(|v| v.is_finite()), "{algo} on {p}: fp32 output not all written");
-                let y16 = conv2d(gpu, algo, p, &x, &w).unwrap().data().iter().map(|v| v.to_bits()).collect();
-                (y16, y32.data().iter().map(|&v| f16::from_f32(v).to_bits()).collect())
-            }
-            other => panic!("{algo} reads {other:?}, not a 16-bit type"),
-        };
-        let wrong = y16.iter().zip(&rounded).filter(|(a, b)| a != b).count();
-        assert_eq!(wrong, 0, "{algo} on {p}: {wrong} of {} 16-bit outputs are not the rounded fp32 outputs", y16.len());
+        let x = Tensor::random(p.input_shape(), Layout::Nchw, 50 + i as u64).unwrap().map(T::from_f32);
+        let w = Tensor::random(p.filter_shape(), Layout::Nchw, 60 + i as u64).unwrap().map(T::from_f32);
+        let y32 = conv2d_to::<T, f32>(gpu, algo, p, &x, &w).unwrap();
+        assert!(y32.data().iter().all(|v| v.is_finite()), "{algo} on {p}: fp32 output not all written");
+        let y16 = conv2d(gpu, algo, p, &x, &w).unwrap();
+        // Bit for bit: widening a 16-bit value to f64 is exact and one-to-one (signed zeros too),
+        // and the rounded side is never NaN, so equal f64 bits mean equal 16-bit patterns.
+        let bits = |v: T| Into::<f64>::into(v).to_bits();
+        let wrong = y16.data().iter().zip(y32.data()).filter(|&(&a, &b)| bits(a) != bits(T::from_f32(b))).count();
+        assert_eq!(wrong, 0, "{algo} on {p}: {wrong} of {} 16-bit outputs are not the rounded fp32 outputs", y16.data().len());
     }
 }
 
