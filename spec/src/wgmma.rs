@@ -60,13 +60,14 @@ impl Tile {
     }
 }
 
+/// Declares `$name`, a table of [`Tile`]s, from a tile list (`wgmma_tiles!`, `wgmma_ws_tiles!`).
 macro_rules! declare_tiles {
-    ($(($fp16:ident, $bf16:ident, $bn:literal, $stages:literal))*) => {
-        /// Every compiled tile, in the kernels' declaration order.
-        pub const TILES: [Tile; [$($bn),*].len()] = [$(Tile { fp16: stringify!($fp16), bf16: stringify!($bf16), bn: $bn, stages: $stages }),*];
+    ($name:ident $doc:literal $(($fp16:ident, $bf16:ident, $bn:literal, $stages:literal))*) => {
+        #[doc = $doc]
+        pub const $name: [Tile; [$($bn),*].len()] = [$(Tile { fp16: stringify!($fp16), bf16: stringify!($bf16), bn: $bn, stages: $stages }),*];
     };
 }
-crate::wgmma_tiles!(declare_tiles);
+crate::wgmma_tiles!(declare_tiles, TILES, "Every compiled tile, in the kernels' declaration order.");
 
 /// Step 2 (dev-only, not in the host library): calls `$callback! { $ctx... (fp16_entry,
 /// bf16_entry, BN, STAGES) ... }`, one row per compiled tile of the warp-specialized kernel
@@ -103,13 +104,7 @@ pub const fn ws_b_bytes(bn: usize) -> usize {
     bn * 2 * K_TILE
 }
 
-macro_rules! declare_ws_tiles {
-    ($(($fp16:ident, $bf16:ident, $bn:literal, $stages:literal))*) => {
-        /// Every compiled warp-specialized tile, in the kernels' declaration order.
-        pub const WS_TILES: [Tile; [$($bn),*].len()] = [$(Tile { fp16: stringify!($fp16), bf16: stringify!($bf16), bn: $bn, stages: $stages }),*];
-    };
-}
-crate::wgmma_ws_tiles!(declare_ws_tiles);
+crate::wgmma_ws_tiles!(declare_tiles, WS_TILES, "Every compiled warp-specialized tile, in the kernels' declaration order.");
 
 #[cfg(test)]
 mod tests {
