@@ -47,6 +47,12 @@ pub enum Algorithm {
     WgmmaNhwc,
     /// `WgmmaNhwc` on bf16 data (bf16 in, fp32 accumulate, bf16 or fp32 out).
     WgmmaNhwcBf16,
+    /// Family 3, step 4 (Hopper): `WgmmaNhwc` warp-specialized. A producer warpgroup brings
+    /// filters in by the tensor memory accelerator and activations by `cp.async`, two consumer
+    /// warpgroups run wgmma; an mbarrier ring between them. Same problems, layouts and types.
+    WgmmaWsNhwc,
+    /// `WgmmaWsNhwc` on bf16 data (bf16 in, fp32 accumulate, bf16 or fp32 out).
+    WgmmaWsNhwcBf16,
 }
 
 /// The kernels of the registry, in its order (const-evaluated, so it cannot drift from it).
@@ -164,13 +170,21 @@ pub fn launch<T: Element, O: Element>(gpu: &Gpu, plan: &LaunchPlan, problem: &Co
     let f = gpu.function(plan.kernel, plan.shared_bytes)?;
     let args = shape_args(problem, plan.out_dtype);
     let cfg = LaunchConfig { grid_dim: plan.grid, block_dim: plan.block, shared_mem_bytes: plan.shared_bytes };
+    let filter_map = match plan.filter_map_rows {
+        Some(rows) => Some(gpu.filter_map(filter, problem, rows)?),
+        None => None,
+    };
     let mut b = gpu.stream().launch_builder(&f);
     b.arg(input).arg(filter).arg(output);
+    if let Some(map) = &filter_map {
+        b.arg(map);
+    }
     for a in &args {
         b.arg(a);
     }
     // SAFETY: the kernel's arguments are (input, filter, output, shape...) by the conv_kernel! convention,
-    // and the buffer lengths were checked against the problem above.
+    // with the filter's tensor map after the output where the plan says the kernel takes one (the
+    // map of this filter buffer and this problem); the buffer lengths were checked above.
     unsafe { b.launch(cfg) }.map_err(cuda_err(plan.kernel))?;
     Ok(())
 }

@@ -10,6 +10,7 @@ use cudarc::driver::sys::{CUdevice_attribute, CUfunction_attribute};
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtrMut, DeviceRepr, ValidAsZeroBits};
 
 use crate::device::DeviceModel;
+use crate::dtype::Element;
 use crate::{Error, Result};
 
 /// What `convrs info` prints about the device.
@@ -41,6 +42,8 @@ pub struct Gpu {
     model: DeviceModel,
     /// Autotuning's winners (loaded from the user's cache file at first use).
     tune_cache: Mutex<Option<crate::tune::TuneCache>>,
+    /// The filters' TMA tensor maps uploaded so far.
+    filter_maps: Mutex<crate::tensor_map::FilterMaps>,
 }
 
 pub(crate) fn cuda_err(what: &str) -> impl FnOnce(cudarc::driver::DriverError) -> Error + '_ {
@@ -133,7 +136,7 @@ impl Gpu {
         };
         model.sm90a = sm90a.is_some();
         let stream = ctx.default_stream();
-        Ok(Gpu { ctx, stream, module, sm90a, functions: Mutex::new(HashMap::new()), info, model, tune_cache: Mutex::new(None) })
+        Ok(Gpu { ctx, stream, module, sm90a, functions: Mutex::new(HashMap::new()), info, model, tune_cache: Mutex::new(None), filter_maps: Mutex::default() })
     }
 
     pub fn info(&self) -> &DeviceInfo {
@@ -186,6 +189,16 @@ impl Gpu {
             *limit = shared_bytes;
         }
         Ok(f.clone())
+    }
+
+    /// The device address of the TMA tensor map of `filter` (KRSC, `problem`'s sizes) with boxes
+    /// of `rows` output channels, encoded and uploaded at the first request for it.
+    pub(crate) fn filter_map<T: Element>(&self, filter: &CudaSlice<T>, problem: &crate::Conv2d, rows: u32) -> Result<u64> {
+        use cudarc::driver::DevicePtr;
+        let (address, _sync) = filter.device_ptr(&self.stream);
+        let key = crate::tensor_map::FilterMapKey::new(address, problem, rows, T::DTYPE);
+        let mut maps = self.filter_maps.lock().unwrap_or_else(|p| p.into_inner());
+        maps.address(key, |bytes| self.upload(bytes))
     }
 
     /// Copies `data` to a new device buffer.

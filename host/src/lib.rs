@@ -59,6 +59,7 @@ pub mod plan;
 pub mod plot;
 pub mod prepared;
 pub mod ptx;
+mod tensor_map;
 pub mod timing;
 pub mod tune;
 

@@ -27,6 +27,10 @@ pub struct LaunchPlan {
     /// The plan's cost model's prediction of the kernel's time on the device, microseconds (the
     /// unit every family answers in, so predictions compare across families).
     pub predicted_us: f64,
+    /// `Some(rows)` if the kernel takes one more pointer after the output: a TMA tensor map of
+    /// the filter (KRSC, the input's 16-bit type) whose boxes are `rows` output channels by 64
+    /// channels ([`crate::tensor_map`]); [`crate::launch`] builds it once per filter buffer.
+    pub filter_map_rows: Option<u32>,
 }
 
 pub use crate::device::DeviceModel;

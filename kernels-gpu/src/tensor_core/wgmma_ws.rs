@@ -1,5 +1,5 @@
-//! Family 3 on Hopper, step 2 (dev-only: not registered in the host library):
-//! `wgmma_ws_nhwc_128x{BN}k64` (and `wgmma_ws_nhwc_bf16_*`), step 1's wgmma implicit GEMM
+//! Family 3 on Hopper, step 4 (the host's `wgmma_ws_nhwc`, `wgmma_ws_nhwc_bf16`):
+//! `wgmma_ws_nhwc_128x{BN}k64` (and `wgmma_ws_nhwc_bf16_*`), step 3's wgmma implicit GEMM
 //! ([`super::wgmma`]) made warp-specialized. Compiled only into the sm_90a PTX.
 //!
 //! # Contract

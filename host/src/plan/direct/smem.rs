@@ -263,6 +263,7 @@ pub fn plan(problem: &Conv2d, device: &DeviceModel) -> Result<LaunchPlan> {
                             dtype: DType::F32,
                             out_dtype: DType::F32,
                             predicted_us: c,
+                            filter_map_rows: None,
                         };
                         best = Some((c, plan));
                     }

@@ -1,14 +1,14 @@
-//! Plan for `wgmma_nhwc` (kernels-gpu/src/tensor_core/wgmma.rs): family 3 on Hopper, the
-//! implicit GEMM of `wmma_nhwc` on plain NHWC / KRSC / NHWK data with the warpgroup instruction
-//! `wgmma.mma_async` (sm_90a PTX, so compute capability 9.0 only: H100, H200).
+//! Plans for `wgmma_nhwc` and `wgmma_ws_nhwc` (kernels-gpu/src/tensor_core/wgmma.rs and
+//! wgmma_ws.rs): family 3 on Hopper, the implicit GEMM of `wmma_nhwc` on plain NHWC / KRSC /
+//! NHWK data with the warpgroup instruction `wgmma.mma_async` (sm_90a PTX, so compute
+//! capability 9.0 only: H100, H200).
 //!
-//! Two compiled tiles (`convrs_spec::wgmma_tiles!`), 128 x BN x 64 with 2 warpgroups and a
-//! `cp.async` ring; one block per SM (their shared memory). The cost model is `wmma_nhwc`'s wave
-//! model (`plan::model`) with its own scale, fitted to the only measurements so far: the seed
-//! shape 256,256,14,14 -> 512 3x3 p1 on an H100 (BENCHMARKS.md, 2026-11-23), 0.2048 ms for
-//! 128x256 and 0.2525 ms for 128x128.
+//! Each step has two compiled tiles (`convrs_spec::wgmma_tiles!`, `wgmma_ws_tiles!`), 128 x BN
+//! x 64; one block per SM (their shared memory). The cost model is `wmma_nhwc`'s wave model
+//! (`plan::model`) with a scale per step, fitted to the only measurements so far: the seed
+//! shape 256,256,14,14 -> 512 3x3 p1 on an H100.
 
-use convrs_spec::wgmma::{self as spec, BLOCK_M, K_TILE, THREADS};
+use convrs_spec::wgmma::{self as spec, Tile, BLOCK_M, K_TILE};
 
 use crate::dtype::DType;
 use crate::plan::model::{blocks_per_sm, waves, LAUNCH_US};
@@ -16,37 +16,65 @@ use crate::plan::{DeviceModel, LaunchPlan};
 use crate::registry::{Family, KernelDesc};
 use crate::{Algorithm, Conv2d, Error, Layout, Result};
 
-/// Registers per thread as ptxas allocates them (12.9, sm_90a), for the occupancy estimate, and
-/// the relative rate of each tile of `spec::TILES`, in its order (measurements, not contract).
-const MODEL: [(usize, f64); spec::TILES.len()] = [
-    (163, 1.0),  // 128x256: 0.2048 ms on the seed shape
-    (96, 0.81), // 128x128: 0.2525 ms on the same problem and the same number of waves' MACs
-];
-
-/// Measured time over the modelled MAC time at the device's stated fp16 tensor peak (seed
-/// shape, 128x256): one producer shared by both warpgroups, no TMA, no warp specialization yet.
-const PEAK_SCALE: f64 = 1.67;
-
-const fn algorithm(bf16: bool) -> &'static str {
-    if bf16 { "wgmma_nhwc_bf16" } else { "wgmma_nhwc" }
+/// One step of the Hopper kernels: its compiled tiles, launch and cost model.
+struct Step {
+    /// The registry names, fp16 then bf16.
+    names: [&'static str; 2],
+    tiles: &'static [Tile],
+    threads: usize,
+    /// Dynamic shared memory bytes per block of a tile.
+    smem: fn(&Tile) -> usize,
+    /// Whether the kernel takes the filter's TMA tensor map (boxes of BN rows).
+    filter_map: bool,
+    /// Registers per thread as ptxas allocates them (12.9, sm_90a), for the occupancy estimate,
+    /// and the relative rate of each tile, in the order of `tiles` (measurements, not contract).
+    model: &'static [(usize, f64)],
+    /// Measured time over the modelled MAC time at the device's stated fp16 tensor peak (seed
+    /// shape, the first tile).
+    peak_scale: f64,
 }
 
-/// Modelled microseconds of tile `i` on `d` for `m x n` GEMM outputs over `taps` taps of `c`
-/// channels (the last 64-channel k-tile of each tap charged in full).
-fn cost(d: &DeviceModel, i: usize, m: usize, n: usize, c: usize, taps: usize) -> f64 {
-    let (t, (regs, efficiency)) = (&spec::TILES[i], MODEL[i]);
+/// Step 3 of the family: one `cp.async` producer shared by both warpgroups. Fitted to the seed
+/// shape on an H100 (BENCHMARKS.md, 2026-11-23): 0.2048 ms for 128x256, 0.2525 ms for 128x128.
+const STEP3: Step = Step {
+    names: ["wgmma_nhwc", "wgmma_nhwc_bf16"],
+    tiles: &spec::TILES,
+    threads: spec::THREADS,
+    smem: Tile::smem_bytes,
+    filter_map: false,
+    model: &[(163, 1.0), (96, 0.81)],
+    peak_scale: 1.67,
+};
+
+/// Step 4, warp-specialized: a producer warpgroup (filters by TMA, activations by `cp.async`)
+/// and two consumer warpgroups on an mbarrier ring. Fitted to the seed shape on an H100
+/// (dev/hopper_ws_smoke.py, 2026-11-23): 0.189 ms for 128x256, 0.243 ms for 128x128.
+const STEP4: Step = Step {
+    names: ["wgmma_ws_nhwc", "wgmma_ws_nhwc_bf16"],
+    tiles: &spec::WS_TILES,
+    threads: spec::WS_THREADS,
+    smem: |t| spec::ws_smem_bytes(t.bn, t.stages),
+    filter_map: true,
+    model: &[(168, 1.0), (168, 0.78)],
+    peak_scale: 1.54,
+};
+
+/// Modelled microseconds of tile `i` of `step` on `d` for `m x n` GEMM outputs over `taps` taps
+/// of `c` channels (the last 64-channel k-tile of each tap charged in full).
+fn cost(step: &Step, d: &DeviceModel, i: usize, m: usize, n: usize, c: usize, taps: usize) -> f64 {
+    let (t, (regs, efficiency)) = (&step.tiles[i], step.model[i]);
     let blocks = (m.div_ceil(BLOCK_M) * n.div_ceil(t.bn)) as f64;
-    let bps = blocks_per_sm(d, THREADS, regs, t.smem_bytes()) as f64;
+    let bps = blocks_per_sm(d, step.threads, regs, (step.smem)(t)) as f64;
     let macs = (BLOCK_M * t.bn) as f64 * (c.div_ceil(K_TILE) * K_TILE) as f64 * taps as f64 / efficiency;
     let macs_per_sm = waves(d, blocks, bps, |b| b * macs);
     let macs_per_sm_us = d.f16_tflops * 1e6 / 2.0 / d.sms.max(1) as f64;
-    LAUNCH_US + PEAK_SCALE * macs_per_sm / macs_per_sm_us
+    LAUNCH_US + step.peak_scale * macs_per_sm / macs_per_sm_us
 }
 
-fn plan_typed(problem: &Conv2d, device: &DeviceModel, bf16: bool) -> Result<LaunchPlan> {
+fn plan_step(problem: &Conv2d, device: &DeviceModel, step: &Step, bf16: bool) -> Result<LaunchPlan> {
     problem.validate()?;
     let p = problem;
-    let refuse = |reason: String| Err(Error::Unsupported { algorithm: algorithm(bf16), reason });
+    let refuse = |reason: String| Err(Error::Unsupported { algorithm: step.names[bf16 as usize], reason });
     if device.compute_capability != (9, 0) {
         let (major, minor) = device.compute_capability;
         return refuse(format!("needs compute capability 9.0 (H100, H200): its sm_90a code runs nowhere else, and this device is {major}.{minor}"));
@@ -60,44 +88,55 @@ fn plan_typed(problem: &Conv2d, device: &DeviceModel, bf16: bool) -> Result<Laun
     let (out_p, out_q) = p.output_hw();
     let m = p.n * out_p * out_q;
     let fits = |i: &usize| {
-        let t = &spec::TILES[*i];
-        t.smem_bytes() <= device.smem_per_block as usize && m.div_ceil(BLOCK_M).checked_mul(p.k.div_ceil(t.bn)).is_some_and(|b| b <= i32::MAX as usize)
+        let t = &step.tiles[*i];
+        (step.smem)(t) <= device.smem_per_block as usize && m.div_ceil(BLOCK_M).checked_mul(p.k.div_ceil(t.bn)).is_some_and(|b| b <= i32::MAX as usize)
     };
-    let cost_of = |i: &usize| cost(device, *i, m, p.k, p.c, p.r * p.s);
-    let Some(i) = (0..spec::TILES.len()).filter(fits).min_by(|a, b| cost_of(a).total_cmp(&cost_of(b))) else {
-        let least = spec::TILES.iter().map(|t| t.smem_bytes()).min().unwrap_or(0);
+    let cost_of = |i: &usize| cost(step, device, *i, m, p.k, p.c, p.r * p.s);
+    let Some(i) = (0..step.tiles.len()).filter(fits).min_by(|a, b| cost_of(a).total_cmp(&cost_of(b))) else {
+        let least = step.tiles.iter().map(step.smem).min().unwrap_or(0);
         return refuse(format!("needs {least} bytes of shared memory per block (or the grid exceeds 2^31 blocks); the device allows {}", device.smem_per_block));
     };
-    let t = &spec::TILES[i];
+    let t = &step.tiles[i];
     Ok(LaunchPlan {
         kernel: if bf16 { t.bf16 } else { t.fp16 },
         grid: ((m.div_ceil(BLOCK_M) * p.k.div_ceil(t.bn)) as u32, 1, 1),
-        block: (THREADS as u32, 1, 1),
-        shared_bytes: t.smem_bytes() as u32,
+        block: (step.threads as u32, 1, 1),
+        shared_bytes: (step.smem)(t) as u32,
         dtype: if bf16 { DType::BF16 } else { DType::F16 },
         out_dtype: DType::F32,
         predicted_us: cost_of(&i),
+        filter_map_rows: step.filter_map.then_some(t.bn as u32),
     })
 }
 
 pub fn plan(problem: &Conv2d, device: &DeviceModel) -> Result<LaunchPlan> {
-    plan_typed(problem, device, false)
+    plan_step(problem, device, &STEP3, false)
 }
 
 /// The plan of the bf16 entries (`wgmma_nhwc_bf16`).
 pub fn plan_bf16(problem: &Conv2d, device: &DeviceModel) -> Result<LaunchPlan> {
-    plan_typed(problem, device, true)
+    plan_step(problem, device, &STEP3, true)
 }
 
-/// Every entry point the plans can name, fp16 then bf16.
+/// The plan of the warp-specialized entries (`wgmma_ws_nhwc`).
+pub fn plan_ws(problem: &Conv2d, device: &DeviceModel) -> Result<LaunchPlan> {
+    plan_step(problem, device, &STEP4, false)
+}
+
+/// The plan of the warp-specialized bf16 entries (`wgmma_ws_nhwc_bf16`).
+pub fn plan_ws_bf16(problem: &Conv2d, device: &DeviceModel) -> Result<LaunchPlan> {
+    plan_step(problem, device, &STEP4, true)
+}
+
+/// Every entry point the plans can name, fp16 then bf16, step 3 then step 4.
 pub fn kernel_names() -> Vec<&'static str> {
-    spec::TILES.iter().map(|t| t.fp16).chain(spec::TILES.iter().map(|t| t.bf16)).collect()
+    [&STEP3, &STEP4].iter().flat_map(|s| s.tiles.iter().map(|t| t.fp16).chain(s.tiles.iter().map(|t| t.bf16))).collect()
 }
 
 /// The registry's entry.
 pub const KERNEL: KernelDesc = KernelDesc {
     algorithm: Algorithm::WgmmaNhwc,
-    name: algorithm(false),
+    name: STEP3.names[0],
     family: Family::TensorCore,
     summary: "family 3 step 3 (Hopper): wgmma.mma_async implicit GEMM on plain channels-last data",
     dtype: DType::F16,
@@ -110,12 +149,30 @@ pub const KERNEL: KernelDesc = KernelDesc {
 /// The registry's entry for bf16 data: the same kernel with the bf16 `wgmma`.
 pub const KERNEL_BF16: KernelDesc = KernelDesc {
     algorithm: Algorithm::WgmmaNhwcBf16,
-    name: algorithm(true),
+    name: STEP3.names[1],
     summary: "family 3 step 3 (Hopper) on bf16 data",
     dtype: DType::BF16,
     outputs: &[DType::BF16, DType::F32],
     plan: plan_bf16,
     ..KERNEL
+};
+
+/// The registry's entry for step 4, the warp-specialized kernel.
+pub const KERNEL_WS: KernelDesc = KernelDesc {
+    algorithm: Algorithm::WgmmaWsNhwc,
+    name: STEP4.names[0],
+    summary: "family 3 step 4 (Hopper): step 3 warp-specialized, filters by TMA, an mbarrier ring",
+    plan: plan_ws,
+    ..KERNEL
+};
+
+/// Step 4 on bf16 data.
+pub const KERNEL_WS_BF16: KernelDesc = KernelDesc {
+    algorithm: Algorithm::WgmmaWsNhwcBf16,
+    name: STEP4.names[1],
+    summary: "family 3 step 4 (Hopper) on bf16 data",
+    plan: plan_ws_bf16,
+    ..KERNEL_BF16
 };
 
 #[cfg(test)]
@@ -127,9 +184,9 @@ mod tests {
         let d = DeviceModel::named("h100").unwrap();
         let seed = Conv2d::new(256, 256, 14, 14, 512, 3, 3).with_pad(1);
         let m = 256 * 14 * 14;
-        for (i, measured_us) in [(0, 204.8), (1, 252.5)] {
-            let ratio = cost(&d, i, m, 512, 256, 9) / measured_us;
-            assert!((0.9..=1.1).contains(&ratio), "tile {i}: predicted/measured {ratio:.2}");
+        for (step, i, measured_us) in [(&STEP3, 0, 204.8), (&STEP3, 1, 252.5), (&STEP4, 0, 189.0), (&STEP4, 1, 243.0)] {
+            let ratio = cost(step, &d, i, m, 512, 256, 9) / measured_us;
+            assert!((0.9..=1.1).contains(&ratio), "{} tile {i}: predicted/measured {ratio:.2}", step.names[0]);
         }
         let plan = plan(&seed, &d).unwrap();
         assert_eq!((plan.kernel, plan.block, plan.grid), ("wgmma_nhwc_128x256k64", (256, 1, 1), (784, 1, 1)));
@@ -137,6 +194,12 @@ mod tests {
         // The mma.sync kernel's own model predicts it slower on this shape, so Auto prefers this one.
         let mma = crate::plan::tensor_core::nhwc::plan(&seed, &d).unwrap();
         assert!(plan.predicted_us < mma.predicted_us, "{} vs {}", plan.predicted_us, mma.predicted_us);
+        // Step 4 takes the filter's tensor map with boxes of BN rows; step 3 none.
+        assert_eq!(plan.filter_map_rows, None);
+        let ws = plan_ws(&seed, &d).unwrap();
+        assert_eq!((ws.kernel, ws.block, ws.grid, ws.filter_map_rows), ("wgmma_ws_nhwc_128x256k64", (384, 1, 1), (784, 1, 1), Some(256)));
+        assert_eq!(ws.shared_bytes as usize, 4 * 48 * 1024 + 1024 + 128);
+        assert!(ws.predicted_us < plan.predicted_us);
     }
 
     #[test]
@@ -151,6 +214,8 @@ mod tests {
         assert!(plan(&p, &unloaded).unwrap_err().to_string().contains("did not load"));
         assert!(plan_bf16(&Conv2d { c: 12, ..p }, &h100).unwrap_err().to_string().contains("multiples of 8"));
         assert_eq!(plan_bf16(&p, &h100).unwrap().kernel, "wgmma_nhwc_bf16_128x128k64");
-        assert_eq!(kernel_names().len(), 4);
+        assert_eq!(plan_ws_bf16(&p, &h100).unwrap().kernel, "wgmma_ws_nhwc_bf16_128x128k64");
+        assert!(plan_ws(&p, &unloaded).unwrap_err().to_string().contains("did not load"));
+        assert_eq!(kernel_names().len(), 8);
     }
 }

@@ -151,6 +151,7 @@ pub(crate) fn tile_plan(algorithm: &'static str, m: usize, cols: usize, groups: 
         dtype: DType::F32,
         out_dtype: DType::F32,
         predicted_us: us,
+        filter_map_rows: None,
     })
 }
 
