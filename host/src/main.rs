@@ -104,6 +104,10 @@ Exit status: 0 all checks passed; 1 a check failed; 2 error; 4 our kernels passe
         /// Algorithms to time (repeatable); default: all.
         #[arg(long = "algo")]
         algos: Vec<Algorithm>,
+        /// Only part I of N of each suite (every N-th shape from the I-th on), so a long suite fits
+        /// several time-limited commands; the parts' JSON files together hold every shape once.
+        #[arg(long, value_name = "I/N")]
+        part: Option<String>,
         /// Only the kernels (and baselines) of these element types (repeatable: fp32, fp16, bf16);
         /// default: all. A long suite fits a time limit better split by type.
         #[arg(long = "dtype")]
@@ -184,7 +188,7 @@ fn main() -> ExitCode {
         }
         Command::Run { algo, dtype, layout, tune, shape, runs, seed, f32_out } => run(cli.device, algo, dtype, layout, tune, &shape, runs, seed, f32_out),
         Command::Explain { shape, dtype, layout, device_model } => explain(cli.device, &shape, dtype, layout, device_model.as_deref()),
-        Command::Bench { suites, shapes, geometry, algos, dtypes, all_kernels, pytorch, runs, warmup, search_seconds, seed, json, plot } => {
+        Command::Bench { suites, shapes, geometry, algos, part, dtypes, all_kernels, pytorch, runs, warmup, search_seconds, seed, json, plot } => {
             if algos.contains(&Algorithm::Auto) {
                 eprintln!("convrs: bench times kernels (--algo NAME, repeatable); the automatic choice is judged in its own table against every kernel");
                 return ExitCode::from(2);
@@ -201,6 +205,13 @@ fn main() -> ExitCode {
                 seed,
             };
             bench_suites(&suites, &shapes, &geometry)
+                .and_then(|s| match &part {
+                    Some(part) => {
+                        let (i, n) = parse_part(part)?;
+                        s.into_iter().map(|suite| suite.part(i, n)).collect()
+                    }
+                    None => Ok(s),
+                })
                 .and_then(|s| bench_cmd(cli.device, &s, &algos, &opts, BenchOutput { all_kernels, pytorch, json, plot }))
         }
     };
@@ -341,6 +352,13 @@ fn run_typed<T: Element, O: Element>(gpu: &Gpu, algo: Algorithm, p: &Conv2d, run
     let ok = check.passes(tol);
     println!("check     {}", if ok { "PASSED" } else { "FAILED" });
     Ok(if ok { Outcome::Passed } else { Outcome::Failed })
+}
+
+/// `I/N` of `--part`.
+fn parse_part(text: &str) -> convrs::Result<(usize, usize)> {
+    let bad = || convrs::Error::InvalidArgument(format!("--part `{text}`: expected I/N, e.g. 1/2"));
+    let (i, n) = text.split_once('/').ok_or_else(bad)?;
+    Ok((i.trim().parse().map_err(|_| bad())?, n.trim().parse().map_err(|_| bad())?))
 }
 
 /// The suites to bench: `--shape`s as one suite named `shapes`, else `--suite`s, else `seed`.

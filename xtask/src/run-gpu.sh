@@ -115,8 +115,14 @@ if [[ " $steps " == *" bench "* ]]; then
     esac
     for dtype in ${BENCH_DTYPES:-fp32 fp16 bf16}; do
       tag="$suite-$dtype"
+      # BENCH_PART=I/N times part I of N of each suite (`convrs bench --part`).
+      part_args=""
+      if [ -n "${BENCH_PART:-}" ]; then
+        part_args="--part $BENCH_PART"
+        tag="$tag-part${BENCH_PART%/*}of${BENCH_PART#*/}"
+      fi
       # shellcheck disable=SC2086
-      "$bin/convrs" bench --suite "$suite" --dtype "$dtype" $suite_args ${BENCH_ARGS:-} \
+      "$bin/convrs" bench --suite "$suite" --dtype "$dtype" $suite_args $part_args ${BENCH_ARGS:-} \
         --json "$out/bench-$tag.json" --plot "$out/bench-$tag.svg" | tee "$out/bench-$tag.md"
       [ "${PIPESTATUS[0]}" -eq 0 ] || failed+=("bench:$tag")
     done
