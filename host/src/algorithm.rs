@@ -41,6 +41,13 @@ pub enum Algorithm {
     WmmaNhwcncBf16,
     /// `WmmaNhwc` on bf16 data (bf16 in, fp32 accumulate, bf16 or fp32 out).
     WmmaNhwcBf16,
+    /// Family 3, step 2b: tensor cores for layers with few input channels (C = 1, 3): the
+    /// reduction runs over taps and channels together and operands are gathered element by
+    /// element, so C is not padded (NHWC, KRSC, NHWK; fp16 in, fp32 accumulate, fp16 or fp32
+    /// out). Any C; K a multiple of 8 (others run zero-padded).
+    WmmaSmallC,
+    /// `WmmaSmallC` on bf16 data (bf16 in, fp32 accumulate, bf16 or fp32 out).
+    WmmaSmallCBf16,
     /// Family 3, step 3 (Hopper, compute capability 9.0 only): `WmmaNhwc`'s implicit GEMM with the
     /// warpgroup MMA `wgmma.mma_async` fed from shared memory (sm_90a; fp16 in, fp32 accumulate,
     /// fp16 or fp32 out). C, K multiples of 8 (others run zero-padded).

@@ -220,17 +220,18 @@ mod tests {
         let a100 = DeviceModel::named("a100").unwrap();
         assert_eq!(choose(&big, DType::F16, Layout::Nhwc16n16c, &a100).unwrap().pick.name(), "wmma_nhwcnc");
         assert!(choose(&big, DType::F16, Layout::Nhwc, &DeviceModel::named("a100").unwrap()).unwrap().pick.name().starts_with("wmma_"));
-        // C = 3 is no multiple of 8: the plain-layout kernels run it padded to C = 8 (the first layer of a network).
+        // C = 3 (the first layer of a network): the small-C kernel, unpadded; the plain-layout
+        // kernels would run it padded to C = 8 with most of their k-tiles zeros.
         let first = Conv2d::new(8, 3, 224, 224, 64, 7, 7).with_pad(3).with_stride(2);
         let c = choose(&first, DType::F16, Layout::Nhwc, &d).unwrap();
-        assert!(["wmma_nhwc", "wgmma_nhwc", "wgmma_ws_nhwc"].contains(&c.pick.name()), "{}", c.pick);
-        assert_eq!(c.estimate().unwrap().padded, Some(Conv2d { c: 8, ..first }));
-        // fp16 on a problem that fits 32-bit indexing only unpadded (1.2e9 input elements with
-        // C = 3, 3.2e9 with C = 8): no kernel takes it, and the error lists every reason.
-        let huge = Conv2d::new(1, 3, 20000, 20000, 1, 1, 1).with_stride(4);
+        assert_eq!(c.pick.name(), "wmma_smallc");
+        assert_eq!(c.estimate().unwrap().padded, None);
+        // fp16 on a problem that fits 32-bit indexing only unpadded (4e8 input and output
+        // elements; 3.2e9 with C or K padded to 8): no kernel takes it, and the error lists every reason.
+        let huge = Conv2d::new(1, 1, 20000, 20000, 1, 1, 1);
         huge.validate().unwrap();
         let e = choose(&huge, DType::F16, Layout::Nhwc, &d).unwrap_err().to_string();
-        assert!(e.contains("wmma_nhwc: ") && e.contains("wmma_nhwcnc: ") && e.contains("direct_smem: reads fp32"), "{e}");
+        assert!(e.contains("wmma_nhwc: ") && e.contains("wmma_nhwcnc: ") && e.contains("wmma_smallc: ") && e.contains("direct_smem: reads fp32"), "{e}");
     }
 
     #[test]

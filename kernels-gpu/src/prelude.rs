@@ -128,6 +128,32 @@ pub unsafe fn load_global_nc_f32(p: *const f32) -> f32 {
     v
 }
 
+/// Loads one 16-bit value through the read-only cache path.
+///
+/// # Safety
+/// `p` must point into global memory the kernel only reads, valid for one `u16`.
+#[inline(always)]
+pub unsafe fn load_global_nc_u16(p: *const u16) -> u16 {
+    let v: u16;
+    // SAFETY: the caller guarantees validity and that no one writes this memory during the launch.
+    unsafe { asm!("ld.global.nc.u16 {v}, [{p}];", v = out(reg16) v, p = in(reg64) p, options(pure, readonly, nostack)) };
+    v
+}
+
+/// Stores 16 bytes to shared memory: `st.shared.v4.b32`.
+///
+/// # Safety
+/// `addr` is a 16-byte aligned shared-window address of 16 bytes of this block's shared memory
+/// that no other thread accesses until the next barrier.
+#[inline(always)]
+pub unsafe fn st_shared_v4(addr: u32, v: [u32; 4]) {
+    // SAFETY: the caller guarantees the address and exclusive access.
+    unsafe {
+        asm!("st.shared.v4.b32 [{p}], {{{a}, {b}, {c}, {d}}};", p = in(reg32) addr, a = in(reg32) v[0], b = in(reg32) v[1], c = in(reg32) v[2],
+            d = in(reg32) v[3], options(nostack))
+    };
+}
+
 /// The conv2d problem as kernels see it, built from the entry points' trailing `i32`s (the
 /// shared definition, so the host pushes the same fields in the same order).
 pub use convrs_spec::ConvShape;

@@ -6,6 +6,8 @@
 //!   result lie in memory); tile hierarchy and pipeline docs.
 //! - [`nhwc`]: `wmma_nhwc_{BM}x{BN}[k64]` on plain NHWC / KRSC data.
 //! - [`nhwcnc`]: `wmma_nhwcnc_{BM}x{BN}[k64]` on the blocked NHWC16n16c / RSCK16k16c layouts.
+//! - [`small_c`]: `wmma_smallc_128x{BN}` for few input channels (C = 1, 3): the reduction runs
+//!   over taps and channels together, operands gathered element by element.
 //! - `wgmma` (sm_90a PTX only): `wgmma_nhwc_128x{BN}k64` on plain NHWC with Hopper's
 //!   `wgmma.mma_async` from shared-memory descriptors.
 //! - `wgmma_ws` (sm_90a PTX only): `wgmma_ws_nhwc_128x{BN}k64`,
@@ -15,6 +17,8 @@ pub mod implicit_gemm;
 pub mod nhwc;
 #[cfg(not(target_feature = "sm_90a"))]
 pub mod nhwcnc;
+#[cfg(not(target_feature = "sm_90a"))]
+pub mod small_c;
 #[cfg(target_feature = "sm_90a")]
 pub mod wgmma;
 #[cfg(target_feature = "sm_90a")]

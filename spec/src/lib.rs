@@ -2,7 +2,7 @@
 //! launches them (`convrs`): everything both sides must agree on, written once.
 //!
 //! - [`args`]: the `i32` shape arguments every entry point takes after its pointers, and their order.
-//! - [`direct`], [`tiled`], [`tensor_core`], [`wgmma`]: per kernel family, the compiled instantiations with
+//! - [`direct`], [`tiled`], [`tensor_core`], [`small_c`], [`wgmma`]: per kernel family, the compiled instantiations with
 //!   their entry-point names, and the formulas both sides evaluate (block threads, shared-memory
 //!   bytes, tile geometry, which thread computes which output).
 //!
@@ -26,6 +26,7 @@ pub mod args;
 pub mod direct;
 pub mod tensor_core;
 pub mod tiled;
+pub mod small_c;
 pub mod transform;
 pub mod wgmma;
 

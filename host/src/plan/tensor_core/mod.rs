@@ -1,7 +1,8 @@
 //! Family 3, tensor-core implicit GEMM (kernels-gpu/src/tensor_core/): both `mma.sync` layouts
 //! share the mainloop's tiles and one cost model ([`nhwc`]); [`wgmma`] is the Hopper step, its
-//! own tiles and scale on the same wave model.
+//! own tiles and scale on the same wave model; [`small_c`] takes layers with few input channels.
 
 pub mod nhwc;
 pub mod nhwcnc;
+pub mod small_c;
 pub mod wgmma;

@@ -1,0 +1,150 @@
+//! Plan for `wmma_smallc` (kernels-gpu/src/tensor_core/small_c.rs): the tensor-core implicit
+//! GEMM whose reduction runs over taps and channels together, for layers with few input
+//! channels (C = 1 or 3: a network's first layer, a speech front end), which `wmma_nhwc` runs
+//! padded to 8 channels with most of every k-tile zeros.
+//!
+//! Two tiles, 128 x 32 and 128 x 64, 4 warps. The cost model charges what the kernel does per
+//! k-tile of 32 reduction indices: every thread gathers its row's 32 values one load at a time
+//! (about [`GATHER_INSTRUCTIONS`] instructions each, at the SMs' issue rate), and the warps run
+//! the `mma.sync`s at the rate `wmma_nhwc` reaches; the output is written once. The gather makes
+//! it slower than `wmma_nhwc` once C is a multiple of 8, so the automatic choice takes it for
+//! small C only.
+
+use convrs_spec::small_c::{self as spec, BLOCK_M, K_TILE, THREADS};
+
+use crate::dtype::DType;
+use crate::plan::model::{blocks_per_sm, memory_us, waves, LAUNCH_US};
+use crate::plan::{DeviceModel, LaunchPlan};
+use crate::registry::{Family, KernelDesc};
+use crate::{Algorithm, Conv2d, Error, Layout, Result};
+
+/// Registers per thread (ptxas, sm_80), in the order of `spec::TILES`.
+const REGS: [usize; spec::TILES.len()] = [122, 164];
+
+/// Instructions a thread issues per gathered element (bounds checks, index steps, the load,
+/// packing), counted in the PTX.
+const GATHER_INSTRUCTIONS: f64 = 12.0;
+
+/// The fraction of the device's stated fp16 tensor peak `mma.sync` reaches (`wmma_nhwc`'s model:
+/// about half, less for a small warp tile).
+const MMA_FRACTION: f64 = 0.3;
+
+fn algorithm(bf16: bool) -> &'static str {
+    if bf16 { "wmma_smallc_bf16" } else { "wmma_smallc" }
+}
+
+/// Modelled microseconds of tile `i` on `d`.
+fn cost(d: &DeviceModel, i: usize, p: &Conv2d, out_bytes: usize) -> f64 {
+    let t = &spec::TILES[i];
+    let (out_h, out_w) = p.output_hw();
+    let m = p.n * out_h * out_w;
+    let reduction = (p.r * p.s * p.c).div_ceil(K_TILE) * K_TILE;
+    let blocks = (m.div_ceil(BLOCK_M) * p.k.div_ceil(t.bn)) as f64;
+    let bps = blocks_per_sm(d, THREADS, REGS[i], spec::smem_bytes(t.bn)) as f64;
+    // Per block: the A gather (one row a thread) and B's BN rows, then the MACs of the tile.
+    let issue_per_us = d.clock_mhz as f64 * 4.0 * 32.0;
+    let gather_us = (BLOCK_M + t.bn) as f64 * reduction as f64 * GATHER_INSTRUCTIONS / issue_per_us;
+    let mma_per_us = d.f16_tflops * 1e6 / 2.0 / d.sms.max(1) as f64 * MMA_FRACTION;
+    let mma_us = (BLOCK_M * t.bn * reduction) as f64 / mma_per_us;
+    let compute = waves(d, blocks, bps, |b| b * (gather_us + mma_us));
+    // The output is written while other blocks compute; a write-bound problem still prefers
+    // the tile with less compute (the second term breaks ties only).
+    LAUNCH_US + compute.max(memory_us(d, (m * p.k * out_bytes) as f64)) + 1e-3 * compute
+}
+
+fn plan_typed(problem: &Conv2d, device: &DeviceModel, bf16: bool) -> Result<LaunchPlan> {
+    problem.validate()?;
+    let p = problem;
+    if p.k % 8 != 0 {
+        return Err(Error::Unsupported { algorithm: algorithm(bf16), reason: format!("K = {} must be a multiple of 8: the kernel stores output channels in pairs of 8-column groups", p.k) });
+    }
+    let (out_h, out_w) = p.output_hw();
+    let m = p.n * out_h * out_w;
+    // The output width is not part of the choice (the plans answer for fp32 outputs).
+    let cost_of = |i: &usize| cost(device, *i, p, 4);
+    let fits = |i: &usize| m.div_ceil(BLOCK_M).checked_mul(p.k.div_ceil(spec::TILES[*i].bn)).is_some_and(|b| b <= i32::MAX as usize);
+    let Some(i) = (0..spec::TILES.len()).filter(fits).min_by(|a, b| cost_of(a).total_cmp(&cost_of(b))) else {
+        return Err(Error::Unsupported { algorithm: algorithm(bf16), reason: "the grid exceeds 2^31 blocks".into() });
+    };
+    let t = &spec::TILES[i];
+    Ok(LaunchPlan {
+        kernel: if bf16 { t.bf16 } else { t.fp16 },
+        grid: ((m.div_ceil(BLOCK_M) * p.k.div_ceil(t.bn)) as u32, 1, 1),
+        block: (THREADS as u32, 1, 1),
+        shared_bytes: spec::smem_bytes(t.bn) as u32,
+        dtype: if bf16 { DType::BF16 } else { DType::F16 },
+        out_dtype: DType::F32,
+        predicted_us: cost_of(&i),
+        filter_map_rows: None,
+    })
+}
+
+pub fn plan(problem: &Conv2d, device: &DeviceModel) -> Result<LaunchPlan> {
+    plan_typed(problem, device, false)
+}
+
+/// The plan of the bf16 entries (`wmma_smallc_bf16`).
+pub fn plan_bf16(problem: &Conv2d, device: &DeviceModel) -> Result<LaunchPlan> {
+    plan_typed(problem, device, true)
+}
+
+/// Every entry point the plans can name, fp16 then bf16.
+pub fn kernel_names() -> Vec<&'static str> {
+    spec::TILES.iter().map(|t| t.fp16).chain(spec::TILES.iter().map(|t| t.bf16)).collect()
+}
+
+/// The registry's entry.
+pub const KERNEL: KernelDesc = KernelDesc {
+    algorithm: Algorithm::WmmaSmallC,
+    name: "wmma_smallc",
+    family: Family::TensorCore,
+    summary: "family 3 step 2b: tensor cores for few input channels (C = 1, 3), taps folded into the reduction",
+    dtype: DType::F16,
+    outputs: &[DType::F16, DType::F32],
+    layouts: (Layout::Nhwc, Layout::Nhwc, Layout::Nhwc),
+    multiples: (1, 1, 8),
+    plan,
+};
+
+/// The registry's entry for bf16 data.
+pub const KERNEL_BF16: KernelDesc = KernelDesc {
+    algorithm: Algorithm::WmmaSmallCBf16,
+    name: "wmma_smallc_bf16",
+    summary: "family 3 step 2b on bf16 data",
+    dtype: DType::BF16,
+    outputs: &[DType::BF16, DType::F32],
+    plan: plan_bf16,
+    ..KERNEL
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn takes_any_channel_count_and_small_k_gets_the_narrow_tile() {
+        let d = DeviceModel::named("h100").unwrap();
+        let speech = Conv2d::new(4, 1, 161, 700, 32, 5, 20).with_stride(2);
+        let speech_plan = plan(&speech, &d).unwrap();
+        assert_eq!((speech_plan.kernel, speech_plan.block, speech_plan.shared_bytes), ("wmma_smallc_128x32", (128, 1, 1), spec::smem_bytes(32) as u32));
+        assert_eq!(speech_plan.grid.0 as usize, (4 * 79 * 341usize).div_ceil(128));
+        let first = Conv2d::new(8, 3, 224, 224, 64, 3, 3).with_pad(1);
+        assert_eq!(plan_bf16(&first, &d).unwrap().kernel, "wmma_smallc_bf16_128x64");
+        assert!(plan(&Conv2d { k: 12, ..first }, &d).unwrap_err().to_string().contains("multiple of 8"));
+        assert_eq!(kernel_names().len(), 4);
+    }
+
+    #[test]
+    fn auto_takes_it_for_few_channels_only() {
+        let d = DeviceModel::named("h100").unwrap();
+        let nhwc = |p: &Conv2d| crate::plan::tensor_core::nhwc::plan(&KERNEL.run_problem(p), &d).map(|p| p.predicted_us);
+        // C = 1 and 3: padded to 8, most of wmma_nhwc's k-tiles are zeros.
+        for p in [Conv2d::new(4, 1, 161, 700, 32, 5, 20).with_stride(2), Conv2d::new(8, 3, 224, 224, 64, 3, 3).with_pad(1)] {
+            let padded = Conv2d { c: 8, ..p };
+            assert!(plan(&p, &d).unwrap().predicted_us < nhwc(&padded).unwrap(), "{p}");
+        }
+        // C = 64: the 16-byte copies of wmma_nhwc win.
+        let wide = Conv2d::new(8, 64, 56, 56, 64, 3, 3).with_pad(1);
+        assert!(plan(&wide, &d).unwrap().predicted_us > nhwc(&wide).unwrap());
+    }
+}
