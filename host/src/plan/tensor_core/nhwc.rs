@@ -30,7 +30,7 @@ use std::ops::Deref;
 
 use convrs_spec::tensor_core as spec;
 
-use crate::plan::model::{blocks_per_sm, waves, LAUNCH_US};
+use crate::plan::model::{blocks_per_sm, memory_us, waves, LAUNCH_US};
 use crate::plan::{DeviceModel, LaunchPlan};
 use crate::dtype::DType;
 use crate::{Conv2d, Error, Result};
@@ -157,7 +157,10 @@ fn cost(d: &DeviceModel, family: Layouts, tile: &Tile, m: usize, n: usize, c: us
     // An SM with `b` resident blocks finishes them in b * macs / rate; the rate needs 8 warps.
     let macs_per_sm = waves(d, blocks, bps, |b| b * macs / (b * warps / 8.0).min(1.0));
     let macs_per_sm_us = d.f16_tflops * 1e6 / 2.0 / d.sms.max(1) as f64;
-    LAUNCH_US + family.peak_scale() * macs_per_sm / macs_per_sm_us
+    // Plus the fp32 output written once (the width every plan answers for): it is most of the
+    // time of layers with little reduction (C = 3 run padded to 8: 2.4x the mainloop's model
+    // on 8,3,224,224 -> 64 3x3, H100 2026-11-23), and the small-C kernel's model charges it too.
+    LAUNCH_US + family.peak_scale() * macs_per_sm / macs_per_sm_us + memory_us(d, (m * n * 4) as f64)
 }
 
 pub fn plan(problem: &Conv2d, device: &DeviceModel) -> Result<LaunchPlan> {
