@@ -50,6 +50,27 @@ impl Suite {
         Err(Error::InvalidArgument(format!("unknown suite `{name_or_path}`; known suites: {} (or a path to a .csv file)", known_list())))
     }
 
+    /// Part `i` of `n` (1-based): every n-th shape from the i-th on, so the parts of a suite
+    /// take about equal time and together hold each shape once. Named `NAME (part i/n)`.
+    ///
+    /// ```
+    /// use convrs::suite::Suite;
+    /// let parts: Vec<_> = (1..=3).map(|i| Suite::load("deepbench").unwrap().part(i, 3).unwrap()).collect();
+    /// assert_eq!(parts.iter().map(|p| p.shapes.len()).sum::<usize>(), 90);
+    /// assert_eq!(parts[1].name, "deepbench (part 2/3)");
+    /// assert!(Suite::load("seed").unwrap().part(4, 3).is_err());
+    /// ```
+    pub fn part(self, i: usize, n: usize) -> Result<Suite> {
+        if n == 0 || i == 0 || i > n {
+            return Err(Error::InvalidArgument(format!("part {i}/{n}: expected I/N with 1 <= I <= N")));
+        }
+        let shapes: Vec<Conv2d> = self.shapes.into_iter().skip(i - 1).step_by(n).collect();
+        if shapes.is_empty() {
+            return Err(Error::InvalidArgument(format!("suite {}: part {i}/{n} holds no shapes", self.name)));
+        }
+        Ok(Suite { name: format!("{} (part {i}/{n})", self.name), shapes, duplicates: 0 })
+    }
+
     /// Parses suite text; `source` names the file in errors (`FILE line N: ...`).
     pub fn parse(name: &str, source: &str, text: &str) -> Result<Suite> {
         let mut seen = HashSet::new();
@@ -72,29 +93,6 @@ impl Suite {
             return Err(Error::InvalidArgument(format!("{source}: no shapes (expected lines N,C,H,W,K,R,S[,pad_h,pad_w[,stride_h,stride_w[,dilation_h,dilation_w]]])")));
         }
         Ok(suite)
-    }
-}
-
-impl Suite {
-    /// Part `i` of `n` (1-based): every n-th shape from the i-th on, so the parts of a suite
-    /// take about equal time and together hold each shape once. Named `NAME (part i/n)`.
-    ///
-    /// ```
-    /// use convrs::suite::Suite;
-    /// let parts: Vec<_> = (1..=3).map(|i| Suite::load("deepbench").unwrap().part(i, 3).unwrap()).collect();
-    /// assert_eq!(parts.iter().map(|p| p.shapes.len()).sum::<usize>(), 90);
-    /// assert_eq!(parts[1].name, "deepbench (part 2/3)");
-    /// assert!(Suite::load("seed").unwrap().part(4, 3).is_err());
-    /// ```
-    pub fn part(self, i: usize, n: usize) -> Result<Suite> {
-        if n == 0 || i == 0 || i > n {
-            return Err(Error::InvalidArgument(format!("part {i}/{n}: expected I/N with 1 <= I <= N")));
-        }
-        let shapes: Vec<Conv2d> = self.shapes.into_iter().skip(i - 1).step_by(n).collect();
-        if shapes.is_empty() {
-            return Err(Error::InvalidArgument(format!("suite {}: part {i}/{n} holds no shapes", self.name)));
-        }
-        Ok(Suite { name: format!("{} (part {i}/{n})", self.name), shapes, duplicates: 0 })
     }
 }
 
