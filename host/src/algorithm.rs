@@ -177,10 +177,7 @@ pub fn launch<T: Element, O: Element>(gpu: &Gpu, plan: &LaunchPlan, problem: &Co
     let f = gpu.function(plan.kernel, plan.shared_bytes)?;
     let args = shape_args(problem, plan.out_dtype);
     let cfg = LaunchConfig { grid_dim: plan.grid, block_dim: plan.block, shared_mem_bytes: plan.shared_bytes };
-    let filter_map = match plan.filter_map_rows {
-        Some(rows) => Some(gpu.filter_map(filter, problem, rows)?),
-        None => None,
-    };
+    let filter_map = plan.filter_map_rows.map(|rows| gpu.filter_map(filter, problem, rows)).transpose()?;
     let mut b = gpu.stream().launch_builder(&f);
     b.arg(input).arg(filter).arg(output);
     if let Some(map) = &filter_map {

@@ -6,3 +6,11 @@ pub mod nhwc;
 pub mod nhwcnc;
 pub mod small_c;
 pub mod wgmma;
+
+use crate::Conv2d;
+
+/// GEMM M of the implicit GEMM: the output pixels N*P*Q, one row each.
+fn gemm_m(p: &Conv2d) -> usize {
+    let (out_p, out_q) = p.output_hw();
+    p.n * out_p * out_q
+}

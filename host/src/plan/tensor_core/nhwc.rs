@@ -30,6 +30,7 @@ use std::ops::Deref;
 
 use convrs_spec::tensor_core as spec;
 
+use super::gemm_m;
 use crate::plan::model::{blocks_per_sm, memory_us, waves, LAUNCH_US};
 use crate::plan::{DeviceModel, LaunchPlan};
 use crate::dtype::DType;
@@ -209,10 +210,6 @@ pub(super) fn plan_tiles(p: &Conv2d, device: &DeviceModel, family: Layouts) -> R
     Ok(launch_plan(p, t, family, device))
 }
 
-fn gemm_m(p: &Conv2d) -> usize {
-    let (out_p, out_q) = p.output_hw();
-    p.n * out_p * out_q
-}
 
 fn launch_plan(p: &Conv2d, t: &Tile, family: Layouts, device: &DeviceModel) -> LaunchPlan {
     LaunchPlan {

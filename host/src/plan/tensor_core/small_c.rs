@@ -14,6 +14,7 @@
 
 use convrs_spec::small_c::{self as spec, BLOCK_M, K_TILE, THREADS};
 
+use super::gemm_m;
 use crate::dtype::DType;
 use crate::plan::model::{blocks_per_sm, memory_us, waves, LAUNCH_US};
 use crate::plan::{DeviceModel, LaunchPlan};
@@ -32,15 +33,13 @@ const GATHER_ISSUE_SLOTS: f64 = 36.0;
 /// warp between barriers, from a 32-row warp tile. Fitted, see the module docs.
 const MMA_FRACTION: f64 = 0.1;
 
-fn algorithm(bf16: bool) -> &'static str {
+const fn algorithm(bf16: bool) -> &'static str {
     if bf16 { "wmma_smallc_bf16" } else { "wmma_smallc" }
 }
 
-/// Modelled microseconds of tile `i` on `d`.
-fn cost(d: &DeviceModel, i: usize, p: &Conv2d, out_bytes: usize) -> f64 {
+/// Modelled microseconds of tile `i` on `d` for `p`, whose GEMM has `m` rows.
+fn cost(d: &DeviceModel, i: usize, p: &Conv2d, m: usize, out_bytes: usize) -> f64 {
     let t = &spec::TILES[i];
-    let (out_h, out_w) = p.output_hw();
-    let m = p.n * out_h * out_w;
     let reduction = (p.r * p.s * p.c).div_ceil(K_TILE) * K_TILE;
     let blocks = (m.div_ceil(BLOCK_M) * p.k.div_ceil(t.bn)) as f64;
     let bps = blocks_per_sm(d, THREADS, REGS[i], spec::smem_bytes(t.bn)) as f64;
@@ -59,10 +58,9 @@ fn plan_typed(problem: &Conv2d, device: &DeviceModel, bf16: bool) -> Result<Laun
     if p.k % 8 != 0 {
         return Err(Error::Unsupported { algorithm: algorithm(bf16), reason: format!("K = {} must be a multiple of 8: the kernel stores output channels in pairs of 8-column groups", p.k) });
     }
-    let (out_h, out_w) = p.output_hw();
-    let m = p.n * out_h * out_w;
+    let m = gemm_m(p);
     // The output width is not part of the choice (the plans answer for fp32 outputs).
-    let cost_of = |i: &usize| cost(device, *i, p, 4);
+    let cost_of = |i: &usize| cost(device, *i, p, m, 4);
     let fits = |i: &usize| m.div_ceil(BLOCK_M).checked_mul(p.k.div_ceil(spec::TILES[*i].bn)).is_some_and(|b| b <= i32::MAX as usize);
     let Some(i) = (0..spec::TILES.len()).filter(fits).min_by(|a, b| cost_of(a).total_cmp(&cost_of(b))) else {
         return Err(Error::Unsupported { algorithm: algorithm(bf16), reason: "the grid exceeds 2^31 blocks".into() });
@@ -97,7 +95,7 @@ pub fn kernel_names() -> Vec<&'static str> {
 /// The registry's entry.
 pub const KERNEL: KernelDesc = KernelDesc {
     algorithm: Algorithm::WmmaSmallC,
-    name: "wmma_smallc",
+    name: algorithm(false),
     family: Family::TensorCore,
     summary: "family 3 step 2b: tensor cores for few input channels (C = 1, 3), taps folded into the reduction",
     dtype: DType::F16,
@@ -110,7 +108,7 @@ pub const KERNEL: KernelDesc = KernelDesc {
 /// The registry's entry for bf16 data.
 pub const KERNEL_BF16: KernelDesc = KernelDesc {
     algorithm: Algorithm::WmmaSmallCBf16,
-    name: "wmma_smallc_bf16",
+    name: algorithm(true),
     summary: "family 3 step 2b on bf16 data",
     dtype: DType::BF16,
     outputs: &[DType::BF16, DType::F32],

@@ -10,6 +10,7 @@
 
 use convrs_spec::wgmma::{self as spec, Tile, BLOCK_M, K_TILE};
 
+use super::gemm_m;
 use crate::dtype::DType;
 use crate::plan::model::{blocks_per_sm, memory_us, waves, LAUNCH_US};
 use crate::plan::{DeviceModel, LaunchPlan};
@@ -86,8 +87,7 @@ fn plan_step(problem: &Conv2d, device: &DeviceModel, step: &Step, bf16: bool) ->
     if p.c % 8 != 0 || p.k % 8 != 0 {
         return refuse(format!("C = {} and K = {} must be multiples of 8: the kernel moves channels in 16-byte (8 x fp16) pieces", p.c, p.k));
     }
-    let (out_p, out_q) = p.output_hw();
-    let m = p.n * out_p * out_q;
+    let m = gemm_m(p);
     let fits = |i: &usize| {
         let t = &step.tiles[*i];
         (step.smem)(t) <= device.smem_per_block as usize && m.div_ceil(BLOCK_M).checked_mul(p.k.div_ceil(t.bn)).is_some_and(|b| b <= i32::MAX as usize)
