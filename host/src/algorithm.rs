@@ -60,6 +60,12 @@ pub enum Algorithm {
     WgmmaWsNhwc,
     /// `WgmmaWsNhwc` on bf16 data (bf16 in, fp32 accumulate, bf16 or fp32 out).
     WgmmaWsNhwcBf16,
+    /// Family 3, step 5 (Hopper): `WgmmaWsNhwc` launched in clusters of 2 CTAs along M that
+    /// share each filter tile: each copies half of it into both by TMA multicast, so filters
+    /// cross L2 once per cluster. Same problems, layouts and types.
+    WgmmaMcNhwc,
+    /// `WgmmaMcNhwc` on bf16 data (bf16 in, fp32 accumulate, bf16 or fp32 out).
+    WgmmaMcNhwcBf16,
 }
 
 /// The kernels of the registry, in its order (const-evaluated, so it cannot drift from it).

@@ -103,6 +103,8 @@ pub const KERNELS: &[KernelDesc] = &[
     plan::tensor_core::wgmma::KERNEL_BF16,
     plan::tensor_core::wgmma::KERNEL_WS,
     plan::tensor_core::wgmma::KERNEL_WS_BF16,
+    plan::tensor_core::wgmma::KERNEL_MC,
+    plan::tensor_core::wgmma::KERNEL_MC_BF16,
 ];
 
 /// The description of `algorithm`, `None` for [`Algorithm::Auto`].

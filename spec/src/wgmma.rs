@@ -106,6 +106,29 @@ pub const fn ws_b_bytes(bn: usize) -> usize {
 
 crate::wgmma_ws_tiles!(declare_tiles, WS_TILES, "Every compiled warp-specialized tile, in the kernels' declaration order.");
 
+/// Step 5 (the host's `wgmma_mc_nhwc`): the warp-specialized kernel launched in clusters of
+/// [`MC_CLUSTER`] CTAs along M that share the filter tile: each CTA's producer copies
+/// BN / MC_CLUSTER of its rows and the TMA multicasts them into every CTA of the cluster, so the
+/// filter crosses L2 once per cluster instead of once per CTA. Calls `$callback! { $ctx...
+/// (fp16_entry, bf16_entry, BN, STAGES) ... }` as [`wgmma_ws_tiles!`] does; same arguments (the
+/// filter map's box has BN / MC_CLUSTER rows).
+#[macro_export]
+macro_rules! wgmma_mc_tiles {
+    ($callback:path $(, $ctx:tt)*) => {
+        $callback! { $($ctx)*
+            (wgmma_mc_nhwc_128x256k64, wgmma_mc_nhwc_bf16_128x256k64, 256, 4)
+            (wgmma_mc_nhwc_128x128k64, wgmma_mc_nhwc_bf16_128x128k64, 128, 6)
+        }
+    };
+}
+
+/// CTAs per cluster of step 5 (`wgmma_mc_tiles!`): consecutive blocks, the same N tile,
+/// consecutive M tiles. Compiled into the entries (`.reqnctapercluster`), so the grid is a
+/// multiple of it.
+pub const MC_CLUSTER: usize = 2;
+
+crate::wgmma_mc_tiles!(declare_tiles, MC_TILES, "Every compiled tile of step 5, in the kernels' declaration order.");
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -121,5 +144,7 @@ mod tests {
     fn ws_tile_sizes() {
         assert!(WS_TILES.iter().all(|t| ws_smem_bytes(t.bn, t.stages) <= 232448 && t.stages <= 8 && t.bn <= 256));
         assert_eq!(ws_b_bytes(256), 32768);
+        // Each CTA's share of the filter tile is whole swizzle patterns (8 rows of 128 bytes).
+        assert!(MC_TILES.iter().all(|t| t.bn % (8 * MC_CLUSTER) == 0 && ws_smem_bytes(t.bn, t.stages) <= 232448));
     }
 }

@@ -1,4 +1,4 @@
-//! GPU tests of `wgmma_nhwc`, `wgmma_ws_nhwc` and their bf16 twins (Hopper's warpgroup MMA, sm_90a) against the
+//! GPU tests of `wgmma_nhwc`, `wgmma_ws_nhwc`, `wgmma_mc_nhwc` and their bf16 twins (Hopper's warpgroup MMA, sm_90a) against the
 //! f64 CPU reference on the same rounded inputs, both output types, NaN-poisoned outputs. They
 //! need compute capability 9.0: elsewhere each test announces that it was skipped (the plans
 //! refuse other devices, which `wgmma_plans_refuse_other_devices` checks on the CPU).
@@ -6,7 +6,14 @@
 use convrs::{Algorithm, Conv2d, DeviceModel, Error, Gpu};
 use convrs_tests::{check_shapes_both_outputs, gpu_or_skip, property_test_gpu, shout};
 
-const ALGOS: [Algorithm; 4] = [Algorithm::WgmmaNhwc, Algorithm::WgmmaNhwcBf16, Algorithm::WgmmaWsNhwc, Algorithm::WgmmaWsNhwcBf16];
+const ALGOS: [Algorithm; 6] = [
+    Algorithm::WgmmaNhwc,
+    Algorithm::WgmmaNhwcBf16,
+    Algorithm::WgmmaWsNhwc,
+    Algorithm::WgmmaWsNhwcBf16,
+    Algorithm::WgmmaMcNhwc,
+    Algorithm::WgmmaMcNhwcBf16,
+];
 
 /// The GPU if it is a Hopper (compute capability 9.0), else `None` after a loud SKIPPED (a
 /// panic if CONVRS_REQUIRE_HOPPER=1, which the H100 run sets).

@@ -95,20 +95,28 @@ fn link(args: &[String]) -> Result<(), String> {
 
 /// Entry-name prefixes that get `.maxntid THREADS, 1, 1` and `.minnctapersm 1`, which rustc
 /// cannot emit: `setmaxnreg` needs ptxas to know the register count at entry (notes/hopper.md
-/// §5). Only these entries change; every other entry's PTX stays byte-identical.
-const LAUNCH_BOUNDS: &[(&str, u32)] = &[("wgmma_ws_", convrs_spec::wgmma::WS_THREADS as u32)];
+/// §5); with a cluster size above 1 also `.explicitcluster` and `.reqnctapercluster CLUSTER, 1,
+/// 1` (a plain launch then forms the clusters). Only these entries change; every other entry's
+/// PTX stays byte-identical.
+const LAUNCH_BOUNDS: &[(&str, u32, usize)] = &[
+    ("wgmma_ws_", convrs_spec::wgmma::WS_THREADS as u32, 1),
+    ("wgmma_mc_", convrs_spec::wgmma::WS_THREADS as u32, convrs_spec::wgmma::MC_CLUSTER),
+];
 
 /// Inserts the [`LAUNCH_BOUNDS`] directives between each matching `.entry`'s parameter list and
 /// its body (the first line that is exactly `{` after the entry line).
 fn add_launch_bounds(ptx: &str) -> String {
     let mut out = String::with_capacity(ptx.len() + 256);
-    let mut pending: Option<u32> = None;
+    let mut pending: Option<(u32, usize)> = None;
     for line in ptx.split_inclusive('\n') {
         if let Some(name) = line.trim_start().strip_prefix(".visible .entry ").or_else(|| line.trim_start().strip_prefix(".entry ")) {
-            pending = LAUNCH_BOUNDS.iter().find(|(p, _)| name.starts_with(p)).map(|&(_, t)| t);
+            pending = LAUNCH_BOUNDS.iter().find(|(p, ..)| name.starts_with(p)).map(|&(_, t, c)| (t, c));
         }
-        if let (Some(threads), "{") = (pending, line.trim_end()) {
+        if let (Some((threads, cluster)), "{") = (pending, line.trim_end()) {
             out.push_str(&format!(".maxntid {threads}, 1, 1\n.minnctapersm 1\n"));
+            if cluster > 1 {
+                out.push_str(&format!(".explicitcluster\n.reqnctapercluster {cluster}, 1, 1\n"));
+            }
             pending = None;
         }
         out.push_str(line);
@@ -142,6 +150,9 @@ mod tests {
         let ptx = ".visible .entry a(\n\t.param .u64 a_param_0\n)\n{\n\tret;\n}\n.visible .entry wgmma_ws_x(\n\t.param .u64 p\n)\n{\n\tret;\n}\n";
         let want = ".visible .entry a(\n\t.param .u64 a_param_0\n)\n{\n\tret;\n}\n.visible .entry wgmma_ws_x(\n\t.param .u64 p\n)\n.maxntid 384, 1, 1\n.minnctapersm 1\n{\n\tret;\n}\n";
         assert_eq!(add_launch_bounds(ptx), want);
+        let mc = ".visible .entry wgmma_mc_x(\n)\n{\n\tret;\n}\n";
+        let want = ".visible .entry wgmma_mc_x(\n)\n.maxntid 384, 1, 1\n.minnctapersm 1\n.explicitcluster\n.reqnctapercluster 2, 1, 1\n{\n\tret;\n}\n";
+        assert_eq!(add_launch_bounds(mc), want);
     }
 
     #[test]

@@ -143,3 +143,94 @@ pub unsafe fn setmaxnreg_inc_224() {
     // SAFETY: as the caller guarantees.
     unsafe { asm!("setmaxnreg.inc.sync.aligned.u32 224;", options(nostack, nomem)) };
 }
+
+/// The waiting side of a barrier that other CTAs of the cluster arrive on: as [`mbar_wait`],
+/// with acquire semantics at cluster scope, so the remote arrivers' prior work is ordered before
+/// what this thread does next (a TMA that overwrites their shared memory).
+///
+/// # Safety
+/// As [`mbar_wait`].
+#[inline(always)]
+pub unsafe fn mbar_wait_cluster(bar: u32, parity: u32) {
+    loop {
+        let done: u32;
+        // SAFETY: as the caller guarantees; the predicate is scoped inside the braces.
+        unsafe {
+            asm!("{{", ".reg .pred p;", "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [{b}], {par};", "selp.u32 {d}, 1, 0, p;", "}}",
+                b = in(reg32) bar, par = in(reg32) parity, d = out(reg32) done, options(nostack))
+        };
+        if done != 0 {
+            return;
+        }
+    }
+}
+
+/// This CTA's rank in its cluster (`%cluster_ctarank`).
+#[inline(always)]
+pub fn cluster_ctarank() -> u32 {
+    let r: u32;
+    // SAFETY: reading a special register has no preconditions.
+    unsafe { asm!("mov.u32 {r}, %cluster_ctarank;", r = out(reg32) r, options(pure, nomem, nostack)) };
+    r
+}
+
+/// `mapa.shared::cluster`: the cluster-window address of the shared variable at this CTA's
+/// address `addr` in the CTA of rank `rank` (the same offset in that CTA's shared memory).
+#[inline(always)]
+pub fn mapa_shared(addr: u32, rank: u32) -> u32 {
+    let a: u32;
+    // SAFETY: address arithmetic only; nothing is accessed.
+    unsafe { asm!("mapa.shared::cluster.u32 {a}, {x}, {r};", a = out(reg32) a, x = in(reg32) addr, r = in(reg32) rank, options(pure, nomem, nostack)) };
+    a
+}
+
+/// One arrival on the barrier at cluster-window address `bar` (from [`mapa_shared`]; maybe in
+/// another CTA of the cluster), with release semantics at cluster scope.
+///
+/// # Safety
+/// `bar` is an initialised barrier of a CTA of this cluster that is still running, whose current
+/// phase still expects arrivals.
+#[inline(always)]
+pub unsafe fn mbar_arrive_cluster(bar: u32) {
+    // SAFETY: as the caller guarantees.
+    unsafe { asm!("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [{b}];", b = in(reg32) bar, options(nostack)) };
+}
+
+/// `barrier.cluster.arrive.release.aligned`: this thread arrived at the cluster barrier (its
+/// earlier memory accesses released to the cluster); pair with [`cluster_wait`].
+///
+/// # Safety
+/// Every thread of the warp executes it together, once per barrier phase.
+#[inline(always)]
+pub unsafe fn cluster_arrive() {
+    // SAFETY: as the caller guarantees.
+    unsafe { asm!("barrier.cluster.arrive.release.aligned;", options(nostack)) };
+}
+
+/// `barrier.cluster.wait.acquire.aligned`: waits until every non-exited thread of the cluster
+/// has arrived (see [`cluster_arrive`]).
+///
+/// # Safety
+/// As [`cluster_arrive`], after this thread's arrival.
+#[inline(always)]
+pub unsafe fn cluster_wait() {
+    // SAFETY: as the caller guarantees.
+    unsafe { asm!("barrier.cluster.wait.acquire.aligned;", options(nostack)) };
+}
+
+/// [`tma_load_3d`] multicast: the box lands at shared offset `dst` of every CTA of the cluster
+/// whose rank bit is set in `mask`, and completes its bytes on the barrier at offset `bar` of
+/// each of them.
+///
+/// # Safety
+/// As [`tma_load_3d`], in every destination CTA: each has announced the box's bytes on its
+/// barrier's phase (or will, before that phase can complete) and leaves `dst` alone until then.
+#[inline(always)]
+pub unsafe fn tma_load_3d_multicast(dst: u32, map: *const u8, c0: i32, c1: i32, c2: i32, bar: u32, mask: u16) {
+    // SAFETY: as the caller guarantees.
+    unsafe {
+        asm!("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [{d}], [{m}, {{{c0}, {c1}, {c2}}}], [{b}], {k};",
+            d = in(reg32) dst, m = in(reg64) map, c0 = in(reg32) c0, c1 = in(reg32) c1, c2 = in(reg32) c2, b = in(reg32) bar,
+            k = in(reg16) mask, options(nostack))
+    };
+}

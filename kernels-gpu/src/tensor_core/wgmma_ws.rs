@@ -40,8 +40,9 @@ use convrs_spec::wgmma::{stage_bytes, ws_b_bytes, ws_smem_bytes, BLOCK_M, K_TILE
 
 use super::implicit_gemm::{chan, divmod, store_pair, Operands, Tap};
 use crate::prelude::mbarrier::{
-    cp_async_mbar_arrive_noinc, fence_mbarrier_init, mbar_arrive, mbar_arrive_expect_tx, mbar_init, mbar_wait, prefetch_tensormap,
-    setmaxnreg_dec_56, setmaxnreg_inc_224, tma_load_3d,
+    cluster_arrive, cluster_ctarank, cluster_wait, cp_async_mbar_arrive_noinc, fence_mbarrier_init, mapa_shared, mbar_arrive,
+    mbar_arrive_cluster, mbar_arrive_expect_tx, mbar_init, mbar_wait, mbar_wait_cluster, prefetch_tensormap, setmaxnreg_dec_56,
+    setmaxnreg_inc_224, tma_load_3d, tma_load_3d_multicast,
 };
 use crate::prelude::wgmma::{commit_group, desc_sw128, fence_proxy_async_shared, Accumulators, DESC_K16};
 use crate::prelude::*;
@@ -50,6 +51,8 @@ use crate::prelude::*;
 const ROW: u32 = 2 * K_TILE as u32;
 /// Threads of a warpgroup.
 const WG: u32 = 128;
+/// Warps of the two consumer warpgroups.
+const CONSUMER_WARPS: u32 = 2 * WG / 32;
 
 /// Where a block's ring and barriers are (shared window addresses).
 #[derive(Clone, Copy)]
@@ -88,7 +91,7 @@ impl<const STAGES: usize> Ring<STAGES> {
 /// filter's tensor map as the module docs describe; C and K are multiples of 8 and `sh`
 /// describes them with every index in `i32`.
 #[inline(always)]
-pub unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const BF16: bool>(
+pub unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTER: u32, const BF16: bool>(
     x: *const u16,
     _w: *const u16,
     y: *mut f32,
@@ -99,6 +102,7 @@ pub unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const BF
         assert!(!O::TILED);
         assert!(STAGES >= 2 && STAGES <= 8);
         assert!(Acc::N == 128 || Acc::N == 256);
+        assert!(CLUSTER == 1 || CLUSTER == 2);
     }
     let raw = dynamic_smem_u32();
     // 1024-byte aligned start of the ring: the swizzle pattern repeats every 1024 bytes and
@@ -115,32 +119,51 @@ pub unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const BF
             // checked above), initialised once, before any use (the barrier below).
             unsafe {
                 mbar_init(ring.full(s as u32), WG + 1);
-                mbar_init(ring.empty(s as u32), 2 * WG);
+                mbar_init(ring.empty(s as u32), empty_arrivals::<CLUSTER>());
             }
         });
         fence_mbarrier_init();
         // SAFETY: the contract's tensor map.
         unsafe { prefetch_tensormap(wmap) };
     }
-    sync_threads();
+    if CLUSTER == 1 {
+        sync_threads();
+    } else {
+        // Every barrier of the cluster is initialised before any CTA's copies or arrivals reach
+        // it. SAFETY: every thread of the cluster, once, in uniform control flow.
+        unsafe {
+            cluster_arrive();
+            cluster_wait();
+        }
+    }
 
     let gemm_m = (sh.n * sh.p * sh.q) as u32;
     let gemm_n = sh.k as u32;
+    // The CTAs of a cluster share the N tile and take consecutive M tiles (the last cluster's
+    // may lie past M: it computes zeros and stores nothing, and still loads its share of B).
+    let rank = if CLUSTER > 1 { cluster_ctarank() } else { 0 };
     // SAFETY: N >= 128.
-    let (mtile, ntile) = unsafe { divmod(block_x() as u32, gemm_n.div_ceil(Acc::N as u32)) };
-    let (m0, n0) = (mtile * BLOCK_M as u32, ntile * Acc::N as u32);
+    let (cluster, ntile) = unsafe { divmod(block_x() as u32 / CLUSTER, gemm_n.div_ceil(Acc::N as u32)) };
+    let (m0, n0) = ((cluster * CLUSTER + rank) * BLOCK_M as u32, ntile * Acc::N as u32);
     let cchunks = (sh.c + K_TILE as i32 - 1) / K_TILE as i32;
     let ktiles = sh.r * sh.s * cchunks;
 
     // The role is uniform per warpgroup, as setmaxnreg and wgmma require.
     if tid < WG {
         // SAFETY: the whole warpgroup; the caller's contract.
-        unsafe { produce::<O, STAGES>(x, wmap, &sh, ring, m0, n0, Acc::N as u32, ktiles, tid) };
+        unsafe { produce::<O, STAGES, CLUSTER>(x, wmap, &sh, ring, m0, n0, Acc::N as u32, rank, ktiles, tid) };
+        // An exited thread no longer counts at the cluster barrier below.
         return;
     }
     let cw = tid / WG - 1;
     // SAFETY: the whole warpgroup.
-    let acc = unsafe { consume::<Acc, STAGES, BF16>(ring, cw, ktiles) };
+    let acc = unsafe { consume::<Acc, STAGES, CLUSTER, BF16>(ring, cw, ktiles) };
+    if CLUSTER > 1 {
+        // This thread's last arrivals on the other CTAs' barriers are done: with the wait after
+        // the epilogue, no CTA exits while another may still arrive on its barriers. SAFETY:
+        // every consumer thread, once.
+        unsafe { cluster_arrive() };
+    }
 
     // Epilogue: register 4j+e (e < 2) is D[16*warp + lane/4][8j + 2*(lane%4) + e], 4j+2+e the
     // same 8 rows further (notes/hopper.md §1.4), warp and lane within the warpgroup.
@@ -161,17 +184,28 @@ pub unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const BF
             }
         }
     });
+    if CLUSTER > 1 {
+        // SAFETY: after this thread's arrival above.
+        unsafe { cluster_wait() };
+    }
+}
+
+/// Arrivals that free a stage: every consumer thread of the CTA, or in a cluster one lane of
+/// every consumer warp of every CTA (each CTA's filter copy writes into all of them).
+const fn empty_arrivals<const CLUSTER: u32>() -> u32 {
+    if CLUSTER == 1 { 2 * WG } else { CONSUMER_WARPS * CLUSTER }
 }
 
 /// The producer warpgroup: fills stage kt % STAGES with k-tile kt for every kt, one ring ahead
-/// of the consumers. The filter tile is `bn` rows (its TMA box), `ws_b_bytes(bn)` bytes.
+/// of the consumers. The filter tile is `bn` rows, `ws_b_bytes(bn)` bytes; in a cluster each
+/// CTA (`rank`) copies `bn / CLUSTER` of them (the TMA box) into every CTA of the cluster.
 ///
 /// # Safety
 /// All 128 threads of warpgroup 0 call it together, after the barriers' initialisation; the
 /// pointers and shape as [`conv`] requires.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn produce<O: Operands, const STAGES: usize>(
+unsafe fn produce<O: Operands, const STAGES: usize, const CLUSTER: u32>(
     x: *const u16,
     wmap: *const u8,
     sh: &ConvShape,
@@ -179,6 +213,7 @@ unsafe fn produce<O: Operands, const STAGES: usize>(
     m0: u32,
     n0: u32,
     bn: u32,
+    rank: u32,
     ktiles: i32,
     tid: u32,
 ) {
@@ -217,16 +252,33 @@ unsafe fn produce<O: Operands, const STAGES: usize>(
     let mut kt = 0;
     while kt < ktiles {
         // SAFETY: an initialised barrier; the phase waited for is the current or the previous
-        // one (the consumers released every earlier use of the stage before this one's).
-        unsafe { mbar_wait(ring.empty(s), phase ^ 1) };
+        // one (the consumers released every earlier use of the stage before this one's). In a
+        // cluster the arrivals come from every CTA, whose stage this CTA's copy overwrites too.
+        unsafe {
+            if CLUSTER == 1 {
+                mbar_wait(ring.empty(s), phase ^ 1)
+            } else {
+                mbar_wait_cluster(ring.empty(s), phase ^ 1)
+            }
+        };
         let stage = ring.smem + s * ring.stage;
         let full = ring.full(s);
         if tid == 0 {
             // SAFETY: the stage is free (empty waited); its B tile is 1024-aligned with room
-            // for the BN x 64 box, whose bytes are announced first on the same phase.
+            // for the BN x 64 tile, whose bytes are announced first on the same phase. In a
+            // cluster every CTA announces the whole tile on its own barrier, and its part
+            // (bn / CLUSTER rows, a multiple of 8: the swizzle pattern's 1024 bytes) lands at the
+            // same offset in every CTA; another CTA's part may land before the announcement,
+            // which the barrier's signed transaction count allows.
             unsafe {
                 mbar_arrive_expect_tx(full, ws_b_bytes(bn as usize) as u32);
-                tma_load_3d(stage + BLOCK_M as u32 * ROW, wmap, tap.c0, rs, n0 as i32, full);
+                let b = stage + BLOCK_M as u32 * ROW;
+                if CLUSTER == 1 {
+                    tma_load_3d(b, wmap, tap.c0, rs, n0 as i32, full);
+                } else {
+                    let part = bn / CLUSTER;
+                    tma_load_3d_multicast(b + rank * part * ROW, wmap, tap.c0, rs, (n0 + rank * part) as i32, full, (1 << CLUSTER) - 1);
+                }
             }
         }
         let xc = tap.c0 * O::x_chan(sh);
@@ -263,7 +315,7 @@ unsafe fn produce<O: Operands, const STAGES: usize>(
 /// # Safety
 /// All 128 threads of warpgroup cw + 1 call it together, after the barriers' initialisation.
 #[inline(always)]
-unsafe fn consume<Acc: Accumulators, const STAGES: usize, const BF16: bool>(ring: Ring<STAGES>, cw: u32, ktiles: i32) -> Acc {
+unsafe fn consume<Acc: Accumulators, const STAGES: usize, const CLUSTER: u32, const BF16: bool>(ring: Ring<STAGES>, cw: u32, ktiles: i32) -> Acc {
     // SAFETY: the whole warpgroup; 56 x 128 + 224 x 256 <= 65536.
     unsafe { setmaxnreg_inc_224() };
     let a_desc = desc_sw128(ring.smem + cw * 64 * ROW);
@@ -294,9 +346,18 @@ unsafe fn consume<Acc: Accumulators, const STAGES: usize, const BF16: bool>(ring
         unsafe { commit_group() };
         unsafe { acc.wait_1() };
         if kt > 0 {
-            // k-tile kt-1's wgmmas (this warp's) retired: one of the 256 arrivals that free its
-            // stage. SAFETY: the producer waits for this phase before refilling the stage.
-            unsafe { mbar_arrive(ring.empty(prev)) };
+            // k-tile kt-1's wgmmas (this warp's) retired: one of the arrivals that free its
+            // stage (`empty_arrivals`). SAFETY: the producers wait for this phase before
+            // refilling the stage; in a cluster, each CTA runs until every CTA's consumers
+            // arrived at the cluster barrier after their last arrival here.
+            unsafe {
+                if CLUSTER == 1 {
+                    mbar_arrive(ring.empty(prev));
+                } else if thread_x() % 32 == 0 {
+                    // `wait_1` is warp-synchronous: lane 0 speaks for the warp.
+                    unroll!(4: CLUSTER as usize, r => { mbar_arrive_cluster(mapa_shared(ring.empty(prev), r as u32)) });
+                }
+            }
         }
         prev = s;
         (s, phase) = Ring::<STAGES>::next(s, phase);
@@ -307,20 +368,22 @@ unsafe fn consume<Acc: Accumulators, const STAGES: usize, const BF16: bool>(ring
     acc
 }
 
-/// Declares the entries of `convrs_spec::wgmma_ws_tiles!` on operands `$ops`: the fp16 and the
-/// bf16 twin of each tile, with the filter tensor map after `y`.
+/// Declares the entries of a tile list (`convrs_spec::wgmma_ws_tiles!`, `wgmma_mc_tiles!`) on
+/// operands `$ops` for clusters of `$cluster` CTAs: the fp16 and the bf16 twin of each tile,
+/// with the filter tensor map after `y`.
 macro_rules! entries {
-    ($ops:ident $(($fp16:ident, $bf16:ident, $bn:literal, $stages:literal))*) => {
+    ($ops:ident $cluster:literal $(($fp16:ident, $bf16:ident, $bn:literal, $stages:literal))*) => {
         $(
             $crate::conv_kernel!(
-                fn $fp16(x: *const u16, w: *const u16, y: *mut f32, wmap: *const u8) => $crate::tensor_core::wgmma_ws::conv::<$ops, [f32; $bn / 2], $stages, false>
+                fn $fp16(x: *const u16, w: *const u16, y: *mut f32, wmap: *const u8) => $crate::tensor_core::wgmma_ws::conv::<$ops, [f32; $bn / 2], $stages, $cluster, false>
             );
             $crate::conv_kernel!(
-                fn $bf16(x: *const u16, w: *const u16, y: *mut f32, wmap: *const u8) => $crate::tensor_core::wgmma_ws::conv::<$ops, [f32; $bn / 2], $stages, true>
+                fn $bf16(x: *const u16, w: *const u16, y: *mut f32, wmap: *const u8) => $crate::tensor_core::wgmma_ws::conv::<$ops, [f32; $bn / 2], $stages, $cluster, true>
             );
         )*
     };
 }
 
 use super::nhwc::Nhwc;
-convrs_spec::wgmma_ws_tiles!(entries, Nhwc);
+convrs_spec::wgmma_ws_tiles!(entries, Nhwc, 1);
+convrs_spec::wgmma_mc_tiles!(entries, Nhwc, 2);

@@ -1,10 +1,10 @@
-//! Plans for `wgmma_nhwc` and `wgmma_ws_nhwc` (kernels-gpu/src/tensor_core/wgmma.rs and
-//! wgmma_ws.rs): family 3 on Hopper, the implicit GEMM of `wmma_nhwc` on plain NHWC / KRSC /
+//! Plans for `wgmma_nhwc`, `wgmma_ws_nhwc` and `wgmma_mc_nhwc` (kernels-gpu/src/tensor_core/wgmma.rs
+//! and wgmma_ws.rs): family 3 on Hopper, the implicit GEMM of `wmma_nhwc` on plain NHWC / KRSC /
 //! NHWK data with the warpgroup instruction `wgmma.mma_async` (sm_90a PTX, so compute
 //! capability 9.0 only: H100, H200).
 //!
-//! Each step has two compiled tiles (`convrs_spec::wgmma_tiles!`, `wgmma_ws_tiles!`), 128 x BN
-//! x 64; one block per SM (their shared memory). The cost model is `wmma_nhwc`'s wave model
+//! Each step has two compiled tiles (`convrs_spec::wgmma_tiles!`, `wgmma_ws_tiles!`,
+//! `wgmma_mc_tiles!`), 128 x BN x 64; one block per SM (their shared memory). The cost model is `wmma_nhwc`'s wave model
 //! (`plan::model`) with a scale per step, fitted to the only measurements so far: the seed
 //! shape 256,256,14,14 -> 512 3x3 p1 on an H100.
 
@@ -25,8 +25,10 @@ struct Step {
     threads: usize,
     /// Dynamic shared memory bytes per block of a tile.
     smem: fn(&Tile) -> usize,
-    /// Whether the kernel takes the filter's TMA tensor map (boxes of BN rows).
+    /// Whether the kernel takes the filter's TMA tensor map (boxes of BN / `cluster` rows).
     filter_map: bool,
+    /// CTAs per cluster (compiled into the entries): the grid is a multiple of it.
+    cluster: usize,
     /// Registers per thread as ptxas allocates them (12.9, sm_90a), for the occupancy estimate,
     /// and the relative rate of each tile, in the order of `tiles` (measurements, not contract).
     model: &'static [(usize, f64)],
@@ -43,6 +45,7 @@ const STEP3: Step = Step {
     threads: spec::THREADS,
     smem: Tile::smem_bytes,
     filter_map: false,
+    cluster: 1,
     model: &[(163, 1.0), (96, 0.81)],
     peak_scale: 1.42,
 };
@@ -56,21 +59,42 @@ const STEP4: Step = Step {
     threads: spec::WS_THREADS,
     smem: |t| spec::ws_smem_bytes(t.bn, t.stages),
     filter_map: true,
+    cluster: 1,
     model: &[(168, 1.0), (168, 0.78)],
     peak_scale: 1.29,
+};
+
+/// Step 5: step 4 in clusters of two CTAs along M that share the filter tile, each copying half
+/// of it into both by TMA multicast. Not yet measured: step 4's figures, a shade slower, so that
+/// Auto keeps step 4 until a measurement says otherwise.
+const STEP5: Step = Step {
+    names: ["wgmma_mc_nhwc", "wgmma_mc_nhwc_bf16"],
+    tiles: &spec::MC_TILES,
+    threads: spec::WS_THREADS,
+    smem: |t| spec::ws_smem_bytes(t.bn, t.stages),
+    filter_map: true,
+    cluster: spec::MC_CLUSTER,
+    model: &[(168, 1.0), (168, 0.78)],
+    peak_scale: 1.3,
 };
 
 /// Modelled microseconds of tile `i` of `step` on `d` for `m x n` GEMM outputs over `taps` taps
 /// of `c` channels (the last 64-channel k-tile of each tap charged in full).
 fn cost(step: &Step, d: &DeviceModel, i: usize, m: usize, n: usize, c: usize, taps: usize) -> f64 {
     let (t, (regs, efficiency)) = (&step.tiles[i], step.model[i]);
-    let blocks = (m.div_ceil(BLOCK_M) * n.div_ceil(t.bn)) as f64;
+    let blocks = grid_blocks(step, t, m, n) as f64;
     let bps = blocks_per_sm(d, step.threads, regs, (step.smem)(t)) as f64;
     let macs = (BLOCK_M * t.bn) as f64 * (c.div_ceil(K_TILE) * K_TILE) as f64 * taps as f64 / efficiency;
     let macs_per_sm = waves(d, blocks, bps, |b| b * macs);
     let macs_per_sm_us = d.f16_tflops * 1e6 / 2.0 / d.sms.max(1) as f64;
     // Plus the fp32 output written once, as the mma.sync plans charge it (plan::tensor_core::nhwc).
     LAUNCH_US + step.peak_scale * macs_per_sm / macs_per_sm_us + memory_us(d, (m * n * 4) as f64)
+}
+
+/// Blocks of tile `t` of `step` for `m x n` GEMM outputs: the M tiles rounded up to whole
+/// clusters, times the N tiles.
+fn grid_blocks(step: &Step, t: &Tile, m: usize, n: usize) -> usize {
+    m.div_ceil(BLOCK_M * step.cluster) * step.cluster * n.div_ceil(t.bn)
 }
 
 fn plan_step(problem: &Conv2d, device: &DeviceModel, step: &Step, bf16: bool) -> Result<LaunchPlan> {
@@ -90,7 +114,7 @@ fn plan_step(problem: &Conv2d, device: &DeviceModel, step: &Step, bf16: bool) ->
     let m = gemm_m(p);
     let fits = |i: &usize| {
         let t = &step.tiles[*i];
-        (step.smem)(t) <= device.smem_per_block as usize && m.div_ceil(BLOCK_M).checked_mul(p.k.div_ceil(t.bn)).is_some_and(|b| b <= i32::MAX as usize)
+        (step.smem)(t) <= device.smem_per_block as usize && grid_blocks(step, t, m, p.k) <= i32::MAX as usize
     };
     let cost_of = |i: &usize| cost(step, device, *i, m, p.k, p.c, p.r * p.s);
     let Some(i) = (0..step.tiles.len()).filter(fits).min_by(|a, b| cost_of(a).total_cmp(&cost_of(b))) else {
@@ -100,13 +124,13 @@ fn plan_step(problem: &Conv2d, device: &DeviceModel, step: &Step, bf16: bool) ->
     let t = &step.tiles[i];
     Ok(LaunchPlan {
         kernel: if bf16 { t.bf16 } else { t.fp16 },
-        grid: ((m.div_ceil(BLOCK_M) * p.k.div_ceil(t.bn)) as u32, 1, 1),
+        grid: (grid_blocks(step, t, m, p.k) as u32, 1, 1),
         block: (step.threads as u32, 1, 1),
         shared_bytes: (step.smem)(t) as u32,
         dtype: if bf16 { DType::BF16 } else { DType::F16 },
         out_dtype: DType::F32,
         predicted_us: cost_of(&i),
-        filter_map_rows: step.filter_map.then_some(t.bn as u32),
+        filter_map_rows: step.filter_map.then_some((t.bn / step.cluster) as u32),
     })
 }
 
@@ -129,9 +153,19 @@ pub fn plan_ws_bf16(problem: &Conv2d, device: &DeviceModel) -> Result<LaunchPlan
     plan_step(problem, device, &STEP4, true)
 }
 
-/// Every entry point the plans can name, fp16 then bf16, step 3 then step 4.
+/// The plan of step 5 (`wgmma_mc_nhwc`).
+pub fn plan_mc(problem: &Conv2d, device: &DeviceModel) -> Result<LaunchPlan> {
+    plan_step(problem, device, &STEP5, false)
+}
+
+/// The plan of step 5 on bf16 data (`wgmma_mc_nhwc_bf16`).
+pub fn plan_mc_bf16(problem: &Conv2d, device: &DeviceModel) -> Result<LaunchPlan> {
+    plan_step(problem, device, &STEP5, true)
+}
+
+/// Every entry point the plans can name, fp16 then bf16, step 3, 4, then 5.
 pub fn kernel_names() -> Vec<&'static str> {
-    [&STEP3, &STEP4].iter().flat_map(|s| s.tiles.iter().map(|t| t.fp16).chain(s.tiles.iter().map(|t| t.bf16))).collect()
+    [&STEP3, &STEP4, &STEP5].iter().flat_map(|s| s.tiles.iter().map(|t| t.fp16).chain(s.tiles.iter().map(|t| t.bf16))).collect()
 }
 
 /// The registry's entry.
@@ -176,6 +210,24 @@ pub const KERNEL_WS_BF16: KernelDesc = KernelDesc {
     ..KERNEL_BF16
 };
 
+/// The registry's entry for step 5, step 4 in 2-CTA clusters with the filter multicast.
+pub const KERNEL_MC: KernelDesc = KernelDesc {
+    algorithm: Algorithm::WgmmaMcNhwc,
+    name: STEP5.names[0],
+    summary: "family 3 step 5 (Hopper): step 4 in clusters of 2 CTAs sharing each filter tile by TMA multicast",
+    plan: plan_mc,
+    ..KERNEL
+};
+
+/// Step 5 on bf16 data.
+pub const KERNEL_MC_BF16: KernelDesc = KernelDesc {
+    algorithm: Algorithm::WgmmaMcNhwcBf16,
+    name: STEP5.names[1],
+    summary: "family 3 step 5 (Hopper) on bf16 data",
+    plan: plan_mc_bf16,
+    ..KERNEL_BF16
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -201,6 +253,11 @@ mod tests {
         assert_eq!((ws.kernel, ws.block, ws.grid, ws.filter_map_rows), ("wgmma_ws_nhwc_128x256k64", (384, 1, 1), (784, 1, 1), Some(256)));
         assert_eq!(ws.shared_bytes as usize, 4 * 48 * 1024 + 1024 + 128);
         assert!(ws.predicted_us < plan.predicted_us);
+        // Step 5: 392 M tiles in 196 clusters of 2 (an odd count rounds up), boxes of half the tile.
+        let mc = plan_mc(&seed, &d).unwrap();
+        assert_eq!((mc.kernel, mc.grid, mc.filter_map_rows), ("wgmma_mc_nhwc_128x256k64", (784, 1, 1), Some(128)));
+        let odd = plan_mc(&Conv2d::new(1, 64, 9, 9, 64, 3, 3).with_pad(1), &d).unwrap();
+        assert_eq!((odd.kernel, odd.grid, odd.filter_map_rows), ("wgmma_mc_nhwc_128x128k64", (2, 1, 1), Some(64)));
     }
 
     #[test]
@@ -217,6 +274,6 @@ mod tests {
         assert_eq!(plan_bf16(&p, &h100).unwrap().kernel, "wgmma_nhwc_bf16_128x128k64");
         assert_eq!(plan_ws_bf16(&p, &h100).unwrap().kernel, "wgmma_ws_nhwc_bf16_128x128k64");
         assert!(plan_ws(&p, &unloaded).unwrap_err().to_string().contains("did not load"));
-        assert_eq!(kernel_names().len(), 8);
+        assert_eq!(kernel_names().len(), 12);
     }
 }
