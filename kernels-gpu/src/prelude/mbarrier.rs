@@ -144,27 +144,6 @@ pub unsafe fn setmaxnreg_inc_224() {
     unsafe { asm!("setmaxnreg.inc.sync.aligned.u32 224;", options(nostack, nomem)) };
 }
 
-/// The waiting side of a barrier that other CTAs of the cluster arrive on: as [`mbar_wait`],
-/// with acquire semantics at cluster scope, so the remote arrivers' prior work is ordered before
-/// what this thread does next (a TMA that overwrites their shared memory).
-///
-/// # Safety
-/// As [`mbar_wait`].
-#[inline(always)]
-pub unsafe fn mbar_wait_cluster(bar: u32, parity: u32) {
-    loop {
-        let done: u32;
-        // SAFETY: as the caller guarantees; the predicate is scoped inside the braces.
-        unsafe {
-            asm!("{{", ".reg .pred p;", "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [{b}], {par};", "selp.u32 {d}, 1, 0, p;", "}}",
-                b = in(reg32) bar, par = in(reg32) parity, d = out(reg32) done, options(nostack))
-        };
-        if done != 0 {
-            return;
-        }
-    }
-}
-
 /// This CTA's rank in its cluster (`%cluster_ctarank`).
 #[inline(always)]
 pub fn cluster_ctarank() -> u32 {
@@ -185,7 +164,10 @@ pub fn mapa_shared(addr: u32, rank: u32) -> u32 {
 }
 
 /// One arrival on the barrier at cluster-window address `bar` (from [`mapa_shared`]; maybe in
-/// another CTA of the cluster), with release semantics at cluster scope.
+/// another CTA of the cluster). The default semantics (release at CTA scope), as CUTLASS's
+/// `ClusterBarrier::arrive`: `.release.cluster` costs a `MEMBAR.ALL.GPU` per arrival in the SASS,
+/// and what the arrival publishes (wgmma reads retired) is async-proxy work the barrier itself
+/// orders.
 ///
 /// # Safety
 /// `bar` is an initialised barrier of a CTA of this cluster that is still running, whose current
@@ -193,7 +175,7 @@ pub fn mapa_shared(addr: u32, rank: u32) -> u32 {
 #[inline(always)]
 pub unsafe fn mbar_arrive_cluster(bar: u32) {
     // SAFETY: as the caller guarantees.
-    unsafe { asm!("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [{b}];", b = in(reg32) bar, options(nostack)) };
+    unsafe { asm!("mbarrier.arrive.shared::cluster.b64 _, [{b}];", b = in(reg32) bar, options(nostack)) };
 }
 
 /// `barrier.cluster.arrive.release.aligned`: this thread arrived at the cluster barrier (its

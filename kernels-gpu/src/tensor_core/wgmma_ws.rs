@@ -41,7 +41,7 @@ use convrs_spec::wgmma::{stage_bytes, ws_b_bytes, ws_smem_bytes, BLOCK_M, K_TILE
 use super::implicit_gemm::{chan, divmod, store_pair, Operands, Tap};
 use crate::prelude::mbarrier::{
     cluster_arrive, cluster_ctarank, cluster_wait, cp_async_mbar_arrive_noinc, fence_mbarrier_init, mapa_shared, mbar_arrive,
-    mbar_arrive_cluster, mbar_arrive_expect_tx, mbar_init, mbar_wait, mbar_wait_cluster, prefetch_tensormap, setmaxnreg_dec_56,
+    mbar_arrive_cluster, mbar_arrive_expect_tx, mbar_init, mbar_wait, prefetch_tensormap, setmaxnreg_dec_56,
     setmaxnreg_inc_224, tma_load_3d, tma_load_3d_multicast,
 };
 use crate::prelude::wgmma::{commit_group, desc_sw128, fence_proxy_async_shared, Accumulators, DESC_K16};
@@ -254,13 +254,7 @@ unsafe fn produce<O: Operands, const STAGES: usize, const CLUSTER: u32>(
         // SAFETY: an initialised barrier; the phase waited for is the current or the previous
         // one (the consumers released every earlier use of the stage before this one's). In a
         // cluster the arrivals come from every CTA, whose stage this CTA's copy overwrites too.
-        unsafe {
-            if CLUSTER == 1 {
-                mbar_wait(ring.empty(s), phase ^ 1)
-            } else {
-                mbar_wait_cluster(ring.empty(s), phase ^ 1)
-            }
-        };
+        unsafe { mbar_wait(ring.empty(s), phase ^ 1) };
         let stage = ring.smem + s * ring.stage;
         let full = ring.full(s);
         if tid == 0 {
