@@ -66,6 +66,15 @@ pub enum Algorithm {
     WgmmaMcNhwc,
     /// `WgmmaMcNhwc` on bf16 data (bf16 in, fp32 accumulate, bf16 or fp32 out).
     WgmmaMcNhwcBf16,
+    /// Family 3, step 6 (Hopper): `WgmmaWsNhwc` on a persistent grid, one block per SM walking
+    /// the output tiles, so the producer loads the next tile while the consumers write the last.
+    WgmmaPwsNhwc,
+    /// `WgmmaPwsNhwc` on bf16 data (bf16 in, fp32 accumulate, bf16 or fp32 out).
+    WgmmaPwsNhwcBf16,
+    /// Step 6 in step 5's clusters of 2 sharing each filter tile.
+    WgmmaPmcNhwc,
+    /// `WgmmaPmcNhwc` on bf16 data (bf16 in, fp32 accumulate, bf16 or fp32 out).
+    WgmmaPmcNhwcBf16,
 }
 
 /// The kernels of the registry, in its order (const-evaluated, so it cannot drift from it).

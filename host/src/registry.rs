@@ -105,6 +105,10 @@ pub const KERNELS: &[KernelDesc] = &[
     plan::tensor_core::wgmma::KERNEL_WS_BF16,
     plan::tensor_core::wgmma::KERNEL_MC,
     plan::tensor_core::wgmma::KERNEL_MC_BF16,
+    plan::tensor_core::wgmma::KERNEL_PWS,
+    plan::tensor_core::wgmma::KERNEL_PWS_BF16,
+    plan::tensor_core::wgmma::KERNEL_PMC,
+    plan::tensor_core::wgmma::KERNEL_PMC_BF16,
 ];
 
 /// The description of `algorithm`, `None` for [`Algorithm::Auto`].

@@ -129,6 +129,33 @@ pub const MC_CLUSTER: usize = 2;
 
 crate::wgmma_mc_tiles!(declare_tiles, MC_TILES, "Every compiled tile of step 5, in the kernels' declaration order.");
 
+/// Step 6 (the host's `wgmma_pws_nhwc`): step 4 on a persistent grid (one CTA per SM walks the
+/// output tiles round-robin; the producer fills the next tile's stages while the consumers
+/// write the last one). Same arguments; launch `min(tiles, SMs)` blocks.
+#[macro_export]
+macro_rules! wgmma_pws_tiles {
+    ($callback:path $(, $ctx:tt)*) => {
+        $callback! { $($ctx)*
+            (wgmma_pws_nhwc_128x256k64, wgmma_pws_nhwc_bf16_128x256k64, 256, 4)
+            (wgmma_pws_nhwc_128x128k64, wgmma_pws_nhwc_bf16_128x128k64, 128, 6)
+        }
+    };
+}
+crate::wgmma_pws_tiles!(declare_tiles, PWS_TILES, "Every compiled tile of step 6, in the kernels' declaration order.");
+
+/// Step 6 with step 5's clusters (the host's `wgmma_pmc_nhwc`): persistent, in clusters of
+/// [`MC_CLUSTER`] sharing each filter tile by multicast.
+#[macro_export]
+macro_rules! wgmma_pmc_tiles {
+    ($callback:path $(, $ctx:tt)*) => {
+        $callback! { $($ctx)*
+            (wgmma_pmc_nhwc_128x256k64, wgmma_pmc_nhwc_bf16_128x256k64, 256, 4)
+            (wgmma_pmc_nhwc_128x128k64, wgmma_pmc_nhwc_bf16_128x128k64, 128, 6)
+        }
+    };
+}
+crate::wgmma_pmc_tiles!(declare_tiles, PMC_TILES, "Every compiled tile of step 6 in clusters, in the kernels' declaration order.");
+
 #[cfg(test)]
 mod tests {
     use super::*;

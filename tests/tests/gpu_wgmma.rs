@@ -6,13 +6,17 @@
 use convrs::{Algorithm, Conv2d, DeviceModel, Error, Gpu};
 use convrs_tests::{check_shapes_both_outputs, gpu_or_skip, property_test_gpu, shout};
 
-const ALGOS: [Algorithm; 6] = [
+const ALGOS: [Algorithm; 10] = [
     Algorithm::WgmmaNhwc,
     Algorithm::WgmmaNhwcBf16,
     Algorithm::WgmmaWsNhwc,
     Algorithm::WgmmaWsNhwcBf16,
     Algorithm::WgmmaMcNhwc,
     Algorithm::WgmmaMcNhwcBf16,
+    Algorithm::WgmmaPwsNhwc,
+    Algorithm::WgmmaPwsNhwcBf16,
+    Algorithm::WgmmaPmcNhwc,
+    Algorithm::WgmmaPmcNhwcBf16,
 ];
 
 /// The GPU if it is a Hopper (compute capability 9.0), else `None` after a loud SKIPPED (a
@@ -50,6 +54,10 @@ fn wgmma_matches_cpu_on_named_shapes() {
         Conv2d { n: 2, c: 48, h: 23, w: 64, k: 72, r: 3, s: 5, pad: (1, 2), stride: (2, 1), dilation: (1, 3) }, // per-axis values
         Conv2d::new(1, 8, 1, 1, 8, 1, 1),                   // the smallest problem
         Conv2d::new(1, 3, 33, 35, 6, 7, 7).with_pad(3),     // C = 3, K = 6: run zero-padded to 8
+        // More tiles than an H100 has SMs: the persistent grids walk several tiles a block, the
+        // ring carried from one tile into the next (with fewer k-tiles than stages in the 1x1).
+        Conv2d::new(12, 72, 31, 29, 136, 3, 3).with_pad(1),
+        Conv2d::new(16, 8, 40, 40, 256, 1, 1),
     ];
     for algo in ALGOS {
         check_shapes_both_outputs(&gpu, algo, &shapes, 11);

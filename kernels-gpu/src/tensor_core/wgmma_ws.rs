@@ -83,15 +83,46 @@ impl<const STAGES: usize> Ring<STAGES> {
     }
 }
 
+/// The output tiles one CTA computes, in order: one tile, or with `PERSISTENT` every
+/// `stride`-th cluster tile from its own on (a static round-robin over the grid). A cluster
+/// tile is `CLUSTER` consecutive M tiles of one N tile (N tiles fastest); the CTA of rank `rank`
+/// takes the `rank`-th of them. Every CTA of a cluster walks the same cluster tiles, so their
+/// rings stay in step.
+#[derive(Clone, Copy)]
+struct Tiles {
+    next: u32,
+    stride: u32,
+    end: u32,
+    /// N tiles of the GEMM, each `bn` columns.
+    n_tiles: u32,
+    bn: u32,
+    rank: u32,
+}
+
+impl Tiles {
+    /// The next tile's first (row, column) of the GEMM output.
+    #[inline(always)]
+    fn next<const CLUSTER: u32>(&mut self) -> Option<(u32, u32)> {
+        if self.next >= self.end {
+            return None;
+        }
+        // SAFETY: N >= 128 (n_tiles >= 1).
+        let (cm, nt) = unsafe { divmod(self.next, self.n_tiles) };
+        self.next += self.stride;
+        Some(((cm * CLUSTER + self.rank) * BLOCK_M as u32, nt * self.bn))
+    }
+}
+
 /// The kernel; see the module docs. Block tile 128 x `Acc::N` x 64, `STAGES` k-tiles in the
-/// ring, operands addressed by `O` (plain NHWC), bf16 data if `BF16`.
+/// ring, operands addressed by `O` (plain NHWC), clusters of `CLUSTER` CTAs sharing the filter
+/// tile, a persistent grid if `PERSISTENT`, bf16 data if `BF16`.
 ///
 /// # Safety
 /// `x`, `y` hold N*H*W*C and N*P*Q*K elements in `O`'s layouts, 16-byte aligned; `wmap` is the
 /// filter's tensor map as the module docs describe; C and K are multiples of 8 and `sh`
 /// describes them with every index in `i32`.
 #[inline(always)]
-pub unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTER: u32, const BF16: bool>(
+pub unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTER: u32, const PERSISTENT: bool, const BF16: bool>(
     x: *const u16,
     _w: *const u16,
     y: *mut f32,
@@ -141,32 +172,57 @@ pub unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CL
     let gemm_n = sh.k as u32;
     // The CTAs of a cluster share the N tile and take consecutive M tiles (the last cluster's
     // may lie past M: it computes zeros and stores nothing, and still loads its share of B).
-    let rank = if CLUSTER > 1 { cluster_ctarank() } else { 0 };
-    // SAFETY: N >= 128.
-    let (cluster, ntile) = unsafe { divmod(block_x() as u32 / CLUSTER, gemm_n.div_ceil(Acc::N as u32)) };
-    let (m0, n0) = ((cluster * CLUSTER + rank) * BLOCK_M as u32, ntile * Acc::N as u32);
+    let n_tiles = gemm_n.div_ceil(Acc::N as u32);
+    let first = block_x() as u32 / CLUSTER;
+    let tiles = if PERSISTENT {
+        let end = gemm_m.div_ceil(BLOCK_M as u32 * CLUSTER) * n_tiles;
+        Tiles { next: first, stride: grid_dim_x() as u32 / CLUSTER, end, n_tiles, bn: Acc::N as u32, rank: 0 }
+    } else {
+        Tiles { next: first, stride: 1, end: first + 1, n_tiles, bn: Acc::N as u32, rank: 0 }
+    };
+    let tiles = Tiles { rank: if CLUSTER > 1 { cluster_ctarank() } else { 0 }, ..tiles };
     let cchunks = (sh.c + K_TILE as i32 - 1) / K_TILE as i32;
     let ktiles = sh.r * sh.s * cchunks;
 
     // The role is uniform per warpgroup, as setmaxnreg and wgmma require.
     if tid < WG {
         // SAFETY: the whole warpgroup; the caller's contract.
-        unsafe { produce::<O, STAGES, CLUSTER>(x, wmap, &sh, ring, m0, n0, Acc::N as u32, rank, ktiles, tid) };
+        unsafe { produce::<O, STAGES, CLUSTER>(x, wmap, &sh, ring, tiles, ktiles, tid) };
         // An exited thread no longer counts at the cluster barrier below.
         return;
     }
     let cw = tid / WG - 1;
-    // SAFETY: the whole warpgroup.
-    let acc = unsafe { consume::<Acc, STAGES, CLUSTER, BF16>(ring, cw, ktiles) };
-    if CLUSTER > 1 {
-        // This thread's last arrivals on the other CTAs' barriers are done: with the wait after
-        // the epilogue, no CTA exits while another may still arrive on its barriers. SAFETY:
-        // every consumer thread, once.
-        unsafe { cluster_arrive() };
+    // SAFETY: the whole warpgroup; 56 x 128 + 224 x 256 <= 65536.
+    unsafe { setmaxnreg_inc_224() };
+    let mut tiles = tiles;
+    let (mut s, mut phase) = (0u32, 0u32);
+    while let Some((m0, n0)) = tiles.next::<CLUSTER>() {
+        // SAFETY: the whole warpgroup, for every tile the producer fills.
+        let acc = unsafe { consume::<Acc, STAGES, CLUSTER, BF16>(ring, cw, ktiles, &mut s, &mut phase) };
+        // SAFETY: the caller's contract; this CTA's tile.
+        unsafe { store_tile::<O, Acc, BF16>(&sh, y, &acc, m0, n0, cw, tid) };
     }
+    if CLUSTER > 1 {
+        // This thread's last arrivals on the other CTAs' barriers are done: no CTA exits while
+        // another may still arrive on its barriers. SAFETY: every consumer thread, once.
+        unsafe {
+            cluster_arrive();
+            cluster_wait();
+        }
+    }
+}
 
-    // Epilogue: register 4j+e (e < 2) is D[16*warp + lane/4][8j + 2*(lane%4) + e], 4j+2+e the
-    // same 8 rows further (notes/hopper.md §1.4), warp and lane within the warpgroup.
+/// Epilogue: writes consumer warpgroup `cw`'s 64 rows of the tile at (`m0`, `n0`). Register
+/// 4j+e (e < 2) is D[16*warp + lane/4][8j + 2*(lane%4) + e], 4j+2+e the same 8 rows further
+/// (notes/hopper.md §1.4), warp and lane within the warpgroup.
+///
+/// # Safety
+/// `y` and `sh` as [`conv`] requires; each (row, column) of the output is written by one
+/// thread of one CTA.
+#[inline(always)]
+unsafe fn store_tile<O: Operands, Acc: Accumulators, const BF16: bool>(sh: &ConvShape, y: *mut f32, acc: &Acc, m0: u32, n0: u32, cw: u32, tid: u32) {
+    let gemm_m = (sh.n * sh.p * sh.q) as u32;
+    let gemm_n = sh.k as u32;
     let (warp, lane) = ((tid % WG) / 32, tid % 32);
     let row = m0 + cw * 64 + warp * 16 + lane / 4;
     let half = sh.y_bits == 16;
@@ -176,18 +232,14 @@ pub unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CL
             if row < gemm_m {
                 // SAFETY: row < M, col + 1 < K (K and col's 8-column group multiples of 8); each
                 // (row, col) belongs to one thread of one block.
-                unsafe { store_pair::<O, BF16>(&sh, y, half, row, col, acc[4 * j], acc[4 * j + 1]) };
+                unsafe { store_pair::<O, BF16>(sh, y, half, row, col, acc[4 * j], acc[4 * j + 1]) };
             }
             if row + 8 < gemm_m {
                 // SAFETY: as above, for row + 8.
-                unsafe { store_pair::<O, BF16>(&sh, y, half, row + 8, col, acc[4 * j + 2], acc[4 * j + 3]) };
+                unsafe { store_pair::<O, BF16>(sh, y, half, row + 8, col, acc[4 * j + 2], acc[4 * j + 3]) };
             }
         }
     });
-    if CLUSTER > 1 {
-        // SAFETY: after this thread's arrival above.
-        unsafe { cluster_wait() };
-    }
 }
 
 /// Arrivals that free a stage: every consumer thread of the CTA, or in a cluster one lane of
@@ -196,24 +248,21 @@ const fn empty_arrivals<const CLUSTER: u32>() -> u32 {
     if CLUSTER == 1 { 2 * WG } else { CONSUMER_WARPS * CLUSTER }
 }
 
-/// The producer warpgroup: fills stage kt % STAGES with k-tile kt for every kt, one ring ahead
-/// of the consumers. The filter tile is `bn` rows, `ws_b_bytes(bn)` bytes; in a cluster each
-/// CTA (`rank`) copies `bn / CLUSTER` of them (the TMA box) into every CTA of the cluster.
+/// The producer warpgroup: for every tile of `tiles`, fills the ring's next stages with its
+/// k-tiles, up to a whole ring ahead of the consumers (into the next tile while they run the
+/// epilogue). The filter tile is `tiles.bn` rows, `ws_b_bytes(bn)` bytes; in a cluster each CTA
+/// copies `bn / CLUSTER` of them (the TMA box) into every CTA of the cluster.
 ///
 /// # Safety
 /// All 128 threads of warpgroup 0 call it together, after the barriers' initialisation; the
 /// pointers and shape as [`conv`] requires.
 #[inline(always)]
-#[allow(clippy::too_many_arguments)]
 unsafe fn produce<O: Operands, const STAGES: usize, const CLUSTER: u32>(
     x: *const u16,
     wmap: *const u8,
     sh: &ConvShape,
     ring: Ring<STAGES>,
-    m0: u32,
-    n0: u32,
-    bn: u32,
-    rank: u32,
+    mut tiles: Tiles,
     ktiles: i32,
     tid: u32,
 ) {
@@ -227,105 +276,115 @@ unsafe fn produce<O: Operands, const STAGES: usize, const CLUSTER: u32>(
     let chunk = (tid % 4) as i32;
     let lrow = tid / 4;
     let ldst = lrow * ROW + (((chunk as u32) ^ (lrow & 7)) << 4);
-    let mut a_ih = [0i32; A_LOADS];
-    let mut a_iw = [0i32; A_LOADS];
-    let mut a_base = [0i32; A_LOADS];
-    unroll!(8: A_LOADS, i => {
-        let m = m0 + lrow + i as u32 * row_step;
-        if m < gemm_m {
-            // SAFETY: P*Q >= 1 and Q >= 1 (validated problems have non-empty outputs).
-            let (n, p, q) = unsafe { O::pixel(sh, m) };
-            a_ih[i] = p as i32 * sh.stride_h - sh.pad_h;
-            a_iw[i] = q as i32 * sh.stride_w - sh.pad_w;
-            // The window origin, maybe in the padding (wrapping; only summed with in-image taps).
-            a_base[i] = O::x_origin(sh, n as i32, a_ih[i], a_iw[i]).wrapping_add(chan(chunk * 8, O::x_chan(sh)));
-        } else {
-            // A row past M: an origin so far above the image that no tap reaches it.
-            a_ih[i] = i32::MIN;
-        }
-    });
     let (h, wd) = (sh.h as u32, sh.w as u32);
-    let mut tap = Tap { c0: 0, s: 0, rdh: 0, sdw: 0, x_off: 0, w_off: 0 };
-    // The filter map's middle coordinate, r * S + s.
-    let mut rs = 0i32;
     let (mut s, mut phase) = (0u32, 0u32);
-    let mut kt = 0;
-    while kt < ktiles {
-        // SAFETY: an initialised barrier; the phase waited for is the current or the previous
-        // one (the consumers released every earlier use of the stage before this one's). In a
-        // cluster the arrivals come from every CTA, whose stage this CTA's copy overwrites too.
-        unsafe { mbar_wait(ring.empty(s), phase ^ 1) };
-        let stage = ring.smem + s * ring.stage;
-        let full = ring.full(s);
-        if tid == 0 {
-            // SAFETY: the stage is free (empty waited); its B tile is 1024-aligned with room
-            // for the BN x 64 tile, whose bytes are announced first on the same phase. In a
-            // cluster every CTA announces the whole tile on its own barrier, and its part
-            // (bn / CLUSTER rows, a multiple of 8: the swizzle pattern's 1024 bytes) lands at the
-            // same offset in every CTA; another CTA's part may land before the announcement,
-            // which the barrier's signed transaction count allows.
-            unsafe {
-                mbar_arrive_expect_tx(full, ws_b_bytes(bn as usize) as u32);
-                let b = stage + BLOCK_M as u32 * ROW;
-                if CLUSTER == 1 {
-                    tma_load_3d(b, wmap, tap.c0, rs, n0 as i32, full);
-                } else {
-                    let part = bn / CLUSTER;
-                    tma_load_3d_multicast(b + rank * part * ROW, wmap, tap.c0, rs, (n0 + rank * part) as i32, full, (1 << CLUSTER) - 1);
+    let bn = tiles.bn;
+    while let Some((m0, n0)) = tiles.next::<CLUSTER>() {
+        let mut a_ih = [0i32; A_LOADS];
+        let mut a_iw = [0i32; A_LOADS];
+        let mut a_base = [0i32; A_LOADS];
+        unroll!(8: A_LOADS, i => {
+            let m = m0 + lrow + i as u32 * row_step;
+            if m < gemm_m {
+                // SAFETY: P*Q >= 1 and Q >= 1 (validated problems have non-empty outputs).
+                let (n, p, q) = unsafe { O::pixel(sh, m) };
+                a_ih[i] = p as i32 * sh.stride_h - sh.pad_h;
+                a_iw[i] = q as i32 * sh.stride_w - sh.pad_w;
+                // The window origin, maybe in the padding (wrapping; only summed with in-image taps).
+                a_base[i] = O::x_origin(sh, n as i32, a_ih[i], a_iw[i]).wrapping_add(chan(chunk * 8, O::x_chan(sh)));
+            } else {
+                // A row past M: an origin so far above the image that no tap reaches it.
+                a_ih[i] = i32::MIN;
+            }
+        });
+        let mut tap = Tap { c0: 0, s: 0, rdh: 0, sdw: 0, x_off: 0, w_off: 0 };
+        // The filter map's middle coordinate, r * S + s.
+        let mut rs = 0i32;
+        let mut kt = 0;
+        while kt < ktiles {
+            // SAFETY: an initialised barrier; the phase waited for is the current or the previous
+            // one (the consumers released every earlier use of the stage before this one's). In a
+            // cluster the arrivals come from every CTA, whose stage this CTA's copy overwrites too.
+            unsafe { mbar_wait(ring.empty(s), phase ^ 1) };
+            let stage = ring.smem + s * ring.stage;
+            let full = ring.full(s);
+            if tid == 0 {
+                // SAFETY: the stage is free (empty waited); its B tile is 1024-aligned with room
+                // for the BN x 64 tile, whose bytes are announced first on the same phase. In a
+                // cluster every CTA announces the whole tile on its own barrier, and its part
+                // (bn / CLUSTER rows, a multiple of 8: the swizzle pattern's 1024 bytes) lands at
+                // the same offset in every CTA; another CTA's part may land before the
+                // announcement, which the barrier's signed transaction count allows.
+                unsafe {
+                    mbar_arrive_expect_tx(full, ws_b_bytes(bn as usize) as u32);
+                    let b = stage + BLOCK_M as u32 * ROW;
+                    if CLUSTER == 1 {
+                        tma_load_3d(b, wmap, tap.c0, rs, n0 as i32, full);
+                    } else {
+                        let part = bn / CLUSTER;
+                        let rank = tiles.rank;
+                        tma_load_3d_multicast(b + rank * part * ROW, wmap, tap.c0, rs, (n0 + rank * part) as i32, full, (1 << CLUSTER) - 1);
+                    }
                 }
             }
-        }
-        let xc = tap.c0 * O::x_chan(sh);
-        unroll!(4: 2, u => {
-            let cu = chunk * 8 + 32 * u as i32;
-            let c_ok = tap.c0 + cu < sh.c;
-            let slot = 64 * u as u32;
-            unroll!(8: A_LOADS, i => {
-                let ok = c_ok && ((a_ih[i] + tap.rdh) as u32) < h && ((a_iw[i] + tap.sdw) as u32) < wd;
-                let off = if ok { a_base[i].wrapping_add(tap.x_off).wrapping_add(xc + 32 * u as i32 * O::x_chan(sh)) } else { 0 };
-                let dst = stage + (ldst ^ slot) + i as u32 * row_step * ROW;
-                // SAFETY: dst is inside the free stage's A tile (row < 128), 16-byte aligned; off
-                // is an in-bounds, 8-element aligned index of x when ok, nothing is read otherwise.
-                unsafe { cp_async_16(dst, x.wrapping_add(off as u32 as usize) as *const f32, if ok { 16 } else { 0 }) };
+            let xc = tap.c0 * O::x_chan(sh);
+            unroll!(4: 2, u => {
+                let cu = chunk * 8 + 32 * u as i32;
+                let c_ok = tap.c0 + cu < sh.c;
+                let slot = 64 * u as u32;
+                unroll!(8: A_LOADS, i => {
+                    let ok = c_ok && ((a_ih[i] + tap.rdh) as u32) < h && ((a_iw[i] + tap.sdw) as u32) < wd;
+                    let off = if ok { a_base[i].wrapping_add(tap.x_off).wrapping_add(xc + 32 * u as i32 * O::x_chan(sh)) } else { 0 };
+                    let dst = stage + (ldst ^ slot) + i as u32 * row_step * ROW;
+                    // SAFETY: dst is inside the free stage's A tile (row < 128), 16-byte aligned; off
+                    // is an in-bounds, 8-element aligned index of x when ok, nothing is read otherwise.
+                    unsafe { cp_async_16(dst, x.wrapping_add(off as u32 as usize) as *const f32, if ok { 16 } else { 0 }) };
+                });
             });
-        });
-        // SAFETY: one of the 128 + 1 arrivals the full barrier expects per phase.
-        unsafe { cp_async_mbar_arrive_noinc(full) };
-        tap.advance::<O>(sh, K_TILE as i32);
-        if tap.c0 == 0 {
-            rs += 1;
+            // SAFETY: one of the 128 + 1 arrivals the full barrier expects per phase.
+            unsafe { cp_async_mbar_arrive_noinc(full) };
+            tap.advance::<O>(sh, K_TILE as i32);
+            if tap.c0 == 0 {
+                rs += 1;
+            }
+            (s, phase) = Ring::<STAGES>::next(s, phase);
+            kt += 1;
         }
-        (s, phase) = Ring::<STAGES>::next(s, phase);
-        kt += 1;
     }
     // Leave no copy of this thread in flight when it exits.
     cp_async_wait_all();
 }
 
-/// A consumer warpgroup (`cw` 0 or 1: block-tile rows 64cw..): runs every k-tile's wgmmas as
-/// soon as its stage is full and hands the stage back once they retired. Returns the
-/// accumulators with every wgmma retired.
+/// A consumer warpgroup (`cw` 0 or 1: block-tile rows 64cw..) on one tile: runs every k-tile's
+/// wgmmas as soon as its stage (from `s`, `phase`, which it advances) is full and hands each
+/// stage back once they retired, the last one too. Returns the accumulators with every wgmma
+/// retired.
 ///
 /// # Safety
-/// All 128 threads of warpgroup cw + 1 call it together, after the barriers' initialisation.
+/// All 128 threads of warpgroup cw + 1 call it together, after the barriers' initialisation,
+/// once for each tile the producer fills.
 #[inline(always)]
-unsafe fn consume<Acc: Accumulators, const STAGES: usize, const CLUSTER: u32, const BF16: bool>(ring: Ring<STAGES>, cw: u32, ktiles: i32) -> Acc {
-    // SAFETY: the whole warpgroup; 56 x 128 + 224 x 256 <= 65536.
-    unsafe { setmaxnreg_inc_224() };
+unsafe fn consume<Acc: Accumulators, const STAGES: usize, const CLUSTER: u32, const BF16: bool>(
+    ring: Ring<STAGES>,
+    cw: u32,
+    ktiles: i32,
+    s: &mut u32,
+    phase: &mut u32,
+) -> Acc {
     let a_desc = desc_sw128(ring.smem + cw * 64 * ROW);
     let b_desc = desc_sw128(ring.smem + BLOCK_M as u32 * ROW);
     let mut acc = Acc::ZERO;
-    let (mut s, mut phase, mut prev) = (0u32, 0u32, 0u32);
+    let mut prev = 0u32;
     let mut kt = 0;
     while kt < ktiles {
         // SAFETY: an initialised barrier; this is the current phase or the one just completed
         // (the producer cannot refill the stage before this warpgroup's release).
-        unsafe { mbar_wait(ring.full(s), phase) };
+        unsafe { mbar_wait(ring.full(*s), *phase) };
         // The A tile was written by cp.async (generic proxy) and made visible to this thread by
         // the barrier; wgmma reads it through the async proxy.
         fence_proxy_async_shared();
         // Descriptor start fields count 16-byte units.
-        let at = ((s * ring.stage) >> 4) as u64;
+        let at = ((*s * ring.stage) >> 4) as u64;
         // SAFETY (the blocks below): uniform control flow (every thread of the warpgroup runs
         // every k-tile); the descriptors are the same in the whole warpgroup and describe stage
         // s, full and fenced, which the producer leaves alone until this warpgroup releases it
@@ -340,44 +399,57 @@ unsafe fn consume<Acc: Accumulators, const STAGES: usize, const CLUSTER: u32, co
         unsafe { commit_group() };
         unsafe { acc.wait_1() };
         if kt > 0 {
-            // k-tile kt-1's wgmmas (this warp's) retired: one of the arrivals that free its
-            // stage (`empty_arrivals`). SAFETY: the producers wait for this phase before
-            // refilling the stage; in a cluster, each CTA runs until every CTA's consumers
-            // arrived at the cluster barrier after their last arrival here.
-            unsafe {
-                if CLUSTER == 1 {
-                    mbar_arrive(ring.empty(prev));
-                } else if thread_x() % 32 == 0 {
-                    // `wait_1` is warp-synchronous: lane 0 speaks for the warp.
-                    unroll!(4: CLUSTER as usize, r => { mbar_arrive_cluster(mapa_shared(ring.empty(prev), r as u32)) });
-                }
-            }
+            // k-tile kt-1's wgmmas (this warp's) retired. SAFETY: as `release` requires.
+            unsafe { release::<STAGES, CLUSTER>(ring, prev) };
         }
-        prev = s;
-        (s, phase) = Ring::<STAGES>::next(s, phase);
+        prev = *s;
+        (*s, *phase) = Ring::<STAGES>::next(*s, *phase);
         kt += 1;
     }
     // SAFETY: uniform, as above.
     unsafe { acc.wait_0() };
+    // SAFETY: the last k-tile's wgmmas retired with the others.
+    unsafe { release::<STAGES, CLUSTER>(ring, prev) };
     acc
+}
+
+/// This warp's share of the arrivals (`empty_arrivals`) that free stage `s` for the producers.
+///
+/// # Safety
+/// Every thread of the warp calls it together, once per use of the stage, after the wgmmas that
+/// read it retired. In a cluster, every CTA runs until every CTA's consumers passed the cluster
+/// barrier after their last release.
+#[inline(always)]
+unsafe fn release<const STAGES: usize, const CLUSTER: u32>(ring: Ring<STAGES>, s: u32) {
+    // SAFETY: as the caller guarantees; the producers wait for this phase before refilling.
+    unsafe {
+        if CLUSTER == 1 {
+            mbar_arrive(ring.empty(s));
+        } else if thread_x() % 32 == 0 {
+            // The wgmma waits are warp-synchronous: lane 0 speaks for the warp.
+            unroll!(4: CLUSTER as usize, r => { mbar_arrive_cluster(mapa_shared(ring.empty(s), r as u32)) });
+        }
+    }
 }
 
 /// Declares the entries of a tile list (`convrs_spec::wgmma_ws_tiles!`, `wgmma_mc_tiles!`) on
 /// operands `$ops` for clusters of `$cluster` CTAs: the fp16 and the bf16 twin of each tile,
 /// with the filter tensor map after `y`.
 macro_rules! entries {
-    ($ops:ident $cluster:literal $(($fp16:ident, $bf16:ident, $bn:literal, $stages:literal))*) => {
+    ($ops:ident $cluster:literal $persistent:literal $(($fp16:ident, $bf16:ident, $bn:literal, $stages:literal))*) => {
         $(
             $crate::conv_kernel!(
-                fn $fp16(x: *const u16, w: *const u16, y: *mut f32, wmap: *const u8) => $crate::tensor_core::wgmma_ws::conv::<$ops, [f32; $bn / 2], $stages, $cluster, false>
+                fn $fp16(x: *const u16, w: *const u16, y: *mut f32, wmap: *const u8) => $crate::tensor_core::wgmma_ws::conv::<$ops, [f32; $bn / 2], $stages, $cluster, $persistent, false>
             );
             $crate::conv_kernel!(
-                fn $bf16(x: *const u16, w: *const u16, y: *mut f32, wmap: *const u8) => $crate::tensor_core::wgmma_ws::conv::<$ops, [f32; $bn / 2], $stages, $cluster, true>
+                fn $bf16(x: *const u16, w: *const u16, y: *mut f32, wmap: *const u8) => $crate::tensor_core::wgmma_ws::conv::<$ops, [f32; $bn / 2], $stages, $cluster, $persistent, true>
             );
         )*
     };
 }
 
 use super::nhwc::Nhwc;
-convrs_spec::wgmma_ws_tiles!(entries, Nhwc, 1);
-convrs_spec::wgmma_mc_tiles!(entries, Nhwc, 2);
+convrs_spec::wgmma_ws_tiles!(entries, Nhwc, 1, false);
+convrs_spec::wgmma_mc_tiles!(entries, Nhwc, 2, false);
+convrs_spec::wgmma_pws_tiles!(entries, Nhwc, 1, true);
+convrs_spec::wgmma_pmc_tiles!(entries, Nhwc, 2, true);

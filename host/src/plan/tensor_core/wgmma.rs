@@ -29,6 +29,9 @@ struct Step {
     filter_map: bool,
     /// CTAs per cluster (compiled into the entries): the grid is a multiple of it.
     cluster: usize,
+    /// Whether the kernel walks the output tiles on a persistent grid (one block per SM it can
+    /// hold at once) instead of one block per tile.
+    persistent: bool,
     /// Registers per thread as ptxas allocates them (12.9, sm_90a), for the occupancy estimate,
     /// and the relative rate of each tile, in the order of `tiles` (measurements, not contract).
     model: &'static [(usize, f64)],
@@ -46,6 +49,7 @@ const STEP3: Step = Step {
     smem: Tile::smem_bytes,
     filter_map: false,
     cluster: 1,
+    persistent: false,
     model: &[(163, 1.0), (96, 0.81)],
     peak_scale: 1.42,
 };
@@ -60,6 +64,7 @@ const STEP4: Step = Step {
     smem: |t| spec::ws_smem_bytes(t.bn, t.stages),
     filter_map: true,
     cluster: 1,
+    persistent: false,
     model: &[(168, 1.0), (168, 0.78)],
     peak_scale: 1.29,
 };
@@ -74,16 +79,35 @@ const STEP5: Step = Step {
     smem: |t| spec::ws_smem_bytes(t.bn, t.stages),
     filter_map: true,
     cluster: spec::MC_CLUSTER,
+    persistent: false,
     model: &[(168, 1.0), (168, 0.78)],
     peak_scale: 1.3,
+};
+
+/// Step 6: step 4 on a persistent grid; the producer fills the next tile's stages while the
+/// consumers write the last one. Not yet measured: step 4's figures, a shade slower.
+const STEP6: Step = Step {
+    names: ["wgmma_pws_nhwc", "wgmma_pws_nhwc_bf16"],
+    tiles: &spec::PWS_TILES,
+    cluster: 1,
+    persistent: true,
+    ..STEP5
+};
+
+/// Step 6 in step 5's clusters. Not yet measured.
+const STEP6_MC: Step = Step {
+    names: ["wgmma_pmc_nhwc", "wgmma_pmc_nhwc_bf16"],
+    tiles: &spec::PMC_TILES,
+    persistent: true,
+    ..STEP5
 };
 
 /// Modelled microseconds of tile `i` of `step` on `d` for `m x n` GEMM outputs over `taps` taps
 /// of `c` channels (the last 64-channel k-tile of each tap charged in full).
 fn cost(step: &Step, d: &DeviceModel, i: usize, m: usize, n: usize, c: usize, taps: usize) -> f64 {
     let (t, (regs, efficiency)) = (&step.tiles[i], step.model[i]);
-    let blocks = grid_blocks(step, t, m, n) as f64;
     let bps = blocks_per_sm(d, step.threads, regs, (step.smem)(t)) as f64;
+    let blocks = tiles(step, t, m, n) as f64;
     let macs = (BLOCK_M * t.bn) as f64 * (c.div_ceil(K_TILE) * K_TILE) as f64 * taps as f64 / efficiency;
     let macs_per_sm = waves(d, blocks, bps, |b| b * macs);
     let macs_per_sm_us = d.f16_tflops * 1e6 / 2.0 / d.sms.max(1) as f64;
@@ -91,10 +115,21 @@ fn cost(step: &Step, d: &DeviceModel, i: usize, m: usize, n: usize, c: usize, ta
     LAUNCH_US + step.peak_scale * macs_per_sm / macs_per_sm_us + memory_us(d, (m * n * 4) as f64)
 }
 
-/// Blocks of tile `t` of `step` for `m x n` GEMM outputs: the M tiles rounded up to whole
+/// Output tiles of tile `t` of `step` for `m x n` GEMM outputs: the M tiles rounded up to whole
 /// clusters, times the N tiles.
-fn grid_blocks(step: &Step, t: &Tile, m: usize, n: usize) -> usize {
+fn tiles(step: &Step, t: &Tile, m: usize, n: usize) -> usize {
     m.div_ceil(BLOCK_M * step.cluster) * step.cluster * n.div_ceil(t.bn)
+}
+
+/// Blocks to launch: one per output tile, or on a persistent grid as many as `d` holds at once
+/// (whole clusters, at least one), at most one per tile.
+fn grid_blocks(step: &Step, t: &Tile, d: &DeviceModel, m: usize, n: usize) -> usize {
+    let all = tiles(step, t, m, n);
+    if !step.persistent {
+        return all;
+    }
+    let resident = d.sms as usize * blocks_per_sm(d, step.threads, step.model[0].0, (step.smem)(t)).max(1);
+    all.min(resident / step.cluster * step.cluster).max(step.cluster)
 }
 
 fn plan_step(problem: &Conv2d, device: &DeviceModel, step: &Step, bf16: bool) -> Result<LaunchPlan> {
@@ -114,7 +149,7 @@ fn plan_step(problem: &Conv2d, device: &DeviceModel, step: &Step, bf16: bool) ->
     let m = gemm_m(p);
     let fits = |i: &usize| {
         let t = &step.tiles[*i];
-        (step.smem)(t) <= device.smem_per_block as usize && grid_blocks(step, t, m, p.k) <= i32::MAX as usize
+        (step.smem)(t) <= device.smem_per_block as usize && tiles(step, t, m, p.k) <= i32::MAX as usize
     };
     let cost_of = |i: &usize| cost(step, device, *i, m, p.k, p.c, p.r * p.s);
     let Some(i) = (0..step.tiles.len()).filter(fits).min_by(|a, b| cost_of(a).total_cmp(&cost_of(b))) else {
@@ -124,7 +159,7 @@ fn plan_step(problem: &Conv2d, device: &DeviceModel, step: &Step, bf16: bool) ->
     let t = &step.tiles[i];
     Ok(LaunchPlan {
         kernel: if bf16 { t.bf16 } else { t.fp16 },
-        grid: (grid_blocks(step, t, m, p.k) as u32, 1, 1),
+        grid: (grid_blocks(step, t, device, m, p.k) as u32, 1, 1),
         block: (step.threads as u32, 1, 1),
         shared_bytes: (step.smem)(t) as u32,
         dtype: if bf16 { DType::BF16 } else { DType::F16 },
@@ -163,9 +198,29 @@ pub fn plan_mc_bf16(problem: &Conv2d, device: &DeviceModel) -> Result<LaunchPlan
     plan_step(problem, device, &STEP5, true)
 }
 
-/// Every entry point the plans can name, fp16 then bf16, step 3, 4, then 5.
+/// The plan of step 6 (`wgmma_pws_nhwc`).
+pub fn plan_pws(problem: &Conv2d, device: &DeviceModel) -> Result<LaunchPlan> {
+    plan_step(problem, device, &STEP6, false)
+}
+
+/// The plan of step 6 on bf16 data (`wgmma_pws_nhwc_bf16`).
+pub fn plan_pws_bf16(problem: &Conv2d, device: &DeviceModel) -> Result<LaunchPlan> {
+    plan_step(problem, device, &STEP6, true)
+}
+
+/// The plan of step 6 in clusters (`wgmma_pmc_nhwc`).
+pub fn plan_pmc(problem: &Conv2d, device: &DeviceModel) -> Result<LaunchPlan> {
+    plan_step(problem, device, &STEP6_MC, false)
+}
+
+/// The plan of step 6 in clusters on bf16 data (`wgmma_pmc_nhwc_bf16`).
+pub fn plan_pmc_bf16(problem: &Conv2d, device: &DeviceModel) -> Result<LaunchPlan> {
+    plan_step(problem, device, &STEP6_MC, true)
+}
+
+/// Every entry point the plans can name, fp16 then bf16, step by step.
 pub fn kernel_names() -> Vec<&'static str> {
-    [&STEP3, &STEP4, &STEP5].iter().flat_map(|s| s.tiles.iter().map(|t| t.fp16).chain(s.tiles.iter().map(|t| t.bf16))).collect()
+    [&STEP3, &STEP4, &STEP5, &STEP6, &STEP6_MC].iter().flat_map(|s| s.tiles.iter().map(|t| t.fp16).chain(s.tiles.iter().map(|t| t.bf16))).collect()
 }
 
 /// The registry's entry.
@@ -228,6 +283,42 @@ pub const KERNEL_MC_BF16: KernelDesc = KernelDesc {
     ..KERNEL_BF16
 };
 
+/// The registry's entry for step 6, step 4 on a persistent grid.
+pub const KERNEL_PWS: KernelDesc = KernelDesc {
+    algorithm: Algorithm::WgmmaPwsNhwc,
+    name: STEP6.names[0],
+    summary: "family 3 step 6 (Hopper): step 4 on a persistent grid, the next tile's loads under the epilogue",
+    plan: plan_pws,
+    ..KERNEL
+};
+
+/// Step 6 on bf16 data.
+pub const KERNEL_PWS_BF16: KernelDesc = KernelDesc {
+    algorithm: Algorithm::WgmmaPwsNhwcBf16,
+    name: STEP6.names[1],
+    summary: "family 3 step 6 (Hopper) on bf16 data",
+    plan: plan_pws_bf16,
+    ..KERNEL_BF16
+};
+
+/// Step 6 in step 5's clusters.
+pub const KERNEL_PMC: KernelDesc = KernelDesc {
+    algorithm: Algorithm::WgmmaPmcNhwc,
+    name: STEP6_MC.names[0],
+    summary: "family 3 step 6 (Hopper) in clusters of 2 with the filter multicast",
+    plan: plan_pmc,
+    ..KERNEL
+};
+
+/// Step 6 in clusters on bf16 data.
+pub const KERNEL_PMC_BF16: KernelDesc = KernelDesc {
+    algorithm: Algorithm::WgmmaPmcNhwcBf16,
+    name: STEP6_MC.names[1],
+    summary: "family 3 step 6 (Hopper) in clusters on bf16 data",
+    plan: plan_pmc_bf16,
+    ..KERNEL_BF16
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -274,6 +365,6 @@ mod tests {
         assert_eq!(plan_bf16(&p, &h100).unwrap().kernel, "wgmma_nhwc_bf16_128x128k64");
         assert_eq!(plan_ws_bf16(&p, &h100).unwrap().kernel, "wgmma_ws_nhwc_bf16_128x128k64");
         assert!(plan_ws(&p, &unloaded).unwrap_err().to_string().contains("did not load"));
-        assert_eq!(kernel_names().len(), 12);
+        assert_eq!(kernel_names().len(), 20);
     }
 }
