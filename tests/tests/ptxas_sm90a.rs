@@ -35,8 +35,10 @@ fn wgmma_entries_hold_the_warpgroup_mma_and_nothing_else_is_in_the_module() {
             for needle in ["wgmma.fence.sync.aligned", "wgmma.commit_group.sync.aligned", "wgmma.wait_group.sync.aligned", "fence.proxy.async.shared::cta"] {
                 assert!(count(needle) >= 1, "{name}: no {needle}");
             }
-            // The 16-bit epilogue of its type (ConvShape::y_bits) beside the fp32 one.
-            assert!(count(&format!("cvt.rn.{ty}x2.f32")) >= 1 && count("st.global.v2.f32") >= 1, "{name}: an output path is missing");
+            // The 16-bit epilogue of its type (ConvShape::y_bits) beside the fp32 one; the
+            // warp-specialized steps store 16 bytes a lane after quad shuffles.
+            let wide = if TILES.contains(t) { "st.global.v2.f32" } else { "st.global.v4.b32" };
+            assert!(count(&format!("cvt.rn.{ty}x2.f32")) >= 1 && count(wide) >= 1, "{name}: an output path is missing");
             assert_eq!(count("ld.local") + count("st.local"), 0, "{name}: local memory in the PTX");
         }
     }

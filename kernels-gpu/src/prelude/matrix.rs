@@ -116,3 +116,45 @@ pub unsafe fn store_global_16x2<const BF16: bool>(p: *mut u16, a: f32, b: f32) {
         }
     };
 }
+
+/// Rounds two `f32`s to nearest even in fp16 (or bf16 if `BF16`), packed in one `u32` with `a`
+/// in the lower half (the first in memory).
+#[inline(always)]
+pub fn pack_16x2<const BF16: bool>(a: f32, b: f32) -> u32 {
+    let h: u32;
+    // SAFETY: register arithmetic only (cvt puts its first source in the upper half).
+    unsafe {
+        if BF16 {
+            asm!("cvt.rn.bf16x2.f32 {h}, {b}, {a};", h = out(reg32) h, a = in(reg32) a, b = in(reg32) b, options(pure, nomem, nostack))
+        } else {
+            asm!("cvt.rn.f16x2.f32 {h}, {b}, {a};", h = out(reg32) h, a = in(reg32) a, b = in(reg32) b, options(pure, nomem, nostack))
+        }
+    };
+    h
+}
+
+/// `shfl.sync.bfly`: the `v` of lane `lane ^ mask`, every lane of the warp taking part.
+///
+/// # Safety
+/// Every lane of the warp executes it together (full member mask).
+#[inline(always)]
+pub unsafe fn shfl_xor(v: u32, mask: u32) -> u32 {
+    let r: u32;
+    // SAFETY: as the caller guarantees; register exchange only.
+    unsafe { asm!("shfl.sync.bfly.b32 {r}, {v}, {m}, 0x1f, 0xffffffff;", r = out(reg32) r, v = in(reg32) v, m = in(reg32) mask, options(nomem, nostack)) };
+    r
+}
+
+/// Stores four 32-bit words to global memory as one 16-byte access.
+///
+/// # Safety
+/// `p` is 16-byte aligned global memory, valid for 16 bytes, that no other thread accesses
+/// during the launch.
+#[inline(always)]
+pub unsafe fn store_global_v4(p: *mut u32, v: [u32; 4]) {
+    // SAFETY: the caller guarantees alignment, validity and exclusive access.
+    unsafe {
+        asm!("st.global.v4.b32 [{p}], {{{a}, {b}, {c}, {d}}};", p = in(reg64) p, a = in(reg32) v[0], b = in(reg32) v[1], c = in(reg32) v[2],
+            d = in(reg32) v[3], options(nostack))
+    };
+}

@@ -38,12 +38,13 @@
 
 use convrs_spec::wgmma::{stage_bytes, ws_b_bytes, ws_smem_bytes, BLOCK_M, K_TILE, WS_THREADS};
 
-use super::implicit_gemm::{chan, divmod, store_pair, Operands, Tap};
+use super::implicit_gemm::{chan, divmod, Operands, Tap};
 use crate::prelude::mbarrier::{
     cluster_arrive, cluster_ctarank, cluster_wait, cp_async_mbar_arrive_noinc, fence_mbarrier_init, mapa_shared, mbar_arrive,
     mbar_arrive_cluster, mbar_arrive_expect_tx, mbar_init, mbar_wait, prefetch_tensormap, setmaxnreg_dec_56,
     setmaxnreg_inc_224, tma_load_3d, tma_load_3d_multicast,
 };
+use crate::prelude::matrix::{pack_16x2, shfl_xor, store_global_v4};
 use crate::prelude::wgmma::{commit_group, desc_sw128, fence_proxy_async_shared, Accumulators, DESC_K16};
 use crate::prelude::*;
 
@@ -213,33 +214,92 @@ pub unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CL
 }
 
 /// Epilogue: writes consumer warpgroup `cw`'s 64 rows of the tile at (`m0`, `n0`). Register
-/// 4j+e (e < 2) is D[16*warp + lane/4][8j + 2*(lane%4) + e], 4j+2+e the same 8 rows further
-/// (notes/hopper.md §1.4), warp and lane within the warpgroup.
+/// 4j+e' (e' < 2) is D[16*warp + lane/4][8j + 2*(lane%4) + e'], 4j+2+e' the same 8 rows further
+/// (notes/hopper.md §1.4), warp and lane within the warpgroup. So the four lanes of a quad hold
+/// one row's 8-column chunk j in 4- (fp32: 8-) byte pieces; storing those directly writes each
+/// 32-byte sector in halves (16-bit outputs) and costs one store per pair, which measured
+/// slower than writing twice the bytes in fp32. Instead the quad trades pieces by shuffles so
+/// that each lane stores 16 contiguous bytes: a quad then writes 64 bytes of a row at once.
 ///
 /// # Safety
 /// `y` and `sh` as [`conv`] requires; each (row, column) of the output is written by one
-/// thread of one CTA.
+/// thread of one CTA. Every lane of the warp calls it together (shuffles).
 #[inline(always)]
 unsafe fn store_tile<O: Operands, Acc: Accumulators, const BF16: bool>(sh: &ConvShape, y: *mut f32, acc: &Acc, m0: u32, n0: u32, cw: u32, tid: u32) {
     let gemm_m = (sh.n * sh.p * sh.q) as u32;
     let gemm_n = sh.k as u32;
     let (warp, lane) = ((tid % WG) / 32, tid % 32);
-    let row = m0 + cw * 64 + warp * 16 + lane / 4;
-    let half = sh.y_bits == 16;
-    unroll!(32: Acc::N / 8, j => {
-        let col = n0 + 8 * j as u32 + 2 * (lane % 4);
-        if col < gemm_n {
-            if row < gemm_m {
-                // SAFETY: row < M, col + 1 < K (K and col's 8-column group multiples of 8); each
-                // (row, col) belongs to one thread of one block.
-                unsafe { store_pair::<O, BF16>(sh, y, half, row, col, acc[4 * j], acc[4 * j + 1]) };
-            }
-            if row + 8 < gemm_m {
-                // SAFETY: as above, for row + 8.
-                unsafe { store_pair::<O, BF16>(sh, y, half, row + 8, col, acc[4 * j + 2], acc[4 * j + 3]) };
-            }
+    let q = lane % 4;
+    let row0 = m0 + cw * 64 + warp * 16 + lane / 4;
+    if sh.y_bits == 16 {
+        unroll!(4: 2, e => {
+            let row = row0 + 8 * e as u32;
+            // Chunks 4g..4g+4: lane q ends with chunk 4g+q whole.
+            unroll!(8: Acc::N / 32, g => {
+                let mut v = [0u32; 4];
+                unroll!(4: 4, t => {
+                    let j = 4 * g + t;
+                    v[t] = pack_16x2::<BF16>(acc[4 * j + 2 * e], acc[4 * j + 2 * e + 1]);
+                });
+                // SAFETY: the whole warp, in uniform control flow.
+                let v = unsafe { quad_transpose(v, q) };
+                let col = n0 + 8 * (4 * g as u32 + q);
+                if row < gemm_m && col < gemm_n {
+                    // SAFETY: row < M, col..col+8 < K (K a multiple of 8), 16-byte aligned (so
+                    // is K * 2 bytes); this thread's alone.
+                    unsafe { store_global_v4((y as *mut u16).add(O::y_off(sh, row, col) as usize) as *mut u32, v) };
+                }
+            });
+        });
+    } else {
+        unroll!(4: 2, e => {
+            let row = row0 + 8 * e as u32;
+            // Chunks 2i, 2i+1: the even lanes of the quad end with 4 columns of chunk 2i, the
+            // odd ones with 4 of chunk 2i+1; lanes q and q^1 trade the chunk they do not keep.
+            unroll!(16: Acc::N / 16, i => {
+                let (a0, a1) = (acc[8 * i + 2 * e].to_bits(), acc[8 * i + 2 * e + 1].to_bits());
+                let (b0, b1) = (acc[8 * i + 4 + 2 * e].to_bits(), acc[8 * i + 4 + 2 * e + 1].to_bits());
+                let odd = q & 1 != 0;
+                let (k0, k1) = if odd { (b0, b1) } else { (a0, a1) };
+                let (s0, s1) = if odd { (a0, a1) } else { (b0, b1) };
+                // SAFETY: the whole warp, in uniform control flow.
+                let (r0, r1) = unsafe { (shfl_xor(s0, 1), shfl_xor(s1, 1)) };
+                let v = if odd { [r0, r1, k0, k1] } else { [k0, k1, r0, r1] };
+                let col = n0 + 8 * (2 * i as u32 + (q & 1)) + 4 * (q / 2);
+                if row < gemm_m && col < gemm_n {
+                    // SAFETY: row < M, col..col+4 < K (K a multiple of 8, col % 8 in {0, 4}),
+                    // 16-byte aligned; this thread's alone.
+                    unsafe { store_global_v4(y.add(O::y_off(sh, row, col) as usize) as *mut u32, v) };
+                }
+            });
+        });
+    }
+}
+
+/// A 4 x 4 transpose across the lanes of a quad: lane `q` gives `v[t]` (piece q of chunk t)
+/// and gets back piece p of chunk q in slot p. Two butterfly stages; in stage b (1, 2) a lane
+/// sends the two slots whose bit b differs from its own lane bit and takes its partner's into
+/// them.
+///
+/// # Safety
+/// Every lane of the warp calls it together.
+#[inline(always)]
+unsafe fn quad_transpose(mut v: [u32; 4], q: u32) -> [u32; 4] {
+    unroll!(4: 2, stage => {
+        let b = 1u32 << stage;
+        // The slots with bit b clear and with it set.
+        let (c0, c1, s0, s1) = if b == 1 { (0, 2, 1, 3) } else { (0, 1, 2, 3) };
+        let hi = q & b != 0;
+        let (x0, x1) = if hi { (v[c0], v[c1]) } else { (v[s0], v[s1]) };
+        // SAFETY: as the caller guarantees.
+        let (r0, r1) = unsafe { (shfl_xor(x0, b), shfl_xor(x1, b)) };
+        if hi {
+            (v[c0], v[c1]) = (r0, r1);
+        } else {
+            (v[s0], v[s1]) = (r0, r1);
         }
     });
+    v
 }
 
 /// Arrivals that free a stage: every consumer thread of the CTA, or in a cluster one lane of
