@@ -44,7 +44,7 @@ use crate::prelude::mbarrier::{
     mbar_arrive_cluster, mbar_arrive_expect_tx, mbar_init, mbar_wait, prefetch_tensormap, setmaxnreg_dec_56,
     setmaxnreg_inc_224, tma_load_3d, tma_load_3d_multicast,
 };
-use crate::prelude::matrix::{pack_16x2, shfl_xor, store_global_v4};
+use crate::prelude::matrix::{pack_16x2, shfl_xor, store_global_f32x2, store_global_v4};
 use crate::prelude::wgmma::{commit_group, desc_sw128, fence_proxy_async_shared, Accumulators, DESC_K16};
 use crate::prelude::*;
 
@@ -216,10 +216,10 @@ pub unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CL
 /// Epilogue: writes consumer warpgroup `cw`'s 64 rows of the tile at (`m0`, `n0`). Register
 /// 4j+e' (e' < 2) is D[16*warp + lane/4][8j + 2*(lane%4) + e'], 4j+2+e' the same 8 rows further
 /// (notes/hopper.md §1.4), warp and lane within the warpgroup. So the four lanes of a quad hold
-/// one row's 8-column chunk j in 4- (fp32: 8-) byte pieces; storing those directly writes each
-/// 32-byte sector in halves (16-bit outputs) and costs one store per pair, which measured
-/// slower than writing twice the bytes in fp32. Instead the quad trades pieces by shuffles so
-/// that each lane stores 16 contiguous bytes: a quad then writes 64 bytes of a row at once.
+/// one row's 8-column chunk j in 4- (fp32: 8-) byte pieces. For 16-bit outputs, storing those
+/// directly writes each 32-byte sector in halves, which measured slower than writing twice the
+/// bytes in fp32 (0.194 against 0.180 ms on the seed shape); instead the quad trades pieces by
+/// shuffles so that each lane stores 16 contiguous bytes, a quad 64 of a row at once (0.161 ms).
 ///
 /// # Safety
 /// `y` and `sh` as [`conv`] requires; each (row, column) of the output is written by one
@@ -252,26 +252,21 @@ unsafe fn store_tile<O: Operands, Acc: Accumulators, const BF16: bool>(sh: &Conv
             });
         });
     } else {
-        unroll!(4: 2, e => {
-            let row = row0 + 8 * e as u32;
-            // Chunks 2i, 2i+1: the even lanes of the quad end with 4 columns of chunk 2i, the
-            // odd ones with 4 of chunk 2i+1; lanes q and q^1 trade the chunk they do not keep.
-            unroll!(16: Acc::N / 16, i => {
-                let (a0, a1) = (acc[8 * i + 2 * e].to_bits(), acc[8 * i + 2 * e + 1].to_bits());
-                let (b0, b1) = (acc[8 * i + 4 + 2 * e].to_bits(), acc[8 * i + 4 + 2 * e + 1].to_bits());
-                let odd = q & 1 != 0;
-                let (k0, k1) = if odd { (b0, b1) } else { (a0, a1) };
-                let (s0, s1) = if odd { (a0, a1) } else { (b0, b1) };
-                // SAFETY: the whole warp, in uniform control flow.
-                let (r0, r1) = unsafe { (shfl_xor(s0, 1), shfl_xor(s1, 1)) };
-                let v = if odd { [r0, r1, k0, k1] } else { [k0, k1, r0, r1] };
-                let col = n0 + 8 * (2 * i as u32 + (q & 1)) + 4 * (q / 2);
-                if row < gemm_m && col < gemm_n {
-                    // SAFETY: row < M, col..col+4 < K (K a multiple of 8, col % 8 in {0, 4}),
-                    // 16-byte aligned; this thread's alone.
-                    unsafe { store_global_v4(y.add(O::y_off(sh, row, col) as usize) as *mut u32, v) };
-                }
-            });
+        // fp32: each lane's pair is a full 8 bytes, a quad's a whole 32-byte sector. Trading
+        // pieces for 16-byte stores here measured 1.4x slower on the H100 (the 1x1 layers
+        // most), so the pairs are stored as they are.
+        unroll!(32: Acc::N / 8, j => {
+            let col = n0 + 8 * j as u32 + 2 * q;
+            if col < gemm_n {
+                unroll!(4: 2, e => {
+                    let row = row0 + 8 * e as u32;
+                    if row < gemm_m {
+                        // SAFETY: row < M, col + 1 < K (K and col's 8-column group multiples
+                        // of 8); each (row, col) belongs to one thread of one block.
+                        unsafe { store_global_f32x2(y.add(O::y_off(sh, row, col) as usize), acc[4 * j + 2 * e], acc[4 * j + 2 * e + 1]) };
+                    }
+                });
+            }
         });
     }
 }
