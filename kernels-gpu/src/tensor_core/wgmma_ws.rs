@@ -1,6 +1,14 @@
-//! Family 3 on Hopper, step 4 (the host's `wgmma_ws_nhwc`, `wgmma_ws_nhwc_bf16`):
-//! `wgmma_ws_nhwc_128x{BN}k64` (and `wgmma_ws_nhwc_bf16_*`), step 3's wgmma implicit GEMM
-//! ([`super::wgmma`]) made warp-specialized. Compiled only into the sm_90a PTX.
+//! Family 3 on Hopper, steps 4 to 6, one kernel with two switches. Compiled only into the
+//! sm_90a PTX.
+//! - Step 4 (the host's `wgmma_ws_nhwc`, `wgmma_ws_nhwc_bf16`): `wgmma_ws_nhwc_128x{BN}k64`
+//!   (and `wgmma_ws_nhwc_bf16_*`), step 3's wgmma implicit GEMM ([`super::wgmma`]) made
+//!   warp-specialized.
+//! - Step 5 (`wgmma_mc_*`, `CLUSTER` = 2): clusters of two CTAs along M (the entries carry
+//!   `.reqnctapercluster 2, 1, 1`) that share each filter tile: each copies half of it, multicast
+//!   into both (the map's box has BN / 2 rows), and both CTAs' consumers release every stage.
+//! - Step 6 (`wgmma_pws_*`, and `wgmma_pmc_*` in clusters, `PERSISTENT`): a persistent grid
+//!   (`min(tiles, SMs)` blocks, whole clusters) walking the output tiles round-robin, the ring
+//!   carried from tile to tile so the producer loads the next tile during the epilogue.
 //!
 //! # Contract
 //!
@@ -11,7 +19,8 @@
 //! tensor {C, R*S, K} (innermost first; byte strides C*2 and R*S*C*2) of the input's 16-bit type,
 //! box {64, 1, BN}, element strides 1, no interleave, 128B swizzle, zero fill for out-of-range
 //! elements. `w` itself is not read (the map holds its address). Launch: 384 threads, a 1-D grid
-//! of `ceil(M / 128) * ceil(K / BN)` blocks (N tile fastest),
+//! of `ceil(M / 128) * ceil(K / BN)` blocks (N tile fastest; in clusters the M tiles rounded up
+//! to whole clusters; persistent: fewer, any multiple of the cluster size),
 //! `convrs_spec::wgmma::ws_smem_bytes(BN, STAGES)` bytes of dynamic shared memory.
 //!
 //! # Roles
@@ -26,7 +35,10 @@
 //! - Warpgroups 1 and 2, the consumers (`setmaxnreg.inc` to 224): rows 64(g-1).. of the block
 //!   tile. For each k-tile: wait for `full`, proxy fence (the `cp.async` data was written
 //!   through the generic proxy; wgmma reads through the async one), 4 x m64nBNk16 wgmma, commit,
-//!   `wait_group 1` (k-tile kt-1's wgmmas retired), then arrive on kt-1's `empty` (256 arrivals).
+//!   `wait_group 1` (k-tile kt-1's wgmmas retired), then arrive on kt-1's `empty` (256 arrivals;
+//!   in clusters lane 0 of each consumer warp arrives on every CTA's barrier, 16 arrivals). After
+//!   the last k-tile of a tile, `wait_group 0`, release the last stage, and the epilogue
+//!   (`store_tile`).
 //!
 //! # Ring
 //!
