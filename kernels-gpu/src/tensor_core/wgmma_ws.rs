@@ -265,7 +265,7 @@ unsafe fn store_tile<O: Operands, Acc: Accumulators, const BF16: bool>(sh: &Conv
         });
     } else {
         // fp32: each lane's pair is a full 8 bytes, a quad's a whole 32-byte sector. Trading
-        // pieces for 16-byte stores here measured 1.4x slower on the H100 (the 1x1 layers
+        // pieces for 16-byte stores here measured 1.2-1.4x slower on the H100 (the 1x1 layers
         // most), so the pairs are stored as they are.
         unroll!(32: Acc::N / 8, j => {
             let col = n0 + 8 * j as u32 + 2 * q;
