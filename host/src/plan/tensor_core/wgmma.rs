@@ -124,14 +124,15 @@ fn tiles(step: &Step, t: &Tile, m: usize, n: usize) -> usize {
     m.div_ceil(BLOCK_M * step.cluster) * step.cluster * n.div_ceil(t.bn)
 }
 
-/// Blocks to launch: one per output tile, or on a persistent grid as many as `d` holds at once
-/// (whole clusters, at least one), at most one per tile.
-fn grid_blocks(step: &Step, t: &Tile, d: &DeviceModel, m: usize, n: usize) -> usize {
+/// Blocks to launch with tile `i` of `step`: one per output tile, or on a persistent grid as
+/// many as `d` holds at once (whole clusters, at least one), at most one per tile.
+fn grid_blocks(step: &Step, i: usize, d: &DeviceModel, m: usize, n: usize) -> usize {
+    let t = &step.tiles[i];
     let all = tiles(step, t, m, n);
     if !step.persistent {
         return all;
     }
-    let resident = d.sms as usize * blocks_per_sm(d, step.threads, step.model[0].0, (step.smem)(t)).max(1);
+    let resident = d.sms as usize * blocks_per_sm(d, step.threads, step.model[i].0, (step.smem)(t)).max(1);
     all.min(resident / step.cluster * step.cluster).max(step.cluster)
 }
 
@@ -162,7 +163,7 @@ fn plan_step(problem: &Conv2d, device: &DeviceModel, step: &Step, bf16: bool) ->
     let t = &step.tiles[i];
     Ok(LaunchPlan {
         kernel: if bf16 { t.bf16 } else { t.fp16 },
-        grid: (grid_blocks(step, t, device, m, p.k) as u32, 1, 1),
+        grid: (grid_blocks(step, i, device, m, p.k) as u32, 1, 1),
         block: (step.threads as u32, 1, 1),
         shared_bytes: (step.smem)(t) as u32,
         dtype: if bf16 { DType::BF16 } else { DType::F16 },
