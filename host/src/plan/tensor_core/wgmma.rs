@@ -351,6 +351,10 @@ mod tests {
         // Step 5: 392 M tiles in 196 clusters of 2 (an odd count rounds up), boxes of half the tile.
         let mc = plan_mc(&seed, &d).unwrap();
         assert_eq!((mc.kernel, mc.grid, mc.filter_map_rows), ("wgmma_mc_nhwc_128x256k64", (784, 1, 1), Some(128)));
+        // Step 6: one block per SM on the 784 tiles; never more blocks than tiles.
+        assert_eq!(plan_pws(&seed, &d).unwrap().grid, (d.sms, 1, 1));
+        assert_eq!(plan_pmc(&seed, &d).unwrap().grid, (d.sms / 2 * 2, 1, 1));
+        assert_eq!(plan_pws(&Conv2d::new(1, 64, 9, 9, 64, 3, 3), &d).unwrap().grid, (1, 1, 1));
         let odd = plan_mc(&Conv2d::new(1, 64, 9, 9, 64, 3, 3).with_pad(1), &d).unwrap();
         assert_eq!((odd.kernel, odd.grid, odd.filter_map_rows), ("wgmma_mc_nhwc_128x128k64", (2, 1, 1), Some(64)));
     }
