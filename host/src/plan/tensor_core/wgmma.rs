@@ -173,58 +173,17 @@ fn plan_step(problem: &Conv2d, device: &DeviceModel, step: &Step, bf16: bool) ->
     })
 }
 
-pub fn plan(problem: &Conv2d, device: &DeviceModel) -> Result<LaunchPlan> {
-    plan_step(problem, device, &STEP3, false)
-}
+/// Every step, in the progression's order: `plan_of::<I, BF16>` plans step `STEPS[I]`.
+const STEPS: [&Step; 5] = [&STEP3, &STEP4, &STEP5, &STEP6, &STEP6_MC];
 
-/// The plan of the bf16 entries (`wgmma_nhwc_bf16`).
-pub fn plan_bf16(problem: &Conv2d, device: &DeviceModel) -> Result<LaunchPlan> {
-    plan_step(problem, device, &STEP3, true)
-}
-
-/// The plan of the warp-specialized entries (`wgmma_ws_nhwc`).
-pub fn plan_ws(problem: &Conv2d, device: &DeviceModel) -> Result<LaunchPlan> {
-    plan_step(problem, device, &STEP4, false)
-}
-
-/// The plan of the warp-specialized bf16 entries (`wgmma_ws_nhwc_bf16`).
-pub fn plan_ws_bf16(problem: &Conv2d, device: &DeviceModel) -> Result<LaunchPlan> {
-    plan_step(problem, device, &STEP4, true)
-}
-
-/// The plan of step 5 (`wgmma_mc_nhwc`).
-pub fn plan_mc(problem: &Conv2d, device: &DeviceModel) -> Result<LaunchPlan> {
-    plan_step(problem, device, &STEP5, false)
-}
-
-/// The plan of step 5 on bf16 data (`wgmma_mc_nhwc_bf16`).
-pub fn plan_mc_bf16(problem: &Conv2d, device: &DeviceModel) -> Result<LaunchPlan> {
-    plan_step(problem, device, &STEP5, true)
-}
-
-/// The plan of step 6 (`wgmma_pws_nhwc`).
-pub fn plan_pws(problem: &Conv2d, device: &DeviceModel) -> Result<LaunchPlan> {
-    plan_step(problem, device, &STEP6, false)
-}
-
-/// The plan of step 6 on bf16 data (`wgmma_pws_nhwc_bf16`).
-pub fn plan_pws_bf16(problem: &Conv2d, device: &DeviceModel) -> Result<LaunchPlan> {
-    plan_step(problem, device, &STEP6, true)
-}
-
-/// The plan of step 6 in clusters (`wgmma_pmc_nhwc`).
-pub fn plan_pmc(problem: &Conv2d, device: &DeviceModel) -> Result<LaunchPlan> {
-    plan_step(problem, device, &STEP6_MC, false)
-}
-
-/// The plan of step 6 in clusters on bf16 data (`wgmma_pmc_nhwc_bf16`).
-pub fn plan_pmc_bf16(problem: &Conv2d, device: &DeviceModel) -> Result<LaunchPlan> {
-    plan_step(problem, device, &STEP6_MC, true)
+/// The registry's plan of step `STEPS[I]`'s entries, the bf16 ones if `BF16`.
+fn plan_of<const I: usize, const BF16: bool>(problem: &Conv2d, device: &DeviceModel) -> Result<LaunchPlan> {
+    plan_step(problem, device, STEPS[I], BF16)
 }
 
 /// Every entry point the plans can name, fp16 then bf16, step by step.
 pub fn kernel_names() -> Vec<&'static str> {
-    [&STEP3, &STEP4, &STEP5, &STEP6, &STEP6_MC].iter().flat_map(|s| s.tiles.iter().map(|t| t.fp16).chain(s.tiles.iter().map(|t| t.bf16))).collect()
+    STEPS.iter().flat_map(|s| s.tiles.iter().map(|t| t.fp16).chain(s.tiles.iter().map(|t| t.bf16))).collect()
 }
 
 /// The registry's entry.
@@ -237,7 +196,7 @@ pub const KERNEL: KernelDesc = KernelDesc {
     outputs: &[DType::F16, DType::F32],
     layouts: (Layout::Nhwc, Layout::Nhwc, Layout::Nhwc),
     multiples: (1, 8, 8),
-    plan,
+    plan: plan_of::<0, false>,
 };
 
 /// The registry's entry for bf16 data: the same kernel with the bf16 `wgmma`.
@@ -247,7 +206,7 @@ pub const KERNEL_BF16: KernelDesc = KernelDesc {
     summary: "family 3 step 3 (Hopper) on bf16 data",
     dtype: DType::BF16,
     outputs: &[DType::BF16, DType::F32],
-    plan: plan_bf16,
+    plan: plan_of::<0, true>,
     ..KERNEL
 };
 
@@ -256,7 +215,7 @@ pub const KERNEL_WS: KernelDesc = KernelDesc {
     algorithm: Algorithm::WgmmaWsNhwc,
     name: STEP4.names[0],
     summary: "family 3 step 4 (Hopper): step 3 warp-specialized, filters by TMA, an mbarrier ring",
-    plan: plan_ws,
+    plan: plan_of::<1, false>,
     ..KERNEL
 };
 
@@ -265,7 +224,7 @@ pub const KERNEL_WS_BF16: KernelDesc = KernelDesc {
     algorithm: Algorithm::WgmmaWsNhwcBf16,
     name: STEP4.names[1],
     summary: "family 3 step 4 (Hopper) on bf16 data",
-    plan: plan_ws_bf16,
+    plan: plan_of::<1, true>,
     ..KERNEL_BF16
 };
 
@@ -274,7 +233,7 @@ pub const KERNEL_MC: KernelDesc = KernelDesc {
     algorithm: Algorithm::WgmmaMcNhwc,
     name: STEP5.names[0],
     summary: "family 3 step 5 (Hopper): step 4 in clusters of 2 CTAs sharing each filter tile by TMA multicast",
-    plan: plan_mc,
+    plan: plan_of::<2, false>,
     ..KERNEL
 };
 
@@ -283,7 +242,7 @@ pub const KERNEL_MC_BF16: KernelDesc = KernelDesc {
     algorithm: Algorithm::WgmmaMcNhwcBf16,
     name: STEP5.names[1],
     summary: "family 3 step 5 (Hopper) on bf16 data",
-    plan: plan_mc_bf16,
+    plan: plan_of::<2, true>,
     ..KERNEL_BF16
 };
 
@@ -292,7 +251,7 @@ pub const KERNEL_PWS: KernelDesc = KernelDesc {
     algorithm: Algorithm::WgmmaPwsNhwc,
     name: STEP6.names[0],
     summary: "family 3 step 6 (Hopper): step 4 on a persistent grid, the next tile's loads under the epilogue",
-    plan: plan_pws,
+    plan: plan_of::<3, false>,
     ..KERNEL
 };
 
@@ -301,7 +260,7 @@ pub const KERNEL_PWS_BF16: KernelDesc = KernelDesc {
     algorithm: Algorithm::WgmmaPwsNhwcBf16,
     name: STEP6.names[1],
     summary: "family 3 step 6 (Hopper) on bf16 data",
-    plan: plan_pws_bf16,
+    plan: plan_of::<3, true>,
     ..KERNEL_BF16
 };
 
@@ -310,7 +269,7 @@ pub const KERNEL_PMC: KernelDesc = KernelDesc {
     algorithm: Algorithm::WgmmaPmcNhwc,
     name: STEP6_MC.names[0],
     summary: "family 3 step 6 (Hopper) in clusters of 2 with the filter multicast",
-    plan: plan_pmc,
+    plan: plan_of::<4, false>,
     ..KERNEL
 };
 
@@ -319,7 +278,7 @@ pub const KERNEL_PMC_BF16: KernelDesc = KernelDesc {
     algorithm: Algorithm::WgmmaPmcNhwcBf16,
     name: STEP6_MC.names[1],
     summary: "family 3 step 6 (Hopper) in clusters on bf16 data",
-    plan: plan_pmc_bf16,
+    plan: plan_of::<4, true>,
     ..KERNEL_BF16
 };
 
@@ -336,7 +295,7 @@ mod tests {
             let ratio = cost(step, &d, i, m, 512, 256, 9) / measured_us;
             assert!((0.9..=1.1).contains(&ratio), "{} tile {i}: predicted/measured {ratio:.2}", step.names[0]);
         }
-        let plan = plan(&seed, &d).unwrap();
+        let plan = Algorithm::WgmmaNhwc.plan(&seed, &d).unwrap();
         assert_eq!((plan.kernel, plan.block, plan.grid), ("wgmma_nhwc_128x256k64", (256, 1, 1), (784, 1, 1)));
         assert_eq!(plan.shared_bytes as usize, 4 * 48 * 1024 + 1024);
         // The mma.sync kernel's own model predicts it slower on this shape, so Auto prefers this one.
@@ -344,18 +303,18 @@ mod tests {
         assert!(plan.predicted_us < mma.predicted_us, "{} vs {}", plan.predicted_us, mma.predicted_us);
         // Step 4 takes the filter's tensor map with boxes of BN rows; step 3 none.
         assert_eq!(plan.filter_map_rows, None);
-        let ws = plan_ws(&seed, &d).unwrap();
+        let ws = Algorithm::WgmmaWsNhwc.plan(&seed, &d).unwrap();
         assert_eq!((ws.kernel, ws.block, ws.grid, ws.filter_map_rows), ("wgmma_ws_nhwc_128x256k64", (384, 1, 1), (784, 1, 1), Some(256)));
         assert_eq!(ws.shared_bytes as usize, 4 * 48 * 1024 + 1024 + 128);
         assert!(ws.predicted_us < plan.predicted_us);
         // Step 5: 392 M tiles in 196 clusters of 2 (an odd count rounds up), boxes of half the tile.
-        let mc = plan_mc(&seed, &d).unwrap();
+        let mc = Algorithm::WgmmaMcNhwc.plan(&seed, &d).unwrap();
         assert_eq!((mc.kernel, mc.grid, mc.filter_map_rows), ("wgmma_mc_nhwc_128x256k64", (784, 1, 1), Some(128)));
         // Step 6: one block per SM on the 784 tiles; never more blocks than tiles.
-        assert_eq!(plan_pws(&seed, &d).unwrap().grid, (d.sms, 1, 1));
-        assert_eq!(plan_pmc(&seed, &d).unwrap().grid, (d.sms / 2 * 2, 1, 1));
-        assert_eq!(plan_pws(&Conv2d::new(1, 64, 9, 9, 64, 3, 3), &d).unwrap().grid, (1, 1, 1));
-        let odd = plan_mc(&Conv2d::new(1, 64, 9, 9, 64, 3, 3).with_pad(1), &d).unwrap();
+        assert_eq!(Algorithm::WgmmaPwsNhwc.plan(&seed, &d).unwrap().grid, (d.sms, 1, 1));
+        assert_eq!(Algorithm::WgmmaPmcNhwc.plan(&seed, &d).unwrap().grid, (d.sms / 2 * 2, 1, 1));
+        assert_eq!(Algorithm::WgmmaPwsNhwc.plan(&Conv2d::new(1, 64, 9, 9, 64, 3, 3), &d).unwrap().grid, (1, 1, 1));
+        let odd = Algorithm::WgmmaMcNhwc.plan(&Conv2d::new(1, 64, 9, 9, 64, 3, 3).with_pad(1), &d).unwrap();
         assert_eq!((odd.kernel, odd.grid, odd.filter_map_rows), ("wgmma_mc_nhwc_128x128k64", (2, 1, 1), Some(64)));
     }
 
@@ -363,16 +322,16 @@ mod tests {
     fn refuses_other_devices_and_channel_counts_with_reasons() {
         let p = Conv2d::new(2, 64, 9, 9, 64, 3, 3).with_pad(1);
         for name in ["a100", "l40s", "rtx4090"] {
-            let e = plan(&p, &DeviceModel::named(name).unwrap()).unwrap_err();
+            let e = Algorithm::WgmmaNhwc.plan(&p, &DeviceModel::named(name).unwrap()).unwrap_err();
             assert!(e.to_string().contains("compute capability 9.0"), "{name}: {e}");
         }
         let h100 = DeviceModel::named("h100").unwrap();
         let unloaded = DeviceModel { sm90a: false, ..h100.clone() };
-        assert!(plan(&p, &unloaded).unwrap_err().to_string().contains("did not load"));
-        assert!(plan_bf16(&Conv2d { c: 12, ..p }, &h100).unwrap_err().to_string().contains("multiples of 8"));
-        assert_eq!(plan_bf16(&p, &h100).unwrap().kernel, "wgmma_nhwc_bf16_128x128k64");
-        assert_eq!(plan_ws_bf16(&p, &h100).unwrap().kernel, "wgmma_ws_nhwc_bf16_128x128k64");
-        assert!(plan_ws(&p, &unloaded).unwrap_err().to_string().contains("did not load"));
+        assert!(Algorithm::WgmmaNhwc.plan(&p, &unloaded).unwrap_err().to_string().contains("did not load"));
+        assert!(Algorithm::WgmmaNhwcBf16.plan(&Conv2d { c: 12, ..p }, &h100).unwrap_err().to_string().contains("multiples of 8"));
+        assert_eq!(Algorithm::WgmmaNhwcBf16.plan(&p, &h100).unwrap().kernel, "wgmma_nhwc_bf16_128x128k64");
+        assert_eq!(Algorithm::WgmmaWsNhwcBf16.plan(&p, &h100).unwrap().kernel, "wgmma_ws_nhwc_bf16_128x128k64");
+        assert!(Algorithm::WgmmaWsNhwc.plan(&p, &unloaded).unwrap_err().to_string().contains("did not load"));
         assert_eq!(kernel_names().len(), 20);
     }
 }
