@@ -503,7 +503,7 @@ unsafe fn release<const STAGES: usize, const CLUSTER: u32>(ring: Ring<STAGES>, s
 /// operands `$ops` for clusters of `$cluster` CTAs: the fp16 and the bf16 twin of each tile,
 /// with the filter tensor map after `y`.
 macro_rules! entries {
-    ($ops:ident $cluster:literal $persistent:literal $(($fp16:ident, $bf16:ident, $bn:literal, $stages:literal))*) => {
+    ($ops:ident $cluster:tt $persistent:literal $(($fp16:ident, $bf16:ident, $bn:literal, $stages:literal))*) => {
         $(
             $crate::conv_kernel!(
                 fn $fp16(x: *const u16, w: *const u16, y: *mut f32, wmap: *const u8) => $crate::tensor_core::wgmma_ws::conv::<$ops, [f32; $bn / 2], $stages, $cluster, $persistent, false>
@@ -517,6 +517,6 @@ macro_rules! entries {
 
 use super::nhwc::Nhwc;
 convrs_spec::wgmma_ws_tiles!(entries, Nhwc, 1, false);
-convrs_spec::wgmma_mc_tiles!(entries, Nhwc, 2, false);
+convrs_spec::wgmma_mc_tiles!(entries, Nhwc, { convrs_spec::wgmma::MC_CLUSTER as u32 }, false);
 convrs_spec::wgmma_pws_tiles!(entries, Nhwc, 1, true);
-convrs_spec::wgmma_pmc_tiles!(entries, Nhwc, 2, true);
+convrs_spec::wgmma_pmc_tiles!(entries, Nhwc, { convrs_spec::wgmma::MC_CLUSTER as u32 }, true);
