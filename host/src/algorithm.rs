@@ -75,6 +75,17 @@ pub enum Algorithm {
     WgmmaPmcNhwc,
     /// `WgmmaPmcNhwc` on bf16 data (bf16 in, fp32 accumulate, bf16 or fp32 out).
     WgmmaPmcNhwcBf16,
+    /// Family 3, step 7 (Hopper): `WgmmaPwsNhwc` with the activations brought in by the tensor
+    /// memory accelerator in im2col mode too (one copy per k-tile from one producer thread).
+    /// Same layouts and types; refuses geometries an im2col tensor map cannot describe (padding
+    /// or dilated filter extents past 127, strides past 8).
+    WgmmaTmaNhwc,
+    /// `WgmmaTmaNhwc` on bf16 data (bf16 in, fp32 accumulate, bf16 or fp32 out).
+    WgmmaTmaNhwcBf16,
+    /// Step 7 in step 5's clusters of 2 sharing each filter tile.
+    WgmmaTmcNhwc,
+    /// `WgmmaTmcNhwc` on bf16 data (bf16 in, fp32 accumulate, bf16 or fp32 out).
+    WgmmaTmcNhwcBf16,
 }
 
 /// The kernels of the registry, in its order (const-evaluated, so it cannot drift from it).
@@ -193,17 +204,22 @@ pub fn launch<T: Element, O: Element>(gpu: &Gpu, plan: &LaunchPlan, problem: &Co
     let args = shape_args(problem, plan.out_dtype);
     let cfg = LaunchConfig { grid_dim: plan.grid, block_dim: plan.block, shared_mem_bytes: plan.shared_bytes };
     let filter_map = plan.filter_map_rows.map(|rows| gpu.filter_map(filter, problem, rows)).transpose()?;
+    let input_map = plan.input_map.then(|| gpu.input_map(input, problem)).transpose()?;
     let mut b = gpu.stream().launch_builder(&f);
     b.arg(input).arg(filter).arg(output);
     if let Some(map) = &filter_map {
+        b.arg(map);
+    }
+    if let Some(map) = &input_map {
         b.arg(map);
     }
     for a in &args {
         b.arg(a);
     }
     // SAFETY: the kernel's arguments are (input, filter, output, shape...) by the conv_kernel! convention,
-    // with the filter's tensor map after the output where the plan says the kernel takes one (the
-    // map of this filter buffer and this problem); the buffer lengths were checked above.
+    // with the filter's tensor map after the output and the input's after that where the plan
+    // says the kernel takes them (the maps of these buffers and this problem); the buffer lengths
+    // were checked above.
     unsafe { b.launch(cfg) }.map_err(cuda_err(plan.kernel))?;
     Ok(())
 }

@@ -42,8 +42,8 @@ pub struct Gpu {
     model: DeviceModel,
     /// Autotuning's winners (loaded from the user's cache file at first use).
     tune_cache: Mutex<Option<crate::tune::TuneCache>>,
-    /// The filters' TMA tensor maps uploaded so far.
-    filter_maps: Mutex<crate::tensor_map::FilterMaps>,
+    /// The TMA tensor maps (filters', inputs') uploaded so far.
+    tensor_maps: Mutex<crate::tensor_map::TensorMaps>,
 }
 
 pub(crate) fn cuda_err(what: &str) -> impl FnOnce(cudarc::driver::DriverError) -> Error + '_ {
@@ -136,7 +136,7 @@ impl Gpu {
         };
         model.sm90a = sm90a.is_some();
         let stream = ctx.default_stream();
-        Ok(Gpu { ctx, stream, module, sm90a, functions: Mutex::new(HashMap::new()), info, model, tune_cache: Mutex::new(None), filter_maps: Mutex::default() })
+        Ok(Gpu { ctx, stream, module, sm90a, functions: Mutex::new(HashMap::new()), info, model, tune_cache: Mutex::new(None), tensor_maps: Mutex::default() })
     }
 
     pub fn info(&self) -> &DeviceInfo {
@@ -197,7 +197,20 @@ impl Gpu {
         use cudarc::driver::DevicePtr;
         let (address, _sync) = filter.device_ptr(&self.stream);
         let key = crate::tensor_map::FilterMapKey::new(address, problem, rows, T::DTYPE);
-        let mut maps = self.filter_maps.lock().unwrap_or_else(|p| p.into_inner());
+        self.tensor_map(crate::tensor_map::MapKey::Filter(key))
+    }
+
+    /// The device address of the im2col TMA tensor map of `input` (NHWC, `problem`'s sizes and
+    /// geometry), encoded and uploaded at the first request for it.
+    pub(crate) fn input_map<T: Element>(&self, input: &CudaSlice<T>, problem: &crate::Conv2d) -> Result<u64> {
+        use cudarc::driver::DevicePtr;
+        let (address, _sync) = input.device_ptr(&self.stream);
+        let key = crate::tensor_map::InputMapKey::new(address, problem, T::DTYPE).map_err(Error::InvalidArgument)?;
+        self.tensor_map(crate::tensor_map::MapKey::Input(key))
+    }
+
+    fn tensor_map(&self, key: crate::tensor_map::MapKey) -> Result<u64> {
+        let mut maps = self.tensor_maps.lock().unwrap_or_else(|p| p.into_inner());
         maps.address(key, |bytes| self.upload(bytes))
     }
 

@@ -31,6 +31,9 @@ pub struct LaunchPlan {
     /// the filter (KRSC, the input's 16-bit type) whose boxes are `rows` output channels by 64
     /// channels ([`crate::tensor_map`]); [`crate::launch`] builds it once per filter buffer.
     pub filter_map_rows: Option<u32>,
+    /// Whether the kernel takes one more pointer after the filter's map: an im2col TMA tensor
+    /// map of the input (NHWC, boxes of 128 pixels by 64 channels, [`crate::tensor_map`]).
+    pub input_map: bool,
 }
 
 pub use crate::device::DeviceModel;

@@ -96,6 +96,9 @@ impl<T: Element, O: Element> Prepared<T, O> {
         if let Some(rows) = plan.filter_map_rows {
             gpu.filter_map(&w, &run, rows)?;
         }
+        if plan.input_map {
+            gpu.input_map(&x, &run)?;
+        }
         Ok(Prepared { kernel, plan, problem: *problem, run, x, w, y })
     }
 

@@ -109,6 +109,10 @@ pub const KERNELS: &[KernelDesc] = &[
     plan::tensor_core::wgmma::KERNEL_PWS_BF16,
     plan::tensor_core::wgmma::KERNEL_PMC,
     plan::tensor_core::wgmma::KERNEL_PMC_BF16,
+    plan::tensor_core::wgmma::KERNEL_TMA,
+    plan::tensor_core::wgmma::KERNEL_TMA_BF16,
+    plan::tensor_core::wgmma::KERNEL_TMC,
+    plan::tensor_core::wgmma::KERNEL_TMC_BF16,
 ];
 
 /// The description of `algorithm`, `None` for [`Algorithm::Auto`].

@@ -1,17 +1,19 @@
 //! TMA tensor maps of filters, for the kernels whose plans set
 //! [`LaunchPlan::filter_map_rows`](crate::plan::LaunchPlan::filter_map_rows) (the
-//! warp-specialized Hopper kernels, `wgmma_ws_nhwc*`).
+//! warp-specialized Hopper kernels, `wgmma_ws_nhwc*`), and of inputs in im2col mode, for those
+//! that set [`LaunchPlan::input_map`](crate::plan::LaunchPlan::input_map) (step 7,
+//! `wgmma_tma_nhwc*`).
 //!
-//! A map is 128 opaque bytes that the driver encodes (`cuTensorMapEncodeTiled`) from the
-//! filter's address, sizes and strides and the box one copy brings in. The kernels read it from
-//! global memory, so it is uploaded once and kept by the [`crate::Gpu`] keyed by everything it
-//! encodes: a map found in the cache is exactly the one a fresh encoding would give, even for a
-//! new buffer at a freed buffer's address.
+//! A map is 128 opaque bytes that the driver encodes (`cuTensorMapEncodeTiled`,
+//! `cuTensorMapEncodeIm2col`) from the tensor's address, sizes and strides and the box one copy
+//! brings in. The kernels read it from global memory, so it is uploaded once and kept by the
+//! [`crate::Gpu`] keyed by everything it encodes: a map found in the cache is exactly the one a
+//! fresh encoding would give, even for a new buffer at a freed buffer's address.
 
 use std::collections::HashMap;
 
 use cudarc::driver::sys::{
-    cuTensorMapEncodeTiled, CUtensorMap, CUtensorMapDataType, CUtensorMapFloatOOBfill, CUtensorMapInterleave, CUtensorMapL2promotion,
+    cuTensorMapEncodeIm2col, cuTensorMapEncodeTiled, CUtensorMap, CUtensorMapDataType, CUtensorMapFloatOOBfill, CUtensorMapInterleave, CUtensorMapL2promotion,
     CUtensorMapSwizzle,
 };
 use cudarc::driver::CudaSlice;
@@ -21,6 +23,8 @@ use crate::{Conv2d, Error, Result};
 
 /// Channels per box row: one 128-byte swizzle row of 16-bit elements.
 const BOX_CHANNELS: u32 = 64;
+/// Pixels (GEMM rows) per im2col box: the kernels' block tile rows.
+const BOX_PIXELS: u32 = convrs_spec::wgmma::BLOCK_M as u32;
 
 /// What a filter map encodes; equal keys give equal maps.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -45,11 +49,7 @@ impl FilterMapKey {
     /// boxes of {64, 1, rows}, 128-byte swizzle (the layout the kernels' wgmma descriptors
     /// read), zeros for elements outside the tensor (channel and output-channel tails).
     pub fn encode(&self) -> Result<[u8; 128]> {
-        let data_type = match self.dtype {
-            DType::F16 => CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
-            DType::BF16 => CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
-            DType::F32 => return Err(Error::InvalidArgument("filter tensor maps are for 16-bit filters".into())),
-        };
+        let data_type = data_type(self.dtype)?;
         let dims = [self.c, self.taps, self.k];
         // Bytes from one index of dimensions 1 and 2 to the next (dimension 0 is contiguous);
         // the driver wants multiples of 16: C is a multiple of 8 in every plan that asks for a map.
@@ -76,28 +76,148 @@ impl FilterMapKey {
             )
         };
         r.result().map_err(|e| Error::Cuda(format!("encoding the filter's tensor map ({self:?}): {e}")))?;
-        let mut bytes = [0u8; 128];
-        for (chunk, word) in bytes.chunks_exact_mut(8).zip(map.opaque) {
-            chunk.copy_from_slice(&word.to_le_bytes());
+        Ok(bytes_of(map))
+    }
+}
+
+/// The driver's name for a 16-bit element type.
+fn data_type(dtype: DType) -> Result<CUtensorMapDataType> {
+    match dtype {
+        DType::F16 => Ok(CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT16),
+        DType::BF16 => Ok(CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16),
+        DType::F32 => Err(Error::InvalidArgument("tensor maps are for 16-bit tensors".into())),
+    }
+}
+
+/// The map's 128 bytes as the kernels read them.
+fn bytes_of(map: CUtensorMap) -> [u8; 128] {
+    let mut bytes = [0u8; 128];
+    for (chunk, word) in bytes.chunks_exact_mut(8).zip(map.opaque) {
+        chunk.copy_from_slice(&word.to_le_bytes());
+    }
+    bytes
+}
+
+/// What an input map encodes: an NHWC input read in im2col mode for one convolution geometry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct InputMapKey {
+    /// The NHWC input's device address.
+    pub address: u64,
+    /// N, H, W, C.
+    pub dims: [u64; 4],
+    /// The bounding box of the filter window's first tap, per axis W then H: from
+    /// `-pad` to `pad - (taps - 1) * dilation` past the last pixel.
+    pub lower: [i32; 2],
+    pub upper: [i32; 2],
+    /// The convolution's strides, W then H.
+    pub strides: [u32; 2],
+    pub dtype: DType,
+}
+
+/// For a 4-D tensor the im2col bounding box's corners are signed 8-bit numbers (CUDA driver
+/// API, `cuTensorMapEncodeIm2col`) and the copy's tap offsets unsigned 8-bit ones (PTX ISA,
+/// im2col mode); the traversal strides are at most 8.
+pub(crate) const IM2COL_CORNER: std::ops::RangeInclusive<i64> = -128..=127;
+pub(crate) const IM2COL_MAX_OFFSET: usize = 255;
+pub(crate) const IM2COL_MAX_STRIDE: usize = 8;
+
+impl InputMapKey {
+    /// The key of `problem`'s input at `address`, or why im2col mode cannot describe it.
+    pub fn new(address: u64, problem: &Conv2d, dtype: DType) -> std::result::Result<Self, String> {
+        let p = problem;
+        let corner = |pad: usize, taps: usize, dil: usize| -> std::result::Result<(i32, i32), String> {
+            let (lo, hi) = (-(pad as i64), pad as i64 - ((taps - 1) * dil) as i64);
+            if IM2COL_CORNER.contains(&lo) && IM2COL_CORNER.contains(&hi) {
+                Ok((lo as i32, hi as i32))
+            } else {
+                Err(format!("the im2col box's corners ({lo}, {hi}: padding, and padding less the dilated filter extent) must lie in -128..=127"))
+            }
+        };
+        if p.stride.0 > IM2COL_MAX_STRIDE || p.stride.1 > IM2COL_MAX_STRIDE {
+            return Err(format!("strides above {IM2COL_MAX_STRIDE} do not fit the im2col copy's traversal stride"));
         }
-        Ok(bytes)
+        if (p.r - 1) * p.dilation.0 > IM2COL_MAX_OFFSET || (p.s - 1) * p.dilation.1 > IM2COL_MAX_OFFSET {
+            return Err(format!("dilated filter extents past {IM2COL_MAX_OFFSET} do not fit the im2col copy's tap offsets"));
+        }
+        let (w_lo, w_hi) = corner(p.pad.1, p.s, p.dilation.1)?;
+        let (h_lo, h_hi) = corner(p.pad.0, p.r, p.dilation.0)?;
+        Ok(InputMapKey {
+            address,
+            dims: [p.n as u64, p.h as u64, p.w as u64, p.c as u64],
+            lower: [w_lo, h_lo],
+            upper: [w_hi, h_hi],
+            strides: [p.stride.1 as u32, p.stride.0 as u32],
+            dtype,
+        })
+    }
+
+    /// The driver's encoding: a 4-D tensor {C, W, H, N} (innermost first) read in im2col mode,
+    /// 128 pixels of 64 channels a copy, 128-byte swizzle (as the filter's boxes), zeros outside
+    /// the tensor (padding, channel tails, rows past the last image).
+    pub fn encode(&self) -> Result<[u8; 128]> {
+        let data_type = data_type(self.dtype)?;
+        let [n, h, w, c] = self.dims;
+        let dims = [c, w, h, n];
+        let strides = [2 * c, 2 * c * w, 2 * c * w * h];
+        let element_strides = [1, self.strides[0], self.strides[1], 1];
+        let mut map = CUtensorMap { opaque: [0; 16] };
+        // SAFETY: every pointer addresses an array of the length the rank-4 call reads (4; 3 for
+        // the strides; 2 for the corners); `map` is a 64-byte aligned CUtensorMap the driver
+        // writes and nothing else.
+        let r = unsafe {
+            cuTensorMapEncodeIm2col(
+                &mut map,
+                data_type,
+                4,
+                self.address as *mut core::ffi::c_void,
+                dims.as_ptr(),
+                strides.as_ptr(),
+                self.lower.as_ptr(),
+                self.upper.as_ptr(),
+                BOX_CHANNELS,
+                BOX_PIXELS,
+                element_strides.as_ptr(),
+                CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
+                CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
+                CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+                CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+            )
+        };
+        r.result().map_err(|e| Error::Cuda(format!("encoding the input's im2col tensor map ({self:?}): {e}")))?;
+        Ok(bytes_of(map))
+    }
+}
+
+/// Any map's key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum MapKey {
+    Filter(FilterMapKey),
+    Input(InputMapKey),
+}
+
+impl MapKey {
+    fn encode(&self) -> Result<[u8; 128]> {
+        match self {
+            MapKey::Filter(k) => k.encode(),
+            MapKey::Input(k) => k.encode(),
+        }
     }
 }
 
 /// The uploaded maps of one GPU.
 #[derive(Default)]
-pub(crate) struct FilterMaps {
-    maps: HashMap<FilterMapKey, CudaSlice<u8>>,
+pub(crate) struct TensorMaps {
+    maps: HashMap<MapKey, CudaSlice<u8>>,
 }
 
-impl FilterMaps {
+impl TensorMaps {
     /// Past this many maps (128 bytes each) the cache starts over: a long-running process that
     /// keeps allocating filters would otherwise grow it without end. Freeing is stream-ordered,
     /// so launches already enqueued keep their maps.
     const LIMIT: usize = 4096;
 
     /// The device address of `key`'s map, encoded and uploaded by `upload` the first time.
-    pub fn address(&mut self, key: FilterMapKey, upload: impl FnOnce(&[u8; 128]) -> Result<CudaSlice<u8>>) -> Result<u64> {
+    pub fn address(&mut self, key: MapKey, upload: impl FnOnce(&[u8; 128]) -> Result<CudaSlice<u8>>) -> Result<u64> {
         use cudarc::driver::DevicePtr;
         if !self.maps.contains_key(&key) {
             if self.maps.len() >= Self::LIMIT {
@@ -110,7 +230,7 @@ impl FilterMaps {
         let (address, _sync) = map.device_ptr(map.stream());
         // The driver's allocations are 256-byte aligned; TMA needs the map on 64 bytes.
         if address % 64 != 0 {
-            return Err(Error::Cuda(format!("the filter's tensor map landed at {address:#x}, not 64-byte aligned")));
+            return Err(Error::Cuda(format!("a tensor map landed at {address:#x}, not 64-byte aligned")));
         }
         Ok(address)
     }

@@ -156,6 +156,39 @@ macro_rules! wgmma_pmc_tiles {
 }
 crate::wgmma_pmc_tiles!(declare_tiles, PMC_TILES, "Every compiled tile of step 6 in clusters, in the kernels' declaration order.");
 
+/// Step 7 (the host's `wgmma_tma_nhwc`): step 6 with the activations brought in by the tensor
+/// memory accelerator too, in im2col mode: one `cp.async.bulk.tensor` per k-tile copies the
+/// tile's 128 im2col rows (64 channels of one filter tap each, the padding zero-filled), so one
+/// producer thread does all the copying. Arguments: step 4's with one more pointer after the
+/// filter's map: the input's im2col tensor map (`ws_a_bytes` per copy). Launch as step 6.
+#[macro_export]
+macro_rules! wgmma_tma_tiles {
+    ($callback:path $(, $ctx:tt)*) => {
+        $callback! { $($ctx)*
+            (wgmma_tma_nhwc_128x256k64, wgmma_tma_nhwc_bf16_128x256k64, 256, 4)
+            (wgmma_tma_nhwc_128x128k64, wgmma_tma_nhwc_bf16_128x128k64, 128, 6)
+        }
+    };
+}
+crate::wgmma_tma_tiles!(declare_tiles, TMA_TILES, "Every compiled tile of step 7, in the kernels' declaration order.");
+
+/// Step 7 in step 5's clusters (the host's `wgmma_tmc_nhwc`): persistent, im2col copies, the
+/// filter tile shared by multicast.
+#[macro_export]
+macro_rules! wgmma_tmc_tiles {
+    ($callback:path $(, $ctx:tt)*) => {
+        $callback! { $($ctx)*
+            (wgmma_tmc_nhwc_128x256k64, wgmma_tmc_nhwc_bf16_128x256k64, 256, 4)
+            (wgmma_tmc_nhwc_128x128k64, wgmma_tmc_nhwc_bf16_128x128k64, 128, 6)
+        }
+    };
+}
+crate::wgmma_tmc_tiles!(declare_tiles, TMC_TILES, "Every compiled tile of step 7 in clusters, in the kernels' declaration order.");
+
+/// Bytes one im2col copy of step 7 delivers: BLOCK_M pixels of 64 16-bit channels (zero-filled
+/// ones included), part of the full barrier's expected transaction count.
+pub const WS_A_BYTES: usize = BLOCK_M * 2 * K_TILE;
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,7 +6,7 @@
 use convrs::{Algorithm, Conv2d, DeviceModel, Error, Gpu};
 use convrs_tests::{check_shapes_both_outputs, gpu_or_skip, property_test_gpu, shout};
 
-const ALGOS: [Algorithm; 10] = [
+const ALGOS: [Algorithm; 14] = [
     Algorithm::WgmmaNhwc,
     Algorithm::WgmmaNhwcBf16,
     Algorithm::WgmmaWsNhwc,
@@ -17,6 +17,10 @@ const ALGOS: [Algorithm; 10] = [
     Algorithm::WgmmaPwsNhwcBf16,
     Algorithm::WgmmaPmcNhwc,
     Algorithm::WgmmaPmcNhwcBf16,
+    Algorithm::WgmmaTmaNhwc,
+    Algorithm::WgmmaTmaNhwcBf16,
+    Algorithm::WgmmaTmcNhwc,
+    Algorithm::WgmmaTmcNhwcBf16,
 ];
 
 /// The GPU if it is a Hopper (compute capability 9.0), else `None` after a loud SKIPPED (a

@@ -103,6 +103,8 @@ const LAUNCH_BOUNDS: &[(&str, u32, usize)] = &[
     ("wgmma_mc_", convrs_spec::wgmma::WS_THREADS as u32, convrs_spec::wgmma::MC_CLUSTER),
     ("wgmma_pws_", convrs_spec::wgmma::WS_THREADS as u32, 1),
     ("wgmma_pmc_", convrs_spec::wgmma::WS_THREADS as u32, convrs_spec::wgmma::MC_CLUSTER),
+    ("wgmma_tma_", convrs_spec::wgmma::WS_THREADS as u32, 1),
+    ("wgmma_tmc_", convrs_spec::wgmma::WS_THREADS as u32, convrs_spec::wgmma::MC_CLUSTER),
 ];
 
 /// Inserts the [`LAUNCH_BOUNDS`] directives between each matching `.entry`'s parameter list and

@@ -119,6 +119,25 @@ pub unsafe fn tma_load_3d(dst: u32, map: *const u8, c0: i32, c1: i32, c2: i32, b
     };
 }
 
+/// Im2col 4-D TMA load of an NHWC tensor ({C, W, H, N} innermost first): the map's
+/// pixels-per-column im2col rows, the first for the filter window whose first tap is at
+/// (`w`, `h`) of image `n` (the window origin, maybe in the padding), the next ones the windows
+/// after it in the map's bounding box, each row the map's channels-per-pixel from channel `c` of
+/// the pixel at tap offset (`dw`, `dh`) from its window's origin (zeros outside the tensor);
+/// lands at `dst` in the map's swizzled layout and completes its byte count on `bar`.
+///
+/// # Safety
+/// As [`tma_load_3d`], with `map` a valid 4-D im2col tensor map.
+#[inline(always)]
+pub unsafe fn tma_load_im2col_4d(dst: u32, map: *const u8, c: i32, w: i32, h: i32, n: i32, dw: u16, dh: u16, bar: u32) {
+    // SAFETY: as the caller guarantees; the copy writes only the box at dst.
+    unsafe {
+        asm!("cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes [{d}], [{m}, {{{c}, {w}, {h}, {n}}}], [{b}], {{{dw}, {dh}}};",
+            d = in(reg32) dst, m = in(reg64) map, c = in(reg32) c, w = in(reg32) w, h = in(reg32) h, n = in(reg32) n, b = in(reg32) bar,
+            dw = in(reg16) dw, dh = in(reg16) dh, options(nostack))
+    };
+}
+
 /// `setmaxnreg.dec.sync.aligned.u32 56`: this warpgroup gives registers back to the block's
 /// pool down to 56 a thread (the data-moving warpgroup needs few).
 ///

@@ -9,6 +9,9 @@
 //! - Step 6 (`wgmma_pws_*`, and `wgmma_pmc_*` in clusters, `PERSISTENT`): a persistent grid
 //!   (`min(tiles, SMs)` blocks, whole clusters) walking the output tiles round-robin, the ring
 //!   carried from tile to tile so the producer loads the next tile during the epilogue.
+//! - Step 7 (`wgmma_tma_*`, and `wgmma_tmc_*` in clusters, `IM2COL`): step 6 with the activation
+//!   tile brought in by one im2col TMA copy per k-tile instead of 128 threads' `cp.async`
+//!   ([`produce_im2col`]): one producer thread, one arrival per stage, no proxy fence.
 //!
 //! # Contract
 //!
@@ -21,7 +24,13 @@
 //! elements. `w` itself is not read (the map holds its address). Launch: 384 threads, a 1-D grid
 //! of `ceil(M / 128) * ceil(K / BN)` blocks (N tile fastest; in clusters the M tiles rounded up
 //! to whole clusters; persistent: fewer, any multiple of the cluster size),
-//! `convrs_spec::wgmma::ws_smem_bytes(BN, STAGES)` bytes of dynamic shared memory.
+//! `convrs_spec::wgmma::ws_smem_bytes(BN, STAGES)` bytes of dynamic shared memory. Step 7 takes
+//! one more pointer after `wmap`: `xmap`, the input's im2col tensor map, encoded by
+//! `cuTensorMapEncodeIm2col` as a 4-D tensor {C, W, H, N} (byte strides C*2, W*C*2, H*W*C*2),
+//! bounding box corners {-pad_w, -pad_h} and {pad_w - (S-1)*dil_w, pad_h - (R-1)*dil_h},
+//! element strides {1, stride_w, stride_h, 1}, 64 channels per pixel, 128 pixels per column,
+//! 128B swizzle, zero fill; so the copy for output row m0 and tap (r, s) brings rows m0.. of
+//! the im2col matrix, exactly the A tile step 1's addressing builds.
 //!
 //! # Roles
 //!
@@ -48,13 +57,13 @@
 //! producer: a fresh barrier counts its "previous" phase, parity 1, as complete, so the first
 //! round does not wait). So the producer runs a whole ring ahead of the tensor cores.
 
-use convrs_spec::wgmma::{stage_bytes, ws_b_bytes, ws_smem_bytes, BLOCK_M, K_TILE, WS_THREADS};
+use convrs_spec::wgmma::{stage_bytes, ws_b_bytes, ws_smem_bytes, BLOCK_M, K_TILE, WS_A_BYTES, WS_THREADS};
 
 use super::implicit_gemm::{chan, divmod, Operands, Tap};
 use crate::prelude::mbarrier::{
     cluster_arrive, cluster_ctarank, cluster_wait, cp_async_mbar_arrive_noinc, fence_mbarrier_init, mapa_shared, mbar_arrive,
     mbar_arrive_cluster, mbar_arrive_expect_tx, mbar_init, mbar_wait, prefetch_tensormap, setmaxnreg_dec_56,
-    setmaxnreg_inc_224, tma_load_3d, tma_load_3d_multicast,
+    setmaxnreg_inc_224, tma_load_3d, tma_load_3d_multicast, tma_load_im2col_4d,
 };
 use crate::prelude::matrix::{pack_16x2, shfl_xor, store_global_f32x2, store_global_v4};
 use crate::prelude::wgmma::{commit_group, desc_sw128, fence_proxy_async_shared, Accumulators, DESC_K16};
@@ -126,20 +135,55 @@ impl Tiles {
     }
 }
 
-/// The kernel; see the module docs. Block tile 128 x `Acc::N` x 64, `STAGES` k-tiles in the
-/// ring, operands addressed by `O` (plain NHWC), clusters of `CLUSTER` CTAs sharing the filter
-/// tile, a persistent grid if `PERSISTENT`, bf16 data if `BF16`.
+/// Steps 4 to 6's entries: [`conv`] with activations by `cp.async`.
 ///
 /// # Safety
-/// `x`, `y` hold N*H*W*C and N*P*Q*K elements in `O`'s layouts, 16-byte aligned; `wmap` is the
-/// filter's tensor map as the module docs describe; C and K are multiples of 8 and `sh`
-/// describes them with every index in `i32`.
+/// As [`conv`].
 #[inline(always)]
-pub unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTER: u32, const PERSISTENT: bool, const BF16: bool>(
+pub unsafe fn conv_cp<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTER: u32, const PERSISTENT: bool, const BF16: bool>(
+    x: *const u16,
+    w: *const u16,
+    y: *mut f32,
+    wmap: *const u8,
+    sh: ConvShape,
+) {
+    // SAFETY: as the caller guarantees; without IM2COL the input map is not read.
+    unsafe { conv::<O, Acc, STAGES, CLUSTER, PERSISTENT, BF16, false>(x, w, y, wmap, core::ptr::null(), sh) }
+}
+
+/// Step 7's entries: [`conv`] with activations by im2col TMA copies through `xmap`.
+///
+/// # Safety
+/// As [`conv`].
+#[inline(always)]
+pub unsafe fn conv_im2col<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTER: u32, const PERSISTENT: bool, const BF16: bool>(
+    x: *const u16,
+    w: *const u16,
+    y: *mut f32,
+    wmap: *const u8,
+    xmap: *const u8,
+    sh: ConvShape,
+) {
+    // SAFETY: as the caller guarantees.
+    unsafe { conv::<O, Acc, STAGES, CLUSTER, PERSISTENT, BF16, true>(x, w, y, wmap, xmap, sh) }
+}
+
+/// The kernel; see the module docs. Block tile 128 x `Acc::N` x 64, `STAGES` k-tiles in the
+/// ring, operands addressed by `O` (plain NHWC), clusters of `CLUSTER` CTAs sharing the filter
+/// tile, a persistent grid if `PERSISTENT`, bf16 data if `BF16`, activations by im2col TMA
+/// copies if `IM2COL`.
+///
+/// # Safety
+/// `x`, `y` hold N*H*W*C and N*P*Q*K elements in `O`'s layouts, 16-byte aligned; `wmap` (and
+/// with `IM2COL`, `xmap`) is the filter's (the input's) tensor map as the module docs describe;
+/// C and K are multiples of 8 and `sh` describes them with every index in `i32`.
+#[inline(always)]
+unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTER: u32, const PERSISTENT: bool, const BF16: bool, const IM2COL: bool>(
     x: *const u16,
     _w: *const u16,
     y: *mut f32,
     wmap: *const u8,
+    xmap: *const u8,
     sh: ConvShape,
 ) {
     const {
@@ -162,13 +206,18 @@ pub unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CL
             // SAFETY: 8-byte aligned slots after the stages (inside the launch's shared memory,
             // checked above), initialised once, before any use (the barrier below).
             unsafe {
-                mbar_init(ring.full(s as u32), WG + 1);
+                mbar_init(ring.full(s as u32), if IM2COL { 1 } else { WG + 1 });
                 mbar_init(ring.empty(s as u32), empty_arrivals::<CLUSTER>());
             }
         });
         fence_mbarrier_init();
-        // SAFETY: the contract's tensor map.
-        unsafe { prefetch_tensormap(wmap) };
+        // SAFETY: the contract's tensor maps.
+        unsafe {
+            prefetch_tensormap(wmap);
+            if IM2COL {
+                prefetch_tensormap(xmap);
+            }
+        }
     }
     if CLUSTER == 1 {
         sync_threads();
@@ -200,7 +249,13 @@ pub unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CL
     // The role is uniform per warpgroup, as setmaxnreg and wgmma require.
     if tid < WG {
         // SAFETY: the whole warpgroup; the caller's contract.
-        unsafe { produce::<O, STAGES, CLUSTER>(x, wmap, &sh, ring, tiles, ktiles, tid) };
+        unsafe {
+            if IM2COL {
+                produce_im2col::<O, STAGES, CLUSTER>(xmap, wmap, &sh, ring, tiles, ktiles, tid);
+            } else {
+                produce::<O, STAGES, CLUSTER>(x, wmap, &sh, ring, tiles, ktiles, tid);
+            }
+        }
         // An exited thread no longer counts at the cluster barrier below.
         return;
     }
@@ -211,7 +266,7 @@ pub unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CL
     let (mut s, mut phase) = (0u32, 0u32);
     while let Some((m0, n0)) = tiles.next::<CLUSTER>() {
         // SAFETY: the whole warpgroup, for every tile the producer fills.
-        let acc = unsafe { consume::<Acc, STAGES, CLUSTER, BF16>(ring, cw, ktiles, &mut s, &mut phase) };
+        let acc = unsafe { consume::<Acc, STAGES, CLUSTER, BF16, IM2COL>(ring, cw, ktiles, &mut s, &mut phase) };
         // SAFETY: the caller's contract; this CTA's tile.
         unsafe { store_tile::<O, Acc, BF16>(&sh, y, &acc, m0, n0, cw, tid) };
     }
@@ -422,6 +477,71 @@ unsafe fn produce<O: Operands, const STAGES: usize, const CLUSTER: u32>(
     cp_async_wait_all();
 }
 
+/// Step 7's producer: [`produce`] with one thread issuing both copies of each k-tile, the
+/// activations as one im2col TMA copy of the tile's 128 rows (their windows' taps in the
+/// padding and rows past the last image arrive as zeros). The full barrier's one arrival is the
+/// byte announcement.
+///
+/// # Safety
+/// As [`produce`], with `xmap` the input's im2col tensor map (module docs).
+#[inline(always)]
+unsafe fn produce_im2col<O: Operands, const STAGES: usize, const CLUSTER: u32>(
+    xmap: *const u8,
+    wmap: *const u8,
+    sh: &ConvShape,
+    ring: Ring<STAGES>,
+    mut tiles: Tiles,
+    ktiles: i32,
+    tid: u32,
+) {
+    // SAFETY: the whole warpgroup, as in `produce`.
+    unsafe { setmaxnreg_dec_56() };
+    if tid != 0 {
+        return;
+    }
+    let gemm_m = (sh.n * sh.p * sh.q) as u32;
+    let (mut s, mut phase) = (0u32, 0u32);
+    let bn = tiles.bn;
+    while let Some((m0, n0)) = tiles.next::<CLUSTER>() {
+        // The window origin of the tile's first row; a cluster's tile wholly past M (computed,
+        // never stored) reads the first rows instead.
+        // SAFETY: P*Q >= 1 and Q >= 1 (validated problems have non-empty outputs).
+        let (n, p, q) = unsafe { O::pixel(sh, if m0 < gemm_m { m0 } else { 0 }) };
+        let ih = p as i32 * sh.stride_h - sh.pad_h;
+        let iw = q as i32 * sh.stride_w - sh.pad_w;
+        let mut tap = Tap { c0: 0, s: 0, rdh: 0, sdw: 0, x_off: 0, w_off: 0 };
+        let mut rs = 0i32;
+        let mut kt = 0;
+        while kt < ktiles {
+            // SAFETY: as in `produce`.
+            unsafe { mbar_wait(ring.empty(s), phase ^ 1) };
+            let stage = ring.smem + s * ring.stage;
+            let full = ring.full(s);
+            // SAFETY: the stage is free; its A tile (1024-aligned, 128 rows of 128 bytes) and B
+            // tile receive exactly the announced bytes, as in `produce`; tap offsets fit u16
+            // (the host's map requires them within the bounding box's range).
+            unsafe {
+                mbar_arrive_expect_tx(full, (WS_A_BYTES + ws_b_bytes(bn as usize)) as u32);
+                tma_load_im2col_4d(stage, xmap, tap.c0, iw, ih, n as i32, tap.sdw as u16, tap.rdh as u16, full);
+                let b = stage + BLOCK_M as u32 * ROW;
+                if CLUSTER == 1 {
+                    tma_load_3d(b, wmap, tap.c0, rs, n0 as i32, full);
+                } else {
+                    let part = bn / CLUSTER;
+                    let rank = tiles.rank;
+                    tma_load_3d_multicast(b + rank * part * ROW, wmap, tap.c0, rs, (n0 + rank * part) as i32, full, (1 << CLUSTER) - 1);
+                }
+            }
+            tap.advance::<O>(sh, K_TILE as i32);
+            if tap.c0 == 0 {
+                rs += 1;
+            }
+            (s, phase) = Ring::<STAGES>::next(s, phase);
+            kt += 1;
+        }
+    }
+}
+
 /// A consumer warpgroup (`cw` 0 or 1: block-tile rows 64cw..) on one tile: runs every k-tile's
 /// wgmmas as soon as its stage (from `s`, `phase`, which it advances) is full and hands each
 /// stage back once they retired, the last one too. Returns the accumulators with every wgmma
@@ -431,7 +551,7 @@ unsafe fn produce<O: Operands, const STAGES: usize, const CLUSTER: u32>(
 /// All 128 threads of warpgroup cw + 1 call it together, after the barriers' initialisation,
 /// once for each tile the producer fills.
 #[inline(always)]
-unsafe fn consume<Acc: Accumulators, const STAGES: usize, const CLUSTER: u32, const BF16: bool>(
+unsafe fn consume<Acc: Accumulators, const STAGES: usize, const CLUSTER: u32, const BF16: bool, const IM2COL: bool>(
     ring: Ring<STAGES>,
     cw: u32,
     ktiles: i32,
@@ -448,8 +568,11 @@ unsafe fn consume<Acc: Accumulators, const STAGES: usize, const CLUSTER: u32, co
         // (the producer cannot refill the stage before this warpgroup's release).
         unsafe { mbar_wait(ring.full(*s), *phase) };
         // The A tile was written by cp.async (generic proxy) and made visible to this thread by
-        // the barrier; wgmma reads it through the async proxy.
-        fence_proxy_async_shared();
+        // the barrier; wgmma reads it through the async proxy. (TMA writes through the async
+        // proxy already.)
+        if !IM2COL {
+            fence_proxy_async_shared();
+        }
         // Descriptor start fields count 16-byte units.
         let at = ((*s * ring.stage) >> 4) as u64;
         // SAFETY (the blocks below): uniform control flow (every thread of the warpgroup runs
@@ -506,10 +629,24 @@ macro_rules! entries {
     ($ops:ident $cluster:tt $persistent:literal $(($fp16:ident, $bf16:ident, $bn:literal, $stages:literal))*) => {
         $(
             $crate::conv_kernel!(
-                fn $fp16(x: *const u16, w: *const u16, y: *mut f32, wmap: *const u8) => $crate::tensor_core::wgmma_ws::conv::<$ops, [f32; $bn / 2], $stages, $cluster, $persistent, false>
+                fn $fp16(x: *const u16, w: *const u16, y: *mut f32, wmap: *const u8) => $crate::tensor_core::wgmma_ws::conv_cp::<$ops, [f32; $bn / 2], $stages, $cluster, $persistent, false>
             );
             $crate::conv_kernel!(
-                fn $bf16(x: *const u16, w: *const u16, y: *mut f32, wmap: *const u8) => $crate::tensor_core::wgmma_ws::conv::<$ops, [f32; $bn / 2], $stages, $cluster, $persistent, true>
+                fn $bf16(x: *const u16, w: *const u16, y: *mut f32, wmap: *const u8) => $crate::tensor_core::wgmma_ws::conv_cp::<$ops, [f32; $bn / 2], $stages, $cluster, $persistent, true>
+            );
+        )*
+    };
+}
+
+/// Step 7's entries (persistent; the input's im2col map after the filter's).
+macro_rules! im2col_entries {
+    ($ops:ident $cluster:tt $(($fp16:ident, $bf16:ident, $bn:literal, $stages:literal))*) => {
+        $(
+            $crate::conv_kernel!(
+                fn $fp16(x: *const u16, w: *const u16, y: *mut f32, wmap: *const u8, xmap: *const u8) => $crate::tensor_core::wgmma_ws::conv_im2col::<$ops, [f32; $bn / 2], $stages, $cluster, true, false>
+            );
+            $crate::conv_kernel!(
+                fn $bf16(x: *const u16, w: *const u16, y: *mut f32, wmap: *const u8, xmap: *const u8) => $crate::tensor_core::wgmma_ws::conv_im2col::<$ops, [f32; $bn / 2], $stages, $cluster, true, true>
             );
         )*
     };
@@ -520,3 +657,5 @@ convrs_spec::wgmma_ws_tiles!(entries, Nhwc, 1, false);
 convrs_spec::wgmma_mc_tiles!(entries, Nhwc, { convrs_spec::wgmma::MC_CLUSTER as u32 }, false);
 convrs_spec::wgmma_pws_tiles!(entries, Nhwc, 1, true);
 convrs_spec::wgmma_pmc_tiles!(entries, Nhwc, { convrs_spec::wgmma::MC_CLUSTER as u32 }, true);
+convrs_spec::wgmma_tma_tiles!(im2col_entries, Nhwc, 1);
+convrs_spec::wgmma_tmc_tiles!(im2col_entries, Nhwc, { convrs_spec::wgmma::MC_CLUSTER as u32 });

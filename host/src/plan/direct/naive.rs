@@ -25,6 +25,7 @@ pub fn plan(problem: &Conv2d, device: &DeviceModel) -> Result<LaunchPlan> {
         out_dtype: DType::F32,
         predicted_us: LAUNCH_US + problem.flops() / (device.fp32_tflops * 1e6 * PEAK_FRACTION),
         filter_map_rows: None,
+        input_map: false,
     })
 }
 /// The registry's entry.

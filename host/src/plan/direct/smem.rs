@@ -264,6 +264,7 @@ pub fn plan(problem: &Conv2d, device: &DeviceModel) -> Result<LaunchPlan> {
                             out_dtype: DType::F32,
                             predicted_us: c,
                             filter_map_rows: None,
+                            input_map: false,
                         };
                         best = Some((c, plan));
                     }

@@ -75,6 +75,7 @@ fn plan_typed(problem: &Conv2d, device: &DeviceModel, bf16: bool) -> Result<Laun
         out_dtype: DType::F32,
         predicted_us: cost_of(&i),
         filter_map_rows: None,
+        input_map: false,
     })
 }
 

@@ -27,6 +27,8 @@ struct Step {
     smem: fn(&Tile) -> usize,
     /// Whether the kernel takes the filter's TMA tensor map (boxes of BN / `cluster` rows).
     filter_map: bool,
+    /// Whether it takes the input's im2col tensor map after the filter's.
+    input_map: bool,
     /// CTAs per cluster (compiled into the entries): the grid is a multiple of it.
     cluster: usize,
     /// Whether the kernel walks the output tiles on a persistent grid (one block per SM it can
@@ -48,6 +50,7 @@ const STEP3: Step = Step {
     threads: spec::THREADS,
     smem: Tile::smem_bytes,
     filter_map: false,
+    input_map: false,
     cluster: 1,
     persistent: false,
     model: &[(163, 1.0), (96, 0.81)],
@@ -64,6 +67,7 @@ const STEP4: Step = Step {
     threads: spec::WS_THREADS,
     smem: |t| spec::ws_smem_bytes(t.bn, t.stages),
     filter_map: true,
+    input_map: false,
     cluster: 1,
     persistent: false,
     model: &[(168, 1.0), (168, 0.78)],
@@ -79,6 +83,7 @@ const STEP5: Step = Step {
     threads: spec::WS_THREADS,
     smem: |t| spec::ws_smem_bytes(t.bn, t.stages),
     filter_map: true,
+    input_map: false,
     cluster: spec::MC_CLUSTER,
     persistent: false,
     model: &[(168, 1.0), (168, 0.78)],
@@ -103,6 +108,22 @@ const STEP6_MC: Step = Step {
     persistent: true,
     peak_scale: 1.045,
     ..STEP5
+};
+
+/// Step 7: step 6 with the activations by im2col TMA copies. Not measured yet: step 6's scale.
+const STEP7: Step = Step {
+    names: ["wgmma_tma_nhwc", "wgmma_tma_nhwc_bf16"],
+    tiles: &spec::TMA_TILES,
+    input_map: true,
+    ..STEP6
+};
+
+/// Step 7 in clusters. Not measured yet: step 6's scale.
+const STEP7_MC: Step = Step {
+    names: ["wgmma_tmc_nhwc", "wgmma_tmc_nhwc_bf16"],
+    tiles: &spec::TMC_TILES,
+    input_map: true,
+    ..STEP6_MC
 };
 
 /// Modelled microseconds of tile `i` of `step` on `d` for `m x n` GEMM outputs over `taps` taps
@@ -150,6 +171,11 @@ fn plan_step(problem: &Conv2d, device: &DeviceModel, step: &Step, bf16: bool) ->
     if p.c % 8 != 0 || p.k % 8 != 0 {
         return refuse(format!("C = {} and K = {} must be multiples of 8: the kernel moves channels in 16-byte (8 x fp16) pieces", p.c, p.k));
     }
+    if step.input_map {
+        if let Err(reason) = crate::tensor_map::InputMapKey::new(0, p, DType::F16) {
+            return refuse(reason);
+        }
+    }
     let m = gemm_m(p);
     let fits = |i: &usize| {
         let t = &step.tiles[*i];
@@ -170,11 +196,12 @@ fn plan_step(problem: &Conv2d, device: &DeviceModel, step: &Step, bf16: bool) ->
         out_dtype: DType::F32,
         predicted_us: cost_of(&i),
         filter_map_rows: step.filter_map.then_some((t.bn / step.cluster) as u32),
+        input_map: step.input_map,
     })
 }
 
 /// Every step, in the progression's order: `plan_of::<I, BF16>` plans step `STEPS[I]`.
-const STEPS: [&Step; 5] = [&STEP3, &STEP4, &STEP5, &STEP6, &STEP6_MC];
+const STEPS: [&Step; 7] = [&STEP3, &STEP4, &STEP5, &STEP6, &STEP6_MC, &STEP7, &STEP7_MC];
 
 /// The registry's plan of step `STEPS[I]`'s entries, the bf16 ones if `BF16`.
 fn plan_of<const I: usize, const BF16: bool>(problem: &Conv2d, device: &DeviceModel) -> Result<LaunchPlan> {
@@ -282,6 +309,42 @@ pub const KERNEL_PMC_BF16: KernelDesc = KernelDesc {
     ..KERNEL_BF16
 };
 
+/// The registry's entry for step 7, step 6 with activations by im2col TMA.
+pub const KERNEL_TMA: KernelDesc = KernelDesc {
+    algorithm: Algorithm::WgmmaTmaNhwc,
+    name: STEP7.names[0],
+    summary: "family 3 step 7 (Hopper): step 6 with the activations by im2col TMA copies too",
+    plan: plan_of::<5, false>,
+    ..KERNEL
+};
+
+/// Step 7 on bf16 data.
+pub const KERNEL_TMA_BF16: KernelDesc = KernelDesc {
+    algorithm: Algorithm::WgmmaTmaNhwcBf16,
+    name: STEP7.names[1],
+    summary: "family 3 step 7 (Hopper) on bf16 data",
+    plan: plan_of::<5, true>,
+    ..KERNEL_BF16
+};
+
+/// Step 7 in step 5's clusters.
+pub const KERNEL_TMC: KernelDesc = KernelDesc {
+    algorithm: Algorithm::WgmmaTmcNhwc,
+    name: STEP7_MC.names[0],
+    summary: "family 3 step 7 (Hopper) in clusters of 2 with the filter multicast",
+    plan: plan_of::<6, false>,
+    ..KERNEL
+};
+
+/// Step 7 in clusters on bf16 data.
+pub const KERNEL_TMC_BF16: KernelDesc = KernelDesc {
+    algorithm: Algorithm::WgmmaTmcNhwcBf16,
+    name: STEP7_MC.names[1],
+    summary: "family 3 step 7 (Hopper) in clusters on bf16 data",
+    plan: plan_of::<6, true>,
+    ..KERNEL_BF16
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -332,6 +395,6 @@ mod tests {
         assert_eq!(Algorithm::WgmmaNhwcBf16.plan(&p, &h100).unwrap().kernel, "wgmma_nhwc_bf16_128x128k64");
         assert_eq!(Algorithm::WgmmaWsNhwcBf16.plan(&p, &h100).unwrap().kernel, "wgmma_ws_nhwc_bf16_128x128k64");
         assert!(Algorithm::WgmmaWsNhwc.plan(&p, &unloaded).unwrap_err().to_string().contains("did not load"));
-        assert_eq!(kernel_names().len(), 20);
+        assert_eq!(kernel_names().len(), 28);
     }
 }

@@ -152,6 +152,7 @@ pub(crate) fn tile_plan(algorithm: &'static str, m: usize, cols: usize, groups: 
         out_dtype: DType::F32,
         predicted_us: us,
         filter_map_rows: None,
+        input_map: false,
     })
 }
 
