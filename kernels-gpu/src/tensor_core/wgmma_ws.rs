@@ -264,11 +264,40 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
     unsafe { setmaxnreg_inc_224() };
     let mut tiles = tiles;
     let (mut s, mut phase) = (0u32, 0u32);
+    // Step 7 with 16-bit outputs defers each tile's stores into the next tile's first k-tiles.
+    let defer = IM2COL && sh.y_bits == 16;
+    let mut pending = Pending { v: [[0; 4]; DEFERRED], m0: 0, n0: 0, live: false };
     while let Some((m0, n0)) = tiles.next::<CLUSTER>() {
-        // SAFETY: the whole warpgroup, for every tile the producer fills.
-        let acc = unsafe { consume::<Acc, STAGES, CLUSTER, BF16, IM2COL>(ring, cw, ktiles, &mut s, &mut phase) };
-        // SAFETY: the caller's contract; this CTA's tile.
-        unsafe { store_tile::<O, Acc, BF16>(&sh, y, &acc, m0, n0, cw, tid) };
+        // SAFETY: the whole warpgroup, for every tile the producer fills; the stores as
+        // `store_pending` requires (the previous tile's, this thread's part).
+        let acc = unsafe {
+            consume::<Acc, STAGES, CLUSTER, BF16, IM2COL>(ring, cw, ktiles, &mut s, &mut phase, |kt| {
+                if defer && pending.live {
+                    store_pending::<O, Acc>(&sh, y, &pending, cw, tid, kt, kt + 1);
+                }
+            })
+        };
+        if defer {
+            if pending.live {
+                // SAFETY: as above; the slices the k-tiles did not reach.
+                unsafe { store_pending::<O, Acc>(&sh, y, &pending, cw, tid, (ktiles as u32).min(SLICES), SLICES) };
+            }
+            // SAFETY: the whole warp together.
+            let v = unsafe { pack_tile::<Acc, BF16>(&acc, tid % 4) };
+            let first = Acc::N / 16 - DEFERRED;
+            unroll!(16: first, i => {
+                // SAFETY: as `store_tile`; the stores not deferred, now.
+                unsafe { store_one::<O, Acc>(&sh, y, m0, n0, cw, tid, i, v[i]) };
+            });
+            pending = Pending { v: core::array::from_fn(|i| v[first + i]), m0, n0, live: true };
+        } else {
+            // SAFETY: the caller's contract; this CTA's tile.
+            unsafe { store_tile::<O, Acc, BF16>(&sh, y, &acc, m0, n0, cw, tid) };
+        }
+    }
+    if pending.live {
+        // SAFETY: the last tile's stores, as above.
+        unsafe { store_pending::<O, Acc>(&sh, y, &pending, cw, tid, 0, SLICES) };
     }
     if CLUSTER > 1 {
         // This thread's last arrivals on the other CTAs' barriers are done: no CTA exits while
@@ -335,6 +364,85 @@ unsafe fn store_tile<O: Operands, Acc: Accumulators, const BF16: bool>(sh: &Conv
                 });
             }
         });
+    }
+}
+
+/// Slices a deferred tile's stores are spread over: one after each of the next tile's first
+/// SLICES k-tiles' wgmmas are issued, so the tensor cores keep working while the stores drain
+/// (every CTA would otherwise write its tile at the same moment, a wave's worth of output
+/// competing for memory while the tensor cores idle).
+const SLICES: u32 = 4;
+
+/// Stores a tile's epilogue defers: the last 8 of a thread's Acc::N / 16 (half of a 128x256
+/// tile's, all of a 128x128 tile's). The registers they take (32 a thread) are what the
+/// consumers have left beside the next tile's accumulators (64 spilled).
+const DEFERRED: usize = 8;
+
+/// One consumer thread's deferred stores of a finished tile in 16-bit outputs, packed and
+/// traded across its quad into store order: `v[i]` is store `Acc::N / 16 - DEFERRED + i` of
+/// [`store_one`].
+struct Pending {
+    v: [[u32; 4]; DEFERRED],
+    m0: u32,
+    n0: u32,
+    live: bool,
+}
+
+/// Packs and quad-transposes the accumulators for [`store_pending`].
+///
+/// # Safety
+/// Every lane of the warp calls it together (shuffles); `q` is the lane's index in its quad.
+#[inline(always)]
+unsafe fn pack_tile<Acc: Accumulators, const BF16: bool>(acc: &Acc, q: u32) -> [[u32; 4]; 16] {
+    let mut out = [[0u32; 4]; 16];
+    unroll!(4: 2, e => {
+        unroll!(8: Acc::N / 32, g => {
+            let mut v = [0u32; 4];
+            unroll!(4: 4, t => {
+                let j = 4 * g + t;
+                v[t] = pack_16x2::<BF16>(acc[4 * j + 2 * e], acc[4 * j + 2 * e + 1]);
+            });
+            // SAFETY: as the caller guarantees.
+            out[e * (Acc::N / 32) + g] = unsafe { quad_transpose(v, q) };
+        });
+    });
+    out
+}
+
+/// Writes slices `from..to` (of [`SLICES`]) of a pending tile's deferred stores.
+///
+/// # Safety
+/// As [`store_tile`]; each slice of each pending tile is written once.
+#[inline(always)]
+unsafe fn store_pending<O: Operands, Acc: Accumulators>(sh: &ConvShape, y: *mut f32, p: &Pending, cw: u32, tid: u32, from: u32, to: u32) {
+    let per = (DEFERRED as u32).div_ceil(SLICES);
+    unroll!(8: DEFERRED, i => {
+        let slice = i as u32 / per;
+        if slice >= from && slice < to {
+            // SAFETY: as the caller guarantees.
+            unsafe { store_one::<O, Acc>(sh, y, p.m0, p.n0, cw, tid, Acc::N / 16 - DEFERRED + i, p.v[i]) };
+        }
+    });
+}
+
+/// Store `i` (< Acc::N / 16) of consumer thread `tid`'s share of the tile at (`m0`, `n0`) in
+/// 16-bit outputs: the 16 bytes [`pack_tile`] left in slot `i`, row half e = i / (N/32) and
+/// chunk group g = i % (N/32) of [`store_tile`]'s order, if inside the output.
+///
+/// # Safety
+/// As [`store_tile`].
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn store_one<O: Operands, Acc: Accumulators>(sh: &ConvShape, y: *mut f32, m0: u32, n0: u32, cw: u32, tid: u32, i: usize, v: [u32; 4]) {
+    let gemm_m = (sh.n * sh.p * sh.q) as u32;
+    let gemm_n = sh.k as u32;
+    let (warp, lane) = ((tid % WG) / 32, tid % 32);
+    let (e, g) = (i / (Acc::N / 32), i % (Acc::N / 32));
+    let row = m0 + cw * 64 + warp * 16 + lane / 4 + 8 * e as u32;
+    let col = n0 + 8 * (4 * g as u32 + lane % 4);
+    if row < gemm_m && col < gemm_n {
+        // SAFETY: as in `store_tile`: in bounds, 16-byte aligned, this thread's alone.
+        unsafe { store_global_v4((y as *mut u16).add(O::y_off(sh, row, col) as usize) as *mut u32, v) };
     }
 }
 
@@ -544,8 +652,9 @@ unsafe fn produce_im2col<O: Operands, const STAGES: usize, const CLUSTER: u32>(
 
 /// A consumer warpgroup (`cw` 0 or 1: block-tile rows 64cw..) on one tile: runs every k-tile's
 /// wgmmas as soon as its stage (from `s`, `phase`, which it advances) is full and hands each
-/// stage back once they retired, the last one too. Returns the accumulators with every wgmma
-/// retired.
+/// stage back once they retired, the last one too; calls `under(kt)` after issuing each of the
+/// first [`SLICES`] k-tiles' wgmmas (work that overlaps them). Returns the accumulators with
+/// every wgmma retired.
 ///
 /// # Safety
 /// All 128 threads of warpgroup cw + 1 call it together, after the barriers' initialisation,
@@ -557,6 +666,7 @@ unsafe fn consume<Acc: Accumulators, const STAGES: usize, const CLUSTER: u32, co
     ktiles: i32,
     s: &mut u32,
     phase: &mut u32,
+    mut under: impl FnMut(u32),
 ) -> Acc {
     let a_desc = desc_sw128(ring.smem + cw * 64 * ROW);
     let b_desc = desc_sw128(ring.smem + BLOCK_M as u32 * ROW);
@@ -587,6 +697,9 @@ unsafe fn consume<Acc: Accumulators, const STAGES: usize, const CLUSTER: u32, co
             unsafe { acc.mma::<BF16>(a_desc + step, b_desc + step, scale) };
         });
         unsafe { commit_group() };
+        if (kt as u32) < SLICES {
+            under(kt as u32);
+        }
         unsafe { acc.wait_1() };
         if kt > 0 {
             // k-tile kt-1's wgmmas (this warp's) retired. SAFETY: as `release` requires.
