@@ -158,3 +158,20 @@ pub unsafe fn store_global_v4(p: *mut u32, v: [u32; 4]) {
             d = in(reg32) v[3], options(nostack))
     };
 }
+
+/// [`store_global_v4`] if `ok`, as one predicated instruction: no branch, so it may sit between
+/// warpgroup MMAs in flight without ptxas serializing them (a store under a divergent branch
+/// there makes it insert warpgroup waits, C7518).
+///
+/// # Safety
+/// If `ok`, as [`store_global_v4`]; otherwise nothing is accessed (`p` may be anything).
+#[inline(always)]
+pub unsafe fn store_global_v4_if(p: *mut u32, v: [u32; 4], ok: bool) {
+    // SAFETY: the caller guarantees alignment, validity and exclusive access when ok; the
+    // predicate scopes inside the braces.
+    unsafe {
+        asm!("{{", ".reg .pred q;", "setp.ne.u32 q, {ok}, 0;", "@q st.global.v4.b32 [{p}], {{{a}, {b}, {c}, {d}}};", "}}",
+            ok = in(reg32) ok as u32, p = in(reg64) p, a = in(reg32) v[0], b = in(reg32) v[1], c = in(reg32) v[2], d = in(reg32) v[3],
+            options(nostack))
+    };
+}

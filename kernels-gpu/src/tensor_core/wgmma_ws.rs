@@ -65,7 +65,7 @@ use crate::prelude::mbarrier::{
     mbar_arrive_cluster, mbar_arrive_expect_tx, mbar_init, mbar_wait, prefetch_tensormap, setmaxnreg_dec_56,
     setmaxnreg_inc_224, tma_load_3d, tma_load_3d_multicast, tma_load_im2col_4d,
 };
-use crate::prelude::matrix::{pack_16x2, shfl_xor, store_global_f32x2, store_global_v4};
+use crate::prelude::matrix::{pack_16x2, shfl_xor, store_global_f32x2, store_global_v4, store_global_v4_if};
 use crate::prelude::wgmma::{commit_group, desc_sw128, fence_proxy_async_shared, Accumulators, DESC_K16};
 use crate::prelude::*;
 
@@ -272,22 +272,20 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
         // `store_pending` requires (the previous tile's, this thread's part).
         let acc = unsafe {
             consume::<Acc, STAGES, CLUSTER, BF16, IM2COL>(ring, cw, ktiles, &mut s, &mut phase, |kt| {
-                if defer && pending.live {
+                if defer {
                     store_pending::<O, Acc>(&sh, y, &pending, cw, tid, kt, kt + 1);
                 }
             })
         };
         if defer {
-            if pending.live {
-                // SAFETY: as above; the slices the k-tiles did not reach.
-                unsafe { store_pending::<O, Acc>(&sh, y, &pending, cw, tid, (ktiles as u32).min(SLICES), SLICES) };
-            }
+            // SAFETY: as above; the slices the k-tiles did not reach.
+            unsafe { store_pending::<O, Acc>(&sh, y, &pending, cw, tid, (ktiles as u32).min(SLICES), SLICES) };
             // SAFETY: the whole warp together.
             let v = unsafe { pack_tile::<Acc, BF16>(&acc, tid % 4) };
             let first = Acc::N / 16 - DEFERRED;
             unroll!(16: first, i => {
                 // SAFETY: as `store_tile`; the stores not deferred, now.
-                unsafe { store_one::<O, Acc>(&sh, y, m0, n0, cw, tid, i, v[i]) };
+                unsafe { store_one::<O, Acc>(&sh, y, m0, n0, cw, tid, i, v[i], true) };
             });
             pending = Pending { v: core::array::from_fn(|i| v[first + i]), m0, n0, live: true };
         } else {
@@ -295,10 +293,8 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
             unsafe { store_tile::<O, Acc, BF16>(&sh, y, &acc, m0, n0, cw, tid) };
         }
     }
-    if pending.live {
-        // SAFETY: the last tile's stores, as above.
-        unsafe { store_pending::<O, Acc>(&sh, y, &pending, cw, tid, 0, SLICES) };
-    }
+    // SAFETY: the last tile's stores, as above.
+    unsafe { store_pending::<O, Acc>(&sh, y, &pending, cw, tid, 0, SLICES) };
     if CLUSTER > 1 {
         // This thread's last arrivals on the other CTAs' barriers are done: no CTA exits while
         // another may still arrive on its barriers. SAFETY: every consumer thread, once.
@@ -409,7 +405,8 @@ unsafe fn pack_tile<Acc: Accumulators, const BF16: bool>(acc: &Acc, q: u32) -> [
     out
 }
 
-/// Writes slices `from..to` (of [`SLICES`]) of a pending tile's deferred stores.
+/// Writes slices `from..to` (of [`SLICES`]) of a pending tile's deferred stores (none if the
+/// tile is not live). Branch-free: it runs between the next tile's wgmmas in flight.
 ///
 /// # Safety
 /// As [`store_tile`]; each slice of each pending tile is written once.
@@ -418,32 +415,32 @@ unsafe fn store_pending<O: Operands, Acc: Accumulators>(sh: &ConvShape, y: *mut 
     let per = (DEFERRED as u32).div_ceil(SLICES);
     unroll!(8: DEFERRED, i => {
         let slice = i as u32 / per;
-        if slice >= from && slice < to {
-            // SAFETY: as the caller guarantees.
-            unsafe { store_one::<O, Acc>(sh, y, p.m0, p.n0, cw, tid, Acc::N / 16 - DEFERRED + i, p.v[i]) };
-        }
+        let ok = p.live & (slice >= from) & (slice < to);
+        // SAFETY: as the caller guarantees.
+        unsafe { store_one::<O, Acc>(sh, y, p.m0, p.n0, cw, tid, Acc::N / 16 - DEFERRED + i, p.v[i], ok) };
     });
 }
 
 /// Store `i` (< Acc::N / 16) of consumer thread `tid`'s share of the tile at (`m0`, `n0`) in
 /// 16-bit outputs: the 16 bytes [`pack_tile`] left in slot `i`, row half e = i / (N/32) and
-/// chunk group g = i % (N/32) of [`store_tile`]'s order, if inside the output.
+/// chunk group g = i % (N/32) of [`store_tile`]'s order, if `ok` and inside the output (one
+/// predicated store, no branch).
 ///
 /// # Safety
 /// As [`store_tile`].
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn store_one<O: Operands, Acc: Accumulators>(sh: &ConvShape, y: *mut f32, m0: u32, n0: u32, cw: u32, tid: u32, i: usize, v: [u32; 4]) {
+unsafe fn store_one<O: Operands, Acc: Accumulators>(sh: &ConvShape, y: *mut f32, m0: u32, n0: u32, cw: u32, tid: u32, i: usize, v: [u32; 4], ok: bool) {
     let gemm_m = (sh.n * sh.p * sh.q) as u32;
     let gemm_n = sh.k as u32;
     let (warp, lane) = ((tid % WG) / 32, tid % 32);
     let (e, g) = (i / (Acc::N / 32), i % (Acc::N / 32));
     let row = m0 + cw * 64 + warp * 16 + lane / 4 + 8 * e as u32;
     let col = n0 + 8 * (4 * g as u32 + lane % 4);
-    if row < gemm_m && col < gemm_n {
-        // SAFETY: as in `store_tile`: in bounds, 16-byte aligned, this thread's alone.
-        unsafe { store_global_v4((y as *mut u16).add(O::y_off(sh, row, col) as usize) as *mut u32, v) };
-    }
+    let ok = ok & (row < gemm_m) & (col < gemm_n);
+    // SAFETY: as in `store_tile` when ok: in bounds, 16-byte aligned, this thread's alone
+    // (otherwise the address is only computed, wrapping).
+    unsafe { store_global_v4_if((y as *mut u16).wrapping_add(O::y_off(sh, row, col) as usize) as *mut u32, v, ok) };
 }
 
 /// A 4 x 4 transpose across the lanes of a quad: lane `q` gives `v[t]` (piece q of chunk t)
@@ -697,9 +694,8 @@ unsafe fn consume<Acc: Accumulators, const STAGES: usize, const CLUSTER: u32, co
             unsafe { acc.mma::<BF16>(a_desc + step, b_desc + step, scale) };
         });
         unsafe { commit_group() };
-        if (kt as u32) < SLICES {
-            under(kt as u32);
-        }
+        // Every k-tile, branch-free (`under` predicates its own work on kt).
+        under(kt as u32);
         unsafe { acc.wait_1() };
         if kt > 0 {
             // k-tile kt-1's wgmmas (this warp's) retired. SAFETY: as `release` requires.
