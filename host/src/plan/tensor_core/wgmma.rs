@@ -110,19 +110,24 @@ const STEP6_MC: Step = Step {
     ..STEP5
 };
 
-/// Step 7: step 6 with the activations by im2col TMA copies. Not measured yet: step 6's scale.
+/// Step 7: step 6 with the activations by im2col TMA copies (and half of each tile's 16-bit
+/// stores under the next tile's first k-tiles). Seed shape, H100, fp16 out: 0.1557 ms for
+/// 128x256, where step 6 in clusters measured 0.1624 ms in the same session.
 const STEP7: Step = Step {
     names: ["wgmma_tma_nhwc", "wgmma_tma_nhwc_bf16"],
     tiles: &spec::TMA_TILES,
     input_map: true,
+    peak_scale: 1.0,
     ..STEP6
 };
 
-/// Step 7 in clusters. Not measured yet: step 6's scale.
+/// Step 7 in clusters: as fast on the seed shape (0.1556 ms), slower on smaller layers (K = 64
+/// and 128: 6-24%), which the scale carries.
 const STEP7_MC: Step = Step {
     names: ["wgmma_tmc_nhwc", "wgmma_tmc_nhwc_bf16"],
     tiles: &spec::TMC_TILES,
     input_map: true,
+    peak_scale: 1.005,
     ..STEP6_MC
 };
 
@@ -354,7 +359,7 @@ mod tests {
         let d = DeviceModel::named("h100").unwrap();
         let seed = Conv2d::new(256, 256, 14, 14, 512, 3, 3).with_pad(1);
         let m = 256 * 14 * 14;
-        for (step, i, measured_us) in [(&STEP3, 0, 204.8), (&STEP3, 1, 252.5), (&STEP4, 0, 167.4), (&STEP6, 0, 160.6), (&STEP6_MC, 0, 160.1)] {
+        for (step, i, measured_us) in [(&STEP3, 0, 204.8), (&STEP3, 1, 252.5), (&STEP4, 0, 167.4), (&STEP6, 0, 160.6), (&STEP6_MC, 0, 160.1), (&STEP7, 0, 155.7), (&STEP7_MC, 0, 155.6)] {
             let ratio = cost(step, &d, i, m, 512, 256, 9) / measured_us;
             assert!((0.9..=1.1).contains(&ratio), "{} tile {i}: predicted/measured {ratio:.2}", step.names[0]);
         }
