@@ -167,6 +167,9 @@ macro_rules! wgmma_tma_tiles {
         $callback! { $($ctx)*
             (wgmma_tma_nhwc_128x256k64, wgmma_tma_nhwc_bf16_128x256k64, 256, 4)
             (wgmma_tma_nhwc_128x128k64, wgmma_tma_nhwc_bf16_128x128k64, 128, 6)
+            // 128x64x64 for K <= 64 (the wider tiles would compute columns past K), 8 stages
+            // (8 x 24 KiB).
+            (wgmma_tma_nhwc_128x64k64, wgmma_tma_nhwc_bf16_128x64k64, 64, 8)
         }
     };
 }
@@ -206,5 +209,6 @@ mod tests {
         assert_eq!(ws_b_bytes(256), 32768);
         // Each CTA's share of the filter tile is whole swizzle patterns (8 rows of 128 bytes).
         assert!(MC_TILES.iter().all(|t| t.bn % (8 * MC_CLUSTER) == 0 && ws_smem_bytes(t.bn, t.stages) <= 232448));
+        assert!(TMA_TILES.iter().chain(&TMC_TILES).all(|t| ws_smem_bytes(t.bn, t.stages) <= 232448 && t.stages <= 8));
     }
 }

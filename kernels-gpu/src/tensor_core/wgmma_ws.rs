@@ -189,7 +189,8 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
     const {
         assert!(!O::TILED);
         assert!(STAGES >= 2 && STAGES <= 8);
-        assert!(Acc::N == 128 || Acc::N == 256);
+        // 64 only with IM2COL (step 7's narrow tile for K <= 64).
+        assert!(Acc::N == 128 || Acc::N == 256 || (IM2COL && Acc::N == 64));
         assert!(CLUSTER == 1 || CLUSTER == 2);
     }
     let raw = dynamic_smem_u32();
@@ -282,12 +283,12 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
             unsafe { store_pending::<O, Acc>(&sh, y, &pending, cw, tid, (ktiles as u32).min(SLICES), SLICES) };
             // SAFETY: the whole warp together.
             let v = unsafe { pack_tile::<Acc, BF16>(&acc, tid % 4) };
-            let first = Acc::N / 16 - DEFERRED;
+            let first = Acc::N / 16 - deferred::<Acc>();
             unroll!(16: first, i => {
                 // SAFETY: as `store_tile`; the stores not deferred, now.
                 unsafe { store_one::<O, Acc>(&sh, y, m0, n0, cw, tid, i, v[i], true) };
             });
-            pending = Pending { v: core::array::from_fn(|i| v[first + i]), m0, n0, live: true };
+            pending = Pending { v: core::array::from_fn(|i| if i < deferred::<Acc>() { v[first + i] } else { [0; 4] }), m0, n0, live: true };
         } else {
             // SAFETY: the caller's contract; this CTA's tile.
             unsafe { store_tile::<O, Acc, BF16>(&sh, y, &acc, m0, n0, cw, tid) };
@@ -369,14 +370,19 @@ unsafe fn store_tile<O: Operands, Acc: Accumulators, const BF16: bool>(sh: &Conv
 /// competing for memory while the tensor cores idle).
 const SLICES: u32 = 4;
 
-/// Stores a tile's epilogue defers: the last 8 of a thread's Acc::N / 16 (half of a 128x256
-/// tile's, all of a 128x128 tile's). The registers they take (32 a thread) are what the
+/// Stores a tile's epilogue defers, at most: the last 8 of a thread's Acc::N / 16 (half of a
+/// 128x256 tile's, all of a 128x128 tile's). The registers they take (32 a thread) are what the
 /// consumers have left beside the next tile's accumulators (64 spilled).
 const DEFERRED: usize = 8;
 
+/// Stores deferred with accumulators `Acc`: [`DEFERRED`], or all of a narrower tile's.
+const fn deferred<Acc: Accumulators>() -> usize {
+    if Acc::N / 16 < DEFERRED { Acc::N / 16 } else { DEFERRED }
+}
+
 /// One consumer thread's deferred stores of a finished tile in 16-bit outputs, packed and
-/// traded across its quad into store order: `v[i]` is store `Acc::N / 16 - DEFERRED + i` of
-/// [`store_one`].
+/// traded across its quad into store order: `v[i]` (i < `deferred::<Acc>()`) is store
+/// `Acc::N / 16 - deferred::<Acc>() + i` of [`store_one`].
 struct Pending {
     v: [[u32; 4]; DEFERRED],
     m0: u32,
@@ -412,12 +418,13 @@ unsafe fn pack_tile<Acc: Accumulators, const BF16: bool>(acc: &Acc, q: u32) -> [
 /// As [`store_tile`]; each slice of each pending tile is written once.
 #[inline(always)]
 unsafe fn store_pending<O: Operands, Acc: Accumulators>(sh: &ConvShape, y: *mut f32, p: &Pending, cw: u32, tid: u32, from: u32, to: u32) {
-    let per = (DEFERRED as u32).div_ceil(SLICES);
-    unroll!(8: DEFERRED, i => {
+    let d = deferred::<Acc>();
+    let per = (d as u32).div_ceil(SLICES);
+    unroll!(8: d, i => {
         let slice = i as u32 / per;
         let ok = p.live & (slice >= from) & (slice < to);
         // SAFETY: as the caller guarantees.
-        unsafe { store_one::<O, Acc>(sh, y, p.m0, p.n0, cw, tid, Acc::N / 16 - DEFERRED + i, p.v[i], ok) };
+        unsafe { store_one::<O, Acc>(sh, y, p.m0, p.n0, cw, tid, Acc::N / 16 - d + i, p.v[i], ok) };
     });
 }
 

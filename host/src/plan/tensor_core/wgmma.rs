@@ -117,6 +117,8 @@ const STEP7: Step = Step {
     names: ["wgmma_tma_nhwc", "wgmma_tma_nhwc_bf16"],
     tiles: &spec::TMA_TILES,
     input_map: true,
+    // The 128x64 tile's rate is a first estimate, to be measured on the K = 64 layers.
+    model: &[(168, 1.0), (168, 0.78), (168, 0.62)],
     peak_scale: 1.0,
     ..STEP6
 };
@@ -400,6 +402,6 @@ mod tests {
         assert_eq!(Algorithm::WgmmaNhwcBf16.plan(&p, &h100).unwrap().kernel, "wgmma_nhwc_bf16_128x128k64");
         assert_eq!(Algorithm::WgmmaWsNhwcBf16.plan(&p, &h100).unwrap().kernel, "wgmma_ws_nhwc_bf16_128x128k64");
         assert!(Algorithm::WgmmaWsNhwc.plan(&p, &unloaded).unwrap_err().to_string().contains("did not load"));
-        assert_eq!(kernel_names().len(), 28);
+        assert_eq!(kernel_names().len(), 30);
     }
 }
