@@ -71,6 +71,7 @@ fn wgmma_entries_assemble_for_sm_90a_without_spills_and_fit_the_register_file() 
         for name in [t.fp16, t.bf16] {
             let k = report.iter().find(|k| k.name == name).unwrap_or_else(|| panic!("{name} not in ptxas's report"));
             assert!(!k.spills() && k.stack_frame_bytes == 0, "{name} spills or uses a stack frame on sm_90a: {k:?}");
+            assert!(!k.wgmma_serialized, "{name}: ptxas serialized its wgmmas (C7518)");
             assert!(WS_THREADS as u32 * k.registers.div_ceil(8) * 8 <= 65536, "{name}: {WS_THREADS} threads x {} registers", k.registers);
             let body = entry_body(convrs::ptx::SM90A, name);
             assert!(body.contains(&format!(".maxntid {WS_THREADS}, 1, 1")), "{name}: no .maxntid for setmaxnreg");

@@ -13,6 +13,9 @@ pub struct KernelResources {
     pub stack_frame_bytes: u32,
     pub spill_store_bytes: u32,
     pub spill_load_bytes: u32,
+    /// ptxas serialized the kernel's `wgmma.mma_async` instructions (info C7518, e.g. a
+    /// divergent branch between wgmmas in flight): every MMA waits for the previous one.
+    pub wgmma_serialized: bool,
 }
 
 impl KernelResources {
@@ -76,6 +79,7 @@ pub fn parse_report(text: &str) -> Vec<KernelResources> {
                 stack_frame_bytes: 0,
                 spill_store_bytes: 0,
                 spill_load_bytes: 0,
+                wgmma_serialized: false,
             });
         } else if let Some(k) = kernels.last_mut() {
             if line.contains("stack frame") {
@@ -85,6 +89,13 @@ pub fn parse_report(text: &str) -> Vec<KernelResources> {
             } else if line.contains("Used ") && line.contains(" registers") {
                 k.registers = number_before(line, "registers");
             }
+        }
+    }
+    // "(C7518) Potential Performance Loss: wgmma.mma_async instructions are serialized ... in
+    // the function 'NAME'", anywhere in the report.
+    for line in text.lines().filter(|l| l.contains("C7518")) {
+        if let Some(name) = line.split("in the function '").nth(1).and_then(|r| r.split('\'').next()) {
+            kernels.iter_mut().filter(|k| k.name == name).for_each(|k| k.wgmma_serialized = true);
         }
     }
     kernels
@@ -111,10 +122,12 @@ ptxas info    : Function properties for direct_naive\n\
 ptxas info    : Used 30 registers, 448 bytes cmem[0]\n\
 ptxas info    : Function properties for other\n\
     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n\
-ptxas info    : Used 128 registers, used 1 barriers, 448 bytes cmem[0]\n";
+ptxas info    : Used 128 registers, used 1 barriers, 448 bytes cmem[0]\n\
+ptxas info    : (C7518) Potential Performance Loss: wgmma.mma_async instructions are serialized due to program dependence on compiler-inserted WG.DP in divergent path in the function 'other'\n";
         let r = parse_report(text);
         assert_eq!(r.len(), 2);
-        assert_eq!(r[0], KernelResources { name: "direct_naive".into(), is_entry: true, registers: 30, stack_frame_bytes: 8, spill_store_bytes: 4, spill_load_bytes: 12 });
+        assert_eq!(r[0], KernelResources { name: "direct_naive".into(), is_entry: true, registers: 30, stack_frame_bytes: 8, spill_store_bytes: 4, spill_load_bytes: 12, wgmma_serialized: false });
+        assert!(r[1].wgmma_serialized);
         assert!(r[0].spills());
         assert_eq!(r[1].registers, 128);
         assert!(!r[1].is_entry);
