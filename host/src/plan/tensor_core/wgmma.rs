@@ -140,6 +140,10 @@ fn cost(step: &Step, d: &DeviceModel, i: usize, m: usize, n: usize, c: usize, ta
     let bps = blocks_per_sm(d, step.threads, regs, (step.smem)(t)) as f64;
     let blocks = tiles(step, t, m, n) as f64;
     let macs = (BLOCK_M * t.bn) as f64 * (c.div_ceil(K_TILE) * K_TILE) as f64 * taps as f64 / efficiency;
+    // Step 7's im2col copies cost per pixel, not per byte: with C < 64 a k-tile's copy brings
+    // C channels a pixel for the time of 64. Measured (H100): 16,16,24,240->32 3x3 0.0378 ms and
+    // 32,32,79,341->32 5x10 s2 0.3035 ms, about 64 / C times the model without this factor.
+    let macs = if step.input_map && c < K_TILE { macs * K_TILE as f64 / c as f64 } else { macs };
     let macs_per_sm = waves(d, blocks, bps, |b| b * macs);
     let macs_per_sm_us = d.f16_tflops * 1e6 / 2.0 / d.sms.max(1) as f64;
     // Plus the fp32 output written once, as the mma.sync plans charge it (plan::tensor_core::nhwc).
