@@ -160,7 +160,7 @@ crate::wgmma_pmc_tiles!(declare_tiles, PMC_TILES, "Every compiled tile of step 6
 /// memory accelerator too, in im2col mode: one `cp.async.bulk.tensor` per k-tile copies the
 /// tile's 128 im2col rows (64 channels of one filter tap each, the padding zero-filled), so one
 /// producer thread does all the copying. Arguments: step 4's with one more pointer after the
-/// filter's map: the input's im2col tensor map (`ws_a_bytes` per copy). Launch as step 6.
+/// filter's map: the input's im2col tensor map ([`WS_A_BYTES`] per copy). Launch as step 6.
 #[macro_export]
 macro_rules! wgmma_tma_tiles {
     ($callback:path $(, $ctx:tt)*) => {
