@@ -543,22 +543,11 @@ unsafe fn produce<O: Operands, const STAGES: usize, const CLUSTER: u32>(
             let stage = ring.smem + s * ring.stage;
             let full = ring.full(s);
             if tid == 0 {
-                // SAFETY: the stage is free (empty waited); its B tile is 1024-aligned with room
-                // for the BN x 64 tile, whose bytes are announced first on the same phase. In a
-                // cluster every CTA announces the whole tile on its own barrier, and its part
-                // (bn / CLUSTER rows, a multiple of 8: the swizzle pattern's 1024 bytes) lands at
-                // the same offset in every CTA; another CTA's part may land before the
-                // announcement, which the barrier's signed transaction count allows.
+                // SAFETY: the stage is free (empty waited); the filter tile's bytes are announced
+                // first on the same phase.
                 unsafe {
                     mbar_arrive_expect_tx(full, ws_b_bytes(bn as usize) as u32);
-                    let b = stage + BLOCK_M as u32 * ROW;
-                    if CLUSTER == 1 {
-                        tma_load_3d(b, wmap, tap.c0, rs, n0 as i32, full);
-                    } else {
-                        let part = bn / CLUSTER;
-                        let rank = tiles.rank;
-                        tma_load_3d_multicast(b + rank * part * ROW, wmap, tap.c0, rs, (n0 + rank * part) as i32, full, (1 << CLUSTER) - 1);
-                    }
+                    load_filter_tile::<CLUSTER>(stage, wmap, tap.c0, rs, n0, bn, tiles.rank, full);
                 }
             }
             let xc = tap.c0 * O::x_chan(sh);
@@ -587,6 +576,32 @@ unsafe fn produce<O: Operands, const STAGES: usize, const CLUSTER: u32>(
     }
     // Leave no copy of this thread in flight when it exits.
     cp_async_wait_all();
+}
+
+/// Issues the TMA copy of a k-tile's filter tile (rows `n0..n0 + bn` of the map's tap `rs`,
+/// channels `c0..c0 + 64`) into the B tile of `stage`, completing on `full`. In a cluster this
+/// CTA (of rank `rank`) copies its `bn / CLUSTER` rows into every CTA of the cluster.
+///
+/// # Safety
+/// One thread calls it per stage use, the stage free and the tile's bytes announced on `full`
+/// (or announced before the phase can complete). The B tile is 1024-aligned with room for the
+/// BN x 64 tile; in a cluster every CTA announces the whole tile on its own barrier, and this
+/// CTA's part (a multiple of 8 rows: the swizzle pattern's 1024 bytes) lands at the same offset
+/// in every CTA; another CTA's part may land before the announcement, which the barrier's
+/// signed transaction count allows.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn load_filter_tile<const CLUSTER: u32>(stage: u32, wmap: *const u8, c0: i32, rs: i32, n0: u32, bn: u32, rank: u32, full: u32) {
+    let b = stage + BLOCK_M as u32 * ROW;
+    // SAFETY: as the caller guarantees.
+    unsafe {
+        if CLUSTER == 1 {
+            tma_load_3d(b, wmap, c0, rs, n0 as i32, full);
+        } else {
+            let part = bn / CLUSTER;
+            tma_load_3d_multicast(b + rank * part * ROW, wmap, c0, rs, (n0 + rank * part) as i32, full, (1 << CLUSTER) - 1);
+        }
+    }
 }
 
 /// Step 7's producer: [`produce`] with one thread issuing both copies of each k-tile, the
@@ -635,14 +650,7 @@ unsafe fn produce_im2col<O: Operands, const STAGES: usize, const CLUSTER: u32>(
             unsafe {
                 mbar_arrive_expect_tx(full, (WS_A_BYTES + ws_b_bytes(bn as usize)) as u32);
                 tma_load_im2col_4d(stage, xmap, tap.c0, iw, ih, n as i32, tap.sdw as u16, tap.rdh as u16, full);
-                let b = stage + BLOCK_M as u32 * ROW;
-                if CLUSTER == 1 {
-                    tma_load_3d(b, wmap, tap.c0, rs, n0 as i32, full);
-                } else {
-                    let part = bn / CLUSTER;
-                    let rank = tiles.rank;
-                    tma_load_3d_multicast(b + rank * part * ROW, wmap, tap.c0, rs, (n0 + rank * part) as i32, full, (1 << CLUSTER) - 1);
-                }
+                load_filter_tile::<CLUSTER>(stage, wmap, tap.c0, rs, n0, bn, tiles.rank, full);
             }
             tap.advance::<O>(sh, K_TILE as i32);
             if tap.c0 == 0 {
