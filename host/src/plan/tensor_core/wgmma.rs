@@ -214,6 +214,15 @@ fn plan_step(problem: &Conv2d, device: &DeviceModel, step: &Step, bf16: bool) ->
 /// Every step, in the progression's order: `plan_of::<I, BF16>` plans step `STEPS[I]`.
 const STEPS: [&Step; 7] = [&STEP3, &STEP4, &STEP5, &STEP6, &STEP6_MC, &STEP7, &STEP7_MC];
 
+// Every step models each of its tiles (`cost` indexes `model` by tile).
+const _: () = {
+    let mut i = 0;
+    while i < STEPS.len() {
+        assert!(STEPS[i].model.len() == STEPS[i].tiles.len(), "a wgmma step's model and tile list differ in length");
+        i += 1;
+    }
+};
+
 /// The registry's plan of step `STEPS[I]`'s entries, the bf16 ones if `BF16`.
 fn plan_of<const I: usize, const BF16: bool>(problem: &Conv2d, device: &DeviceModel) -> Result<LaunchPlan> {
     plan_step(problem, device, STEPS[I], BF16)
