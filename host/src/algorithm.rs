@@ -48,6 +48,14 @@ pub enum Algorithm {
     WmmaSmallC,
     /// `WmmaSmallC` on bf16 data (bf16 in, fp32 accumulate, bf16 or fp32 out).
     WmmaSmallCBf16,
+    /// Family 3, step 2c: `WmmaSmallC`'s reduction over taps and channels with each output
+    /// tile's input patch staged in shared memory once, the tensor cores' operands read from it
+    /// through a table of tap offsets, and the output written through shared memory in 16-byte
+    /// chunks (NHWC, KRSC, NHWK; fp16 in, fp32 accumulate, fp16 or fp32 out). Any C whose patch
+    /// fits in shared memory; K a multiple of 8 (others run zero-padded).
+    WmmaPatch,
+    /// `WmmaPatch` on bf16 data (bf16 in, fp32 accumulate, bf16 or fp32 out).
+    WmmaPatchBf16,
     /// Family 3, step 3 (Hopper, compute capability 9.0 only): `WmmaNhwc`'s implicit GEMM with the
     /// warpgroup MMA `wgmma.mma_async` fed from shared memory (sm_90a; fp16 in, fp32 accumulate,
     /// fp16 or fp32 out). C, K multiples of 8 (others run zero-padded).
@@ -161,6 +169,11 @@ impl FromStr for Algorithm {
 /// [`ConvShape`] (the kernels declare their parameters from the same definition), for an output
 /// of element type `out`.
 pub(crate) fn shape_args(p: &Conv2d, out: DType) -> [i32; ConvShape::LEN] {
+    conv_shape(p, out).to_args()
+}
+
+/// The kernels' view of `p` writing `out` (what [`shape_args`] pushes); `p` must be validated.
+pub(crate) fn conv_shape(p: &Conv2d, out: DType) -> ConvShape {
     let (out_h, out_w) = p.output_hw();
     // validate() has bounded every one of these by i32::MAX.
     let i = |v: usize| v as i32;
@@ -182,7 +195,6 @@ pub(crate) fn shape_args(p: &Conv2d, out: DType) -> [i32; ConvShape::LEN] {
         dil_w: i(p.dilation.1),
         y_bits: 8 * out.size() as i32,
     }
-    .to_args()
 }
 
 /// Enqueues `plan`'s kernel on buffers already on the device, in the layouts of

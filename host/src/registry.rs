@@ -99,6 +99,8 @@ pub const KERNELS: &[KernelDesc] = &[
     plan::tensor_core::nhwc::KERNEL_BF16,
     plan::tensor_core::small_c::KERNEL,
     plan::tensor_core::small_c::KERNEL_BF16,
+    plan::tensor_core::patch::KERNEL,
+    plan::tensor_core::patch::KERNEL_BF16,
     plan::tensor_core::wgmma::KERNEL,
     plan::tensor_core::wgmma::KERNEL_BF16,
     plan::tensor_core::wgmma::KERNEL_WS,

@@ -279,6 +279,61 @@ pub unsafe fn ld_shared_f32x4(addr: u32) -> F32x4 {
     F32x4([a, b, c, d])
 }
 
+/// Loads one 16-bit value from shared memory, zero-extended.
+///
+/// # Safety
+/// As [`ld_shared_f32`], with `addr` 2-byte aligned and valid for 2 bytes.
+#[inline(always)]
+pub unsafe fn ld_shared_u16(addr: u32) -> u32 {
+    let v: u32;
+    // SAFETY: the caller guarantees the address is valid, aligned shared memory.
+    unsafe { asm!("ld.shared.u16 {v}, [{a}];", v = out(reg32) v, a = in(reg32) addr, options(pure, readonly, nostack)) };
+    v
+}
+
+/// Loads two 32-bit words from shared memory as one 8-byte access.
+///
+/// # Safety
+/// As [`ld_shared_f32`], with `addr` 8-byte aligned and valid for 8 bytes.
+#[inline(always)]
+pub unsafe fn ld_shared_u32x2(addr: u32) -> [u32; 2] {
+    let (a, b): (u32, u32);
+    // SAFETY: the caller guarantees the address is valid, 8-byte aligned shared memory.
+    unsafe { asm!("ld.shared.v2.b32 {{{a}, {b}}}, [{p}];", a = out(reg32) a, b = out(reg32) b, p = in(reg32) addr, options(pure, readonly, nostack)) };
+    [a, b]
+}
+
+/// Stores the low 16 bits of `v` to shared memory.
+///
+/// # Safety
+/// `addr` is a 2-byte aligned address of this block's shared memory that no other thread
+/// accesses until the next barrier.
+#[inline(always)]
+pub unsafe fn st_shared_u16(addr: u32, v: u32) {
+    // SAFETY: the caller guarantees the address and exclusive access.
+    unsafe { asm!("st.shared.u16 [{p}], {v};", p = in(reg32) addr, v = in(reg32) v, options(nostack)) };
+}
+
+/// Stores one 32-bit word to shared memory.
+///
+/// # Safety
+/// As [`st_shared_u16`], 4-byte aligned and 4 bytes.
+#[inline(always)]
+pub unsafe fn st_shared_u32(addr: u32, v: u32) {
+    // SAFETY: the caller guarantees the address and exclusive access.
+    unsafe { asm!("st.shared.b32 [{p}], {v};", p = in(reg32) addr, v = in(reg32) v, options(nostack)) };
+}
+
+/// Stores two `f32`s to shared memory as one 8-byte access.
+///
+/// # Safety
+/// As [`st_shared_u16`], 8-byte aligned and 8 bytes.
+#[inline(always)]
+pub unsafe fn st_shared_f32x2(addr: u32, a: f32, b: f32) {
+    // SAFETY: the caller guarantees the address and exclusive access.
+    unsafe { asm!("st.shared.v2.f32 [{p}], {{{a}, {b}}};", p = in(reg32) addr, a = in(reg32) a, b = in(reg32) b, options(nostack)) };
+}
+
 /// Starts an asynchronous 4-byte copy global -> shared that reads `src_bytes` (0 or 4) bytes of
 /// `src` and zero-fills the rest: `src_bytes == 0` writes a zero (padding) and reads nothing.
 ///

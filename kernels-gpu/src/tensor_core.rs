@@ -8,6 +8,8 @@
 //! - [`nhwcnc`]: `wmma_nhwcnc_{BM}x{BN}[k64]` on the blocked NHWC16n16c / RSCK16k16c layouts.
 //! - [`small_c`]: `wmma_smallc_128x{BN}` for few input channels (C = 1, 3): the reduction runs
 //!   over taps and channels together, operands gathered element by element.
+//! - [`patch`]: `wmma_patch_128x{BN}`, the same reduction with the input patch of each output
+//!   tile staged in shared memory and the output tile written through it.
 //! - `wgmma` (sm_90a PTX only): `wgmma_nhwc_128x{BN}k64` on plain NHWC with Hopper's
 //!   `wgmma.mma_async` from shared-memory descriptors.
 //! - `wgmma_ws` (sm_90a PTX only): `wgmma_ws_nhwc_128x{BN}k64`,
@@ -19,6 +21,8 @@ pub mod nhwc;
 pub mod nhwcnc;
 #[cfg(not(target_feature = "sm_90a"))]
 pub mod small_c;
+#[cfg(not(target_feature = "sm_90a"))]
+pub mod patch;
 #[cfg(target_feature = "sm_90a")]
 pub mod wgmma;
 #[cfg(target_feature = "sm_90a")]

@@ -27,6 +27,7 @@ pub mod direct;
 pub mod tensor_core;
 pub mod tiled;
 pub mod small_c;
+pub mod patch;
 pub mod transform;
 pub mod wgmma;
 

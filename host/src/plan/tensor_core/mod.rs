@@ -1,9 +1,11 @@
 //! Family 3, tensor-core implicit GEMM (kernels-gpu/src/tensor_core/): both `mma.sync` layouts
 //! share the mainloop's tiles and one cost model ([`nhwc`]); [`wgmma`] is the Hopper step, its
-//! own tiles and scale on the same wave model; [`small_c`] takes layers with few input channels.
+//! own tiles and scale on the same wave model; [`small_c`] takes layers with few input channels,
+//! [`patch`] the same layers from a shared-memory patch.
 
 pub mod nhwc;
 pub mod nhwcnc;
+pub mod patch;
 pub mod small_c;
 pub mod wgmma;
 

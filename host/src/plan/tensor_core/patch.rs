@@ -1,0 +1,196 @@
+//! Plan for `wmma_patch` (kernels-gpu/src/tensor_core/patch.rs): `wmma_smallc`'s reduction over
+//! taps and channels together, with each output tile's input patch staged in shared memory and
+//! the output written through it in 16-byte chunks. For layers with few input channels (C = 1
+//! or 3, and small C generally) whose outputs are far larger than their inputs.
+//!
+//! Persistent blocks of 4 warps, one output-channel tile of 32 or 64 each; the grid is as many
+//! blocks as fit on the device at once (a multiple of the output-channel tiles). The cost model
+//! charges, per output tile and SM, the warp instructions it issues (the patch copy, the k-steps,
+//! the staged stores) or, if larger, the round trips to memory its copies wait on, spread over
+//! the resident blocks; and the output write at the device's bandwidth if that is larger still.
+
+use convrs_spec::patch::{self as spec, stage_pitch, Geometry, BLOCK_M, K_STEP, THREADS};
+
+use crate::algorithm::conv_shape;
+use crate::dtype::DType;
+use crate::plan::model::{blocks_per_sm, cycles_us, memory_us, LAUNCH_US};
+use crate::plan::{DeviceModel, LaunchPlan};
+use crate::registry::{Family, KernelDesc};
+use crate::{Algorithm, Conv2d, Error, Layout, Result};
+
+/// Registers per thread (ptxas, sm_90), in the order of `spec::TILES`.
+const REGS: [usize; spec::TILES.len()] = [96, 128];
+
+/// Warp instructions per copied patch value per 32 values (the load, the store, index steps).
+const PATCH_ISSUE: f64 = 10.0;
+/// Warp instructions per k-step per warp besides the `mma.sync`s and `ldmatrix`es: 16 shared
+/// loads and their packing for the A fragments, the table loads.
+const KSTEP_ISSUE: f64 = 40.0;
+/// Microseconds a block waits per round trip of its copies (a batch of 16 loads per thread in
+/// flight, then their stores), and the tile's barriers.
+const ROUND_TRIP_US: f64 = 0.8;
+/// The fraction of the memory bandwidth the 16-byte output stores reach.
+const STORE_EFFICIENCY: f64 = 0.85;
+
+const fn algorithm(bf16: bool) -> &'static str {
+    if bf16 { "wmma_patch_bf16" } else { "wmma_patch" }
+}
+
+/// Shared bytes of tile `i` for `p`, computed without overflow (None: beyond any device).
+fn smem_bytes_checked(p: &Conv2d, bn: usize) -> Option<u64> {
+    let (sh_, sw) = (p.stride.0 as u64, p.stride.1 as u64);
+    let (r, s, c) = (p.r as u64, p.s as u64, p.c as u64);
+    let (_, q) = p.output_hw();
+    let tq = (spec::MIN_TQ as u64..=spec::MAX_TQ as u64).find(|t| t.is_power_of_two() && (*t >= q as u64 || *t == spec::MAX_TQ as u64))?;
+    let tp = BLOCK_M as u64 / tq;
+    let ph = (tp - 1).checked_mul(sh_)?.checked_add((r - 1).checked_mul(p.dilation.0 as u64)?)?.checked_add(1)?;
+    let pw = (tq - 1).checked_mul(sw)?.checked_add((s - 1).checked_mul(p.dilation.1 as u64)?)?.checked_add(1)?;
+    let kpad = r.checked_mul(s)?.checked_mul(c)?.div_ceil(K_STEP as u64) * K_STEP as u64;
+    let head = (bn as u64).checked_mul(2 * kpad + 16)?.checked_add(4 * kpad)?;
+    let patch = ph.checked_mul(pw)?.checked_mul(c)?.checked_mul(2)?;
+    head.checked_add(patch.max(BLOCK_M as u64 * stage_pitch(bn, 4) as u64))
+}
+
+/// The persistent grid of tile `i`: the blocks that fit at once, shared evenly by the
+/// output-channel tiles (at least one each, at most one per output tile), and blocks per SM.
+fn grid(d: &DeviceModel, i: usize, g: &Geometry, k: usize, smem: u32) -> (usize, usize) {
+    let bps = blocks_per_sm(d, THREADS, REGS[i], smem as usize);
+    let n_tiles = k.div_ceil(spec::TILES[i].bn);
+    let per_n = (d.sms.max(1) as usize * bps / n_tiles).min(g.tiles as usize).max(1);
+    (per_n * n_tiles, bps)
+}
+
+/// Modelled microseconds of tile `i` on `d` for `p` (validated, patch checked to fit).
+fn cost(d: &DeviceModel, i: usize, p: &Conv2d, g: &Geometry, out_bytes: usize) -> f64 {
+    let bn = spec::TILES[i].bn;
+    let smem = g.smem_bytes(bn, p.c as i32);
+    let (blocks, bps) = grid(d, i, g, p.k, smem);
+    let n_tiles = p.k.div_ceil(bn);
+    let patch = g.patch_len(p.c as i32) as f64;
+    let ksteps = (g.kpad as usize / K_STEP) as f64;
+    let warps = (THREADS / 32) as f64;
+    // Warp instructions of one output tile.
+    let issue = patch / 32.0 * PATCH_ISSUE
+        + warps * ksteps * (KSTEP_ISSUE + (bn / 16) as f64 + (bn / 4) as f64)
+        + warps * (bn / 4) as f64
+        + (BLOCK_M * bn * out_bytes / 16 / 32) as f64 * 8.0;
+    let issue_us = cycles_us(d, issue / 4.0);
+    let trips = (patch / (THREADS * 16) as f64).ceil() + 3.0;
+    // Each block walks its tiles one after another; the blocks resident on an SM share its issue
+    // slots and hide each other's round trips.
+    let tiles_per_block = (g.tiles as usize).div_ceil(blocks / n_tiles) as f64;
+    let resident = blocks.div_ceil(d.sms.max(1) as usize).min(bps) as f64;
+    let compute = tiles_per_block * (resident * issue_us).max(trips * ROUND_TRIP_US + issue_us);
+    let setup = ((bn * g.kpad as usize) as f64 / (THREADS * 16) as f64).ceil() * ROUND_TRIP_US;
+    let (pq, out) = (p.output_hw(), p.n * p.k);
+    let write = memory_us(d, (out * pq.0 * pq.1 * out_bytes) as f64) / STORE_EFFICIENCY;
+    LAUNCH_US + setup + compute.max(write)
+}
+
+fn plan_typed(problem: &Conv2d, device: &DeviceModel, bf16: bool) -> Result<LaunchPlan> {
+    problem.validate()?;
+    let p = problem;
+    let name = algorithm(bf16);
+    if p.k % 8 != 0 {
+        return Err(Error::Unsupported { algorithm: name, reason: format!("K = {} must be a multiple of 8: the output is written in 16-byte chunks", p.k) });
+    }
+    let limit = device.smem_per_block as u64;
+    let fits = |i: &usize| smem_bytes_checked(p, spec::TILES[*i].bn).is_some_and(|b| b <= limit);
+    let g = Geometry::of(&conv_shape(p, DType::F32));
+    // The output width is not part of the choice (the plans answer for fp32 outputs).
+    let cost_of = |i: &usize| cost(device, *i, p, &g, 4);
+    let Some(i) = (0..spec::TILES.len()).filter(fits).min_by(|a, b| cost_of(a).total_cmp(&cost_of(b))) else {
+        let need = smem_bytes_checked(p, spec::TILES[0].bn).map_or("more than 2^64".into(), |b| b.to_string());
+        return Err(Error::Unsupported {
+            algorithm: name,
+            reason: format!("the input patch and filter tile need {need} bytes of shared memory, above this device's {limit} per block (take C * R * S smaller, or another kernel)"),
+        });
+    };
+    let t = &spec::TILES[i];
+    let smem = g.smem_bytes(t.bn, p.c as i32);
+    let (blocks, _) = grid(device, i, &g, p.k, smem);
+    Ok(LaunchPlan {
+        kernel: if bf16 { t.bf16 } else { t.fp16 },
+        grid: (blocks as u32, 1, 1),
+        block: (THREADS as u32, 1, 1),
+        shared_bytes: smem,
+        dtype: if bf16 { DType::BF16 } else { DType::F16 },
+        out_dtype: DType::F32,
+        predicted_us: cost_of(&i),
+        filter_map_rows: None,
+        input_map: false,
+    })
+}
+
+pub fn plan(problem: &Conv2d, device: &DeviceModel) -> Result<LaunchPlan> {
+    plan_typed(problem, device, false)
+}
+
+/// The plan of the bf16 entries (`wmma_patch_bf16`).
+pub fn plan_bf16(problem: &Conv2d, device: &DeviceModel) -> Result<LaunchPlan> {
+    plan_typed(problem, device, true)
+}
+
+/// Every entry point the plans can name, fp16 then bf16.
+pub fn kernel_names() -> Vec<&'static str> {
+    spec::TILES.iter().map(|t| t.fp16).chain(spec::TILES.iter().map(|t| t.bf16)).collect()
+}
+
+/// The registry's entry.
+pub const KERNEL: KernelDesc = KernelDesc {
+    algorithm: Algorithm::WmmaPatch,
+    name: algorithm(false),
+    family: Family::TensorCore,
+    summary: "family 3 step 2c: step 2b with each tile's input patch and output staged in shared memory",
+    dtype: DType::F16,
+    outputs: &[DType::F16, DType::F32],
+    layouts: (Layout::Nhwc, Layout::Nhwc, Layout::Nhwc),
+    multiples: (1, 1, 8),
+    plan,
+};
+
+/// The registry's entry for bf16 data.
+pub const KERNEL_BF16: KernelDesc = KernelDesc {
+    algorithm: Algorithm::WmmaPatchBf16,
+    name: algorithm(true),
+    summary: "family 3 step 2c on bf16 data",
+    dtype: DType::BF16,
+    outputs: &[DType::BF16, DType::F32],
+    plan: plan_bf16,
+    ..KERNEL
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grid_is_persistent_and_a_multiple_of_the_channel_tiles() {
+        let d = DeviceModel::named("h100").unwrap();
+        let first = Conv2d::new(16, 3, 224, 224, 64, 3, 3).with_pad(1);
+        let pl = plan(&first, &d).unwrap();
+        assert_eq!(pl.block, (128, 1, 1));
+        assert!(pl.grid.0 as usize <= d.sms as usize * 8 && pl.grid.0 >= d.sms);
+        let g = Geometry::of(&conv_shape(&first, DType::F32));
+        assert!(spec::TILES.iter().any(|t| t.fp16 == pl.kernel && pl.shared_bytes == g.smem_bytes(t.bn, 3)));
+        let wide = Conv2d { k: 136, ..Conv2d::new(1, 7, 12, 10, 136, 2, 3) };
+        let pw = plan_bf16(&wide, &d).unwrap();
+        let bn = spec::TILES.iter().find(|t| t.bf16 == pw.kernel).unwrap().bn;
+        assert_eq!(pw.grid.0 as usize % 136usize.div_ceil(bn), 0, "{pw:?}");
+        // One tile: one block per output-channel tile.
+        assert_eq!(plan(&Conv2d::new(1, 1, 1, 1, 8, 1, 1), &d).unwrap().grid.0, 1);
+        assert_eq!(kernel_names().len(), 4);
+    }
+
+    #[test]
+    fn refuses_what_does_not_fit_with_the_reason() {
+        let d = DeviceModel::named("h100").unwrap();
+        let e = plan(&Conv2d::new(1, 512, 16, 16, 64, 7, 7).with_pad(3), &d).unwrap_err().to_string();
+        assert!(e.contains("shared memory") && e.contains("wmma_patch"), "{e}");
+        let e = plan(&Conv2d::new(1, 3, 16, 16, 12, 3, 3), &d).unwrap_err().to_string();
+        assert!(e.contains("multiple of 8"), "{e}");
+        // Absurd strides are refused, not overflowed.
+        let far = Conv2d { stride: (1, 1 << 30), ..Conv2d::new(1, 3, 4, 1 << 30, 8, 1, 1) };
+        assert!(plan(&far, &d).is_err());
+    }
+}

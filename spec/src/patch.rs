@@ -1,0 +1,180 @@
+//! Family 3 for few input channels, staged through shared memory (`wmma_patch`, fp16 and bf16;
+//! sm_80 and sm_90 PTX): `wmma_smallc`'s reduction over (r, s, c) together, with the input
+//! patch an output tile reads copied into shared memory once, so the tensor cores' A fragments
+//! are gathered from shared memory through a table of tap offsets instead of from global memory.
+//!
+//! A block is 4 warps (128 threads) and owns one output-channel tile of BN columns; it walks
+//! output tiles of [`BLOCK_M`] pixels, `tp x tq` of one image ([`Geometry`]), persistently, so
+//! its filter tile and offset table are loaded once. Warp w computes tile rows 32w..32w+32.
+//! Shared memory, in this order (byte offsets from [`Geometry`]):
+//!
+//! ```text
+//! filter  BN rows (output channels) x kpad 16-bit values, rows of filter_pitch bytes
+//! table   kpad u32: byte offset of reduction index kr's tap in the patch (0 past R*S*C)
+//! patch   ph rows x pw pixels x C values: the input under the output tile (zeros outside the image)
+//!         ... reused, once the tile's MMAs are done, as the output tile for the coalesced stores:
+//!         BLOCK_M rows x BN values of up to 4 bytes, rows of stage_pitch bytes
+//! ```
+
+use crate::ConvShape;
+
+/// Calls `$callback! { $ctx... (fp16_entry, bf16_entry, BN) ... }`, one row per compiled tile.
+#[macro_export]
+macro_rules! patch_tiles {
+    ($callback:path $(, $ctx:tt)*) => {
+        $callback! { $($ctx)*
+            // K <= 32 (speech front ends: K = 16, 32).
+            (wmma_patch_128x32, wmma_patch_bf16_128x32, 32)
+            // K = 64 (image networks' first layers) and above.
+            (wmma_patch_128x64, wmma_patch_bf16_128x64, 64)
+        }
+    };
+}
+
+/// Output pixels per tile (GEMM rows): 4 warps of 32.
+pub const BLOCK_M: usize = 128;
+/// Threads per block.
+pub const THREADS: usize = 128;
+/// Reduction elements per `mma.sync` k-step.
+pub const K_STEP: usize = 16;
+/// The widest output tile row: a tile is `tq` pixels of `tp` output rows, `tp * tq` = [`BLOCK_M`].
+pub const MAX_TQ: i32 = 128;
+/// The narrowest output tile row.
+pub const MIN_TQ: i32 = 8;
+
+/// One compiled tile.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Tile {
+    /// The fp16 entry point.
+    pub fp16: &'static str,
+    /// The bf16 entry point.
+    pub bf16: &'static str,
+    /// Block tile columns (GEMM N = output channels).
+    pub bn: usize,
+}
+
+macro_rules! declare {
+    ($(($fp16:ident, $bf16:ident, $bn:literal))*) => {
+        /// Every compiled tile, in the kernels' declaration order.
+        pub const TILES: [Tile; [$($bn),*].len()] = [$(Tile { fp16: stringify!($fp16), bf16: stringify!($bf16), bn: $bn }),*];
+    };
+}
+crate::patch_tiles!(declare);
+
+/// Where a problem's tiles, patch and shared regions lie; the kernel and the host both derive it
+/// from the shape with [`Geometry::of`], so neither keeps the other's numbers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Geometry {
+    /// Output pixels per tile row (a power of two, [`MIN_TQ`]..=[`MAX_TQ`]).
+    pub tq: i32,
+    /// Output rows per tile, `BLOCK_M / tq`.
+    pub tp: i32,
+    /// Input rows and pixels per row of the patch under one tile.
+    pub ph: i32,
+    /// See `ph`.
+    pub pw: i32,
+    /// R*S*C rounded up to [`K_STEP`].
+    pub kpad: i32,
+    /// Tiles along Q and P of one image, and all output tiles (N of each).
+    pub tiles_q: i32,
+    /// See `tiles_q`.
+    pub tiles_p: i32,
+    /// See `tiles_q`.
+    pub tiles: i32,
+}
+
+impl Geometry {
+    /// The geometry of `sh`, whose extents are positive and whose products fit in `i32` (the
+    /// host validates both before it plans).
+    pub const fn of(sh: &ConvShape) -> Geometry {
+        // The narrowest power of two that holds a whole output row, within MIN_TQ..=MAX_TQ.
+        let mut tq = MIN_TQ;
+        while tq < MAX_TQ && tq < sh.q {
+            tq *= 2;
+        }
+        let tp = BLOCK_M as i32 / tq;
+        let (tiles_q, tiles_p) = ((sh.q + tq - 1) / tq, (sh.p + tp - 1) / tp);
+        Geometry {
+            tq,
+            tp,
+            ph: (tp - 1) * sh.stride_h + (sh.r - 1) * sh.dil_h + 1,
+            pw: (tq - 1) * sh.stride_w + (sh.s - 1) * sh.dil_w + 1,
+            kpad: (sh.r * sh.s * sh.c + K_STEP as i32 - 1) / K_STEP as i32 * K_STEP as i32,
+            tiles_q,
+            tiles_p,
+            tiles: sh.n * tiles_p * tiles_q,
+        }
+    }
+
+    /// Bytes per shared filter row: kpad 16-bit values and 16 bytes more, so the 8 rows an
+    /// `ldmatrix` phase reads start in 8 distinct 16-byte bank groups (kpad/8 is even).
+    pub const fn filter_pitch(&self) -> u32 {
+        2 * self.kpad as u32 + 16
+    }
+
+    /// Byte offset of the offset table.
+    pub const fn table_at(&self, bn: usize) -> u32 {
+        bn as u32 * self.filter_pitch()
+    }
+
+    /// Byte offset of the patch (and of the staged output tile).
+    pub const fn patch_at(&self, bn: usize) -> u32 {
+        self.table_at(bn) + 4 * self.kpad as u32
+    }
+
+    /// 16-bit values in the patch.
+    pub const fn patch_len(&self, c: i32) -> u32 {
+        (self.ph * self.pw * c) as u32
+    }
+
+    /// Dynamic shared memory bytes of the launch: up to the patch, then the larger of the patch
+    /// and the staged output tile (fp32, the widest output).
+    pub const fn smem_bytes(&self, bn: usize, c: i32) -> u32 {
+        let patch = 2 * self.patch_len(c);
+        let stage = BLOCK_M as u32 * stage_pitch(bn, 4);
+        self.patch_at(bn) + if patch > stage { patch } else { stage }
+    }
+}
+
+/// Bytes per row of the staged output tile for `out_bytes`-byte outputs: BN values and 16 bytes
+/// more, so a quad's 8 rows of fragment stores fall in distinct banks.
+pub const fn stage_pitch(bn: usize, out_bytes: u32) -> u32 {
+    bn as u32 * out_bytes + 16
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shape(n: i32, c: i32, h: i32, w: i32, k: i32, r: i32, s: i32, pad: i32, stride: i32) -> ConvShape {
+        let p = (h + 2 * pad - r) / stride + 1;
+        let q = (w + 2 * pad - s) / stride + 1;
+        ConvShape { n, c, h, w, k, r, s, p, q, pad_h: pad, pad_w: pad, stride_h: stride, stride_w: stride, dil_h: 1, dil_w: 1, y_bits: 16 }
+    }
+
+    #[test]
+    fn tiles_cover_the_output_with_whole_rows_when_they_fit() {
+        // 224 wide: two 128-pixel tiles per row; 54 wide: 64-pixel tiles of two rows.
+        let g = Geometry::of(&shape(16, 3, 224, 224, 64, 3, 3, 1, 1));
+        assert_eq!((g.tq, g.tp, g.tiles_q, g.tiles_p, g.tiles), (128, 1, 2, 224, 16 * 224 * 2));
+        assert_eq!((g.ph, g.pw, g.kpad), (3, 130, 32));
+        let g = Geometry::of(&shape(8, 3, 108, 108, 64, 3, 3, 1, 2));
+        assert_eq!((g.tq, g.tp, g.tiles_q, g.tiles_p), (64, 2, 1, 27));
+        assert_eq!((g.ph, g.pw), (5, 129));
+        let tiny = Geometry::of(&shape(1, 1, 1, 1, 8, 1, 1, 0, 1));
+        assert_eq!((tiny.tq, tiny.tp, tiny.tiles), (MIN_TQ, 16, 1));
+    }
+
+    #[test]
+    fn shared_regions_are_aligned_and_the_filter_rows_avoid_bank_conflicts() {
+        let g = Geometry::of(&shape(16, 3, 224, 224, 64, 7, 7, 3, 2));
+        assert_eq!(g.kpad, 160);
+        for t in TILES {
+            assert_eq!(g.table_at(t.bn) % 16, 0);
+            assert_eq!(g.patch_at(t.bn) % 16, 0);
+            assert_eq!((g.filter_pitch() / 16) % 2, 1);
+            assert!(g.smem_bytes(t.bn, 3) >= g.patch_at(t.bn) + BLOCK_M as u32 * stage_pitch(t.bn, 4));
+        }
+        assert_eq!(stage_pitch(64, 2) % 16, 0);
+    }
+}
