@@ -16,15 +16,20 @@
 //!
 //! Persistent: block b takes output channels `(b % n_tiles) * BN..` and walks the output tiles
 //! `b / n_tiles, + grid / n_tiles, ...` (the host launches a multiple of n_tiles blocks), so its
-//! filter tile and offset table are loaded once. Per output tile, four barriers:
+//! filter tile and offset table are loaded once. Per output tile, two barriers, and the next
+//! tile's patch copy started before this tile's k-steps so their latencies overlap:
 //!
 //! ```text
-//! copy the patch             barrier (patch, and at first the filter and table, visible)
+//! loads of the next patch's first batch into registers (in flight)
 //! k-steps of 16: A from the patch by table, B by ldmatrix, mma.sync m16n8k16
-//!                            barrier (patch reads done)
-//! stage the accumulators     barrier
-//! 16-byte stores to y        barrier (stage reads done before the next patch overwrites it)
+//!                            barrier (patch reads done; the last tile's stage reads done)
+//! the next patch: the registers, then its other batches; the accumulators into the stage
+//!                            barrier (next patch and stage visible)
+//! 16-byte stores of the stage to y
 //! ```
+//!
+//! Copies run in units of 8 values (16 bytes) when C is a multiple of 8 (a pixel's channels,
+//! and a filter row, are then whole aligned chunks) and of single values otherwise.
 //!
 //! Geometry and shared layout: `convrs_spec::patch`.
 
@@ -36,9 +41,12 @@ use crate::prelude::*;
 
 /// Most n8 column tiles a warp holds (BN = 64).
 const MAX_N8: usize = 8;
-/// Global loads in flight per thread while copying the patch or the filter.
-const BATCH: usize = 16;
 const T: u32 = THREADS as u32;
+
+/// Copy units in flight per thread: 16 values, or 4 chunks of 8 (16 registers either way).
+const fn batch(v: usize) -> usize {
+    if v == 8 { 4 } else { 16 }
+}
 
 /// The kernel; see the module docs. Output-channel tile `BN`, bf16 data if `BF16`.
 ///
@@ -49,6 +57,15 @@ const T: u32 = THREADS as u32;
 /// dynamic shared memory.
 #[inline(always)]
 pub unsafe fn conv<const BN: usize, const BF16: bool>(x: *const u16, w: *const u16, y: *mut f32, sh: ConvShape) {
+    // SAFETY: as the caller guarantees; the unit suits C (a multiple of 8 or not).
+    unsafe {
+        if sh.c % 8 == 0 { run::<BN, BF16, 8>(x, w, y, sh) } else { run::<BN, BF16, 1>(x, w, y, sh) }
+    }
+}
+
+/// [`conv`] with copies in units of `V` values (8 needs C a multiple of 8).
+#[inline(always)]
+unsafe fn run<const BN: usize, const BF16: bool, const V: usize>(x: *const u16, w: *const u16, y: *mut f32, sh: ConvShape) {
     const { assert!(BN == 32 || BN == 64) };
     let g = Geometry::of(&sh);
     let n_tiles = (sh.k as u32).div_ceil(BN as u32);
@@ -56,17 +73,25 @@ pub unsafe fn conv<const BN: usize, const BF16: bool>(x: *const u16, w: *const u
         trap();
     }
     let smem = dynamic_smem_u32();
-    let (filter, table, patch) = (smem, smem + g.table_at(BN), smem + g.patch_at(BN));
+    let (filter, table, patch, stage_at) = (smem, smem + g.table_at(BN), smem + g.patch_at(BN), smem + g.stage_at(BN, sh.c));
     let tid = thread_x() as u32;
     // SAFETY: n_tiles >= 1 (K >= 1).
     let (first, nt) = unsafe { divmod(block_x() as u32, n_tiles) };
     let n0 = nt * BN as u32;
-    // SAFETY: the filter and table regions are this block's; nobody reads them before the first
-    // tile's first barrier.
-    unsafe {
-        load_filter::<BN>(w, &sh, &g, filter, n0, tid);
-        fill_table(&sh, &g, table, tid);
+    let step = grid_dim_x() as u32 / n_tiles;
+    if first >= g.tiles as u32 {
+        return;
     }
+    let filter_rows = FilterRows { w, rsc: sh.r * sh.s * sh.c, k: sh.k, n0: n0 as i32, at: filter, pitch: g.filter_pitch() };
+    let patch_rows = |tile: u32| PatchRows::new(x, &sh, &g, patch, tile);
+    // SAFETY: the filter, table and patch regions are this block's; nobody reads them before
+    // the barrier below.
+    unsafe {
+        copy_all::<V, _>(&filter_rows, g.kpad as u32, BN as u32, tid);
+        fill_table(&sh, &g, table, tid);
+        copy_all::<V, _>(&patch_rows(first), (g.pw * sh.c) as u32, g.ph as u32, tid);
+    }
+    sync_threads();
     let (warp, lane) = (tid / 32, tid % 32);
     // The window origins of this thread's A rows 32*warp + 16i + lane/4 + 8h in the patch.
     let mut rows = [[0u32; 2]; 2];
@@ -77,32 +102,36 @@ pub unsafe fn conv<const BN: usize, const BF16: bool>(x: *const u16, w: *const u
             rows[i][h] = patch + 2 * ((tp as i32 * sh.stride_h * g.pw + tq as i32 * sh.stride_w) * sh.c) as u32;
         });
     });
-    let step = grid_dim_x() as u32 / n_tiles;
+    let patch_len = (g.pw * sh.c) as u32;
     let mut tile = first;
     while tile < g.tiles as u32 {
-        // SAFETY: tiles_q, tiles_p >= 1.
-        let (rest, tq_i) = unsafe { divmod(tile, g.tiles_q as u32) };
-        // SAFETY: as above.
-        let (n, tp_i) = unsafe { divmod(rest, g.tiles_p as u32) };
-        let origin = Origin { n: n as i32, p0: tp_i as i32 * g.tp, q0: tq_i as i32 * g.tq };
-        // SAFETY: the patch region is free (the previous tile's last barrier); the caller's x.
-        unsafe { load_patch(x, &sh, &g, patch, origin, tid) };
-        sync_threads();
+        let next = tile + step;
+        let more = next < g.tiles as u32;
+        let next_rows = patch_rows(if more { next } else { tile });
+        // SAFETY: loads only (the patch region is rewritten after the barrier below).
+        let pre = if more { unsafe { load_batch::<V, _>(&next_rows, patch_len, g.ph as u32, 0, tid) } } else { [[0; 4]; 16] };
         let mut acc = [[[0f32; 4]; MAX_N8]; 2];
         let mut ks = 0;
         while ks < g.kpad as u32 / K_STEP as u32 {
-            // SAFETY: converged (uniform loop); filter, table and patch published by the barrier.
+            // SAFETY: converged (uniform loop); filter, table and patch published by a barrier.
             unsafe { multiply::<BN, BF16>(&mut acc, rows, filter, g.filter_pitch(), table, ks, lane) };
             ks += 1;
         }
         sync_threads();
-        // SAFETY: every patch read of this tile is before the barrier; the stage is the patch region.
-        unsafe { stage::<BN, BF16>(&acc, patch, sh.y_bits == 16, warp, lane) };
+        // SAFETY: every read of the patch and of the stage (the last tile's stores) is before
+        // the barrier; both regions are this block's.
+        unsafe {
+            if more {
+                store_batch::<V, _>(&next_rows, patch_len, g.ph as u32, 0, tid, pre);
+                copy_from::<V, _>(&next_rows, patch_len, g.ph as u32, batch(V) as u32 * T, tid);
+            }
+            stage::<BN, BF16>(&acc, stage_at, sh.y_bits == 16, warp, lane);
+        }
         sync_threads();
+        let o = patch_rows(tile).o;
         // SAFETY: the stage is published; the caller's y.
-        unsafe { store_tile::<BN>(y, &sh, &g, patch, origin, n0, tid) };
-        sync_threads();
-        tile += step;
+        unsafe { store_tile::<BN>(y, &sh, &g, stage_at, o, n0, tid) };
+        tile = next;
     }
 }
 
@@ -114,39 +143,180 @@ struct Origin {
     q0: i32,
 }
 
+/// Row `r` of a copy into shared memory: its value `e` comes from `src + e` when
+/// `lo <= e < hi` and is zero otherwise, and goes to shared byte `dst + 2e`.
+#[derive(Clone, Copy)]
+struct Row {
+    src: *const u16,
+    lo: i32,
+    hi: i32,
+    dst: u32,
+}
+
+/// Rows of 16-bit values to copy into shared memory, zero-filled outside the source.
+trait Rows {
+    fn row(&self, r: u32) -> Row;
+}
+
 /// Filter rows `n0..n0 + BN` (output channels; zeros past K), reduction indices `0..kpad`
-/// (zeros past R*S*C, so the A values the table points at there are multiplied by 0), into rows
-/// of `filter_pitch` bytes at `filter`.
+/// (zeros past R*S*C, so the A values the table points at there are multiplied by 0).
+struct FilterRows {
+    w: *const u16,
+    rsc: i32,
+    k: i32,
+    n0: i32,
+    at: u32,
+    pitch: u32,
+}
+
+impl Rows for FilterRows {
+    #[inline(always)]
+    fn row(&self, r: u32) -> Row {
+        let k = self.n0 + r as i32;
+        Row { src: self.w.wrapping_add((k * self.rsc) as u32 as usize), lo: 0, hi: if k < self.k { self.rsc } else { 0 }, dst: self.at + r * self.pitch }
+    }
+}
+
+/// The input under an output tile: ph rows of pw pixels x C values from `x[n][p0*stride_h -
+/// pad_h][q0*stride_w - pad_w][0]` on, zeros outside the image (each a contiguous run of x).
+struct PatchRows {
+    x: *const u16,
+    o: Origin,
+    /// First input row, and the first value's column in an image row of W*C values.
+    ih0: i32,
+    col0: i32,
+    h: i32,
+    wc: i32,
+    at: u32,
+    len: u32,
+}
+
+impl PatchRows {
+    #[inline(always)]
+    fn new(x: *const u16, sh: &ConvShape, g: &Geometry, at: u32, tile: u32) -> PatchRows {
+        // SAFETY: tiles_q, tiles_p >= 1.
+        let (rest, tq_i) = unsafe { divmod(tile, g.tiles_q as u32) };
+        // SAFETY: as above.
+        let (n, tp_i) = unsafe { divmod(rest, g.tiles_p as u32) };
+        let o = Origin { n: n as i32, p0: tp_i as i32 * g.tp, q0: tq_i as i32 * g.tq };
+        let (ih0, col0) = (o.p0 * sh.stride_h - sh.pad_h, (o.q0 * sh.stride_w - sh.pad_w) * sh.c);
+        PatchRows { x, o, ih0, col0, h: sh.h, wc: sh.w * sh.c, at, len: (g.pw * sh.c) as u32 }
+    }
+}
+
+impl Rows for PatchRows {
+    #[inline(always)]
+    fn row(&self, r: u32) -> Row {
+        let ih = self.ih0 + r as i32;
+        let inside = (ih as u32) < self.h as u32;
+        // Wrapping: only the in-image part [lo, hi) is read.
+        let start = (self.o.n * self.h + ih).wrapping_mul(self.wc).wrapping_add(self.col0);
+        Row {
+            src: self.x.wrapping_add(start as u32 as usize),
+            lo: if inside { -self.col0 } else { 0 },
+            hi: if inside { self.wc - self.col0 } else { 0 },
+            dst: self.at + 2 * r * self.len,
+        }
+    }
+}
+
+/// This thread's units `start + tid + b*THREADS` (b < batch(V)) of the copy of `rows` rows of
+/// `len` values each (a multiple of V), loaded into registers: a unit of V values, zero outside
+/// its row's source, in `[u32; 4]` (V = 8: the 16 bytes; V = 1: the value in word 0).
 ///
 /// # Safety
-/// `w` holds the KRSC filter of `sh`; `filter` is this block's filter region.
+/// Every row's in-source values are readable global memory nobody writes during the launch;
+/// for V = 8 they start 16-byte aligned and `lo`, `hi` are multiples of 8.
 #[inline(always)]
-unsafe fn load_filter<const BN: usize>(w: *const u16, sh: &ConvShape, g: &Geometry, filter: u32, n0: u32, tid: u32) {
-    let rsc = (sh.r * sh.s * sh.c) as u32;
-    let (len, kpad) = (BN as u32 * g.kpad as u32, g.kpad as u32);
-    let mut base = 0;
-    while base < len {
-        let mut v = [0u32; BATCH];
-        unroll!(16: BATCH, u => {
-            let e = base + tid + u as u32 * T;
-            // SAFETY: kpad >= 16.
-            let (row, kr) = unsafe { divmod(e, kpad) };
-            if e < len && n0 + row < sh.k as u32 && kr < rsc {
-                // SAFETY: k < K and kr < R*S*C: inside the filter.
-                v[u] = unsafe { load_global_nc_u16(w.add(((n0 + row) * rsc + kr) as usize)) } as u32;
+#[allow(unused_assignments)] // the last unrolled step advances counters nobody reads
+unsafe fn load_batch<const V: usize, R: Rows>(rows: &R, len: u32, n_rows: u32, start: u32, tid: u32) -> [[u32; 4]; 16] {
+    let units = len / V as u32;
+    let total = n_rows * units;
+    let mut out = [[0u32; 4]; 16];
+    // SAFETY: units >= 1.
+    let (mut r, mut u) = unsafe { divmod(start + tid, units) };
+    // SAFETY: as above.
+    let (dr, du) = unsafe { divmod(T, units) };
+    unroll!(16: batch(V), b => {
+        let row = rows.row(r);
+        let e = (u * V as u32) as i32;
+        if start + tid + b as u32 * T < total && row.lo <= e && e + V as i32 <= row.hi {
+            // SAFETY: an in-source unit of the row, as the caller guarantees.
+            unsafe {
+                if V == 8 {
+                    out[b] = load_global_nc_f32x4(row.src.add(e as usize) as *const f32).0.map(f32::to_bits);
+                } else {
+                    out[b][0] = load_global_nc_u16(row.src.add(e as usize)) as u32;
+                }
             }
-        });
-        unroll!(16: BATCH, u => {
-            let e = base + tid + u as u32 * T;
-            // SAFETY: as above.
-            let (row, kr) = unsafe { divmod(e, kpad) };
-            if e < len {
-                // SAFETY: inside this block's filter region (row < BN, kr < kpad).
-                unsafe { st_shared_u16(filter + row * g.filter_pitch() + 2 * kr, v[u]) };
+        }
+        u += du;
+        r += dr;
+        if u >= units {
+            u -= units;
+            r += 1;
+        }
+    });
+    out
+}
+
+/// Stores [`load_batch`]'s units (same arguments) into their rows' shared memory.
+///
+/// # Safety
+/// Every row's `dst` is this block's shared memory, `2 * len` bytes (16-byte aligned for
+/// V = 8), that nobody else accesses until the next barrier.
+#[inline(always)]
+#[allow(unused_assignments)] // the last unrolled step advances counters nobody reads
+unsafe fn store_batch<const V: usize, R: Rows>(rows: &R, len: u32, n_rows: u32, start: u32, tid: u32, v: [[u32; 4]; 16]) {
+    let units = len / V as u32;
+    let total = n_rows * units;
+    // SAFETY: units >= 1.
+    let (mut r, mut u) = unsafe { divmod(start + tid, units) };
+    // SAFETY: as above.
+    let (dr, du) = unsafe { divmod(T, units) };
+    unroll!(16: batch(V), b => {
+        if start + tid + b as u32 * T < total {
+            let at = rows.row(r).dst + 2 * u * V as u32;
+            // SAFETY: as the caller guarantees.
+            unsafe {
+                if V == 8 { st_shared_v4(at, v[b]) } else { st_shared_u16(at, v[b][0]) }
             }
-        });
-        base += BATCH as u32 * T;
+        }
+        u += du;
+        r += dr;
+        if u >= units {
+            u -= units;
+            r += 1;
+        }
+    });
+}
+
+/// The copy's units from `start` on (a multiple of `batch(V) * THREADS`), a batch at a time.
+///
+/// # Safety
+/// As [`load_batch`] and [`store_batch`].
+#[inline(always)]
+unsafe fn copy_from<const V: usize, R: Rows>(rows: &R, len: u32, n_rows: u32, start: u32, tid: u32) {
+    let total = n_rows * (len / V as u32);
+    let mut at = start;
+    while at < total {
+        // SAFETY: as the caller guarantees.
+        unsafe {
+            let v = load_batch::<V, R>(rows, len, n_rows, at, tid);
+            store_batch::<V, R>(rows, len, n_rows, at, tid, v);
+        }
+        at += batch(V) as u32 * T;
     }
+}
+
+/// The whole copy.
+///
+/// # Safety
+/// As [`copy_from`].
+#[inline(always)]
+unsafe fn copy_all<const V: usize, R: Rows>(rows: &R, len: u32, n_rows: u32, tid: u32) {
+    // SAFETY: as the caller guarantees.
+    unsafe { copy_from::<V, R>(rows, len, n_rows, 0, tid) }
 }
 
 /// The offset table: for kr < R*S*C with (r, s, c) its tap and channel, the byte offset of
@@ -172,51 +342,6 @@ unsafe fn fill_table(sh: &ConvShape, g: &Geometry, table: u32, tid: u32) {
         // SAFETY: entry kr < kpad of this block's table.
         unsafe { st_shared_u32(table + 4 * kr, off) };
         kr += T;
-    }
-}
-
-/// The input under output tile `o`: ph rows of pw pixels x C values from `x[n][p0*stride_h -
-/// pad_h][q0*stride_w - pad_w][0]` on, zeros outside the image. Each patch row is a contiguous
-/// run of x (or outside it), so a thread's values advance by THREADS along the flattened patch.
-///
-/// # Safety
-/// `x` holds the NHWC input of `sh`; `patch` is this block's patch region, free until the next
-/// barrier.
-#[inline(always)]
-#[allow(unused_assignments)] // the last unrolled step advances counters nobody reads
-unsafe fn load_patch(x: *const u16, sh: &ConvShape, g: &Geometry, patch: u32, o: Origin, tid: u32) {
-    let row_len = (g.pw * sh.c) as u32;
-    let len = g.ph as u32 * row_len;
-    let (ih0, col0) = (o.p0 * sh.stride_h - sh.pad_h, (o.q0 * sh.stride_w - sh.pad_w) * sh.c);
-    let (h, wc) = (sh.h as u32, (sh.w * sh.c) as u32);
-    // SAFETY: row_len >= 1.
-    let (step_rows, step_cols) = unsafe { divmod(T, row_len) };
-    let mut base = 0;
-    while base < len {
-        // SAFETY: as above.
-        let (mut pr, mut pc) = unsafe { divmod(base + tid, row_len) };
-        let mut v = [0u32; BATCH];
-        unroll!(16: BATCH, u => {
-            let (ih, col) = (ih0 + pr as i32, col0 + pc as i32);
-            if base + tid + (u as u32) * T < len && (ih as u32) < h && (col as u32) < wc {
-                // SAFETY: an in-image pixel's channel: x[n][ih][col / C][col % C].
-                v[u] = unsafe { load_global_nc_u16(x.add(((o.n * sh.h + ih) as u32 as usize) * wc as usize + col as usize)) } as u32;
-            }
-            pc += step_cols;
-            pr += step_rows;
-            if pc >= row_len {
-                pc -= row_len;
-                pr += 1;
-            }
-        });
-        unroll!(16: BATCH, u => {
-            let e = base + tid + u as u32 * T;
-            if e < len {
-                // SAFETY: inside this block's patch region.
-                unsafe { st_shared_u16(patch + 2 * e, v[u]) };
-            }
-        });
-        base += BATCH as u32 * T;
     }
 }
 
@@ -262,7 +387,7 @@ unsafe fn multiply<const BN: usize, const BF16: bool>(acc: &mut [[[f32; 4]; MAX_
 /// `8j + 2*(lane%4)` (+1), rounded to 16 bits if `half`.
 ///
 /// # Safety
-/// `stage` is this block's patch region, which nobody reads until the next barrier.
+/// `stage` is this block's stage region, which nobody reads until the next barrier.
 #[inline(always)]
 unsafe fn stage<const BN: usize, const BF16: bool>(acc: &[[[f32; 4]; MAX_N8]; 2], stage: u32, half: bool, warp: u32, lane: u32) {
     let ob = if half { 2 } else { 4 };

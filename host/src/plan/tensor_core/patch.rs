@@ -19,7 +19,7 @@ use crate::registry::{Family, KernelDesc};
 use crate::{Algorithm, Conv2d, Error, Layout, Result};
 
 /// Registers per thread (ptxas, sm_90), in the order of `spec::TILES`.
-const REGS: [usize; spec::TILES.len()] = [96, 128];
+const REGS: [usize; spec::TILES.len()] = [127, 167];
 
 /// Warp instructions per copied patch value per 32 values (the load, the store, index steps).
 const PATCH_ISSUE: f64 = 10.0;
@@ -47,8 +47,8 @@ fn smem_bytes_checked(p: &Conv2d, bn: usize) -> Option<u64> {
     let pw = (tq - 1).checked_mul(sw)?.checked_add((s - 1).checked_mul(p.dilation.1 as u64)?)?.checked_add(1)?;
     let kpad = r.checked_mul(s)?.checked_mul(c)?.div_ceil(K_STEP as u64) * K_STEP as u64;
     let head = (bn as u64).checked_mul(2 * kpad + 16)?.checked_add(4 * kpad)?;
-    let patch = ph.checked_mul(pw)?.checked_mul(c)?.checked_mul(2)?;
-    head.checked_add(patch.max(BLOCK_M as u64 * stage_pitch(bn, 4) as u64))
+    let patch = ph.checked_mul(pw)?.checked_mul(c)?.checked_mul(2)?.div_ceil(16) * 16;
+    head.checked_add(patch)?.checked_add(BLOCK_M as u64 * stage_pitch(bn, 4) as u64)
 }
 
 /// The persistent grid of tile `i`: the blocks that fit at once, shared evenly by the
@@ -56,7 +56,9 @@ fn smem_bytes_checked(p: &Conv2d, bn: usize) -> Option<u64> {
 fn grid(d: &DeviceModel, i: usize, g: &Geometry, k: usize, smem: u32) -> (usize, usize) {
     let bps = blocks_per_sm(d, THREADS, REGS[i], smem as usize);
     let n_tiles = k.div_ceil(spec::TILES[i].bn);
-    let per_n = (d.sms.max(1) as usize * bps / n_tiles).min(g.tiles as usize).max(1);
+    let fit = (d.sms.max(1) as usize * bps / n_tiles).clamp(1, g.tiles as usize);
+    // As few blocks as walk the same number of tiles each (no block a tile behind the others).
+    let per_n = (g.tiles as usize).div_ceil((g.tiles as usize).div_ceil(fit));
     (per_n * n_tiles, bps)
 }
 
@@ -75,7 +77,7 @@ fn cost(d: &DeviceModel, i: usize, p: &Conv2d, g: &Geometry, out_bytes: usize) -
         + warps * (bn / 4) as f64
         + (BLOCK_M * bn * out_bytes / 16 / 32) as f64 * 8.0;
     let issue_us = cycles_us(d, issue / 4.0);
-    let trips = (patch / (THREADS * 16) as f64).ceil() + 3.0;
+    let trips = (patch / (THREADS * 16) as f64).ceil() + 1.0;
     // Each block walks its tiles one after another; the blocks resident on an SM share its issue
     // slots and hide each other's round trips.
     let tiles_per_block = (g.tiles as usize).div_ceil(blocks / n_tiles) as f64;
@@ -189,6 +191,13 @@ mod tests {
         assert!(e.contains("shared memory") && e.contains("wmma_patch"), "{e}");
         let e = plan(&Conv2d::new(1, 3, 16, 16, 12, 3, 3), &d).unwrap_err().to_string();
         assert!(e.contains("multiple of 8"), "{e}");
+        // The overflow-checked size the plan refuses by is the kernel's own.
+        for p in [Conv2d::new(16, 3, 224, 224, 64, 7, 7).with_pad(3).with_stride(2), Conv2d::new(4, 1, 161, 700, 32, 5, 20).with_stride(2), Conv2d::new(2, 16, 6, 40, 32, 3, 3).with_pad(1)] {
+            let g = Geometry::of(&conv_shape(&p, DType::F32));
+            for t in spec::TILES {
+                assert_eq!(smem_bytes_checked(&p, t.bn), Some(g.smem_bytes(t.bn, p.c as i32) as u64), "{p}");
+            }
+        }
         // Absurd strides are refused, not overflowed.
         let far = Conv2d { stride: (1, 1 << 30), ..Conv2d::new(1, 3, 4, 1 << 30, 8, 1, 1) };
         assert!(plan(&far, &d).is_err());
