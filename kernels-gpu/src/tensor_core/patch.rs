@@ -209,10 +209,11 @@ impl Rows for PatchRows {
     fn row(&self, r: u32) -> Row {
         let ih = self.ih0 + r as i32;
         let inside = (ih as u32) < self.h as u32;
-        // Wrapping: only the in-image part [lo, hi) is read.
+        // Signed and wrapping (the row may start left of the image, or be outside it): only
+        // the in-image part [lo, hi) is read, whose offsets are in range.
         let start = (self.o.n * self.h + ih).wrapping_mul(self.wc).wrapping_add(self.col0);
         Row {
-            src: self.x.wrapping_add(start as u32 as usize),
+            src: self.x.wrapping_offset(start as isize),
             lo: if inside { -self.col0 } else { 0 },
             hi: if inside { self.wc - self.col0 } else { 0 },
             dst: self.at + 2 * r * self.len,
