@@ -16,17 +16,19 @@
 //!
 //! Persistent: block b takes output channels `(b % n_tiles) * BN..` and walks the output tiles
 //! `b / n_tiles, + grid / n_tiles, ...` (the host launches a multiple of n_tiles blocks), so its
-//! filter tile and offset table are loaded once. Per output tile, two barriers, and the next
-//! tile's patch copy started before this tile's k-steps so their latencies overlap:
+//! filter tile and offset table are loaded once. Per output tile, four barriers:
 //!
 //! ```text
-//! loads of the next patch's first batch into registers (in flight)
+//! copy the patch             barrier (patch, and at first the filter and table, visible)
 //! k-steps of 16: A from the patch by table, B by ldmatrix, mma.sync m16n8k16
-//!                            barrier (patch reads done; the last tile's stage reads done)
-//! the next patch: the registers, then its other batches; the accumulators into the stage
-//!                            barrier (next patch and stage visible)
-//! 16-byte stores of the stage to y
+//!                            barrier (patch reads done)
+//! stage the accumulators     barrier
+//! 16-byte stores to y        barrier (stage reads done before the next patch overwrites it)
 //! ```
+//!
+//! The patch copy's latency is hidden by the other resident blocks, not by prefetching the next
+//! tile's patch into registers during this tile's k-steps: that measured slower on the C = 1
+//! and 3 layers (more registers, fewer resident blocks; fifth session, BENCHMARKS.md).
 //!
 //! Copies run in units of 8 values (16 bytes) when C is a multiple of 8 (a pixel's channels,
 //! and a filter row, are then whole aligned chunks) and of single values otherwise.
@@ -73,7 +75,7 @@ unsafe fn run<const BN: usize, const BF16: bool, const V: usize>(x: *const u16, 
         trap();
     }
     let smem = dynamic_smem_u32();
-    let (filter, table, patch, stage_at) = (smem, smem + g.table_at(BN), smem + g.patch_at(BN), smem + g.stage_at(BN, sh.c));
+    let (filter, table, patch) = (smem, smem + g.table_at(BN), smem + g.patch_at(BN));
     let tid = thread_x() as u32;
     // SAFETY: n_tiles >= 1 (K >= 1).
     let (first, nt) = unsafe { divmod(block_x() as u32, n_tiles) };
@@ -102,14 +104,9 @@ unsafe fn run<const BN: usize, const BF16: bool, const V: usize>(x: *const u16, 
             rows[i][h] = patch + 2 * ((tp as i32 * sh.stride_h * g.pw + tq as i32 * sh.stride_w) * sh.c) as u32;
         });
     });
-    let patch_len = (g.pw * sh.c) as u32;
     let mut tile = first;
-    while tile < g.tiles as u32 {
-        let next = tile + step;
-        let more = next < g.tiles as u32;
-        let next_rows = patch_rows(if more { next } else { tile });
-        // SAFETY: loads only (the patch region is rewritten after the barrier below).
-        let pre = if more { unsafe { load_batch::<V, _>(&next_rows, patch_len, g.ph as u32, 0, tid) } } else { [[0; 4]; 16] };
+    loop {
+        let o = patch_rows(tile).o;
         let mut acc = [[[0f32; 4]; MAX_N8]; 2];
         let mut ks = 0;
         while ks < g.kpad as u32 / K_STEP as u32 {
@@ -118,20 +115,19 @@ unsafe fn run<const BN: usize, const BF16: bool, const V: usize>(x: *const u16, 
             ks += 1;
         }
         sync_threads();
-        // SAFETY: every read of the patch and of the stage (the last tile's stores) is before
-        // the barrier; both regions are this block's.
-        unsafe {
-            if more {
-                store_batch::<V, _>(&next_rows, patch_len, g.ph as u32, 0, tid, pre);
-                copy_from::<V, _>(&next_rows, patch_len, g.ph as u32, batch(V) as u32 * T, tid);
-            }
-            stage::<BN, BF16>(&acc, stage_at, sh.y_bits == 16, warp, lane);
+        // SAFETY: every read of the patch is before the barrier; the stage is the patch region.
+        unsafe { stage::<BN, BF16>(&acc, patch, sh.y_bits == 16, warp, lane) };
+        sync_threads();
+        // SAFETY: the stage is published; the caller's y.
+        unsafe { store_tile::<BN>(y, &sh, &g, patch, o, n0, tid) };
+        tile += step;
+        if tile >= g.tiles as u32 {
+            break;
         }
         sync_threads();
-        let o = patch_rows(tile).o;
-        // SAFETY: the stage is published; the caller's y.
-        unsafe { store_tile::<BN>(y, &sh, &g, stage_at, o, n0, tid) };
-        tile = next;
+        // SAFETY: every read of the stage is before the barrier; the caller's x.
+        unsafe { copy_all::<V, _>(&patch_rows(tile), (g.pw * sh.c) as u32, g.ph as u32, tid) };
+        sync_threads();
     }
 }
 
@@ -292,14 +288,14 @@ unsafe fn store_batch<const V: usize, R: Rows>(rows: &R, len: u32, n_rows: u32, 
     });
 }
 
-/// The copy's units from `start` on (a multiple of `batch(V) * THREADS`), a batch at a time.
+/// The whole copy, a batch at a time.
 ///
 /// # Safety
 /// As [`load_batch`] and [`store_batch`].
 #[inline(always)]
-unsafe fn copy_from<const V: usize, R: Rows>(rows: &R, len: u32, n_rows: u32, start: u32, tid: u32) {
+unsafe fn copy_all<const V: usize, R: Rows>(rows: &R, len: u32, n_rows: u32, tid: u32) {
     let total = n_rows * (len / V as u32);
-    let mut at = start;
+    let mut at = 0;
     while at < total {
         // SAFETY: as the caller guarantees.
         unsafe {
@@ -308,16 +304,6 @@ unsafe fn copy_from<const V: usize, R: Rows>(rows: &R, len: u32, n_rows: u32, st
         }
         at += batch(V) as u32 * T;
     }
-}
-
-/// The whole copy.
-///
-/// # Safety
-/// As [`copy_from`].
-#[inline(always)]
-unsafe fn copy_all<const V: usize, R: Rows>(rows: &R, len: u32, n_rows: u32, tid: u32) {
-    // SAFETY: as the caller guarantees.
-    unsafe { copy_from::<V, R>(rows, len, n_rows, 0, tid) }
 }
 
 /// The offset table: for kr < R*S*C with (r, s, c) its tap and channel, the byte offset of

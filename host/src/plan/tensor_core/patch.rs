@@ -19,7 +19,7 @@ use crate::registry::{Family, KernelDesc};
 use crate::{Algorithm, Conv2d, Error, Layout, Result};
 
 /// Registers per thread (ptxas, sm_90), in the order of `spec::TILES`.
-const REGS: [usize; spec::TILES.len()] = [127, 167];
+const REGS: [usize; spec::TILES.len()] = [96, 128];
 
 /// Warp instructions per copied patch value per 32 values (the load, the store, index steps).
 const PATCH_ISSUE: f64 = 10.0;
@@ -48,7 +48,7 @@ fn smem_bytes_checked(p: &Conv2d, bn: usize) -> Option<u64> {
     let kpad = r.checked_mul(s)?.checked_mul(c)?.div_ceil(K_STEP as u64) * K_STEP as u64;
     let head = (bn as u64).checked_mul(2 * kpad + 16)?.checked_add(4 * kpad)?;
     let patch = ph.checked_mul(pw)?.checked_mul(c)?.checked_mul(2)?.div_ceil(16) * 16;
-    head.checked_add(patch)?.checked_add(BLOCK_M as u64 * stage_pitch(bn, 4) as u64)
+    head.checked_add(patch.max(BLOCK_M as u64 * stage_pitch(bn, 4) as u64))
 }
 
 /// The persistent grid of tile `i`: the blocks that fit at once, shared evenly by the
@@ -77,7 +77,7 @@ fn cost(d: &DeviceModel, i: usize, p: &Conv2d, g: &Geometry, out_bytes: usize) -
         + warps * (bn / 4) as f64
         + (BLOCK_M * bn * out_bytes / 16 / 32) as f64 * 8.0;
     let issue_us = cycles_us(d, issue / 4.0);
-    let trips = (patch / (THREADS * 16) as f64).ceil() + 1.0;
+    let trips = (patch / (THREADS * 16) as f64).ceil() + 3.0;
     // Each block walks its tiles one after another; the blocks resident on an SM share its issue
     // slots and hide each other's round trips.
     let tiles_per_block = (g.tiles as usize).div_ceil(blocks / n_tiles) as f64;
