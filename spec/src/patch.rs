@@ -18,15 +18,17 @@
 
 use crate::ConvShape;
 
-/// Calls `$callback! { $ctx... (fp16_entry, bf16_entry, BN) ... }`, one row per compiled tile.
+/// Calls `$callback! { $ctx... (fp16_entry, bf16_entry, fp16_c8_entry, bf16_c8_entry, BN) ... }`,
+/// one row per compiled tile; the `c8` entries copy in 16-byte units and take C multiples of 8
+/// only, the others copy value by value and take any C.
 #[macro_export]
 macro_rules! patch_tiles {
     ($callback:path $(, $ctx:tt)*) => {
         $callback! { $($ctx)*
             // K <= 32 (speech front ends: K = 16, 32).
-            (wmma_patch_128x32, wmma_patch_bf16_128x32, 32)
+            (wmma_patch_128x32, wmma_patch_bf16_128x32, wmma_patch_128x32c8, wmma_patch_bf16_128x32c8, 32)
             // K = 64 (image networks' first layers) and above.
-            (wmma_patch_128x64, wmma_patch_bf16_128x64, 64)
+            (wmma_patch_128x64, wmma_patch_bf16_128x64, wmma_patch_128x64c8, wmma_patch_bf16_128x64c8, 64)
         }
     };
 }
@@ -41,23 +43,49 @@ pub const K_STEP: usize = 16;
 pub const MAX_TQ: i32 = 128;
 /// The narrowest output tile row.
 pub const MIN_TQ: i32 = 8;
+/// Blocks each tile's entries are built to fit on an SM at once (`.minnctapersm`, which caps
+/// their registers), in the order of [`TILES`]: the kernel waits on its copies, and resident
+/// blocks hide that; ptxas would otherwise take 127 registers for the 128x32 tile (4 blocks).
+pub const MIN_BLOCKS: [u32; 2] = [5, 4];
 
 /// One compiled tile.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Tile {
-    /// The fp16 entry point.
+    /// The fp16 entry point (any C).
     pub fp16: &'static str,
-    /// The bf16 entry point.
+    /// The bf16 entry point (any C).
     pub bf16: &'static str,
+    /// The fp16 entry point for C a multiple of 8.
+    pub fp16_c8: &'static str,
+    /// The bf16 entry point for C a multiple of 8.
+    pub bf16_c8: &'static str,
     /// Block tile columns (GEMM N = output channels).
     pub bn: usize,
 }
 
 macro_rules! declare {
-    ($(($fp16:ident, $bf16:ident, $bn:literal))*) => {
+    ($(($fp16:ident, $bf16:ident, $fp16_c8:ident, $bf16_c8:ident, $bn:literal))*) => {
         /// Every compiled tile, in the kernels' declaration order.
-        pub const TILES: [Tile; [$($bn),*].len()] = [$(Tile { fp16: stringify!($fp16), bf16: stringify!($bf16), bn: $bn }),*];
+        pub const TILES: [Tile; [$($bn),*].len()] = [$(Tile {
+            fp16: stringify!($fp16),
+            bf16: stringify!($bf16),
+            fp16_c8: stringify!($fp16_c8),
+            bf16_c8: stringify!($bf16_c8),
+            bn: $bn,
+        }),*];
     };
+}
+
+impl Tile {
+    /// The entry for `c` input channels of bf16 data (or fp16).
+    pub const fn entry(&self, bf16: bool, c: usize) -> &'static str {
+        match (bf16, c % 8 == 0) {
+            (false, false) => self.fp16,
+            (true, false) => self.bf16,
+            (false, true) => self.fp16_c8,
+            (true, true) => self.bf16_c8,
+        }
+    }
 }
 crate::patch_tiles!(declare);
 

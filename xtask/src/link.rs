@@ -93,31 +93,36 @@ fn link(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-/// Entry-name prefixes that get `.maxntid THREADS, 1, 1` and `.minnctapersm 1`, which rustc
-/// cannot emit: `setmaxnreg` needs ptxas to know the register count at entry (notes/hopper.md
+/// Entry-name prefixes that get `.maxntid THREADS, 1, 1` and `.minnctapersm BLOCKS`, which
+/// rustc cannot emit: `setmaxnreg` needs ptxas to know the register count at entry (notes/hopper.md
 /// §5); with a cluster size above 1 also `.explicitcluster` and `.reqnctapercluster CLUSTER, 1,
-/// 1` (a plain launch then forms the clusters). Only these entries change; every other entry's
-/// PTX stays byte-identical.
-const LAUNCH_BOUNDS: &[(&str, u32, usize)] = &[
-    ("wgmma_ws_", convrs_spec::wgmma::WS_THREADS as u32, 1),
-    ("wgmma_mc_", convrs_spec::wgmma::WS_THREADS as u32, convrs_spec::wgmma::MC_CLUSTER),
-    ("wgmma_pws_", convrs_spec::wgmma::WS_THREADS as u32, 1),
-    ("wgmma_pmc_", convrs_spec::wgmma::WS_THREADS as u32, convrs_spec::wgmma::MC_CLUSTER),
-    ("wgmma_tma_", convrs_spec::wgmma::WS_THREADS as u32, 1),
-    ("wgmma_tmc_", convrs_spec::wgmma::WS_THREADS as u32, convrs_spec::wgmma::MC_CLUSTER),
+/// 1` (a plain launch then forms the clusters). BLOCKS above 1 caps registers so that many
+/// blocks fit on an SM (`wmma_patch` is latency-bound: resident blocks hide its copies). Only
+/// these entries change; every other entry's PTX stays byte-identical.
+const LAUNCH_BOUNDS: &[(&str, u32, usize, u32)] = &[
+    ("wgmma_ws_", convrs_spec::wgmma::WS_THREADS as u32, 1, 1),
+    ("wgmma_mc_", convrs_spec::wgmma::WS_THREADS as u32, convrs_spec::wgmma::MC_CLUSTER, 1),
+    ("wgmma_pws_", convrs_spec::wgmma::WS_THREADS as u32, 1, 1),
+    ("wgmma_pmc_", convrs_spec::wgmma::WS_THREADS as u32, convrs_spec::wgmma::MC_CLUSTER, 1),
+    ("wgmma_tma_", convrs_spec::wgmma::WS_THREADS as u32, 1, 1),
+    ("wgmma_tmc_", convrs_spec::wgmma::WS_THREADS as u32, convrs_spec::wgmma::MC_CLUSTER, 1),
+    ("wmma_patch_128x32", convrs_spec::patch::THREADS as u32, 1, convrs_spec::patch::MIN_BLOCKS[0]),
+    ("wmma_patch_bf16_128x32", convrs_spec::patch::THREADS as u32, 1, convrs_spec::patch::MIN_BLOCKS[0]),
+    ("wmma_patch_128x64", convrs_spec::patch::THREADS as u32, 1, convrs_spec::patch::MIN_BLOCKS[1]),
+    ("wmma_patch_bf16_128x64", convrs_spec::patch::THREADS as u32, 1, convrs_spec::patch::MIN_BLOCKS[1]),
 ];
 
 /// Inserts the [`LAUNCH_BOUNDS`] directives between each matching `.entry`'s parameter list and
 /// its body (the first line that is exactly `{` after the entry line).
 fn add_launch_bounds(ptx: &str) -> String {
     let mut out = String::with_capacity(ptx.len() + 256);
-    let mut pending: Option<(u32, usize)> = None;
+    let mut pending: Option<(u32, usize, u32)> = None;
     for line in ptx.split_inclusive('\n') {
         if let Some(name) = line.trim_start().strip_prefix(".visible .entry ").or_else(|| line.trim_start().strip_prefix(".entry ")) {
-            pending = LAUNCH_BOUNDS.iter().find(|(p, ..)| name.starts_with(p)).map(|&(_, t, c)| (t, c));
+            pending = LAUNCH_BOUNDS.iter().find(|(p, ..)| name.starts_with(p)).map(|&(_, t, c, b)| (t, c, b));
         }
-        if let (Some((threads, cluster)), "{") = (pending, line.trim_end()) {
-            out.push_str(&format!(".maxntid {threads}, 1, 1\n.minnctapersm 1\n"));
+        if let (Some((threads, cluster, blocks)), "{") = (pending, line.trim_end()) {
+            out.push_str(&format!(".maxntid {threads}, 1, 1\n.minnctapersm {blocks}\n"));
             if cluster > 1 {
                 out.push_str(&format!(".explicitcluster\n.reqnctapercluster {cluster}, 1, 1\n"));
             }

@@ -30,8 +30,9 @@
 //! tile's patch into registers during this tile's k-steps: that measured slower on the C = 1
 //! and 3 layers (more registers, fewer resident blocks; fifth session, BENCHMARKS.md).
 //!
-//! Copies run in units of 8 values (16 bytes) when C is a multiple of 8 (a pixel's channels,
-//! and a filter row, are then whole aligned chunks) and of single values otherwise.
+//! Copies run in units of 8 values (16 bytes) in the `c8` entries, for C a multiple of 8 (a
+//! pixel's channels, and a filter row, are then whole aligned chunks), and of single values in
+//! the others.
 //!
 //! Geometry and shared layout: `convrs_spec::patch`.
 
@@ -50,7 +51,8 @@ const fn batch(v: usize) -> usize {
     if v == 8 { 4 } else { 16 }
 }
 
-/// The kernel; see the module docs. Output-channel tile `BN`, bf16 data if `BF16`.
+/// The kernel; see the module docs. Output-channel tile `BN`, bf16 data if `BF16`, copies in
+/// units of `V` values (1, or 8 for C a multiple of 8).
 ///
 /// # Safety
 /// `x`, `w`, `y` hold N*H*W*C, K*R*S*C and N*P*Q*K elements (y of `sh.y_bits` bits) in NHWC,
@@ -58,20 +60,11 @@ const fn batch(v: usize) -> usize {
 /// [`THREADS`] threads, a multiple of `ceil(K / BN)` blocks and `Geometry::smem_bytes` of
 /// dynamic shared memory.
 #[inline(always)]
-pub unsafe fn conv<const BN: usize, const BF16: bool>(x: *const u16, w: *const u16, y: *mut f32, sh: ConvShape) {
-    // SAFETY: as the caller guarantees; the unit suits C (a multiple of 8 or not).
-    unsafe {
-        if sh.c % 8 == 0 { run::<BN, BF16, 8>(x, w, y, sh) } else { run::<BN, BF16, 1>(x, w, y, sh) }
-    }
-}
-
-/// [`conv`] with copies in units of `V` values (8 needs C a multiple of 8).
-#[inline(always)]
-unsafe fn run<const BN: usize, const BF16: bool, const V: usize>(x: *const u16, w: *const u16, y: *mut f32, sh: ConvShape) {
-    const { assert!(BN == 32 || BN == 64) };
+pub unsafe fn conv<const BN: usize, const BF16: bool, const V: usize>(x: *const u16, w: *const u16, y: *mut f32, sh: ConvShape) {
+    const { assert!((BN == 32 || BN == 64) && (V == 1 || V == 8)) };
     let g = Geometry::of(&sh);
     let n_tiles = (sh.k as u32).div_ceil(BN as u32);
-    if block_dim_x() != THREADS as i32 || dynamic_smem_bytes() < g.smem_bytes(BN, sh.c) || grid_dim_x() as u32 % n_tiles != 0 {
+    if block_dim_x() != THREADS as i32 || dynamic_smem_bytes() < g.smem_bytes(BN, sh.c) || grid_dim_x() as u32 % n_tiles != 0 || sh.c % V as i32 != 0 {
         trap();
     }
     let smem = dynamic_smem_u32();
@@ -431,10 +424,12 @@ unsafe fn store_tile<const BN: usize>(y: *mut f32, sh: &ConvShape, g: &Geometry,
 }
 
 macro_rules! entries {
-    ($(($fp16:ident, $bf16:ident, $bn:literal))*) => {
+    ($(($fp16:ident, $bf16:ident, $fp16_c8:ident, $bf16_c8:ident, $bn:literal))*) => {
         $(
-            $crate::conv_kernel!(fn $fp16(x: *const u16, w: *const u16, y: *mut f32) => $crate::tensor_core::patch::conv::<$bn, false>);
-            $crate::conv_kernel!(fn $bf16(x: *const u16, w: *const u16, y: *mut f32) => $crate::tensor_core::patch::conv::<$bn, true>);
+            $crate::conv_kernel!(fn $fp16(x: *const u16, w: *const u16, y: *mut f32) => $crate::tensor_core::patch::conv::<$bn, false, 1>);
+            $crate::conv_kernel!(fn $bf16(x: *const u16, w: *const u16, y: *mut f32) => $crate::tensor_core::patch::conv::<$bn, true, 1>);
+            $crate::conv_kernel!(fn $fp16_c8(x: *const u16, w: *const u16, y: *mut f32) => $crate::tensor_core::patch::conv::<$bn, false, 8>);
+            $crate::conv_kernel!(fn $bf16_c8(x: *const u16, w: *const u16, y: *mut f32) => $crate::tensor_core::patch::conv::<$bn, true, 8>);
         )*
     };
 }

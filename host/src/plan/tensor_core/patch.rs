@@ -112,7 +112,7 @@ fn plan_typed(problem: &Conv2d, device: &DeviceModel, bf16: bool) -> Result<Laun
     let smem = g.smem_bytes(t.bn, p.c as i32);
     let (blocks, _) = grid(device, i, &g, p.k, smem);
     Ok(LaunchPlan {
-        kernel: if bf16 { t.bf16 } else { t.fp16 },
+        kernel: t.entry(bf16, p.c),
         grid: (blocks as u32, 1, 1),
         block: (THREADS as u32, 1, 1),
         shared_bytes: smem,
@@ -133,9 +133,9 @@ pub fn plan_bf16(problem: &Conv2d, device: &DeviceModel) -> Result<LaunchPlan> {
     plan_typed(problem, device, true)
 }
 
-/// Every entry point the plans can name, fp16 then bf16.
+/// Every entry point the plans can name.
 pub fn kernel_names() -> Vec<&'static str> {
-    spec::TILES.iter().map(|t| t.fp16).chain(spec::TILES.iter().map(|t| t.bf16)).collect()
+    spec::TILES.iter().flat_map(|t| [t.fp16, t.bf16, t.fp16_c8, t.bf16_c8]).collect()
 }
 
 /// The registry's entry.
@@ -174,14 +174,16 @@ mod tests {
         assert_eq!(pl.block, (128, 1, 1));
         assert!(pl.grid.0 as usize <= d.sms as usize * 8 && pl.grid.0 >= d.sms);
         let g = Geometry::of(&conv_shape(&first, DType::F32));
-        assert!(spec::TILES.iter().any(|t| t.fp16 == pl.kernel && pl.shared_bytes == g.smem_bytes(t.bn, 3)));
+        assert!(spec::TILES.iter().any(|t| t.entry(false, 3) == pl.kernel && pl.shared_bytes == g.smem_bytes(t.bn, 3)));
         let wide = Conv2d { k: 136, ..Conv2d::new(1, 7, 12, 10, 136, 2, 3) };
         let pw = plan_bf16(&wide, &d).unwrap();
-        let bn = spec::TILES.iter().find(|t| t.bf16 == pw.kernel).unwrap().bn;
+        let bn = spec::TILES.iter().find(|t| t.entry(true, 7) == pw.kernel).unwrap().bn;
         assert_eq!(pw.grid.0 as usize % 136usize.div_ceil(bn), 0, "{pw:?}");
         // One tile: one block per output-channel tile.
         assert_eq!(plan(&Conv2d::new(1, 1, 1, 1, 8, 1, 1), &d).unwrap().grid.0, 1);
-        assert_eq!(kernel_names().len(), 4);
+        assert_eq!(kernel_names().len(), 8);
+        // C a multiple of 8: the entries that copy 16 bytes at a time.
+        assert!(plan(&Conv2d::new(16, 16, 24, 240, 32, 3, 3).with_pad(1), &d).unwrap().kernel.ends_with("c8"));
     }
 
     #[test]
