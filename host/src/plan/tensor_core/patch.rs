@@ -58,7 +58,7 @@ fn grid(d: &DeviceModel, i: usize, g: &Geometry, k: usize, smem: u32) -> (usize,
     let n_tiles = k.div_ceil(spec::TILES[i].bn);
     // Every block that fits, even where some then walk a tile more than others: the kernel
     // waits on its copies, and resident blocks hide that (as few blocks as walk equal numbers of
-    // tiles measured 5 to 20% slower on the C = 1 and 3 layers, fifth session).
+    // tiles measured up to 6% slower on the C = 1 and 3 layers, fifth session).
     let per_n = (d.sms.max(1) as usize * bps / n_tiles).clamp(1, g.tiles as usize);
     (per_n * n_tiles, bps)
 }
