@@ -222,7 +222,7 @@ mod tests {
         assert_eq!(choose(&big, DType::F16, Layout::Nhwc16n16c, &a100).unwrap().pick.name(), "wmma_nhwcnc");
         assert!(choose(&big, DType::F16, Layout::Nhwc, &DeviceModel::named("a100").unwrap()).unwrap().pick.name().starts_with("wmma_"));
         // C = 3 (the first layer of a network): the small-C kernel from a shared-memory patch,
-        // unpadded (16,3,224,224 -> 64 7x7 s2: 0.0478 ms against wmma_smallc's 0.1101 on the
+        // unpadded (16,3,224,224 -> 64 7x7 s2: 0.0539 ms against wmma_smallc's 0.1104 on the
         // H100, fifth session); the plain-layout kernels would run it padded to C = 8 with
         // most of their k-tiles zeros.
         let first = Conv2d::new(8, 3, 224, 224, 64, 7, 7).with_pad(3).with_stride(2);
