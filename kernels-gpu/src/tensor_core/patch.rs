@@ -39,11 +39,10 @@
 use convrs_spec::patch::{stage_pitch, Geometry, K_STEP, THREADS};
 
 use super::implicit_gemm::divmod;
-use crate::prelude::matrix::{ldmatrix_x4, mma_m16n8k16, pack_16x2};
+use super::small_c::{mma_columns, MAX_N8};
+use crate::prelude::matrix::pack_16x2;
 use crate::prelude::*;
 
-/// Most n8 column tiles a warp holds (BN = 64).
-const MAX_N8: usize = 8;
 const T: u32 = THREADS as u32;
 
 /// Copy units in flight per thread: 16 values, or 4 chunks of 8 (16 registers either way).
@@ -347,20 +346,8 @@ unsafe fn multiply<const BN: usize, const BF16: bool>(acc: &mut [[[f32; 4]; MAX_
             }
         });
     });
-    let k_byte = 2 * ks * K_STEP as u32;
-    unroll!(4: BN / 16, jj => {
-        // Matrices 0, 1: columns 16jj..+8 at k 0 and 8; matrices 2, 3: the next 8 columns.
-        let row = 16 * jj as u32 + lane % 8 + 8 * (lane / 16);
-        // SAFETY: 16-byte aligned filter rows (pitch and k_byte multiples of 16).
-        let f = unsafe { ldmatrix_x4(filter + row * pitch + k_byte + 16 * ((lane / 8) % 2)) };
-        unroll!(4: 2, i => {
-            // SAFETY: converged, as the caller guarantees.
-            unsafe {
-                mma_m16n8k16::<BF16>(&mut acc[i][2 * jj], frag[i], [f[0], f[1]]);
-                mma_m16n8k16::<BF16>(&mut acc[i][2 * jj + 1], frag[i], [f[2], f[3]]);
-            }
-        });
-    });
+    // SAFETY: converged; filter rows of `pitch` bytes (a multiple of 16), published.
+    unsafe { mma_columns::<BN, BF16>(acc, &frag, filter, pitch, 2 * ks * K_STEP as u32, lane) };
 }
 
 /// The accumulators into the stage: tile row `32*warp + 16i + lane/4` (+8), columns

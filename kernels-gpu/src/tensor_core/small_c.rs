@@ -26,7 +26,7 @@ use crate::prelude::*;
 const ROW: u32 = ROW_BYTES as u32;
 const KT: i32 = K_TILE as i32;
 /// Most n8 column tiles a warp holds (BN = 64).
-const MAX_N8: usize = 8;
+pub(super) const MAX_N8: usize = 8;
 
 /// Where this thread's A row starts: the output pixel's window origin (maybe in the padding).
 #[derive(Clone, Copy)]
@@ -250,18 +250,32 @@ unsafe fn multiply<const BN: usize, const BF16: bool>(acc: &mut [[[f32; 4]; MAX_
             // SAFETY: as the caller guarantees; 16-byte aligned rows of 80 bytes.
             frag[i] = unsafe { ldmatrix_x4(a + row * ROW + k_byte + 16 * (lane / 16)) };
         });
-        unroll!(4: BN / 16, jj => {
-            // Matrices 0, 1: columns 16jj..+8 at k 0 and 8; matrices 2, 3: the next 8 columns.
-            let row = 16 * jj as u32 + lane % 8 + 8 * (lane / 16);
-            // SAFETY: as above.
-            let f = unsafe { ldmatrix_x4(b + row * ROW + k_byte + 16 * ((lane / 8) % 2)) };
-            unroll!(4: 2, i => {
-                // SAFETY: converged, as the caller guarantees.
-                unsafe {
-                    mma_m16n8k16::<BF16>(&mut acc[i][2 * jj], frag[i], [f[0], f[1]]);
-                    mma_m16n8k16::<BF16>(&mut acc[i][2 * jj + 1], frag[i], [f[2], f[3]]);
-                }
-            });
+        // SAFETY: as the caller guarantees; B's rows of ROW bytes, 16-byte aligned.
+        unsafe { mma_columns::<BN, BF16>(acc, &frag, b, ROW, k_byte, lane) };
+    });
+}
+
+/// One k-step of 16 for the warp's two m16 tiles (A fragments `frag`) times all BN columns:
+/// B's 16 x 16 tiles by `ldmatrix` from rows of `pitch` bytes at `b` (output channel n's row at
+/// `b + n * pitch`, the k-step at byte `k_byte` of it), two m16n8k16 per tile and m16 tile.
+/// Shared with `patch`, which gathers its A fragments differently.
+///
+/// # Safety
+/// All 32 lanes together (converged); the BN rows at `b` are 16-byte aligned (pitch and
+/// `k_byte` multiples of 16), stored and published.
+#[inline(always)]
+pub(super) unsafe fn mma_columns<const BN: usize, const BF16: bool>(acc: &mut [[[f32; 4]; MAX_N8]; 2], frag: &[[u32; 4]; 2], b: u32, pitch: u32, k_byte: u32, lane: u32) {
+    unroll!(4: BN / 16, jj => {
+        // Matrices 0, 1: columns 16jj..+8 at k 0 and 8; matrices 2, 3: the next 8 columns.
+        let row = 16 * jj as u32 + lane % 8 + 8 * (lane / 16);
+        // SAFETY: as the caller guarantees.
+        let f = unsafe { ldmatrix_x4(b + row * pitch + k_byte + 16 * ((lane / 8) % 2)) };
+        unroll!(4: 2, i => {
+            // SAFETY: converged, as the caller guarantees.
+            unsafe {
+                mma_m16n8k16::<BF16>(&mut acc[i][2 * jj], frag[i], [f[0], f[1]]);
+                mma_m16n8k16::<BF16>(&mut acc[i][2 * jj + 1], frag[i], [f[2], f[3]]);
+            }
         });
     });
 }
