@@ -291,6 +291,16 @@ pub unsafe fn ld_shared_u16(addr: u32) -> u32 {
     v
 }
 
+/// Loads one 32-bit word from shared memory.
+///
+/// # Safety
+/// As [`ld_shared_f32`].
+#[inline(always)]
+pub unsafe fn ld_shared_u32(addr: u32) -> u32 {
+    // SAFETY: the caller's guarantee, passed on.
+    unsafe { ld_shared_f32(addr) }.to_bits()
+}
+
 /// Loads two 32-bit words from shared memory as one 8-byte access.
 ///
 /// # Safety

@@ -32,7 +32,11 @@
 //!
 //! Copies run in units of 8 values (16 bytes) in the `c8` entries, for C a multiple of 8 (a
 //! pixel's channels, and a filter row, are then whole aligned chunks), and of single values in
-//! the others.
+//! the others. In the `c8` entries A's fragments come by `ldmatrix` as well (8 reduction
+//! indices are 8 channels of one tap, 16 contiguous bytes). The C = 1 layers are bound by issued
+//! instructions (ncu, sixth session: 0.71 warps issued per scheduler cycle), so the value copy
+//! sizes its batches to what is left of the patch and spends no work on values it does not
+//! copy.
 //!
 //! Geometry and shared layout: `convrs_spec::patch`.
 
@@ -40,15 +44,10 @@ use convrs_spec::patch::{stage_pitch, Geometry, K_STEP, THREADS};
 
 use super::implicit_gemm::divmod;
 use super::small_c::{mma_columns, MAX_N8};
-use crate::prelude::matrix::pack_16x2;
+use crate::prelude::matrix::{ldmatrix_x4, pack_16x2};
 use crate::prelude::*;
 
 const T: u32 = THREADS as u32;
-
-/// Copy units in flight per thread: 16 values, or 4 chunks of 8 (16 registers either way).
-const fn batch(v: usize) -> usize {
-    if v == 8 { 4 } else { 16 }
-}
 
 /// The kernel; see the module docs. Output-channel tile `BN`, bf16 data if `BF16`, copies in
 /// units of `V` values (1, or 8 for C a multiple of 8).
@@ -76,34 +75,36 @@ pub unsafe fn conv<const BN: usize, const BF16: bool, const V: usize>(x: *const 
     if first >= g.tiles as u32 {
         return;
     }
-    let filter_rows = FilterRows { w, rsc: sh.r * sh.s * sh.c, k: sh.k, n0: n0 as i32, at: filter, pitch: g.filter_pitch() };
-    let patch_rows = |tile: u32| PatchRows::new(x, &sh, &g, patch, tile);
-    // SAFETY: the filter, table and patch regions are this block's; nobody reads them before
-    // the barrier below.
+    let filter_rows = FilterRows { w, rsc: (sh.r * sh.s * sh.c) as u32, k: sh.k as u32, n0, at: filter, pitch: g.filter_pitch() };
+    // SAFETY: the filter and table regions are this block's; nobody reads them before the
+    // first tile's first barrier.
     unsafe {
-        copy_all::<V, _>(&filter_rows, g.kpad as u32, BN as u32, tid);
+        copy_filter::<V>(&filter_rows, g.kpad as u32, BN as u32, tid);
         fill_table(&sh, &g, table, tid);
-        copy_all::<V, _>(&patch_rows(first), (g.pw * sh.c) as u32, g.ph as u32, tid);
     }
-    sync_threads();
     let (warp, lane) = (tid / 32, tid % 32);
-    // The window origins of this thread's A rows 32*warp + 16i + lane/4 + 8h in the patch.
+    // The window origins in the patch of the A rows this thread reads: V = 1, its fragment
+    // rows 32*warp + 16i + lane/4 + 8h; V = 8, the row it gives `ldmatrix`, 32*warp + 16i +
+    // lane%16 (h = 0).
     let mut rows = [[0u32; 2]; 2];
     unroll!(4: 2, i => {
         unroll!(4: 2, h => {
-            // SAFETY: tq >= 1.
-            let (tp, tq) = unsafe { divmod(warp * 32 + 16 * i as u32 + lane / 4 + 8 * h as u32, g.tq as u32) };
+            let m = warp * 32 + 16 * i as u32 + if V == 8 { lane % 16 } else { lane / 4 + 8 * h as u32 };
+            let (tp, tq) = (m >> g.tq.trailing_zeros(), m & (g.tq as u32 - 1));
             rows[i][h] = patch + 2 * ((tp as i32 * sh.stride_h * g.pw + tq as i32 * sh.stride_w) * sh.c) as u32;
         });
     });
     let mut tile = first;
     loop {
-        let o = patch_rows(tile).o;
+        let patch_rows = PatchRows::new(x, &sh, &g, patch, tile);
+        // SAFETY: the patch region is free (the previous tile's last barrier); the caller's x.
+        unsafe { copy_all::<V, _>(&patch_rows, (g.pw * sh.c) as u32, g.ph as u32, tid) };
+        sync_threads();
         let mut acc = [[[0f32; 4]; MAX_N8]; 2];
         let mut ks = 0;
         while ks < g.kpad as u32 / K_STEP as u32 {
-            // SAFETY: converged (uniform loop); filter, table and patch published by a barrier.
-            unsafe { multiply::<BN, BF16>(&mut acc, rows, filter, g.filter_pitch(), table, ks, lane) };
+            // SAFETY: converged (uniform loop); filter, table and patch published by the barrier.
+            unsafe { multiply::<BN, BF16, V>(&mut acc, rows, filter, g.filter_pitch(), table, ks, lane) };
             ks += 1;
         }
         sync_threads();
@@ -111,14 +112,11 @@ pub unsafe fn conv<const BN: usize, const BF16: bool, const V: usize>(x: *const 
         unsafe { stage::<BN, BF16>(&acc, patch, sh.y_bits == 16, warp, lane) };
         sync_threads();
         // SAFETY: the stage is published; the caller's y.
-        unsafe { store_tile::<BN>(y, &sh, &g, patch, o, n0, tid) };
+        unsafe { store_tile::<BN>(y, &sh, &g, patch, patch_rows.o, n0, tid) };
         tile += step;
         if tile >= g.tiles as u32 {
             break;
         }
-        sync_threads();
-        // SAFETY: every read of the stage is before the barrier; the caller's x.
-        unsafe { copy_all::<V, _>(&patch_rows(tile), (g.pw * sh.c) as u32, g.ph as u32, tid) };
         sync_threads();
     }
 }
@@ -131,42 +129,42 @@ struct Origin {
     q0: i32,
 }
 
-/// Row `r` of a copy into shared memory: its value `e` comes from `src + e` when
-/// `lo <= e < hi` and is zero otherwise, and goes to shared byte `dst + 2e`.
-#[derive(Clone, Copy)]
-struct Row {
-    src: *const u16,
-    lo: i32,
-    hi: i32,
-    dst: u32,
-}
-
 /// Rows of 16-bit values to copy into shared memory, zero-filled outside the source.
 trait Rows {
-    fn row(&self, r: u32) -> Row;
+    /// Where value `e` of row `r` comes from, or `None` where it is a zero (outside the source).
+    fn src(&self, r: u32, e: u32) -> Option<*const u16>;
+    /// The shared byte address of value `e` of row `r`, the `idx`-th value of the copy.
+    fn dst(&self, r: u32, e: u32, idx: u32) -> u32;
 }
 
 /// Filter rows `n0..n0 + BN` (output channels; zeros past K), reduction indices `0..kpad`
-/// (zeros past R*S*C, so the A values the table points at there are multiplied by 0).
+/// (zeros past R*S*C, so the A values the table points at there are multiplied by 0), rows of
+/// `pitch` bytes.
 struct FilterRows {
     w: *const u16,
-    rsc: i32,
-    k: i32,
-    n0: i32,
+    rsc: u32,
+    k: u32,
+    n0: u32,
     at: u32,
     pitch: u32,
 }
 
 impl Rows for FilterRows {
     #[inline(always)]
-    fn row(&self, r: u32) -> Row {
-        let k = self.n0 + r as i32;
-        Row { src: self.w.wrapping_add((k * self.rsc) as u32 as usize), lo: 0, hi: if k < self.k { self.rsc } else { 0 }, dst: self.at + r * self.pitch }
+    fn src(&self, r: u32, e: u32) -> Option<*const u16> {
+        let k = self.n0 + r;
+        (k < self.k && e < self.rsc).then(|| self.w.wrapping_add((k * self.rsc + e) as usize))
+    }
+
+    #[inline(always)]
+    fn dst(&self, r: u32, e: u32, _: u32) -> u32 {
+        self.at + r * self.pitch + 2 * e
     }
 }
 
 /// The input under an output tile: ph rows of pw pixels x C values from `x[n][p0*stride_h -
-/// pad_h][q0*stride_w - pad_w][0]` on, zeros outside the image (each a contiguous run of x).
+/// pad_h][q0*stride_w - pad_w][0]` on, zeros outside the image (each a contiguous run of x),
+/// stored without gaps, so the copy's `idx`-th value goes to shared value `idx`.
 struct PatchRows {
     x: *const u16,
     o: Origin,
@@ -176,7 +174,6 @@ struct PatchRows {
     h: i32,
     wc: i32,
     at: u32,
-    len: u32,
 }
 
 impl PatchRows {
@@ -188,113 +185,126 @@ impl PatchRows {
         let (n, tp_i) = unsafe { divmod(rest, g.tiles_p as u32) };
         let o = Origin { n: n as i32, p0: tp_i as i32 * g.tp, q0: tq_i as i32 * g.tq };
         let (ih0, col0) = (o.p0 * sh.stride_h - sh.pad_h, (o.q0 * sh.stride_w - sh.pad_w) * sh.c);
-        PatchRows { x, o, ih0, col0, h: sh.h, wc: sh.w * sh.c, at, len: (g.pw * sh.c) as u32 }
+        PatchRows { x, o, ih0, col0, h: sh.h, wc: sh.w * sh.c, at }
     }
 }
 
 impl Rows for PatchRows {
     #[inline(always)]
-    fn row(&self, r: u32) -> Row {
-        let ih = self.ih0 + r as i32;
-        let inside = (ih as u32) < self.h as u32;
-        // Signed and wrapping (the row may start left of the image, or be outside it): only
-        // the in-image part [lo, hi) is read, whose offsets are in range.
-        let start = (self.o.n * self.h + ih).wrapping_mul(self.wc).wrapping_add(self.col0);
-        Row {
-            src: self.x.wrapping_offset(start as isize),
-            lo: if inside { -self.col0 } else { 0 },
-            hi: if inside { self.wc - self.col0 } else { 0 },
-            dst: self.at + 2 * r * self.len,
-        }
+    fn src(&self, r: u32, e: u32) -> Option<*const u16> {
+        let (ih, col) = (self.ih0 + r as i32, self.col0 + e as i32);
+        // In the image: then the offset is in range (and non-negative).
+        ((ih as u32) < self.h as u32 && (col as u32) < self.wc as u32).then(|| self.x.wrapping_add(((self.o.n * self.h + ih) * self.wc + col) as u32 as usize))
+    }
+
+    #[inline(always)]
+    fn dst(&self, _: u32, _: u32, idx: u32) -> u32 {
+        self.at + 2 * idx
     }
 }
 
-/// This thread's units `start + tid + b*THREADS` (b < batch(V)) of the copy of `rows` rows of
-/// `len` values each (a multiple of V), loaded into registers: a unit of V values, zero outside
-/// its row's source, in `[u32; 4]` (V = 8: the 16 bytes; V = 1: the value in word 0).
+/// Copies units `start + tid + b*THREADS` (b < B) of `rows` rows of `len` values each (a
+/// multiple of V), a unit being V values (1, or 8: 16 bytes): all B loads are issued before the
+/// first store, so they are in flight together.
 ///
 /// # Safety
 /// Every row's in-source values are readable global memory nobody writes during the launch;
-/// for V = 8 they start 16-byte aligned and `lo`, `hi` are multiples of 8.
+/// for V = 8 a unit is wholly inside or outside the source and its source and destination are
+/// 16-byte aligned; the destinations are this block's shared memory, which nobody else accesses
+/// until the next barrier.
 #[inline(always)]
 #[allow(unused_assignments)] // the last unrolled step advances counters nobody reads
-unsafe fn load_batch<const V: usize, R: Rows>(rows: &R, len: u32, n_rows: u32, start: u32, tid: u32) -> [[u32; 4]; 16] {
-    let units = len / V as u32;
-    let total = n_rows * units;
-    let mut out = [[0u32; 4]; 16];
+unsafe fn copy_batch<const V: usize, const B: usize, R: Rows>(rows: &R, units: u32, total: u32, start: u32, tid: u32) {
+    let mut v = [[0u32; 4]; B];
     // SAFETY: units >= 1.
-    let (mut r, mut u) = unsafe { divmod(start + tid, units) };
+    let (r0, u0) = unsafe { divmod(start + tid, units) };
     // SAFETY: as above.
     let (dr, du) = unsafe { divmod(T, units) };
-    unroll!(16: batch(V), b => {
-        let row = rows.row(r);
-        let e = (u * V as u32) as i32;
-        if start + tid + b as u32 * T < total && row.lo <= e && e + V as i32 <= row.hi {
-            // SAFETY: an in-source unit of the row, as the caller guarantees.
-            unsafe {
-                if V == 8 {
-                    out[b] = load_global_nc_f32x4(row.src.add(e as usize) as *const f32).0.map(f32::to_bits);
-                } else {
-                    out[b][0] = load_global_nc_u16(row.src.add(e as usize)) as u32;
+    let (mut r, mut u) = (r0, u0);
+    unroll!(16: B, b => {
+        if start + tid + b as u32 * T < total {
+            if let Some(src) = rows.src(r, u * V as u32) {
+                // SAFETY: an in-source unit, as the caller guarantees.
+                unsafe {
+                    if V == 8 {
+                        v[b] = load_global_nc_f32x4(src as *const f32).0.map(f32::to_bits);
+                    } else {
+                        v[b][0] = load_global_nc_u16(src) as u32;
+                    }
                 }
             }
-        }
-        u += du;
-        r += dr;
-        if u >= units {
-            u -= units;
-            r += 1;
+            u += du;
+            r += dr;
+            if u >= units {
+                u -= units;
+                r += 1;
+            }
         }
     });
-    out
-}
-
-/// Stores [`load_batch`]'s units (same arguments) into their rows' shared memory.
-///
-/// # Safety
-/// Every row's `dst` is this block's shared memory, `2 * len` bytes (16-byte aligned for
-/// V = 8), that nobody else accesses until the next barrier.
-#[inline(always)]
-#[allow(unused_assignments)] // the last unrolled step advances counters nobody reads
-unsafe fn store_batch<const V: usize, R: Rows>(rows: &R, len: u32, n_rows: u32, start: u32, tid: u32, v: [[u32; 4]; 16]) {
-    let units = len / V as u32;
-    let total = n_rows * units;
-    // SAFETY: units >= 1.
-    let (mut r, mut u) = unsafe { divmod(start + tid, units) };
-    // SAFETY: as above.
-    let (dr, du) = unsafe { divmod(T, units) };
-    unroll!(16: batch(V), b => {
-        if start + tid + b as u32 * T < total {
-            let at = rows.row(r).dst + 2 * u * V as u32;
+    (r, u) = (r0, u0);
+    unroll!(16: B, b => {
+        let idx = start + tid + b as u32 * T;
+        if idx < total {
+            let at = rows.dst(r, u * V as u32, idx * V as u32);
             // SAFETY: as the caller guarantees.
             unsafe {
                 if V == 8 { st_shared_v4(at, v[b]) } else { st_shared_u16(at, v[b][0]) }
             }
-        }
-        u += du;
-        r += dr;
-        if u >= units {
-            u -= units;
-            r += 1;
+            u += du;
+            r += dr;
+            if u >= units {
+                u -= units;
+                r += 1;
+            }
         }
     });
 }
 
-/// The whole copy, a batch at a time.
+/// The whole copy of `n_rows` rows of `len` values, in as few round trips as batches of up to
+/// 16 values (or 4 units of 8) a thread allow: each batch is the smallest of 4, 8 or 16 that
+/// holds what is left (or 16), so a small patch (C = 1: a few hundred values) does not pay for
+/// 16 values a thread, nor a larger one for extra round trips.
 ///
 /// # Safety
-/// As [`load_batch`] and [`store_batch`].
+/// As [`copy_batch`].
 #[inline(always)]
 unsafe fn copy_all<const V: usize, R: Rows>(rows: &R, len: u32, n_rows: u32, tid: u32) {
-    let total = n_rows * (len / V as u32);
+    const { assert!(V == 1 || V == 8) };
+    let units = len / V as u32;
+    let total = n_rows * units;
+    let mut at = 0;
+    while at < total {
+        let left = total - at;
+        // SAFETY (all three): as the caller guarantees.
+        if V == 1 && left > 8 * T {
+            unsafe { copy_batch::<V, 16, R>(rows, units, total, at, tid) };
+            at += 16 * T;
+        } else if V == 1 && left > 4 * T {
+            unsafe { copy_batch::<V, 8, R>(rows, units, total, at, tid) };
+            at += 8 * T;
+        } else {
+            unsafe { copy_batch::<V, 4, R>(rows, units, total, at, tid) };
+            at += 4 * T;
+        }
+    }
+}
+
+/// The filter copy, once per block: fixed batches of 16 values (4 units of 8), one code path
+/// rather than [`copy_all`]'s three, so the kernel stays small.
+///
+/// # Safety
+/// As [`copy_batch`].
+#[inline(always)]
+unsafe fn copy_filter<const V: usize>(rows: &FilterRows, len: u32, n_rows: u32, tid: u32) {
+    let units = len / V as u32;
+    let total = n_rows * units;
     let mut at = 0;
     while at < total {
         // SAFETY: as the caller guarantees.
         unsafe {
-            let v = load_batch::<V, R>(rows, len, n_rows, at, tid);
-            store_batch::<V, R>(rows, len, n_rows, at, tid, v);
+            if V == 1 { copy_batch::<V, 16, _>(rows, units, total, at, tid) } else { copy_batch::<V, 4, _>(rows, units, total, at, tid) }
         }
-        at += batch(V) as u32 * T;
+        at += if V == 1 { 16 } else { 4 } * T;
     }
 }
 
@@ -326,26 +336,39 @@ unsafe fn fill_table(sh: &ConvShape, g: &Geometry, table: u32, tid: u32) {
 
 /// One k-step of 16: the warp's 32 rows times all BN columns. A's fragment values come from the
 /// patch at `rows[i][h] + table[kr]` (m16n8k16's A fragment: row lane/4 (+8), reduction indices
-/// 2*(lane%4) (+1, +8, +9)), B's by `ldmatrix` from the filter rows.
+/// 2*(lane%4) (+1, +8, +9)), B's by `ldmatrix` from the filter rows. With C a multiple of 8
+/// (V = 8), reduction indices kr..kr+8 (kr a multiple of 8) are 8 channels of one tap, 16
+/// contiguous bytes of the patch, so A comes by `ldmatrix` too: lane l gives row l%16's
+/// address at reduction index 8*(l/16), matrices 0..3 being A's fragment registers 0..3.
 ///
 /// # Safety
 /// All 32 lanes together (converged); filter, table and patch stored and published.
 #[inline(always)]
-unsafe fn multiply<const BN: usize, const BF16: bool>(acc: &mut [[[f32; 4]; MAX_N8]; 2], rows: [[u32; 2]; 2], filter: u32, pitch: u32, table: u32, ks: u32, lane: u32) {
-    let kc = ks * K_STEP as u32 + 2 * (lane % 4);
-    // SAFETY: entries kc, kc+1 and kc+8, kc+9 < kpad of the table (8-byte aligned: kc even).
-    let (lo, hi) = unsafe { (ld_shared_u32x2(table + 4 * kc), ld_shared_u32x2(table + 4 * (kc + 8))) };
+unsafe fn multiply<const BN: usize, const BF16: bool, const V: usize>(acc: &mut [[[f32; 4]; MAX_N8]; 2], rows: [[u32; 2]; 2], filter: u32, pitch: u32, table: u32, ks: u32, lane: u32) {
     let mut frag = [[0u32; 4]; 2];
-    unroll!(4: 2, i => {
-        unroll!(4: 2, h => {
-            let r = rows[i][h];
-            // SAFETY: a row's window origin plus a tap offset is inside the patch (Geometry).
-            unsafe {
-                frag[i][h] = ld_shared_u16(r + lo[0]) | ld_shared_u16(r + lo[1]) << 16;
-                frag[i][2 + h] = ld_shared_u16(r + hi[0]) | ld_shared_u16(r + hi[1]) << 16;
-            }
+    if V == 8 {
+        // SAFETY: entry < kpad of the table.
+        let off = unsafe { ld_shared_u32(table + 4 * (ks * K_STEP as u32 + 8 * (lane / 16))) };
+        unroll!(4: 2, i => {
+            // SAFETY: converged; a window origin plus a tap offset is inside the patch, 16-byte
+            // aligned (both are multiples of 2C bytes from the 16-byte aligned patch, C % 8 = 0).
+            frag[i] = unsafe { ldmatrix_x4(rows[i][0] + off) };
         });
-    });
+    } else {
+        let kc = ks * K_STEP as u32 + 2 * (lane % 4);
+        // SAFETY: entries kc, kc+1 and kc+8, kc+9 < kpad of the table (8-byte aligned: kc even).
+        let (lo, hi) = unsafe { (ld_shared_u32x2(table + 4 * kc), ld_shared_u32x2(table + 4 * (kc + 8))) };
+        unroll!(4: 2, i => {
+            unroll!(4: 2, h => {
+                let r = rows[i][h];
+                // SAFETY: a row's window origin plus a tap offset is inside the patch (Geometry).
+                unsafe {
+                    frag[i][h] = ld_shared_u16(r + lo[0]) | ld_shared_u16(r + lo[1]) << 16;
+                    frag[i][2 + h] = ld_shared_u16(r + hi[0]) | ld_shared_u16(r + hi[1]) << 16;
+                }
+            });
+        });
+    }
     // SAFETY: converged; filter rows of `pitch` bytes (a multiple of 16), published.
     unsafe { mma_columns::<BN, BF16>(acc, &frag, filter, pitch, 2 * ks * K_STEP as u32, lane) };
 }
@@ -394,8 +417,8 @@ unsafe fn store_tile<const BN: usize>(y: *mut f32, sh: &ConvShape, g: &Geometry,
     let col = n0 + chunk * per;
     let mut row = row0;
     while row < convrs_spec::patch::BLOCK_M as u32 {
-        // SAFETY: tq >= 1.
-        let (tp, tq) = unsafe { divmod(row, g.tq as u32) };
+        // tq is a power of two.
+        let (tp, tq) = (row >> g.tq.trailing_zeros(), row & (g.tq as u32 - 1));
         let (p, q) = (o.p0 + tp as i32, o.q0 + tq as i32);
         if p < sh.p && q < sh.q && col < sh.k as u32 {
             let off = (((o.n * sh.p + p) * sh.q + q) as u32 as usize) * sh.k as usize + col as usize;
