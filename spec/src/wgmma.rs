@@ -170,6 +170,9 @@ macro_rules! wgmma_tma_tiles {
             // 128x64x64 for K <= 64 (the wider tiles would compute columns past K), 8 stages
             // (8 x 24 KiB).
             (wgmma_tma_nhwc_128x64k64, wgmma_tma_nhwc_bf16_128x64k64, 64, 8)
+            // 128x32x64 for K <= 32: the filter copy is half as large again (no rows zero-filled
+            // past K), 8 stages (8 x 20 KiB).
+            (wgmma_tma_nhwc_128x32k64, wgmma_tma_nhwc_bf16_128x32k64, 32, 8)
         }
     };
 }

@@ -62,6 +62,9 @@ fn wgmma_matches_cpu_on_named_shapes() {
         // ring carried from one tile into the next (with fewer k-tiles than stages in the 1x1).
         Conv2d::new(12, 72, 31, 29, 136, 3, 3).with_pad(1),
         Conv2d::new(16, 8, 40, 40, 256, 1, 1),
+        // K <= 32: step 7's 128x32 tile, K ragged in it, and walked several tiles a block.
+        Conv2d::new(2, 32, 30, 41, 24, 5, 5).with_pad(2),
+        Conv2d::new(24, 16, 31, 29, 32, 3, 3).with_pad(1),
     ];
     for algo in ALGOS {
         check_shapes_both_outputs(&gpu, algo, &shapes, 11);

@@ -189,8 +189,8 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
     const {
         assert!(!O::TILED);
         assert!(STAGES >= 2 && STAGES <= 8);
-        // 64 only with IM2COL (step 7's narrow tile for K <= 64).
-        assert!(Acc::N == 128 || Acc::N == 256 || (IM2COL && Acc::N == 64));
+        // 64 and 32 only with IM2COL (step 7's narrow tiles for K <= 64 and K <= 32).
+        assert!(Acc::N == 128 || Acc::N == 256 || (IM2COL && (Acc::N == 64 || Acc::N == 32)));
         assert!(CLUSTER == 1 || CLUSTER == 2);
     }
     let raw = dynamic_smem_u32();
