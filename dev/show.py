@@ -1,7 +1,7 @@
 # Per-shape medians (and minima) of `convrs bench --json` files in a folder, with the ratio to the best baseline.
-import json,glob,sys
-for f in sorted(glob.glob(sys.argv[1]+'/*.json')):
-    d=json.load(open(f))
+import json,glob,sys,lzma
+for f in sorted(glob.glob(sys.argv[1]+'/*.json')+glob.glob(sys.argv[1]+'/*.json.xz')):
+    d=json.load(lzma.open(f) if f.endswith('.xz') else open(f))
     for g in d['suites'][0]['groups']:
         t=lambda e: e['timing']['median_ms'] if e and e.get('timing') and e['timing'].get('median_ms') else None
         base=min([t(e) for e in g['cudnn'] if t(e)]+[t(g.get('pytorch')) or 9e9])
