@@ -134,6 +134,12 @@ impl Geometry {
         }
     }
 
+    /// Tile row `m`'s place in the tile: output row `m / tq` and column `m % tq` (a shift and a
+    /// mask: tq is a power of two).
+    pub const fn row_col(&self, m: u32) -> (u32, u32) {
+        (m >> self.tq.trailing_zeros(), m & (self.tq as u32 - 1))
+    }
+
     /// Bytes per shared filter row: kpad 16-bit values and 16 bytes more, so the 8 rows an
     /// `ldmatrix` phase reads start in 8 distinct 16-byte bank groups (kpad/8 is even).
     pub const fn filter_pitch(&self) -> u32 {
@@ -189,6 +195,8 @@ mod tests {
         let g = Geometry::of(&shape(8, 3, 108, 108, 64, 3, 3, 1, 2));
         assert_eq!((g.tq, g.tp, g.tiles_q, g.tiles_p), (64, 2, 1, 27));
         assert_eq!((g.ph, g.pw), (5, 129));
+        // Tile row 130 of 64-pixel rows: output row 2, column 2.
+        assert_eq!(g.row_col(130), (2, 2));
         let tiny = Geometry::of(&shape(1, 1, 1, 1, 8, 1, 1, 0, 1));
         assert_eq!((tiny.tq, tiny.tp, tiny.tiles), (MIN_TQ, 16, 1));
     }

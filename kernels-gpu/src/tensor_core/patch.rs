@@ -90,7 +90,7 @@ pub unsafe fn conv<const BN: usize, const BF16: bool, const V: usize>(x: *const 
     unroll!(4: 2, i => {
         unroll!(4: 2, h => {
             let m = warp * 32 + 16 * i as u32 + if V == 8 { lane % 16 } else { lane / 4 + 8 * h as u32 };
-            let (tp, tq) = (m >> g.tq.trailing_zeros(), m & (g.tq as u32 - 1));
+            let (tp, tq) = g.row_col(m);
             rows[i][h] = patch + 2 * ((tp as i32 * sh.stride_h * g.pw + tq as i32 * sh.stride_w) * sh.c) as u32;
         });
     });
@@ -417,8 +417,7 @@ unsafe fn store_tile<const BN: usize>(y: *mut f32, sh: &ConvShape, g: &Geometry,
     let col = n0 + chunk * per;
     let mut row = row0;
     while row < convrs_spec::patch::BLOCK_M as u32 {
-        // tq is a power of two.
-        let (tp, tq) = (row >> g.tq.trailing_zeros(), row & (g.tq as u32 - 1));
+        let (tp, tq) = g.row_col(row);
         let (p, q) = (o.p0 + tp as i32, o.q0 + tq as i32);
         if p < sh.p && q < sh.q && col < sh.k as u32 {
             let off = (((o.n * sh.p + p) * sh.q + q) as u32 as usize) * sh.k as usize + col as usize;
