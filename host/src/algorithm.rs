@@ -7,7 +7,7 @@ use cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
 
 use crate::dtype::{DType, Element};
 use crate::gpu::cuda_err;
-use crate::plan::{DeviceModel, LaunchPlan};
+use crate::plan::{div_ceil_u32, DeviceModel, LaunchPlan};
 use crate::registry::{self, Family, KernelDesc};
 use crate::{Conv2d, Error, Gpu, Layout, Result, Tensor};
 
@@ -94,6 +94,13 @@ pub enum Algorithm {
     WgmmaTmcNhwc,
     /// `WgmmaTmcNhwc` on bf16 data (bf16 in, fp32 accumulate, bf16 or fp32 out).
     WgmmaTmcNhwcBf16,
+    /// Family 3, step 8 (Hopper): split-K. Step 7 on a grid whose z slices each take a share
+    /// of every output tile's reduction, for layers with too few output tiles to fill the GPU;
+    /// each slice writes fp32 partial sums to a workspace the [`Gpu`] keeps, and a second
+    /// kernel adds them up into the output. Same problems, layouts and types as step 7.
+    WgmmaSkNhwc,
+    /// `WgmmaSkNhwc` on bf16 data (bf16 in, fp32 accumulate, bf16 or fp32 out).
+    WgmmaSkNhwcBf16,
 }
 
 /// The kernels of the registry, in its order (const-evaluated, so it cannot drift from it).
@@ -212,8 +219,38 @@ pub fn launch<T: Element, O: Element>(gpu: &Gpu, plan: &LaunchPlan, problem: &Co
     check_len("input", problem.input_len(), input.len())?;
     check_len("filter", problem.filter_len(), filter.len())?;
     check_len("output", problem.output_len(), output.len())?;
+    if plan.split_k <= 1 {
+        return launch_conv(gpu, plan, problem, input, filter, output, plan.out_dtype);
+    }
+    // Step 8: the slices' fp32 partial sums into the workspace, then their sum into `output`.
+    let len = problem.output_len();
+    let mut guard = gpu.workspace(plan.split_k as usize * len)?;
+    let ws = guard.as_mut().expect("Gpu::workspace allocates");
+    launch_conv(gpu, plan, problem, input, filter, ws, DType::F32)?;
+    let sum = match O::DTYPE {
+        DType::F32 => "split_k_sum_f32",
+        DType::F16 => "split_k_sum_f16",
+        DType::BF16 => "split_k_sum_bf16",
+    };
+    let f = gpu.function(sum, 0)?;
+    let threads = convrs_spec::split_k::SUM_THREADS;
+    let cfg = LaunchConfig { grid_dim: (div_ceil_u32(len / convrs_spec::split_k::SUM_VEC, threads as usize), 1, 1), block_dim: (threads, 1, 1), shared_mem_bytes: 0 };
+    // validate() bounds the output's length by i32::MAX; the plan's split count is small.
+    let (len, splits) = (len as i32, plan.split_k as i32);
+    let mut b = gpu.stream().launch_builder(&f);
+    b.arg(output).arg(&*ws).arg(&len).arg(&splits);
+    // SAFETY: (y, ws, len, splits) as the split_k_sum entries take them: `output` holds `len`
+    // elements of the entry's type (checked above), the workspace `splits * len` fp32 values
+    // that the launch before wrote; len is a multiple of 8 (K is, on the wgmma path).
+    unsafe { b.launch(cfg) }.map_err(cuda_err(sum))?;
+    Ok(())
+}
+
+/// Enqueues `plan`'s conv kernel writing `output` in `out` (`O`'s type: the plan's output
+/// type, or fp32 for a split plan's workspace, of at least the problem's output length).
+fn launch_conv<T: Element, O: Element>(gpu: &Gpu, plan: &LaunchPlan, problem: &Conv2d, input: &CudaSlice<T>, filter: &CudaSlice<T>, output: &mut CudaSlice<O>, out: DType) -> Result<()> {
     let f = gpu.function(plan.kernel, plan.shared_bytes)?;
-    let args = shape_args(problem, plan.out_dtype);
+    let args = shape_args(problem, out);
     let cfg = LaunchConfig { grid_dim: plan.grid, block_dim: plan.block, shared_mem_bytes: plan.shared_bytes };
     let filter_map = plan.filter_map_rows.map(|rows| gpu.filter_map(filter, problem, rows)).transpose()?;
     let input_map = plan.input_map.then(|| gpu.input_map(input, problem)).transpose()?;
@@ -231,7 +268,7 @@ pub fn launch<T: Element, O: Element>(gpu: &Gpu, plan: &LaunchPlan, problem: &Co
     // SAFETY: the kernel's arguments are (input, filter, output, shape...) by the conv_kernel! convention,
     // with the filter's tensor map after the output and the input's after that where the plan
     // says the kernel takes them (the maps of these buffers and this problem); the buffer lengths
-    // were checked above.
+    // were checked by the caller (a split plan's workspace holds split_k outputs, one per z slice).
     unsafe { b.launch(cfg) }.map_err(cuda_err(plan.kernel))?;
     Ok(())
 }

@@ -44,6 +44,9 @@ pub struct Gpu {
     tune_cache: Mutex<Option<crate::tune::TuneCache>>,
     /// The TMA tensor maps (filters', inputs') uploaded so far.
     tensor_maps: Mutex<crate::tensor_map::TensorMaps>,
+    /// The split-K plans' fp32 partial sums (step 8), grown to the largest launch so far. One
+    /// buffer serves every launch: they run in order on the one stream.
+    workspace: Mutex<Option<CudaSlice<f32>>>,
 }
 
 pub(crate) fn cuda_err(what: &str) -> impl FnOnce(cudarc::driver::DriverError) -> Error + '_ {
@@ -136,7 +139,7 @@ impl Gpu {
         };
         model.sm90a = sm90a.is_some();
         let stream = ctx.default_stream();
-        Ok(Gpu { ctx, stream, module, sm90a, functions: Mutex::new(HashMap::new()), info, model, tune_cache: Mutex::new(None), tensor_maps: Mutex::default() })
+        Ok(Gpu { ctx, stream, module, sm90a, functions: Mutex::new(HashMap::new()), info, model, tune_cache: Mutex::new(None), tensor_maps: Mutex::default(), workspace: Mutex::new(None) })
     }
 
     pub fn info(&self) -> &DeviceInfo {
@@ -207,6 +210,18 @@ impl Gpu {
         let (address, _sync) = input.device_ptr(&self.stream);
         let key = crate::tensor_map::InputMapKey::new(address, problem, T::DTYPE).map_err(Error::InvalidArgument)?;
         self.tensor_map(crate::tensor_map::MapKey::Input(key))
+    }
+
+    /// The split-K workspace, at least `len` fp32 values (allocated, or reallocated larger, at
+    /// need; the old buffer is freed in stream order). Held for the launches that use it.
+    pub(crate) fn workspace(&self, len: usize) -> Result<std::sync::MutexGuard<'_, Option<CudaSlice<f32>>>> {
+        let mut ws = self.workspace.lock().unwrap_or_else(|p| p.into_inner());
+        if ws.as_ref().is_none_or(|b| b.len() < len) {
+            *ws = None;
+            // SAFETY: every element is written by the split kernel's slices before the sum reads it.
+            *ws = Some(unsafe { self.stream.alloc::<f32>(len) }.map_err(cuda_err("allocating the split-K workspace"))?);
+        }
+        Ok(ws)
     }
 
     fn tensor_map(&self, key: crate::tensor_map::MapKey) -> Result<u64> {

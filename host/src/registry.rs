@@ -115,6 +115,8 @@ pub const KERNELS: &[KernelDesc] = &[
     plan::tensor_core::wgmma::KERNEL_TMA_BF16,
     plan::tensor_core::wgmma::KERNEL_TMC,
     plan::tensor_core::wgmma::KERNEL_TMC_BF16,
+    plan::tensor_core::wgmma::KERNEL_SK,
+    plan::tensor_core::wgmma::KERNEL_SK_BF16,
 ];
 
 /// The description of `algorithm`, `None` for [`Algorithm::Auto`].

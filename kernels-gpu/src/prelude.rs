@@ -58,6 +58,11 @@ pub fn grid_dim_x() -> i32 {
     // SAFETY: reading a special register has no preconditions.
     unsafe { nvptx::_grid_dim_x() as i32 }
 }
+#[inline(always)]
+pub fn grid_dim_z() -> i32 {
+    // SAFETY: reading a special register has no preconditions.
+    unsafe { nvptx::_grid_dim_z() as i32 }
+}
 
 /// `a * b + c` with one rounding: one FFMA. Rust never fuses a multiply and an add by itself.
 #[inline(always)]

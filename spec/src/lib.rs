@@ -2,6 +2,7 @@
 //! launches them (`convrs`): everything both sides must agree on, written once.
 //!
 //! - [`args`]: the `i32` shape arguments every entry point takes after its pointers, and their order.
+//! - [`split_k`]: how step 8 splits the reduction and where its partial sums go.
 //! - [`direct`], [`tiled`], [`tensor_core`], [`small_c`], [`wgmma`]: per kernel family, the compiled instantiations with
 //!   their entry-point names, and the formulas both sides evaluate (block threads, shared-memory
 //!   bytes, tile geometry, which thread computes which output).
@@ -27,6 +28,7 @@ pub mod direct;
 pub mod tensor_core;
 pub mod tiled;
 pub mod small_c;
+pub mod split_k;
 pub mod patch;
 pub mod transform;
 pub mod wgmma;

@@ -1,4 +1,4 @@
-//! GPU tests of `wgmma_nhwc`, `wgmma_ws_nhwc`, `wgmma_mc_nhwc` and their bf16 twins (Hopper's warpgroup MMA, sm_90a) against the
+//! GPU tests of the Hopper steps (`wgmma_nhwc` to `wgmma_sk_nhwc`) and their bf16 twins (Hopper's warpgroup MMA, sm_90a) against the
 //! f64 CPU reference on the same rounded inputs, both output types, NaN-poisoned outputs. They
 //! need compute capability 9.0: elsewhere each test announces that it was skipped (the plans
 //! refuse other devices, which `wgmma_plans_refuse_other_devices` checks on the CPU).
@@ -6,7 +6,7 @@
 use convrs::{Algorithm, Conv2d, DeviceModel, Error, Gpu};
 use convrs_tests::{check_shapes_both_outputs, gpu_or_skip, property_test_gpu, shout};
 
-const ALGOS: [Algorithm; 14] = [
+const ALGOS: [Algorithm; 16] = [
     Algorithm::WgmmaNhwc,
     Algorithm::WgmmaNhwcBf16,
     Algorithm::WgmmaWsNhwc,
@@ -21,6 +21,8 @@ const ALGOS: [Algorithm; 14] = [
     Algorithm::WgmmaTmaNhwcBf16,
     Algorithm::WgmmaTmcNhwc,
     Algorithm::WgmmaTmcNhwcBf16,
+    Algorithm::WgmmaSkNhwc,
+    Algorithm::WgmmaSkNhwcBf16,
 ];
 
 /// The GPU if it is a Hopper (compute capability 9.0), else `None` after a loud SKIPPED (a
@@ -65,6 +67,10 @@ fn wgmma_matches_cpu_on_named_shapes() {
         // K <= 32: step 7's 128x32 tile, K ragged in it, and walked several tiles a block.
         Conv2d::new(2, 32, 30, 41, 24, 5, 5).with_pad(2),
         Conv2d::new(24, 16, 31, 29, 32, 3, 3).with_pad(1),
+        // Few tiles over a long reduction: step 8 splits it 32 ways (325 k-tiles, one tile);
+        // and two k-tiles (C = 72, 1x1), split in two.
+        Conv2d::new(1, 832, 7, 7, 128, 5, 5).with_pad(2),
+        Conv2d::new(3, 72, 9, 11, 40, 1, 1),
     ];
     for algo in ALGOS {
         check_shapes_both_outputs(&gpu, algo, &shapes, 11);

@@ -185,6 +185,21 @@ pub(super) struct Tap {
 }
 
 impl Tap {
+    /// The k-tile of filter tap `rs` (`r * S + s`) starting at channel `c0`: where a reduction
+    /// that starts part-way (a split of step 8) begins.
+    ///
+    /// # Safety
+    /// `S >= 1`.
+    #[inline(always)]
+    pub(super) unsafe fn at<O: Operands>(g: &ConvShape, rs: u32, c0: i32) -> Tap {
+        // SAFETY: as the caller guarantees.
+        let (r, s) = unsafe { divmod(rs, g.s as u32) };
+        let (rdh, sdw) = (r as i32 * g.dil_h, s as i32 * g.dil_w);
+        // Wrapping as in `advance`.
+        let x_off = rdh.wrapping_mul(g.w).wrapping_add(sdw).wrapping_mul(O::x_pixel(g));
+        Tap { c0, s: s as i32, rdh, sdw, x_off, w_off: rs as i32 * O::w_tap(g) }
+    }
+
     /// Moves to the next k-tile: the next `bk` channels, or the next (r, s) tap.
     #[inline(always)]
     pub(super) fn advance<O: Operands>(&mut self, g: &ConvShape, bk: i32) {

@@ -57,6 +57,7 @@
 //! producer: a fresh barrier counts its "previous" phase, parity 1, as complete, so the first
 //! round does not wait). So the producer runs a whole ring ahead of the tensor cores.
 
+use convrs_spec::split_k;
 use convrs_spec::wgmma::{stage_bytes, ws_b_bytes, ws_smem_bytes, BLOCK_M, K_TILE, WS_A_BYTES, WS_THREADS};
 
 use super::implicit_gemm::{chan, divmod, Operands, Tap};
@@ -245,14 +246,26 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
     };
     let tiles = Tiles { rank: if CLUSTER > 1 { cluster_ctarank() } else { 0 }, ..tiles };
     let cchunks = (sh.c + K_TILE as i32 - 1) / K_TILE as i32;
-    let ktiles = sh.r * sh.s * cchunks;
+    // Step 8 (split-K, step 7's entries on a grid of z > 1): slice z reduces its share of
+    // every tile's k-tiles into its own fp32 M x K slice of `y`, the host's workspace
+    // (`convrs_spec::split_k`).
+    let (kt0, ktiles, y) = if IM2COL && grid_dim_z() > 1 {
+        let (splits, all) = (grid_dim_z() as u32, (sh.r * sh.s * cchunks) as u32);
+        if sh.y_bits != 32 || splits > all {
+            trap();
+        }
+        let (first, end) = split_k::k_range(block_z() as u32, splits, all);
+        (first, (end - first) as i32, y.wrapping_add(block_z() as usize * (gemm_m * gemm_n) as usize))
+    } else {
+        (0, sh.r * sh.s * cchunks, y)
+    };
 
     // The role is uniform per warpgroup, as setmaxnreg and wgmma require.
     if tid < WG {
         // SAFETY: the whole warpgroup; the caller's contract.
         unsafe {
             if IM2COL {
-                produce_im2col::<O, STAGES, CLUSTER>(xmap, wmap, &sh, ring, tiles, ktiles, tid);
+                produce_im2col::<O, STAGES, CLUSTER>(xmap, wmap, &sh, ring, tiles, kt0, ktiles, tid);
             } else {
                 produce::<O, STAGES, CLUSTER>(x, wmap, &sh, ring, tiles, ktiles, tid);
             }
@@ -607,7 +620,8 @@ unsafe fn load_filter_tile<const CLUSTER: u32>(stage: u32, wmap: *const u8, c0: 
 /// Step 7's producer: [`produce`] with one thread issuing both copies of each k-tile, the
 /// activations as one im2col TMA copy of the tile's 128 rows (their windows' taps in the
 /// padding and rows past the last image arrive as zeros). The full barrier's one arrival is the
-/// byte announcement.
+/// byte announcement. Each tile's reduction is its `ktiles` k-tiles from k-tile `kt0` on (a
+/// split's share in step 8).
 ///
 /// # Safety
 /// As [`produce`], with `xmap` the input's im2col tensor map (module docs).
@@ -618,6 +632,7 @@ unsafe fn produce_im2col<O: Operands, const STAGES: usize, const CLUSTER: u32>(
     sh: &ConvShape,
     ring: Ring<STAGES>,
     mut tiles: Tiles,
+    kt0: u32,
     ktiles: i32,
     tid: u32,
 ) {
@@ -627,6 +642,7 @@ unsafe fn produce_im2col<O: Operands, const STAGES: usize, const CLUSTER: u32>(
         return;
     }
     let gemm_m = (sh.n * sh.p * sh.q) as u32;
+    let cchunks = (sh.c as u32).div_ceil(K_TILE as u32);
     let (mut s, mut phase) = (0u32, 0u32);
     let bn = tiles.bn;
     while let Some((m0, n0)) = tiles.next::<CLUSTER>() {
@@ -636,8 +652,11 @@ unsafe fn produce_im2col<O: Operands, const STAGES: usize, const CLUSTER: u32>(
         let (n, p, q) = unsafe { O::pixel(sh, if m0 < gemm_m { m0 } else { 0 }) };
         let ih = p as i32 * sh.stride_h - sh.pad_h;
         let iw = q as i32 * sh.stride_w - sh.pad_w;
-        let mut tap = Tap { c0: 0, s: 0, rdh: 0, sdw: 0, x_off: 0, w_off: 0 };
-        let mut rs = 0i32;
+        // SAFETY: C >= 1 and S >= 1 (validated problems).
+        let (rs0, cc) = unsafe { divmod(kt0, cchunks) };
+        // SAFETY: S >= 1.
+        let mut tap = unsafe { Tap::at::<O>(sh, rs0, (cc * K_TILE as u32) as i32) };
+        let mut rs = rs0 as i32;
         let mut kt = 0;
         while kt < ktiles {
             // SAFETY: as in `produce`.

@@ -29,6 +29,9 @@ struct Step {
     filter_map: bool,
     /// Whether it takes the input's im2col tensor map after the filter's.
     input_map: bool,
+    /// Whether each tile's reduction is split over the grid's z slices (step 8), as many as the
+    /// cost model finds fastest.
+    split: bool,
     /// CTAs per cluster (compiled into the entries): the grid is a multiple of it.
     cluster: usize,
     /// Whether the kernel walks the output tiles on a persistent grid (one block per SM it can
@@ -51,6 +54,7 @@ const STEP3: Step = Step {
     smem: Tile::smem_bytes,
     filter_map: false,
     input_map: false,
+    split: false,
     cluster: 1,
     persistent: false,
     model: &[(163, 1.0), (96, 0.81)],
@@ -68,6 +72,7 @@ const STEP4: Step = Step {
     smem: |t| spec::ws_smem_bytes(t.bn, t.stages),
     filter_map: true,
     input_map: false,
+    split: false,
     cluster: 1,
     persistent: false,
     model: &[(168, 1.0), (168, 0.78)],
@@ -84,6 +89,7 @@ const STEP5: Step = Step {
     smem: |t| spec::ws_smem_bytes(t.bn, t.stages),
     filter_map: true,
     input_map: false,
+    split: false,
     cluster: spec::MC_CLUSTER,
     persistent: false,
     model: &[(168, 1.0), (168, 0.78)],
@@ -135,21 +141,40 @@ const STEP7_MC: Step = Step {
     ..STEP6_MC
 };
 
+/// Step 8: step 7 with each tile's reduction split over the grid's z slices, for layers with
+/// too few output tiles to fill the SMs; the slices' fp32 partial sums go through a workspace
+/// and a second kernel adds them.
+const STEP8: Step = Step {
+    names: ["wgmma_sk_nhwc", "wgmma_sk_nhwc_bf16"],
+    split: true,
+    ..STEP7
+};
+
+/// The most slices step 8 splits a reduction into: past it the workspace traffic (two fp32
+/// passes per slice) outweighs filling the last SMs.
+const MAX_SPLITS: usize = 32;
+
 /// Modelled microseconds of tile `i` of `step` on `d` for `m x n` GEMM outputs over `taps` taps
-/// of `c` channels (the last 64-channel k-tile of each tap charged in full).
-fn cost(step: &Step, d: &DeviceModel, i: usize, m: usize, n: usize, c: usize, taps: usize) -> f64 {
+/// of `c` channels (the last 64-channel k-tile of each tap charged in full), each tile's
+/// reduction split over `splits` slices (1: not split).
+#[allow(clippy::too_many_arguments)]
+fn cost(step: &Step, d: &DeviceModel, i: usize, m: usize, n: usize, c: usize, taps: usize, splits: usize) -> f64 {
     let (t, (regs, efficiency)) = (&step.tiles[i], step.model[i]);
     let bps = blocks_per_sm(d, step.threads, regs, (step.smem)(t)) as f64;
-    let blocks = tiles(step, t, m, n) as f64;
-    let macs = (BLOCK_M * t.bn) as f64 * (c.div_ceil(K_TILE) * K_TILE) as f64 * taps as f64 / efficiency;
+    let blocks = (tiles(step, t, m, n) * splits) as f64;
+    let ktiles = (c.div_ceil(K_TILE) * taps).div_ceil(splits);
+    let macs = (BLOCK_M * t.bn * K_TILE) as f64 * ktiles as f64 / efficiency;
     // Step 7's im2col copies cost per pixel, not per byte: with C < 64 a k-tile's copy brings
     // C channels a pixel for the time of 64. Measured (H100): 16,16,24,240->32 3x3 0.0378 ms and
     // 32,32,79,341->32 5x10 s2 0.3035 ms, about 64 / C times the model without this factor.
     let macs = if step.input_map && c < K_TILE { macs * K_TILE as f64 / c as f64 } else { macs };
     let macs_per_sm = waves(d, blocks, bps, |b| b * macs);
     let macs_per_sm_us = d.f16_tflops * 1e6 / 2.0 / d.sms.max(1) as f64;
-    // Plus the fp32 output written once, as the mma.sync plans charge it (plan::tensor_core::nhwc).
-    LAUNCH_US + step.peak_scale * macs_per_sm / macs_per_sm_us + memory_us(d, (m * n * 4) as f64)
+    // Plus the fp32 output written once, as the mma.sync plans charge it (plan::tensor_core::nhwc);
+    // a split reduction writes and reads every slice's and launches the sum.
+    let out = (m * n * 4) as f64;
+    let split = if splits > 1 { LAUNCH_US + memory_us(d, 2.0 * splits as f64 * out) } else { 0.0 };
+    LAUNCH_US + step.peak_scale * macs_per_sm / macs_per_sm_us + memory_us(d, out) + split
 }
 
 /// Output tiles of tile `t` of `step` for `m x n` GEMM outputs: the M tiles rounded up to whole
@@ -158,15 +183,16 @@ fn tiles(step: &Step, t: &Tile, m: usize, n: usize) -> usize {
     m.div_ceil(BLOCK_M * step.cluster) * step.cluster * n.div_ceil(t.bn)
 }
 
-/// Blocks to launch with tile `i` of `step`: one per output tile, or on a persistent grid as
-/// many as `d` holds at once (whole clusters, at least one), at most one per tile.
-fn grid_blocks(step: &Step, i: usize, d: &DeviceModel, m: usize, n: usize) -> usize {
+/// Blocks of each z slice to launch with tile `i` of `step` split `splits` ways: one per output
+/// tile, or on a persistent grid as many as `d` holds at once over all slices (whole clusters,
+/// at least one), at most one per tile.
+fn grid_blocks(step: &Step, i: usize, d: &DeviceModel, m: usize, n: usize, splits: usize) -> usize {
     let t = &step.tiles[i];
     let all = tiles(step, t, m, n);
     if !step.persistent {
         return all;
     }
-    let resident = d.sms as usize * blocks_per_sm(d, step.threads, step.model[i].0, (step.smem)(t)).max(1);
+    let resident = d.sms as usize * blocks_per_sm(d, step.threads, step.model[i].0, (step.smem)(t)).max(1) / splits;
     all.min(resident / step.cluster * step.cluster).max(step.cluster)
 }
 
@@ -194,27 +220,33 @@ fn plan_step(problem: &Conv2d, device: &DeviceModel, step: &Step, bf16: bool) ->
         let t = &step.tiles[*i];
         (step.smem)(t) <= device.smem_per_block as usize && tiles(step, t, m, p.k) <= i32::MAX as usize
     };
-    let cost_of = |i: &usize| cost(step, device, *i, m, p.k, p.c, p.r * p.s);
-    let Some(i) = (0..step.tiles.len()).filter(fits).min_by(|a, b| cost_of(a).total_cmp(&cost_of(b))) else {
+    // Step 8 tries every split up to one k-tile a slice (a single k-tile runs as step 7); the
+    // others take the reduction whole.
+    let ktiles = p.c.div_ceil(K_TILE) * p.r * p.s;
+    let splits = if step.split && ktiles > 1 { 2..=ktiles.min(MAX_SPLITS).min(device.max_grid_z as usize) } else { 1..=1 };
+    let cost_of = |&(i, z): &(usize, usize)| cost(step, device, i, m, p.k, p.c, p.r * p.s, z);
+    let choices = (0..step.tiles.len()).filter(fits).flat_map(|i| splits.clone().map(move |z| (i, z)));
+    let Some((i, z)) = choices.min_by(|a, b| cost_of(a).total_cmp(&cost_of(b))) else {
         let least = step.tiles.iter().map(step.smem).min().unwrap_or(0);
         return refuse(format!("needs {least} bytes of shared memory per block (or the grid exceeds 2^31 blocks); the device allows {}", device.smem_per_block));
     };
     let t = &step.tiles[i];
     Ok(LaunchPlan {
         kernel: if bf16 { t.bf16 } else { t.fp16 },
-        grid: (grid_blocks(step, i, device, m, p.k) as u32, 1, 1),
+        grid: (grid_blocks(step, i, device, m, p.k, z) as u32, 1, z as u32),
         block: (step.threads as u32, 1, 1),
         shared_bytes: (step.smem)(t) as u32,
         dtype: if bf16 { DType::BF16 } else { DType::F16 },
         out_dtype: DType::F32,
-        predicted_us: cost_of(&i),
+        predicted_us: cost_of(&(i, z)),
         filter_map_rows: step.filter_map.then_some((t.bn / step.cluster) as u32),
         input_map: step.input_map,
+        split_k: z as u32,
     })
 }
 
 /// Every step, in the progression's order: `plan_of::<I, BF16>` plans step `STEPS[I]`.
-const STEPS: [&Step; 7] = [&STEP3, &STEP4, &STEP5, &STEP6, &STEP6_MC, &STEP7, &STEP7_MC];
+const STEPS: [&Step; 8] = [&STEP3, &STEP4, &STEP5, &STEP6, &STEP6_MC, &STEP7, &STEP7_MC, &STEP8];
 
 // Every step models each of its tiles (`cost` indexes `model` by tile).
 const _: () = {
@@ -232,7 +264,8 @@ fn plan_of<const I: usize, const BF16: bool>(problem: &Conv2d, device: &DeviceMo
 
 /// Every entry point the plans can name, fp16 then bf16, step by step.
 pub fn kernel_names() -> Vec<&'static str> {
-    STEPS.iter().flat_map(|s| s.tiles.iter().map(|t| t.fp16).chain(s.tiles.iter().map(|t| t.bf16))).collect()
+    // Step 8 launches step 7's entries.
+    STEPS.iter().filter(|s| !s.split).flat_map(|s| s.tiles.iter().map(|t| t.fp16).chain(s.tiles.iter().map(|t| t.bf16))).collect()
 }
 
 /// The registry's entry.
@@ -367,6 +400,24 @@ pub const KERNEL_TMC_BF16: KernelDesc = KernelDesc {
     ..KERNEL_BF16
 };
 
+/// The registry's entry for step 8, step 7 with the reduction split over z slices.
+pub const KERNEL_SK: KernelDesc = KernelDesc {
+    algorithm: Algorithm::WgmmaSkNhwc,
+    name: STEP8.names[0],
+    summary: "family 3 step 8 (Hopper): step 7 with each tile's reduction split over the grid (split-K), for layers with few output tiles",
+    plan: plan_of::<7, false>,
+    ..KERNEL
+};
+
+/// Step 8 on bf16 data.
+pub const KERNEL_SK_BF16: KernelDesc = KernelDesc {
+    algorithm: Algorithm::WgmmaSkNhwcBf16,
+    name: STEP8.names[1],
+    summary: "family 3 step 8 (Hopper) on bf16 data",
+    plan: plan_of::<7, true>,
+    ..KERNEL_BF16
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -377,7 +428,7 @@ mod tests {
         let seed = Conv2d::new(256, 256, 14, 14, 512, 3, 3).with_pad(1);
         let m = 256 * 14 * 14;
         for (step, i, measured_us) in [(&STEP3, 0, 204.8), (&STEP3, 1, 252.5), (&STEP4, 0, 167.4), (&STEP6, 0, 160.6), (&STEP6_MC, 0, 160.1), (&STEP7, 0, 155.7), (&STEP7_MC, 0, 155.6)] {
-            let ratio = cost(step, &d, i, m, 512, 256, 9) / measured_us;
+            let ratio = cost(step, &d, i, m, 512, 256, 9, 1) / measured_us;
             assert!((0.9..=1.1).contains(&ratio), "{} tile {i}: predicted/measured {ratio:.2}", step.names[0]);
         }
         let plan = Algorithm::WgmmaNhwc.plan(&seed, &d).unwrap();
