@@ -7,7 +7,7 @@ use cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
 
 use crate::dtype::{DType, Element};
 use crate::gpu::cuda_err;
-use crate::plan::{div_ceil_u32, DeviceModel, LaunchPlan};
+use crate::plan::{DeviceModel, LaunchPlan};
 use crate::registry::{self, Family, KernelDesc};
 use crate::{Conv2d, Error, Gpu, Layout, Result, Tensor};
 
@@ -219,43 +219,21 @@ pub fn launch<T: Element, O: Element>(gpu: &Gpu, plan: &LaunchPlan, problem: &Co
     check_len("input", problem.input_len(), input.len())?;
     check_len("filter", problem.filter_len(), filter.len())?;
     check_len("output", problem.output_len(), output.len())?;
-    if plan.split_k <= 1 {
-        return launch_conv(gpu, plan, problem, input, filter, output, plan.out_dtype);
-    }
-    // Step 8: the slices' fp32 partial sums into the workspace, then their sum into `output`.
-    let len = problem.output_len();
-    let mut guard = gpu.workspace(plan.split_k as usize * len)?;
-    let ws = guard.as_mut().expect("Gpu::workspace allocates");
-    launch_conv(gpu, plan, problem, input, filter, ws, DType::F32)?;
-    let sum = match O::DTYPE {
-        DType::F32 => "split_k_sum_f32",
-        DType::F16 => "split_k_sum_f16",
-        DType::BF16 => "split_k_sum_bf16",
-    };
-    let f = gpu.function(sum, 0)?;
-    let threads = convrs_spec::split_k::SUM_THREADS;
-    let cfg = LaunchConfig { grid_dim: (div_ceil_u32(len / convrs_spec::split_k::SUM_VEC, threads as usize), 1, 1), block_dim: (threads, 1, 1), shared_mem_bytes: 0 };
-    // validate() bounds the output's length by i32::MAX; the plan's split count is small.
-    let (len, splits) = (len as i32, plan.split_k as i32);
-    let mut b = gpu.stream().launch_builder(&f);
-    b.arg(output).arg(&*ws).arg(&len).arg(&splits);
-    // SAFETY: (y, ws, len, splits) as the split_k_sum entries take them: `output` holds `len`
-    // elements of the entry's type (checked above), the workspace `splits * len` fp32 values
-    // that the launch before wrote; len is a multiple of 8 (K is, on the wgmma path).
-    unsafe { b.launch(cfg) }.map_err(cuda_err(sum))?;
-    Ok(())
-}
-
-/// Enqueues `plan`'s conv kernel writing `output` in `out` (`O`'s type: the plan's output
-/// type, or fp32 for a split plan's workspace, of at least the problem's output length).
-fn launch_conv<T: Element, O: Element>(gpu: &Gpu, plan: &LaunchPlan, problem: &Conv2d, input: &CudaSlice<T>, filter: &CudaSlice<T>, output: &mut CudaSlice<O>, out: DType) -> Result<()> {
     let f = gpu.function(plan.kernel, plan.shared_bytes)?;
-    let args = shape_args(problem, out);
+    let args = shape_args(problem, plan.out_dtype);
     let cfg = LaunchConfig { grid_dim: plan.grid, block_dim: plan.block, shared_mem_bytes: plan.shared_bytes };
     let filter_map = plan.filter_map_rows.map(|rows| gpu.filter_map(filter, problem, rows)).transpose()?;
     let input_map = plan.input_map.then(|| gpu.input_map(input, problem)).transpose()?;
+    // Step 8 takes its workspace in the filter's place (the kernel reads the filter through
+    // its tensor map).
+    let workspace = if plan.workspace_bytes > 0 { Some(gpu.workspace(plan.workspace_bytes)?) } else { None };
     let mut b = gpu.stream().launch_builder(&f);
-    b.arg(input).arg(filter).arg(output);
+    b.arg(input);
+    match workspace.as_ref().and_then(|w| w.as_ref()) {
+        Some(ws) => b.arg(ws),
+        None => b.arg(filter),
+    };
+    b.arg(output);
     if let Some(map) = &filter_map {
         b.arg(map);
     }
@@ -268,7 +246,8 @@ fn launch_conv<T: Element, O: Element>(gpu: &Gpu, plan: &LaunchPlan, problem: &C
     // SAFETY: the kernel's arguments are (input, filter, output, shape...) by the conv_kernel! convention,
     // with the filter's tensor map after the output and the input's after that where the plan
     // says the kernel takes them (the maps of these buffers and this problem); the buffer lengths
-    // were checked by the caller (a split plan's workspace holds split_k outputs, one per z slice).
+    // were checked above, and a split plan's workspace is as large as its plan says, its
+    // counters zero (allocated zeroed; every launch leaves them so).
     unsafe { b.launch(cfg) }.map_err(cuda_err(plan.kernel))?;
     Ok(())
 }

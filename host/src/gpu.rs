@@ -44,9 +44,10 @@ pub struct Gpu {
     tune_cache: Mutex<Option<crate::tune::TuneCache>>,
     /// The TMA tensor maps (filters', inputs') uploaded so far.
     tensor_maps: Mutex<crate::tensor_map::TensorMaps>,
-    /// The split-K plans' fp32 partial sums (step 8), grown to the largest launch so far. One
-    /// buffer serves every launch: they run in order on the one stream.
-    workspace: Mutex<Option<CudaSlice<f32>>>,
+    /// The split-K plans' workspace (step 8), grown to the largest launch so far. One buffer
+    /// serves every launch: they run in order on the one stream, and each leaves its counters
+    /// at zero again.
+    workspace: Mutex<Option<CudaSlice<u8>>>,
 }
 
 pub(crate) fn cuda_err(what: &str) -> impl FnOnce(cudarc::driver::DriverError) -> Error + '_ {
@@ -212,14 +213,13 @@ impl Gpu {
         self.tensor_map(crate::tensor_map::MapKey::Input(key))
     }
 
-    /// The split-K workspace, at least `len` fp32 values (allocated, or reallocated larger, at
-    /// need; the old buffer is freed in stream order). Held for the launches that use it.
-    pub(crate) fn workspace(&self, len: usize) -> Result<std::sync::MutexGuard<'_, Option<CudaSlice<f32>>>> {
+    /// The split-K workspace, at least `bytes` long, zeroed when allocated (or reallocated
+    /// larger, at need; the old buffer is freed in stream order). Held for the launch using it.
+    pub(crate) fn workspace(&self, bytes: usize) -> Result<std::sync::MutexGuard<'_, Option<CudaSlice<u8>>>> {
         let mut ws = self.workspace.lock().unwrap_or_else(|p| p.into_inner());
-        if ws.as_ref().is_none_or(|b| b.len() < len) {
+        if ws.as_ref().is_none_or(|b| b.len() < bytes) {
             *ws = None;
-            // SAFETY: every element is written by the split kernel's slices before the sum reads it.
-            *ws = Some(unsafe { self.stream.alloc::<f32>(len) }.map_err(cuda_err("allocating the split-K workspace"))?);
+            *ws = Some(self.alloc_zeros::<u8>(bytes)?);
         }
         Ok(ws)
     }

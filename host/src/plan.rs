@@ -34,10 +34,10 @@ pub struct LaunchPlan {
     /// Whether the kernel takes one more pointer after the filter's map: an im2col TMA tensor
     /// map of the input (NHWC, boxes of 128 pixels by 64 channels, [`crate::tensor_map`]).
     pub input_map: bool,
-    /// The reduction's split (step 8): 1 for one kernel writing the output; more for a grid of
-    /// that many z slices writing fp32 partial sums to the [`crate::Gpu`]'s workspace, then the
-    /// `split_k_sum_*` kernel adding them into the output ([`crate::launch`] runs both).
-    pub split_k: u32,
+    /// Bytes of the [`crate::Gpu`]'s workspace the kernel takes in place of the filter pointer
+    /// (which step 7 does not read): step 8's split-K, whose grid's z slices meet there
+    /// (`convrs_spec::split_k`); 0 for none. [`crate::launch`] keeps it allocated and zeroed.
+    pub workspace_bytes: usize,
 }
 
 pub use crate::device::DeviceModel;

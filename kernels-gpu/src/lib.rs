@@ -25,8 +25,6 @@ pub mod direct;
 pub mod prelude;
 pub mod tensor_core;
 #[cfg(not(target_feature = "sm_90a"))]
-pub mod split_k;
-#[cfg(not(target_feature = "sm_90a"))]
 pub mod tiled;
 #[cfg(not(target_feature = "sm_90a"))]
 pub mod transform;

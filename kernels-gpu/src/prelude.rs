@@ -434,3 +434,64 @@ pub fn cp_async_wait_group(pending: u32) {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Meeting other CTAs through global memory (step 8's split-K): release/acquire at GPU scope.
+// ---------------------------------------------------------------------------------------------
+
+/// `fence.acq_rel.gpu`: this thread's memory accesses before it are ordered before those after
+/// it, for every thread of the GPU that synchronizes with it.
+#[inline(always)]
+pub fn fence_acq_rel_gpu() {
+    // SAFETY: a fence has no preconditions; the memory clobber keeps accesses on their side.
+    unsafe { asm!("fence.acq_rel.gpu;", options(nostack)) };
+}
+
+/// `bar.warp.sync`: every lane of the warp waits for the others, and their memory accesses
+/// before it are ordered before the others' after it.
+#[inline(always)]
+pub fn sync_warp() {
+    // SAFETY: the full mask; every caller runs it with the whole warp converged.
+    unsafe { asm!("bar.warp.sync 0xffffffff;", options(nostack)) };
+}
+
+/// `atom.acq_rel.gpu.global.add.u32`: adds `v` to `*p` and returns the old value.
+///
+/// # Safety
+/// `p` is 4-byte aligned global memory valid for a `u32` that every other access during the
+/// launch also reaches atomically or after synchronizing with this one.
+#[inline(always)]
+pub unsafe fn atom_add_acq_rel_gpu(p: *mut u32, v: u32) -> u32 {
+    let old: u32;
+    // SAFETY: the caller guarantees the address; the atomic is its own synchronization.
+    unsafe { asm!("atom.acq_rel.gpu.global.add.u32 {o}, [{p}], {v};", o = out(reg32) old, p = in(reg64) p, v = in(reg32) v, options(nostack)) };
+    old
+}
+
+/// Stores a `u32` to global memory.
+///
+/// # Safety
+/// `p` is 4-byte aligned global memory valid for a `u32` that no other thread accesses
+/// without synchronizing with this one.
+#[inline(always)]
+pub unsafe fn store_global_u32(p: *mut u32, v: u32) {
+    // SAFETY: the caller guarantees alignment, validity and exclusive access.
+    unsafe { asm!("st.global.u32 [{p}], {v};", p = in(reg64) p, v = in(reg32) v, options(nostack)) };
+}
+
+/// Loads 16 bytes from global memory at L2 (`ld.global.cg`: not from this SM's L1, which does
+/// not see other SMs' writes).
+///
+/// # Safety
+/// `p` is 16-byte aligned global memory valid for 4 `f32`s, written before by threads this
+/// one synchronized with, and not written during the load.
+#[inline(always)]
+pub unsafe fn load_global_cg_f32x4(p: *const f32) -> F32x4 {
+    let (a, b, c, d): (f32, f32, f32, f32);
+    // SAFETY: the caller guarantees alignment, validity and the ordering.
+    unsafe {
+        asm!("ld.global.cg.v4.f32 {{{a}, {b}, {c}, {d}}}, [{p}];",
+            a = out(reg32) a, b = out(reg32) b, c = out(reg32) c, d = out(reg32) d, p = in(reg64) p, options(nostack))
+    };
+    F32x4([a, b, c, d])
+}

@@ -1,15 +1,24 @@
 //! Split-K (step 8 of family 3, the host's `wgmma_sk_nhwc`): when a layer has too few output
 //! tiles to fill the GPU, the reduction's k-tiles are split over `splits` slices of the grid
-//! (its z dimension); slice `z` adds up its share of every tile's k-tiles and writes the fp32
-//! partial sums to slice `z` of a workspace (`splits` output-sized M x K arrays), and the
-//! `split_k_sum_*` kernels add the slices in order, rounding once to the output type.
+//! (its z dimension), and the slices of each output tile meet in a workspace:
+//!
+//! - every consumer warp (a 16-row strip of a 128-row tile: a *unit*) writes its fp32 partial
+//!   sums to its own region of the workspace, then counts itself in the unit's counter;
+//! - the warp that counts last adds every slice's partial sums in slice order (so the result
+//!   does not depend on which came last), writes the output, and sets the counter back to zero
+//!   for the next launch.
+//!
+//! The workspace (zeroed when allocated) holds the counters, one `u32` per unit, then the
+//! partial sums: per slice and unit, [`unit_floats`] values in the warp's register order, each
+//! lane's four-value pieces interleaved so that a warp's loads and stores are whole 512-byte
+//! lines.
 
-/// Threads per block of the `split_k_sum_*` kernels.
-pub const SUM_THREADS: u32 = 256;
+/// The widest tile step 8 splits: the 128x256 tile's registers hold no more than its own
+/// epilogue (the split path spilled there).
+pub const MAX_BN: usize = 128;
 
-/// Output elements each thread of the `split_k_sum_*` kernels sums: one 16-byte fp32 load per
-/// slice. The slice length is a multiple of it (K is a multiple of 8 on the wgmma path).
-pub const SUM_VEC: usize = 4;
+/// Consumer warps per 128-row tile, each a unit of 16 rows.
+pub const WARPS_PER_TILE: usize = 8;
 
 /// The k-tiles `first..end` of split `split` of `splits` over `ktiles` k-tiles: consecutive,
 /// disjoint, covering `0..ktiles`, their lengths differing by at most one (every one non-empty
@@ -23,6 +32,33 @@ pub const SUM_VEC: usize = 4;
 pub fn k_range(split: u32, splits: u32, ktiles: u32) -> (u32, u32) {
     let at = |z: u32| (z as u64 * ktiles as u64 / splits as u64) as u32;
     (at(split), at(split + 1))
+}
+
+/// fp32 values of one unit's partial sums with tiles `bn` columns wide: 16 rows by `bn`.
+#[inline(always)]
+pub const fn unit_floats(bn: usize) -> usize {
+    16 * bn
+}
+
+/// Bytes of the counters of `units` units, rounded up so the partial sums after them start
+/// 256-byte aligned.
+#[inline(always)]
+pub const fn counter_bytes(units: usize) -> usize {
+    (units * 4).div_ceil(256) * 256
+}
+
+/// Offset, in fp32 values from the start of the partial sums, of slice `split`'s partial sums
+/// of unit `unit` (of `units`) with tiles `bn` columns wide.
+#[inline(always)]
+pub fn partial_offset(split: u32, units: u32, unit: u32, bn: usize) -> usize {
+    (split as usize * units as usize + unit as usize) * unit_floats(bn)
+}
+
+/// Bytes of the workspace of a split over `splits` slices of `tiles` output tiles `bn`
+/// columns wide.
+pub const fn workspace_bytes(tiles: usize, bn: usize, splits: usize) -> usize {
+    let units = tiles * WARPS_PER_TILE;
+    counter_bytes(units) + splits * units * unit_floats(bn) * 4
 }
 
 #[cfg(test)]
@@ -43,5 +79,16 @@ mod tests {
                 assert_eq!(next, ktiles);
             }
         }
+    }
+
+    #[test]
+    fn partial_sums_tile_the_workspace() {
+        // 3 tiles of 64 columns in 4 slices: 24 units, 96 counter bytes -> 256; the last
+        // unit's region of the last slice ends exactly at the end.
+        let (tiles, bn, splits) = (3, 64, 4);
+        let units = (tiles * WARPS_PER_TILE) as u32;
+        assert_eq!(counter_bytes(units as usize), 256);
+        let end = partial_offset(splits - 1, units, units - 1, bn) + unit_floats(bn);
+        assert_eq!(256 + end * 4, workspace_bytes(tiles, bn, splits as usize));
     }
 }

@@ -175,3 +175,15 @@ pub unsafe fn store_global_v4_if(p: *mut u32, v: [u32; 4], ok: bool) {
             options(nostack))
     };
 }
+
+/// `shfl.sync.idx`: the `v` of lane `src`, every lane of the warp taking part.
+///
+/// # Safety
+/// Every lane of the warp executes it together (the full member mask).
+#[inline(always)]
+pub unsafe fn shfl_idx(v: u32, src: u32) -> u32 {
+    let r: u32;
+    // SAFETY: the caller guarantees the whole warp participates; registers only.
+    unsafe { asm!("shfl.sync.idx.b32 {r}, {v}, {s}, 0x1f, 0xffffffff;", r = out(reg32) r, v = in(reg32) v, s = in(reg32) src, options(nomem, nostack)) };
+    r
+}

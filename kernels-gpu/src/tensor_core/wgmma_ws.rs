@@ -66,7 +66,7 @@ use crate::prelude::mbarrier::{
     mbar_arrive_cluster, mbar_arrive_expect_tx, mbar_init, mbar_wait, prefetch_tensormap, setmaxnreg_dec_56,
     setmaxnreg_inc_224, tma_load_3d, tma_load_3d_multicast, tma_load_im2col_4d,
 };
-use crate::prelude::matrix::{pack_16x2, shfl_xor, store_global_f32x2, store_global_v4, store_global_v4_if};
+use crate::prelude::matrix::{pack_16x2, shfl_idx, shfl_xor, store_global_f32x2, store_global_v4, store_global_v4_if};
 use crate::prelude::wgmma::{commit_group, desc_sw128, fence_proxy_async_shared, Accumulators, DESC_K16};
 use crate::prelude::*;
 
@@ -136,6 +136,68 @@ impl Tiles {
     }
 }
 
+/// Where a split reduction's slices meet (step 8, `convrs_spec::split_k`).
+struct Split {
+    /// The workspace: the units' counters, then the partial sums.
+    ws: *mut u32,
+    /// This CTA's slice and the slice count.
+    z: u32,
+    splits: u32,
+    /// Units (16-row strips of a tile) of the whole output.
+    units: u32,
+}
+
+impl Split {
+    /// Writes this warp's partial sums `acc` of unit `unit` (lane `lane`'s part) and counts
+    /// them in; the warp counting last replaces `acc` by the sum of every slice's partial sums,
+    /// in slice order, resets the counter and returns true (it writes the output).
+    ///
+    /// # Safety
+    /// Every lane of the warp calls it together, once per unit and launch in each slice; the
+    /// workspace is as large as `convrs_spec::split_k::workspace_bytes` says for the launch,
+    /// and its counters are zero at the launch's start.
+    #[inline(always)]
+    unsafe fn meet<Acc: Accumulators>(&self, acc: &mut Acc, unit: u32, lane: u32) -> bool {
+        let pieces = Acc::N / 8;
+        // SAFETY (the offsets): inside the workspace as the caller guarantees.
+        let sums = unsafe { (self.ws as *mut u8).add(split_k::counter_bytes(self.units as usize)) as *mut f32 };
+        let part = |z: u32, i: usize| sums.wrapping_add(split_k::partial_offset(z, self.units, unit, Acc::N) + (i * 32 + lane as usize) * 4);
+        unroll!(32: pieces, i => {
+            // SAFETY: this slice's region of the unit, this lane's 16 bytes; 16-byte aligned.
+            unsafe { store_global_f32x4(part(self.z, i), F32x4([acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]])) };
+        });
+        // Release: every lane's stores before the count that announces them.
+        fence_acq_rel_gpu();
+        sync_warp();
+        let counter = self.ws.wrapping_add(unit as usize);
+        // SAFETY: the unit's counter, only ever reached atomically while slices count in; the
+        // whole warp takes part in the shuffle.
+        let before = unsafe { shfl_idx(if lane == 0 { atom_add_acq_rel_gpu(counter, 1) } else { 0 }, 0) };
+        if before + 1 != self.splits {
+            return false;
+        }
+        // Acquire: lane 0's count saw every other slice's release; the warp barrier and each
+        // lane's fence carry that to the loads.
+        sync_warp();
+        fence_acq_rel_gpu();
+        *acc = Acc::ZERO;
+        let mut z = 0;
+        while z < self.splits {
+            unroll!(32: pieces, i => {
+                // SAFETY: slice z's region of the unit, written and released before its count.
+                let v = unsafe { load_global_cg_f32x4(part(z, i)) };
+                unroll!(4: 4, e => { acc[4 * i + e] += v.0[e] });
+            });
+            z += 1;
+        }
+        if lane == 0 {
+            // SAFETY: every slice has counted in; nothing reaches the counter again this launch.
+            unsafe { store_global_u32(counter, 0) };
+        }
+        true
+    }
+}
+
 /// Steps 4 to 6's entries: [`conv`] with activations by `cp.async`.
 ///
 /// # Safety
@@ -181,7 +243,7 @@ pub unsafe fn conv_im2col<O: Operands, Acc: Accumulators, const STAGES: usize, c
 #[inline(always)]
 unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTER: u32, const PERSISTENT: bool, const BF16: bool, const IM2COL: bool>(
     x: *const u16,
-    _w: *const u16,
+    w: *const u16,
     y: *mut f32,
     wmap: *const u8,
     xmap: *const u8,
@@ -246,18 +308,20 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
     };
     let tiles = Tiles { rank: if CLUSTER > 1 { cluster_ctarank() } else { 0 }, ..tiles };
     let cchunks = (sh.c + K_TILE as i32 - 1) / K_TILE as i32;
-    // Step 8 (split-K, step 7's entries on a grid of z > 1): slice z reduces its share of
-    // every tile's k-tiles into its own fp32 M x K slice of `y`, the host's workspace
+    // Step 8 (split-K: step 7's entries on a grid of z > 1 slices): slice z reduces its share
+    // of every tile's k-tiles, and the slices meet in the workspace `w` points to
     // (`convrs_spec::split_k`).
-    let (kt0, ktiles, y) = if IM2COL && grid_dim_z() > 1 {
-        let (splits, all) = (grid_dim_z() as u32, (sh.r * sh.s * cchunks) as u32);
-        if sh.y_bits != 32 || splits > all {
+    let all = sh.r * sh.s * cchunks;
+    let (kt0, ktiles, split) = if IM2COL && grid_dim_z() > 1 {
+        let splits = grid_dim_z() as u32;
+        if Acc::N > split_k::MAX_BN || splits > all as u32 {
             trap();
         }
-        let (first, end) = split_k::k_range(block_z() as u32, splits, all);
-        (first, (end - first) as i32, y.wrapping_add(block_z() as usize * (gemm_m * gemm_n) as usize))
+        let (first, end) = split_k::k_range(block_z() as u32, splits, all as u32);
+        let units = gemm_m.div_ceil(BLOCK_M as u32) * n_tiles * split_k::WARPS_PER_TILE as u32;
+        (first, (end - first) as i32, Some(Split { ws: w as *mut u32, z: block_z() as u32, splits, units }))
     } else {
-        (0, sh.r * sh.s * cchunks, y)
+        (0, all, None)
     };
 
     // The role is uniform per warpgroup, as setmaxnreg and wgmma require.
@@ -279,7 +343,7 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
     let mut tiles = tiles;
     let (mut s, mut phase) = (0u32, 0u32);
     // Step 7 with 16-bit outputs defers each tile's stores into the next tile's first k-tiles.
-    let defer = IM2COL && sh.y_bits == 16;
+    let defer = IM2COL && sh.y_bits == 16 && split.is_none();
     let mut pending = Pending { v: [[0; 4]; DEFERRED], m0: 0, n0: 0, live: false };
     while let Some((m0, n0)) = tiles.next::<CLUSTER>() {
         // SAFETY: the whole warpgroup, for every tile the producer fills; the stores as
@@ -291,7 +355,18 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
                 }
             })
         };
-        if defer {
+        if let Some(split) = &split {
+            let mut acc = acc;
+            let warp = (tid % WG) / 32;
+            let unit = ((m0 / BLOCK_M as u32) * n_tiles + n0 / Acc::N as u32) * split_k::WARPS_PER_TILE as u32 + cw * 4 + warp;
+            // SAFETY: the whole warp, converged; this unit's region and counter, once per
+            // launch by each slice (the grid's z slices walk the same tiles).
+            if unsafe { split.meet(&mut acc, unit, tid % 32) } {
+                // SAFETY: as below (each warp writes its own 16 rows; shuffles within the
+                // warp); of the slices, only this warp writes them.
+                unsafe { store_tile::<O, Acc, BF16>(&sh, y, &acc, m0, n0, cw, tid) };
+            }
+        } else if defer {
             // SAFETY: as above; the slices the k-tiles did not reach.
             unsafe { store_pending::<O, Acc>(&sh, y, &pending, cw, tid, (ktiles as u32).min(SLICES), SLICES) };
             // SAFETY: the whole warp together.

@@ -26,7 +26,7 @@ pub fn plan(problem: &Conv2d, device: &DeviceModel) -> Result<LaunchPlan> {
         predicted_us: LAUNCH_US + problem.flops() / (device.fp32_tflops * 1e6 * PEAK_FRACTION),
         filter_map_rows: None,
         input_map: false,
-        split_k: 1,
+        workspace_bytes: 0,
     })
 }
 /// The registry's entry.

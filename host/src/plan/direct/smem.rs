@@ -265,7 +265,7 @@ pub fn plan(problem: &Conv2d, device: &DeviceModel) -> Result<LaunchPlan> {
                             predicted_us: c,
                             filter_map_rows: None,
                             input_map: false,
-                            split_k: 1,
+                            workspace_bytes: 0,
                         };
                         best = Some((c, plan));
                     }

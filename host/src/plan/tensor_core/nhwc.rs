@@ -222,7 +222,7 @@ fn launch_plan(p: &Conv2d, t: &Tile, family: Layouts, device: &DeviceModel) -> L
         predicted_us: cost(device, family, t, gemm_m(p), p.k, p.c, p.r * p.s),
         filter_map_rows: None,
         input_map: false,
-        split_k: 1,
+        workspace_bytes: 0,
     }
 }
 

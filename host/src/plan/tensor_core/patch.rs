@@ -122,7 +122,7 @@ fn plan_typed(problem: &Conv2d, device: &DeviceModel, bf16: bool) -> Result<Laun
         predicted_us: cost_of(&i),
         filter_map_rows: None,
         input_map: false,
-        split_k: 1,
+        workspace_bytes: 0,
     })
 }
 

@@ -142,16 +142,19 @@ const STEP7_MC: Step = Step {
 };
 
 /// Step 8: step 7 with each tile's reduction split over the grid's z slices, for layers with
-/// too few output tiles to fill the SMs; the slices' fp32 partial sums go through a workspace
-/// and a second kernel adds them.
+/// too few output tiles to fill the SMs; the slices' fp32 partial sums meet in a workspace,
+/// where the last slice of each 16-row strip adds them up. Tiles up to 128 wide
+/// (`convrs_spec::split_k::MAX_BN`).
 const STEP8: Step = Step {
     names: ["wgmma_sk_nhwc", "wgmma_sk_nhwc_bf16"],
     split: true,
+    tiles: spec::TMA_TILES.split_at(1).1,
+    model: STEP7.model.split_at(1).1,
     ..STEP7
 };
 
-/// The most slices step 8 splits a reduction into: past it the workspace traffic (two fp32
-/// passes per slice) outweighs filling the last SMs.
+/// The most slices step 8 splits a reduction into: past it the workspace traffic (an fp32
+/// write and read per slice) outweighs filling the last SMs.
 const MAX_SPLITS: usize = 32;
 
 /// Modelled microseconds of tile `i` of `step` on `d` for `m x n` GEMM outputs over `taps` taps
@@ -171,9 +174,9 @@ fn cost(step: &Step, d: &DeviceModel, i: usize, m: usize, n: usize, c: usize, ta
     let macs_per_sm = waves(d, blocks, bps, |b| b * macs);
     let macs_per_sm_us = d.f16_tflops * 1e6 / 2.0 / d.sms.max(1) as f64;
     // Plus the fp32 output written once, as the mma.sync plans charge it (plan::tensor_core::nhwc);
-    // a split reduction writes and reads every slice's and launches the sum.
+    // a split reduction writes and reads every slice's partial sums too.
     let out = (m * n * 4) as f64;
-    let split = if splits > 1 { LAUNCH_US + memory_us(d, 2.0 * splits as f64 * out) } else { 0.0 };
+    let split = if splits > 1 { memory_us(d, 2.0 * splits as f64 * out) } else { 0.0 };
     LAUNCH_US + step.peak_scale * macs_per_sm / macs_per_sm_us + memory_us(d, out) + split
 }
 
@@ -241,7 +244,7 @@ fn plan_step(problem: &Conv2d, device: &DeviceModel, step: &Step, bf16: bool) ->
         predicted_us: cost_of(&(i, z)),
         filter_map_rows: step.filter_map.then_some((t.bn / step.cluster) as u32),
         input_map: step.input_map,
-        split_k: z as u32,
+        workspace_bytes: if z > 1 { convrs_spec::split_k::workspace_bytes(tiles(step, t, m, p.k), t.bn, z) } else { 0 },
     })
 }
 

@@ -153,7 +153,7 @@ pub(crate) fn tile_plan(algorithm: &'static str, m: usize, cols: usize, groups: 
         predicted_us: us,
         filter_map_rows: None,
         input_map: false,
-        split_k: 1,
+        workspace_bytes: 0,
     })
 }
 
