@@ -8,8 +8,8 @@
 //!   does not depend on which came last), writes the output, and sets the counter back to zero
 //!   for the next launch.
 //!
-//! The workspace (zeroed when allocated) holds the counters, one `u32` per unit, then the
-//! partial sums: per slice and unit, [`unit_floats`] values in the warp's register order, each
+//! The workspace (zeroed when allocated) holds the counters, one `u32` per unit in a region
+//! of fixed size, then the partial sums: per slice and unit, [`unit_floats`] values in the warp's register order, each
 //! lane's four-value pieces interleaved so that a warp's loads and stores are whole 512-byte
 //! lines.
 
@@ -40,12 +40,14 @@ pub const fn unit_floats(bn: usize) -> usize {
     16 * bn
 }
 
-/// Bytes of the counters of `units` units, rounded up so the partial sums after them start
-/// 256-byte aligned.
-#[inline(always)]
-pub const fn counter_bytes(units: usize) -> usize {
-    (units * 4).div_ceil(256) * 256
-}
+/// The most units a split launch may have: the counters take the workspace's first
+/// [`COUNTER_BYTES`] whatever the launch, so that no launch's counters lie where an earlier
+/// one left partial sums (the counters are zeroed only when the workspace is allocated; each
+/// launch leaves its own at zero). 8192 tiles: splitting pays only below a few hundred.
+pub const MAX_UNITS: usize = 1 << 16;
+
+/// Bytes of the counters at the start of every workspace.
+pub const COUNTER_BYTES: usize = MAX_UNITS * 4;
 
 /// Offset, in fp32 values from the start of the partial sums, of slice `split`'s partial sums
 /// of unit `unit` (of `units`) with tiles `bn` columns wide.
@@ -55,10 +57,9 @@ pub fn partial_offset(split: u32, units: u32, unit: u32, bn: usize) -> usize {
 }
 
 /// Bytes of the workspace of a split over `splits` slices of `tiles` output tiles `bn`
-/// columns wide.
+/// columns wide (at most [`MAX_UNITS`] / [`WARPS_PER_TILE`] tiles).
 pub const fn workspace_bytes(tiles: usize, bn: usize, splits: usize) -> usize {
-    let units = tiles * WARPS_PER_TILE;
-    counter_bytes(units) + splits * units * unit_floats(bn) * 4
+    COUNTER_BYTES + splits * tiles * WARPS_PER_TILE * unit_floats(bn) * 4
 }
 
 #[cfg(test)]
@@ -83,12 +84,12 @@ mod tests {
 
     #[test]
     fn partial_sums_tile_the_workspace() {
-        // 3 tiles of 64 columns in 4 slices: 24 units, 96 counter bytes -> 256; the last
-        // unit's region of the last slice ends exactly at the end.
+        // 3 tiles of 64 columns in 4 slices: 24 units; the last unit's region of the last
+        // slice ends exactly at the end.
         let (tiles, bn, splits) = (3, 64, 4);
         let units = (tiles * WARPS_PER_TILE) as u32;
-        assert_eq!(counter_bytes(units as usize), 256);
         let end = partial_offset(splits - 1, units, units - 1, bn) + unit_floats(bn);
-        assert_eq!(256 + end * 4, workspace_bytes(tiles, bn, splits as usize));
+        assert_eq!(COUNTER_BYTES + end * 4, workspace_bytes(tiles, bn, splits as usize));
+        assert_eq!(COUNTER_BYTES % 256, 0);
     }
 }

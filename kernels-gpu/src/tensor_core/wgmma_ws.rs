@@ -160,7 +160,7 @@ impl Split {
     unsafe fn meet<Acc: Accumulators>(&self, acc: &mut Acc, unit: u32, lane: u32) -> bool {
         let pieces = Acc::N / 8;
         // SAFETY (the offsets): inside the workspace as the caller guarantees.
-        let sums = unsafe { (self.ws as *mut u8).add(split_k::counter_bytes(self.units as usize)) as *mut f32 };
+        let sums = unsafe { (self.ws as *mut u8).add(split_k::COUNTER_BYTES) as *mut f32 };
         let part = |z: u32, i: usize| sums.wrapping_add(split_k::partial_offset(z, self.units, unit, Acc::N) + (i * 32 + lane as usize) * 4);
         unroll!(32: pieces, i => {
             // SAFETY: this slice's region of the unit, this lane's 16 bytes; 16-byte aligned.
@@ -314,11 +314,11 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
     let all = sh.r * sh.s * cchunks;
     let (kt0, ktiles, split) = if IM2COL && grid_dim_z() > 1 {
         let splits = grid_dim_z() as u32;
-        if Acc::N > split_k::MAX_BN || splits > all as u32 {
+        let units = gemm_m.div_ceil(BLOCK_M as u32) * n_tiles * split_k::WARPS_PER_TILE as u32;
+        if Acc::N > split_k::MAX_BN || splits > all as u32 || units > split_k::MAX_UNITS as u32 {
             trap();
         }
         let (first, end) = split_k::k_range(block_z() as u32, splits, all as u32);
-        let units = gemm_m.div_ceil(BLOCK_M as u32) * n_tiles * split_k::WARPS_PER_TILE as u32;
         (first, (end - first) as i32, Some(Split { ws: w as *mut u32, z: block_z() as u32, splits, units }))
     } else {
         (0, all, None)

@@ -8,6 +8,7 @@
 //! (`plan::model`) with a scale per step, fitted to the only measurements so far: the seed
 //! shape 256,256,14,14 -> 512 3x3 p1 on an H100.
 
+use convrs_spec::split_k;
 use convrs_spec::wgmma::{self as spec, Tile, BLOCK_M, K_TILE};
 
 use super::gemm_m;
@@ -223,12 +224,16 @@ fn plan_step(problem: &Conv2d, device: &DeviceModel, step: &Step, bf16: bool) ->
         let t = &step.tiles[*i];
         (step.smem)(t) <= device.smem_per_block as usize && tiles(step, t, m, p.k) <= i32::MAX as usize
     };
-    // Step 8 tries every split up to one k-tile a slice (a single k-tile runs as step 7); the
-    // others take the reduction whole.
+    // Step 8 tries every split up to one k-tile a slice, where the launch's counters have room
+    // for its strips of 16 rows (a single k-tile, or too many strips, run as step 7); the
+    // other steps take the reduction whole.
     let ktiles = p.c.div_ceil(K_TILE) * p.r * p.s;
-    let splits = if step.split && ktiles > 1 { 2..=ktiles.min(MAX_SPLITS).min(device.max_grid_z as usize) } else { 1..=1 };
+    let splits = |i: usize| {
+        let countable = tiles(step, &step.tiles[i], m, p.k) * split_k::WARPS_PER_TILE <= split_k::MAX_UNITS;
+        if step.split && ktiles > 1 && countable { 2..=ktiles.min(MAX_SPLITS).min(device.max_grid_z as usize) } else { 1..=1 }
+    };
     let cost_of = |&(i, z): &(usize, usize)| cost(step, device, i, m, p.k, p.c, p.r * p.s, z);
-    let choices = (0..step.tiles.len()).filter(fits).flat_map(|i| splits.clone().map(move |z| (i, z)));
+    let choices = (0..step.tiles.len()).filter(fits).flat_map(|i| splits(i).map(move |z| (i, z)));
     let Some((i, z)) = choices.min_by(|a, b| cost_of(a).total_cmp(&cost_of(b))) else {
         let least = step.tiles.iter().map(step.smem).min().unwrap_or(0);
         return refuse(format!("needs {least} bytes of shared memory per block (or the grid exceeds 2^31 blocks); the device allows {}", device.smem_per_block));
@@ -244,7 +249,7 @@ fn plan_step(problem: &Conv2d, device: &DeviceModel, step: &Step, bf16: bool) ->
         predicted_us: cost_of(&(i, z)),
         filter_map_rows: step.filter_map.then_some((t.bn / step.cluster) as u32),
         input_map: step.input_map,
-        workspace_bytes: if z > 1 { convrs_spec::split_k::workspace_bytes(tiles(step, t, m, p.k), t.bn, z) } else { 0 },
+        workspace_bytes: if z > 1 { split_k::workspace_bytes(tiles(step, t, m, p.k), t.bn, z) } else { 0 },
     })
 }
 
