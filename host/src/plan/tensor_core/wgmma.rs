@@ -154,6 +154,12 @@ const STEP8: Step = Step {
     ..STEP7
 };
 
+/// What a split costs besides its workspace traffic, microseconds: each strip's fence, count
+/// and the last warp's reads of every slice. Fitted on an H100 (seventh session, the
+/// few-tiles suite): step 8 measured 1-4 us above step 7 where the model gives both the same
+/// mainloop time.
+const SPLIT_US: f64 = 3.0;
+
 /// The most slices step 8 splits a reduction into: past it the workspace traffic (an fp32
 /// write and read per slice) outweighs filling the last SMs.
 const MAX_SPLITS: usize = 32;
@@ -177,7 +183,7 @@ fn cost(step: &Step, d: &DeviceModel, i: usize, m: usize, n: usize, c: usize, ta
     // Plus the fp32 output written once, as the mma.sync plans charge it (plan::tensor_core::nhwc);
     // a split reduction writes and reads every slice's partial sums too.
     let out = (m * n * 4) as f64;
-    let split = if splits > 1 { memory_us(d, 2.0 * splits as f64 * out) } else { 0.0 };
+    let split = if splits > 1 { SPLIT_US + memory_us(d, 2.0 * splits as f64 * out) } else { 0.0 };
     LAUNCH_US + step.peak_scale * macs_per_sm / macs_per_sm_us + memory_us(d, out) + split
 }
 
@@ -228,9 +234,15 @@ fn plan_step(problem: &Conv2d, device: &DeviceModel, step: &Step, bf16: bool) ->
     // for its strips of 16 rows (a single k-tile, or too many strips, run as step 7); the
     // other steps take the reduction whole.
     let ktiles = p.c.div_ceil(K_TILE) * p.r * p.s;
+    // Splits stop where every CTA would have one tile of one slice: a persistent CTA that walks
+    // several tiles of a split runs each one's meeting in the workspace where step 7 overlaps
+    // its epilogue (measured 2-6 us slower on the H100).
     let splits = |i: usize| {
-        let countable = tiles(step, &step.tiles[i], m, p.k) * split_k::WARPS_PER_TILE <= split_k::MAX_UNITS;
-        if step.split && ktiles > 1 && countable { 2..=ktiles.min(MAX_SPLITS).min(device.max_grid_z as usize) } else { 1..=1 }
+        let t = &step.tiles[i];
+        let count = tiles(step, t, m, p.k);
+        let resident = device.sms as usize * blocks_per_sm(device, step.threads, step.model[i].0, (step.smem)(t));
+        let most = ktiles.min(MAX_SPLITS).min(device.max_grid_z as usize).min(resident / count.max(1));
+        if step.split && most >= 2 && count * split_k::WARPS_PER_TILE <= split_k::MAX_UNITS { 2..=most } else { 1..=1 }
     };
     let cost_of = |&(i, z): &(usize, usize)| cost(step, device, i, m, p.k, p.c, p.r * p.s, z);
     let choices = (0..step.tiles.len()).filter(fits).flat_map(|i| splits(i).map(move |z| (i, z)));
