@@ -113,13 +113,25 @@ pub struct Geometry {
 
 impl Geometry {
     /// The geometry of `sh`, whose extents are positive and whose products fit in `i32` (the
-    /// host validates both before it plans).
+    /// host validates both before it plans): of the tile widths `tq` (powers of two,
+    /// [`MIN_TQ`]..=[`MAX_TQ`]), the one with the fewest tiles (the least output computed
+    /// past the edges), then the smallest patch (the least copied per tile: square-ish tiles
+    /// share more of their windows' input than one long row does), then the widest.
     pub const fn of(sh: &ConvShape) -> Geometry {
-        // The narrowest power of two that holds a whole output row, within MIN_TQ..=MAX_TQ.
-        let mut tq = MIN_TQ;
-        while tq < MAX_TQ && tq < sh.q {
-            tq *= 2;
+        let mut best = Geometry::with(sh, MAX_TQ);
+        let mut tq = MAX_TQ / 2;
+        while tq >= MIN_TQ {
+            let g = Geometry::with(sh, tq);
+            if g.tiles < best.tiles || (g.tiles == best.tiles && g.ph * g.pw < best.ph * best.pw) {
+                best = g;
+            }
+            tq /= 2;
         }
+        best
+    }
+
+    /// The geometry of `sh` with tiles `tq` pixels wide.
+    const fn with(sh: &ConvShape, tq: i32) -> Geometry {
         let tp = BLOCK_M as i32 / tq;
         let (tiles_q, tiles_p) = ((sh.q + tq - 1) / tq, (sh.p + tp - 1) / tp);
         Geometry {
@@ -187,18 +199,21 @@ mod tests {
     }
 
     #[test]
-    fn tiles_cover_the_output_with_whole_rows_when_they_fit() {
-        // 224 wide: two 128-pixel tiles per row; 54 wide: 64-pixel tiles of two rows.
+    fn tiles_waste_least_then_copy_least() {
+        // 224 x 224: 16 x 8 and 32 x 4 tiles both cover it exactly (6272 tiles, against 7168
+        // of 128 x 1); 16 x 8 has the smaller patch (10 x 18 against 6 x 34).
         let g = Geometry::of(&shape(16, 3, 224, 224, 64, 3, 3, 1, 1));
-        assert_eq!((g.tq, g.tp, g.tiles_q, g.tiles_p, g.tiles), (128, 1, 2, 224, 16 * 224 * 2));
-        assert_eq!((g.ph, g.pw, g.kpad), (3, 130, 32));
+        assert_eq!((g.tq, g.tp, g.tiles_q, g.tiles_p, g.tiles), (16, 8, 14, 28, 16 * 28 * 14));
+        assert_eq!((g.ph, g.pw, g.kpad), (10, 18, 32));
+        // 54 x 54 at stride 2: 64 x 2 tiles cover it in 27 (every narrower width needs 28).
         let g = Geometry::of(&shape(8, 3, 108, 108, 64, 3, 3, 1, 2));
         assert_eq!((g.tq, g.tp, g.tiles_q, g.tiles_p), (64, 2, 1, 27));
         assert_eq!((g.ph, g.pw), (5, 129));
-        // Tile row 130 of 64-pixel rows: output row 2, column 2.
-        assert_eq!(g.row_col(130), (2, 2));
+        // Tile row 130 of 16-pixel rows: output row 8, column 2.
+        assert_eq!(Geometry::with(&shape(1, 1, 9, 9, 8, 1, 1, 0, 1), 16).row_col(130), (8, 2));
         let tiny = Geometry::of(&shape(1, 1, 1, 1, 8, 1, 1, 0, 1));
-        assert_eq!((tiny.tq, tiny.tp, tiny.tiles), (MIN_TQ, 16, 1));
+        // One output: one tile of any width, 128 input values under each; the widest kept.
+        assert_eq!((tiny.tq, tiny.tp, tiny.tiles), (MAX_TQ, 1, 1));
     }
 
     #[test]
