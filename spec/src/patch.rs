@@ -43,6 +43,8 @@ pub const K_STEP: usize = 16;
 pub const MAX_TQ: i32 = 128;
 /// The narrowest output tile row.
 pub const MIN_TQ: i32 = 8;
+/// Tile rows of one warp: tiles at least this wide keep each warp in one output row.
+const WARP_ROWS: i32 = 32;
 /// Blocks each tile's entries are built to fit on an SM at once (`.minnctapersm`, which caps
 /// their registers), in the order of [`TILES`]: the kernel waits on its copies, and resident
 /// blocks hide that; ptxas would otherwise take 127 registers for the 128x32 tile (4 blocks).
@@ -113,14 +115,22 @@ pub struct Geometry {
 
 impl Geometry {
     /// The geometry of `sh`, whose extents are positive and whose products fit in `i32` (the
-    /// host validates both before it plans): of the tile widths `tq` (powers of two,
-    /// [`MIN_TQ`]..=[`MAX_TQ`]), the one with the fewest tiles (the least output computed
-    /// past the edges), then the smallest patch (the least copied per tile: square-ish tiles
-    /// share more of their windows' input than one long row does), then the widest.
+    /// host validates both before it plans): of the tile widths `tq` (powers of two up to
+    /// [`MAX_TQ`]), the one with the fewest tiles (the least output computed past the edges),
+    /// then the smallest patch (the least copied per tile: a tile of several rows shares more
+    /// of its windows' input than one long row does), then the widest. Not narrower than 32
+    /// (a warp's rows in one output row: two rows' patch addresses in one warp conflict in the
+    /// shared-memory banks, 12% slower on the H100 at C = 3), unless an output row is.
     pub const fn of(sh: &ConvShape) -> Geometry {
+        // The narrowest power of two that holds a whole output row, within MIN_TQ..=MAX_TQ.
+        let mut row = MIN_TQ;
+        while row < MAX_TQ && row < sh.q {
+            row *= 2;
+        }
+        let narrowest = if row < WARP_ROWS { row } else { WARP_ROWS };
         let mut best = Geometry::with(sh, MAX_TQ);
         let mut tq = MAX_TQ / 2;
-        while tq >= MIN_TQ {
+        while tq >= narrowest {
             let g = Geometry::with(sh, tq);
             if g.tiles < best.tiles || (g.tiles == best.tiles && g.ph * g.pw < best.ph * best.pw) {
                 best = g;
@@ -200,11 +210,14 @@ mod tests {
 
     #[test]
     fn tiles_waste_least_then_copy_least() {
-        // 224 x 224: 16 x 8 and 32 x 4 tiles both cover it exactly (6272 tiles, against 7168
-        // of 128 x 1); 16 x 8 has the smaller patch (10 x 18 against 6 x 34).
+        // 224 x 224: 32 x 4 tiles cover it exactly (6272 tiles, against 7168 of 128 x 1).
         let g = Geometry::of(&shape(16, 3, 224, 224, 64, 3, 3, 1, 1));
-        assert_eq!((g.tq, g.tp, g.tiles_q, g.tiles_p, g.tiles), (16, 8, 14, 28, 16 * 28 * 14));
-        assert_eq!((g.ph, g.pw, g.kpad), (10, 18, 32));
+        assert_eq!((g.tq, g.tp, g.tiles_q, g.tiles_p, g.tiles), (32, 4, 7, 56, 16 * 56 * 7));
+        assert_eq!((g.ph, g.pw, g.kpad), (6, 34, 32));
+        // 112 x 112 at stride 2 (7 x 7): 32 x 4 and 128 x 1 tiles both need 112 an image; the
+        // first copies a 13 x 69 patch for them, the second 7 x 261.
+        let g = Geometry::of(&shape(16, 3, 224, 224, 64, 7, 7, 3, 2));
+        assert_eq!((g.tq, g.tp, g.ph, g.pw, g.tiles), (32, 4, 13, 69, 16 * 112));
         // 54 x 54 at stride 2: 64 x 2 tiles cover it in 27 (every narrower width needs 28).
         let g = Geometry::of(&shape(8, 3, 108, 108, 64, 3, 3, 1, 2));
         assert_eq!((g.tq, g.tp, g.tiles_q, g.tiles_p), (64, 2, 1, 27));
