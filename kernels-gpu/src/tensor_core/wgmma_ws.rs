@@ -12,6 +12,12 @@
 //! - Step 7 (`wgmma_tma_*`, and `wgmma_tmc_*` in clusters, `IM2COL`): step 6 with the activation
 //!   tile brought in by one im2col TMA copy per k-tile instead of 128 threads' `cp.async`
 //!   ([`produce_im2col`]): one producer thread, one arrival per stage, no proxy fence.
+//! - Step 8 (`wgmma_sk_*` on the host: step 7's entries on a grid of z > 1 slices, tiles up to
+//!   128 wide): split-K. Slice z reduces its share of every tile's k-tiles
+//!   (`convrs_spec::split_k::k_range`); `w`, which step 7 does not read, then points to the
+//!   workspace where each consumer warp leaves its partial sums and counts itself in, and the
+//!   last warp of each 16-row strip adds them all in slice order and writes the output
+//!   ([`Split::meet`]).
 //!
 //! # Contract
 //!
