@@ -129,16 +129,24 @@ impl Geometry {
         if sh.stride_h == 1 && sh.stride_w == 1 {
             return Geometry::with(sh, row);
         }
-        let mut best = Geometry::with(sh, MAX_TQ);
+        let (mut best, mut least) = (MAX_TQ, Geometry::cost(sh, MAX_TQ));
         let mut tq = MAX_TQ / 2;
         while tq >= MIN_TQ {
-            let g = Geometry::with(sh, tq);
-            if g.tiles < best.tiles || (g.tiles == best.tiles && g.ph * g.pw < best.ph * best.pw) {
-                best = g;
+            let c = Geometry::cost(sh, tq);
+            if c.0 < least.0 || (c.0 == least.0 && c.1 < least.1) {
+                (best, least) = (tq, c);
             }
             tq /= 2;
         }
-        best
+        Geometry::with(sh, best)
+    }
+
+    /// (Tiles per image, patch pixels) with tiles `tq` pixels wide: what [`Geometry::of`]
+    /// compares, without the rest of the geometry (fewer live values in the kernel).
+    const fn cost(sh: &ConvShape, tq: i32) -> (i32, i32) {
+        let tp = BLOCK_M as i32 / tq;
+        let tiles = ((sh.q + tq - 1) / tq) * ((sh.p + tp - 1) / tp);
+        (tiles, ((tp - 1) * sh.stride_h + (sh.r - 1) * sh.dil_h + 1) * ((tq - 1) * sh.stride_w + (sh.s - 1) * sh.dil_w + 1))
     }
 
     /// The geometry of `sh` with tiles `tq` pixels wide.
