@@ -86,7 +86,7 @@ fn link(args: &[String]) -> Result<(), String> {
 
     run(Command::new(tools.join("llc")).arg(format!("--mcpu={cpu}")).arg(&optimized).arg("-o").arg(&output))?;
     let ptx = std::fs::read_to_string(&output).map_err(|e| format!("cannot read {}: {e}", output.display()))?;
-    let bounded = add_launch_bounds(&ptx, &cpu);
+    let bounded = add_launch_bounds(&strip_label_comments(&ptx), &cpu);
     if bounded != ptx {
         std::fs::write(&output, bounded).map_err(|e| format!("cannot write {}: {e}", output.display()))?;
     }
@@ -111,6 +111,23 @@ const LAUNCH_BOUNDS: &[(&str, u32, usize, u32)] = &[
     ("wmma_patch_128x64", convrs_spec::patch::THREADS as u32, 1, convrs_spec::patch::MIN_BLOCKS[1]),
     ("wmma_patch_bf16_128x64", convrs_spec::patch::THREADS as u32, 1, convrs_spec::patch::MIN_BLOCKS[1]),
 ];
+
+/// Drops llc's comments after basic-block labels (`$L__BB3_7:  // %name.exit`): they name
+/// inlined functions by their mangled symbols, whose crate hash depends on the checkout's path,
+/// so the shipped PTX would differ between clones of the same commit.
+fn strip_label_comments(ptx: &str) -> String {
+    let mut out = String::with_capacity(ptx.len());
+    for line in ptx.split_inclusive('\n') {
+        match (line.starts_with("$L__"), line.find("//")) {
+            (true, Some(at)) => {
+                out.push_str(line[..at].trim_end());
+                out.push('\n');
+            }
+            _ => out.push_str(line),
+        }
+    }
+    out
+}
 
 /// Inserts the [`LAUNCH_BOUNDS`] directives between each matching `.entry`'s parameter list and
 /// its body (the first line that is exactly `{` after the entry line).
@@ -138,6 +155,12 @@ fn add_launch_bounds(ptx: &str, cpu: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn label_comments_go_and_nothing_else_changes() {
+        let ptx = "$L__BB0_2:                              // %_RNvCs1a2b_4spec2of.exit\n\tadd.s32 %r1, %r2, 1; // kept\n$L__BB0_3:\n";
+        assert_eq!(strip_label_comments(ptx), "$L__BB0_2:\n\tadd.s32 %r1, %r2, 1; // kept\n$L__BB0_3:\n");
+    }
 
     #[test]
     fn parses_rustc_arguments() {
