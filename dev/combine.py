@@ -1,3 +1,4 @@
+# Combines `convrs bench --json` files (.json or .json.xz; e.g. the two halves of a suite): geomean vs the best baseline, the M >= 4096 and C <= 3 subsets, by layer kind.
 import json, math, sys, collections, lzma
 groups=[]
 for f in sys.argv[1:]:
@@ -30,5 +31,6 @@ def kind(sh):
 for kd in ['1x1','RS>1,C>3','C<=3']:
     xs=[r[1] for r in rows if kind(r[0])==kd]; print(kd, len(xs), "%.2f"%gm(xs))
 flag=0
-if '-v' in sys.argv[0:0] or __import__('os').environ.get('ALL'):
+# ALL=1: every shape, worst first.
+if __import__('os').environ.get('ALL'):
     for r in sorted(rows,key=lambda r:r[1]): print("  %-36s %.2f %-28s M=%d nchw=%s"%(r[0],r[1],r[2],r[3],"%.2f"%r[4] if r[4] else '-'))
