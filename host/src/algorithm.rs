@@ -96,8 +96,9 @@ pub enum Algorithm {
     WgmmaTmcNhwcBf16,
     /// Family 3, step 8 (Hopper): split-K. Step 7 on a grid whose z slices each take a share
     /// of every output tile's reduction, for layers with too few output tiles to fill the GPU;
-    /// each slice writes fp32 partial sums to a workspace the [`Gpu`] keeps, and a second
-    /// kernel adds them up into the output. Same problems, layouts and types as step 7.
+    /// each slice writes fp32 partial sums to a workspace the [`Gpu`] keeps, where the last
+    /// slice to finish each strip of 16 rows adds them up and writes the output (one launch).
+    /// Same problems, layouts and types as step 7.
     WgmmaSkNhwc,
     /// `WgmmaSkNhwc` on bf16 data (bf16 in, fp32 accumulate, bf16 or fp32 out).
     WgmmaSkNhwcBf16,

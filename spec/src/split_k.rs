@@ -9,9 +9,9 @@
 //!   for the next launch.
 //!
 //! The workspace (zeroed when allocated) holds the counters, one `u32` per unit in a region
-//! of fixed size, then the partial sums: per slice and unit, [`unit_floats`] values in the warp's register order, each
-//! lane's four-value pieces interleaved so that a warp's loads and stores are whole 512-byte
-//! lines.
+//! of fixed size, then the partial sums: per slice and unit, [`unit_floats`] values in the
+//! warp's register order, each lane's four-value pieces interleaved so that a warp's loads and
+//! stores are whole 512-byte lines.
 
 /// The widest tile step 8 splits: the 128x256 tile's registers hold no more than its own
 /// epilogue (the split path spilled there).

@@ -724,7 +724,11 @@ unsafe fn produce_im2col<O: Operands, const STAGES: usize, const CLUSTER: u32>(
         return;
     }
     let gemm_m = (sh.n * sh.p * sh.q) as u32;
-    let cchunks = (sh.c as u32).div_ceil(K_TILE as u32);
+    // Every tile's reduction starts at the same k-tile: its tap and channel, found once.
+    // SAFETY: C >= 1 and S >= 1 (validated problems).
+    let (rs0, cc) = unsafe { divmod(kt0, (sh.c as u32).div_ceil(K_TILE as u32)) };
+    // SAFETY: S >= 1.
+    let start = unsafe { Tap::at::<O>(sh, rs0, (cc * K_TILE as u32) as i32) };
     let (mut s, mut phase) = (0u32, 0u32);
     let bn = tiles.bn;
     while let Some((m0, n0)) = tiles.next::<CLUSTER>() {
@@ -734,10 +738,7 @@ unsafe fn produce_im2col<O: Operands, const STAGES: usize, const CLUSTER: u32>(
         let (n, p, q) = unsafe { O::pixel(sh, if m0 < gemm_m { m0 } else { 0 }) };
         let ih = p as i32 * sh.stride_h - sh.pad_h;
         let iw = q as i32 * sh.stride_w - sh.pad_w;
-        // SAFETY: C >= 1 and S >= 1 (validated problems).
-        let (rs0, cc) = unsafe { divmod(kt0, cchunks) };
-        // SAFETY: S >= 1.
-        let mut tap = unsafe { Tap::at::<O>(sh, rs0, (cc * K_TILE as u32) as i32) };
+        let mut tap = start;
         let mut rs = rs0 as i32;
         let mut kt = 0;
         while kt < ktiles {

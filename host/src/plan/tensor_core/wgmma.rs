@@ -193,6 +193,12 @@ fn tiles(step: &Step, t: &Tile, m: usize, n: usize) -> usize {
     m.div_ceil(BLOCK_M * step.cluster) * step.cluster * n.div_ceil(t.bn)
 }
 
+/// Blocks of tile `i` of `step` that `d` holds at once.
+fn resident(step: &Step, i: usize, d: &DeviceModel) -> usize {
+    let t = &step.tiles[i];
+    d.sms as usize * blocks_per_sm(d, step.threads, step.model[i].0, (step.smem)(t)).max(1)
+}
+
 /// Blocks of each z slice to launch with tile `i` of `step` split `splits` ways: one per output
 /// tile, or on a persistent grid as many as `d` holds at once over all slices (whole clusters,
 /// at least one), at most one per tile.
@@ -202,8 +208,8 @@ fn grid_blocks(step: &Step, i: usize, d: &DeviceModel, m: usize, n: usize, split
     if !step.persistent {
         return all;
     }
-    let resident = d.sms as usize * blocks_per_sm(d, step.threads, step.model[i].0, (step.smem)(t)).max(1) / splits;
-    all.min(resident / step.cluster * step.cluster).max(step.cluster)
+    let per_slice = resident(step, i, d) / splits;
+    all.min(per_slice / step.cluster * step.cluster).max(step.cluster)
 }
 
 fn plan_step(problem: &Conv2d, device: &DeviceModel, step: &Step, bf16: bool) -> Result<LaunchPlan> {
@@ -238,10 +244,8 @@ fn plan_step(problem: &Conv2d, device: &DeviceModel, step: &Step, bf16: bool) ->
     // several tiles of a split runs each one's meeting in the workspace where step 7 overlaps
     // its epilogue (measured 2-6 us slower on the H100).
     let splits = |i: usize| {
-        let t = &step.tiles[i];
-        let count = tiles(step, t, m, p.k);
-        let resident = device.sms as usize * blocks_per_sm(device, step.threads, step.model[i].0, (step.smem)(t));
-        let most = ktiles.min(MAX_SPLITS).min(device.max_grid_z as usize).min(resident / count.max(1));
+        let count = tiles(step, &step.tiles[i], m, p.k);
+        let most = ktiles.min(MAX_SPLITS).min(device.max_grid_z as usize).min(resident(step, i, device) / count.max(1));
         if step.split && most >= 2 && count * split_k::WARPS_PER_TILE <= split_k::MAX_UNITS { 2..=most } else { 1..=1 }
     };
     let cost_of = |&(i, z): &(usize, usize)| cost(step, device, i, m, p.k, p.c, p.r * p.s, z);
