@@ -120,7 +120,7 @@ impl<T: CudnnDataType + Element> CudnnConv<T> {
             if this.run(x, w, y).is_err() || gpu.synchronize().is_err() {
                 continue;
             }
-            let t = time_runs(gpu, TimingConfig { warmup: 1, runs: 5 }, |_| this.run(x, w, y))?;
+            let t = time_runs(gpu, TimingConfig::new(1, 5), |_| this.run(x, w, y))?;
             if best.is_none_or(|(ms, _)| t.median_ms < ms) {
                 best = Some((t.median_ms, algo));
             }

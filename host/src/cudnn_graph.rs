@@ -23,7 +23,7 @@ use std::time::Instant;
 use cudarc::cudnn::sys;
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
 
-use crate::timing::{time_runs, TimingConfig};
+use crate::timing::{time_runs, TimingConfig, TimingMethod};
 use crate::{Conv2d, DType, Element, Error, Gpu, Layout, Result};
 
 use sys::cudnnBackendAttributeName_t as Attr;
@@ -40,6 +40,9 @@ const MAX_NOTES: usize = 16;
 /// A candidate whose single probe run is this many times slower than the best median so far
 /// cannot win, so it is not timed further.
 const SLOW_FACTOR: f64 = 4.0;
+/// The probe is timed alone between events, host enqueue included (tens of microseconds at
+/// most), while the best may be graph-timed device time: a probe under this is always timed.
+const PROBE_FLOOR_MS: f64 = 0.05;
 /// Variant packs kept for distinct pointer triples; the bench rotates a handful of buffers.
 const MAX_VARIANT_PACKS: usize = 16;
 
@@ -68,11 +71,13 @@ pub struct SearchBudget {
     pub max_seconds: f64,
     /// Candidates that ask for more workspace are skipped.
     pub max_workspace_bytes: usize,
+    /// How candidates are timed: as the bench times its rows, so the fastest by that measure wins.
+    pub method: TimingMethod,
 }
 
 impl Default for SearchBudget {
     fn default() -> Self {
-        SearchBudget { warmup: 1, runs: 3, max_candidates: 64, max_seconds: 3.0, max_workspace_bytes: 4 << 30 }
+        SearchBudget { warmup: 1, runs: 3, max_candidates: 64, max_seconds: 3.0, max_workspace_bytes: 4 << 30, method: TimingMethod::Graph }
     }
 }
 
@@ -234,7 +239,7 @@ fn may_try(tried: usize, elapsed_s: f64, budget: &SearchBudget) -> bool {
 /// Whether a candidate whose probe run took `probe_ms` can still beat `best_ms` and so
 /// deserves its full timing.
 fn worth_timing(probe_ms: f64, best_ms: Option<f64>) -> bool {
-    best_ms.is_none_or(|best| probe_ms <= SLOW_FACTOR * best)
+    probe_ms < PROBE_FLOOR_MS || best_ms.is_none_or(|best| probe_ms <= SLOW_FACTOR * best)
 }
 
 fn status_err(call: String, status: sys::cudnnStatus_t) -> Error {
@@ -648,12 +653,12 @@ impl Search<'_> {
         let pack = variant_pack(self.ptrs, workspace_ptr(self.gpu, workspace.as_ref())).map_err(|e| e.to_string())?;
         let run = |_: usize| execute(self.handle, &plan, &pack);
         run(0).and_then(|()| self.gpu.synchronize()).map_err(|e| format!("first run failed: {e}"))?;
-        let probe = time_runs(self.gpu, TimingConfig { warmup: 0, runs: 1 }, run).map_err(|e| e.to_string())?;
+        let probe = time_runs(self.gpu, TimingConfig { warmup: 0, runs: 1, method: TimingMethod::Events }, run).map_err(|e| e.to_string())?;
         let best_ms = self.best.as_ref().map(|b| b.median_ms);
         if !worth_timing(probe.median_ms, best_ms) {
             return Err(format!("probe run {:.4} ms is over {SLOW_FACTOR}x the best {:.4} ms", probe.median_ms, best_ms.unwrap_or(0.0)));
         }
-        let cfg = TimingConfig { warmup: self.budget.warmup, runs: self.budget.runs.max(1) };
+        let cfg = TimingConfig { warmup: self.budget.warmup, runs: self.budget.runs.max(1), method: self.budget.method };
         let timing = time_runs(self.gpu, cfg, run).map_err(|e| e.to_string())?;
         Ok((plan, workspace, timing.median_ms))
     }
@@ -724,6 +729,9 @@ mod tests {
         assert!(worth_timing(100.0, None));
         assert!(worth_timing(4.0, Some(1.0)));
         assert!(!worth_timing(4.01, Some(1.0)));
+        // A few microseconds of host enqueue in the probe never prune a small layer's engine.
+        assert!(worth_timing(0.012, Some(0.002)));
+        assert!(!worth_timing(0.06, Some(0.002)));
         assert!(worth_timing(0.5, Some(1.0)));
     }
 

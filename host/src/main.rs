@@ -10,7 +10,7 @@ use convrs::bench::{self, BenchOptions};
 use convrs::cudnn_graph::SearchBudget;
 use convrs::plot::PlotPoint;
 use convrs::suite::Suite;
-use convrs::timing::{time_runs, TimingConfig};
+use convrs::timing::{time_runs, TimingConfig, TimingMethod};
 use convrs::prepared::{Prepared, Runnable};
 use convrs::{compare, conv2d_cpu, Algorithm, Conv2d, DType, DeviceModel, Element, Gpu, Layout, Tensor};
 
@@ -18,8 +18,9 @@ use convrs::{compare, conv2d_cpu, Algorithm, Conv2d, DType, DeviceModel, Element
 #[command(name = "convrs", version, about = "conv2d kernels written in Rust, run on an NVIDIA GPU and checked against a CPU reference",
     long_about = "conv2d kernels written in Rust, compiled to PTX and run on an NVIDIA GPU (compute capability 8.0 or newer).\n\
 Every GPU result printed is checked against an f64 CPU reference computed on the same random inputs, and every\n\
-time is a median of CUDA-event-timed runs after warm-up. Shapes are N,C,H,W,K,R,S: batch, input channels, input\n\
-height and width, output channels, filter height and width.\n\n\
+time is a median after warm-up, by CUDA events around replays of a captured CUDA graph (device time per run;\n\
+--timing events times each run alone, host enqueue included). Shapes are N,C,H,W,K,R,S: batch, input channels,\n\
+input height and width, output channels, filter height and width.\n\n\
 Exit status: 0 success; 1 a result failed its check against the CPU reference; 2 error; 3 the chosen kernel\n\
 cannot take the shape; 4 (bench) our kernels ran and passed but no baseline could be measured (cuDNN missing).")]
 struct Cli {
@@ -56,6 +57,10 @@ enum Command {
         /// Timed runs (the median is printed).
         #[arg(long, default_value_t = 20)]
         runs: usize,
+        /// How to time: graph (replays of a captured CUDA graph: device time per run, host
+        /// enqueue hidden) or events (each run between its own events: host enqueue included).
+        #[arg(long, default_value = "graph")]
+        timing: TimingMethod,
         /// Seed of the random input data.
         #[arg(long, default_value_t = 1)]
         seed: u64,
@@ -124,6 +129,12 @@ Exit status: 0 all checks passed; 1 a check failed; 2 error; 4 our kernels passe
         /// Untimed warm-up runs per kernel.
         #[arg(long, default_value_t = 5)]
         warmup: usize,
+        /// How every row is timed, baselines and engine search included: graph (replays of a
+        /// captured CUDA graph behind a lead replay: device time per convolution, host enqueue
+        /// hidden; PyTorch the same with torch.cuda.CUDAGraph) or events (each run between its
+        /// own events on an idle stream: host enqueue included; PyTorch back-to-back calls).
+        #[arg(long, default_value = "graph")]
+        timing: TimingMethod,
         /// Wall-clock budget of each cuDNN graph engine search, in seconds.
         #[arg(long, default_value_t = 3.0)]
         search_seconds: f64,
@@ -186,9 +197,9 @@ fn main() -> ExitCode {
             }
             Ok(Outcome::Passed)
         }
-        Command::Run { algo, dtype, layout, tune, shape, runs, seed, f32_out } => run(cli.device, algo, dtype, layout, tune, &shape, runs, seed, f32_out),
+        Command::Run { algo, dtype, layout, tune, shape, runs, timing, seed, f32_out } => run(cli.device, algo, dtype, layout, tune, &shape, TimingConfig { warmup: 3, runs: runs.max(1), method: timing }, seed, f32_out),
         Command::Explain { shape, dtype, layout, device_model } => explain(cli.device, &shape, dtype, layout, device_model.as_deref()),
-        Command::Bench { suites, shapes, geometry, algos, part, dtypes, all_kernels, pytorch, runs, warmup, search_seconds, seed, json, plot } => {
+        Command::Bench { suites, shapes, geometry, algos, part, dtypes, all_kernels, pytorch, runs, warmup, timing, search_seconds, seed, json, plot } => {
             if algos.contains(&Algorithm::Auto) {
                 eprintln!("convrs: bench times kernels (--algo NAME, repeatable); the automatic choice is judged in its own table against every kernel");
                 return ExitCode::from(2);
@@ -200,8 +211,8 @@ fn main() -> ExitCode {
                 return ExitCode::from(2);
             }
             let opts = BenchOptions {
-                timing: TimingConfig { warmup, runs: runs as usize },
-                search: SearchBudget { max_seconds: search_seconds, ..SearchBudget::default() },
+                timing: TimingConfig { warmup, runs: runs as usize, method: timing },
+                search: SearchBudget { max_seconds: search_seconds, method: timing, ..SearchBudget::default() },
                 seed,
             };
             bench_suites(&suites, &shapes, &geometry)
@@ -252,7 +263,7 @@ fn info(device: usize) -> convrs::Result<Outcome> {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn run(device: usize, algo: Algorithm, dtype: DType, layout: Layout, tune: bool, s: &ShapeArgs, runs: usize, seed: u64, f32_out: bool) -> convrs::Result<Outcome> {
+fn run(device: usize, algo: Algorithm, dtype: DType, layout: Layout, tune: bool, s: &ShapeArgs, timing: TimingConfig, seed: u64, f32_out: bool) -> convrs::Result<Outcome> {
     let p = problem(&s.shape, &s.geometry)?;
     let gpu = Gpu::new(device)?;
     let algo = if tune {
@@ -274,11 +285,11 @@ fn run(device: usize, algo: Algorithm, dtype: DType, layout: Layout, tune: bool,
         algo
     };
     match algo.dtype() {
-        Some(DType::F32) => run_typed::<f32, f32>(&gpu, algo, &p, runs, seed),
-        Some(DType::F16) if f32_out => run_typed::<half::f16, f32>(&gpu, algo, &p, runs, seed),
-        Some(DType::F16) => run_typed::<half::f16, half::f16>(&gpu, algo, &p, runs, seed),
-        Some(DType::BF16) if f32_out => run_typed::<half::bf16, f32>(&gpu, algo, &p, runs, seed),
-        Some(DType::BF16) => run_typed::<half::bf16, half::bf16>(&gpu, algo, &p, runs, seed),
+        Some(DType::F32) => run_typed::<f32, f32>(&gpu, algo, &p, timing, seed),
+        Some(DType::F16) if f32_out => run_typed::<half::f16, f32>(&gpu, algo, &p, timing, seed),
+        Some(DType::F16) => run_typed::<half::f16, half::f16>(&gpu, algo, &p, timing, seed),
+        Some(DType::BF16) if f32_out => run_typed::<half::bf16, f32>(&gpu, algo, &p, timing, seed),
+        Some(DType::BF16) => run_typed::<half::bf16, half::bf16>(&gpu, algo, &p, timing, seed),
         None => Err(convrs::Error::InvalidArgument("no kernel chosen".into())),
     }
 }
@@ -323,7 +334,7 @@ fn explain(device: usize, s: &ShapeArgs, dtype: DType, layout: Layout, model: Op
     }
 }
 
-fn run_typed<T: Element, O: Element>(gpu: &Gpu, algo: Algorithm, p: &Conv2d, runs: usize, seed: u64) -> convrs::Result<Outcome> {
+fn run_typed<T: Element, O: Element>(gpu: &Gpu, algo: Algorithm, p: &Conv2d, timing: TimingConfig, seed: u64) -> convrs::Result<Outcome> {
     let x = Tensor::random(p.input_shape(), Layout::Nchw, seed)?.map(T::from_f32);
     let w = Tensor::random(p.filter_shape(), Layout::Nchw, seed.wrapping_add(1))?.map(T::from_f32);
     // One upload: the checked run and the timed runs share the prepared operands.
@@ -342,9 +353,9 @@ fn run_typed<T: Element, O: Element>(gpu: &Gpu, algo: Algorithm, p: &Conv2d, run
     eprintln!("computing the f64 CPU reference ({:.2} GFLOP)...", p.flops() / 1e9);
     let reference = conv2d_cpu(p, &x, &w)?;
     let check = compare(y.data(), reference.data());
-    let t = time_runs(gpu, TimingConfig { warmup: 3, runs: runs.max(1) }, |_| prepared.enqueue(gpu))?;
+    let t = time_runs(gpu, timing, |_| prepared.enqueue(gpu))?;
     let tol = bench::tolerance(T::DTYPE, O::DTYPE);
-    println!("time      {:.4} ms (median of {} runs; min {:.4}, max {:.4})", t.median_ms, t.runs, t.min_ms, t.max_ms);
+    println!("time      {:.4} ms (median of {} {}; min {:.4}, max {:.4})", t.median_ms, t.runs, sample_words(&t), t.min_ms, t.max_ms);
     println!("speed     {:.2} TFLOP/s", p.flops() / (t.median_ms * 1e-3) / 1e12);
     println!("max abs   {:.3e}", check.max_abs_err);
     println!("rel L2    {:.3e} (tolerance {tol:.1e})", check.rel_l2_err);
@@ -352,6 +363,14 @@ fn run_typed<T: Element, O: Element>(gpu: &Gpu, algo: Algorithm, p: &Conv2d, run
     let ok = check.passes(tol);
     println!("check     {}", if ok { "PASSED" } else { "FAILED" });
     Ok(if ok { Outcome::Passed } else { Outcome::Failed })
+}
+
+/// What one timed sample was, for the `time` line.
+fn sample_words(t: &convrs::timing::Timing) -> String {
+    match t.method {
+        TimingMethod::Graph => format!("CUDA graph replays of {} runs each, per run", t.batch),
+        TimingMethod::Events => "event-timed runs".into(),
+    }
 }
 
 /// `I/N` of `--part`.
@@ -427,7 +446,7 @@ fn bench_cmd(device: usize, suites: &[Suite], algos: &[Algorithm], opts: &BenchO
     // before our measurements start.
     let torch_shapes: Vec<_> = suites.iter().flat_map(|s| s.shapes.iter()).map(|p| bench::torch_shape(&gpu, p, algos)).collect();
     progress(&format!("PyTorch conv2d on {} shapes", torch_shapes.len()));
-    let torch = pytorch::run(out.pytorch, device, &torch_shapes, opts.seed)?;
+    let torch = pytorch::run(out.pytorch, device, &torch_shapes, opts.seed, opts.timing.method)?;
     if let TorchOutcome::NotRun(why) = &torch {
         eprintln!("convrs: WARNING: PyTorch was NOT RUN ({why}): the PyTorch column is empty and the flag rule cannot apply");
     }
@@ -506,13 +525,17 @@ fn bench_cmd(device: usize, suites: &[Suite], algos: &[Algorithm], opts: &BenchO
 
 fn print_report(report: &BenchReport, opts: &BenchOptions, all_kernels: bool) {
     println!(
-        "{} | {} | commit {} | cuDNN {} in-process | {} | median of {} runs after {} warm-up | {:.0} s",
+        "{} | {} | commit {} | cuDNN {} in-process | {} | median of {} {} after {} warm-up | {:.0} s",
         report.gpu,
         report.date,
         report.commit.as_deref().unwrap_or("unknown"),
         report.cudnn_version.as_deref().unwrap_or("NOT FOUND"),
         report.pytorch,
         opts.timing.runs,
+        match opts.timing.method {
+            TimingMethod::Graph => "CUDA graph replays (per run: device time, host enqueue hidden)",
+            TimingMethod::Events => "event-timed runs (host enqueue included)",
+        },
         opts.timing.warmup,
         report.seconds
     );

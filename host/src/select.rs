@@ -192,7 +192,7 @@ fn time_kernel<T: Element>(gpu: &Gpu, problem: &Conv2d, plan: &LaunchPlan) -> Re
     let w: Vec<T> = crate::random::uniform_vec_f32(problem.filter_len(), 2).into_iter().map(T::from_f32).collect();
     let (x, w) = (gpu.upload(&x)?, gpu.upload(&w)?);
     let mut y = gpu.alloc_zeros::<f32>(problem.output_len())?;
-    let t = time_runs(gpu, TimingConfig { warmup: 2, runs: 5 }, |_| crate::launch(gpu, plan, problem, &x, &w, &mut y))?;
+    let t = time_runs(gpu, TimingConfig::new(2, 5), |_| crate::launch(gpu, plan, problem, &x, &w, &mut y))?;
     Ok(t.median_ms * 1e3)
 }
 

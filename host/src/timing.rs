@@ -1,7 +1,35 @@
-//! Timing on the device: CUDA events around each run, warm-up first, median of many.
+//! Timing on the device: warm-up first, then CUDA events, median of many.
+//!
+//! Two methods ([`TimingMethod`]):
+//! - **graph** (the default): the runs are captured into a CUDA graph of `batch` runs, and each
+//!   timed replay is preceded by one untimed replay, so the GPU is already busy when the timed
+//!   replay's start event fires and the host's enqueue time is hidden. The figure is the replay's
+//!   time over `batch`: device time per run, launch gaps inside a graph included, host work
+//!   excluded. This is the figure for layers of a few microseconds, where the host's enqueue
+//!   (ours: a kernel launch; cuDNN's: `cudnnBackendExecute`) is as long as the kernel itself.
+//! - **events**: each run between its own pair of events on an idle stream, so the host's enqueue
+//!   of that run lies inside the interval. What a caller gets who launches one convolution and
+//!   waits for it.
+//!
+//! A run that cannot be captured (an API call not allowed in stream capture) is timed by events,
+//! and [`Timing::method`] says so.
+
+use cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
+use cudarc::driver::CudaGraph;
 
 use crate::gpu::cuda_err;
-use crate::{Gpu, Result};
+use crate::{Error, Gpu, Result};
+
+/// How [`time_runs`] times.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TimingMethod {
+    /// Replays of a captured CUDA graph behind a lead replay: device time per run.
+    #[default]
+    Graph,
+    /// Each run between its own events on an idle stream: host enqueue included.
+    Events,
+}
 
 /// Run times of one kernel, in milliseconds.
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
@@ -9,34 +37,108 @@ pub struct Timing {
     pub median_ms: f64,
     pub min_ms: f64,
     pub max_ms: f64,
+    /// Timed samples (graph replays, or single runs).
     pub runs: usize,
+    /// How the samples were taken (graph unless capture failed, or events were asked for).
+    pub method: TimingMethod,
+    /// Runs per sample: the graph's length (1 for events).
+    pub batch: usize,
 }
 
-/// How many runs to make.
+/// How many runs to make, and how to time them.
 #[derive(Clone, Copy, Debug)]
 pub struct TimingConfig {
     pub warmup: usize,
     pub runs: usize,
+    pub method: TimingMethod,
+}
+
+impl TimingMethod {
+    pub fn name(self) -> &'static str {
+        match self {
+            TimingMethod::Graph => "graph",
+            TimingMethod::Events => "events",
+        }
+    }
+}
+
+impl std::str::FromStr for TimingMethod {
+    type Err = Error;
+    /// `graph` or `events`, any case.
+    fn from_str(s: &str) -> Result<Self> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "graph" => Ok(TimingMethod::Graph),
+            "events" => Ok(TimingMethod::Events),
+            _ => Err(Error::InvalidArgument(format!("unknown timing method `{s}`; expected graph or events"))),
+        }
+    }
 }
 
 impl Default for TimingConfig {
     fn default() -> Self {
-        TimingConfig { warmup: 5, runs: 50 }
+        TimingConfig { warmup: 5, runs: 50, method: TimingMethod::Graph }
     }
 }
 
-/// Times `run(i)` for `i` in `0..cfg.runs`, each between its own pair of events on the GPU's
-/// stream, after `cfg.warmup` untimed runs. `run` only enqueues work; `i` lets the caller rotate
-/// input buffers so the timed runs do not just re-read the L2 cache.
+impl TimingConfig {
+    /// `warmup` untimed runs, then `runs` samples by the default method (graph).
+    pub fn new(warmup: usize, runs: usize) -> Self {
+        TimingConfig { warmup, runs, method: TimingMethod::default() }
+    }
+}
+
+/// Device time a graph replay should at least take, so that the events' resolution (~0.5 us)
+/// and the replay's own start are small beside it.
+const GRAPH_TARGET_MS: f64 = 0.2;
+/// At least this many runs in a graph: the callers rotate over up to 8 input sets, and a graph
+/// replays the same sequence, so every set is in it.
+const GRAPH_MIN_BATCH: usize = 8;
+const GRAPH_MAX_BATCH: usize = 256;
+
+/// Runs per graph for a run whose single, event-timed run took `probe_ms` (an upper bound on
+/// its device time): enough for [`GRAPH_TARGET_MS`], within [`GRAPH_MIN_BATCH`]..=[`GRAPH_MAX_BATCH`].
+///
+/// ```
+/// use convrs::timing::graph_batch;
+/// assert_eq!(graph_batch(0.01), 20);   // 10 us runs: 20 make 0.2 ms
+/// assert_eq!(graph_batch(1.0), 8);     // long runs: the rotation's sets, no fewer
+/// assert_eq!(graph_batch(1e-6), 256);
+/// assert_eq!(graph_batch(f64::NAN), 8);
+/// ```
+pub fn graph_batch(probe_ms: f64) -> usize {
+    let want = (GRAPH_TARGET_MS / probe_ms).ceil();
+    // NaN or a negative probe says nothing: the fewest runs. (`as` saturates an infinite want.)
+    if want.is_nan() || want <= 0.0 { GRAPH_MIN_BATCH } else { (want.min(GRAPH_MAX_BATCH as f64) as usize).max(GRAPH_MIN_BATCH) }
+}
+
+/// Times `run(i)` after `cfg.warmup` untimed runs, by `cfg.method` (see the module docs). `run`
+/// only enqueues work on the GPU's stream; `i` counts the runs, and a caller may rotate input
+/// buffers with it (or keep its own rotation) so the runs do not just re-read the L2 cache.
 pub fn time_runs(gpu: &Gpu, cfg: TimingConfig, mut run: impl FnMut(usize) -> Result<()>) -> Result<Timing> {
     for i in 0..cfg.warmup {
         run(i)?;
     }
     gpu.synchronize()?;
+    match cfg.method {
+        TimingMethod::Events => time_events(gpu, cfg.runs, &mut run),
+        TimingMethod::Graph => {
+            // One eager run first: it sizes the graph, and anything a first run sets up
+            // (a workspace, a tensor map) is done before the capture, where it is not allowed.
+            let probe = time_events(gpu, 1, &mut run)?;
+            match capture(gpu, graph_batch(probe.median_ms), &mut run) {
+                Ok((graph, batch)) => time_graph(gpu, cfg.runs, &graph, batch),
+                Err(_) => time_events(gpu, cfg.runs, &mut run),
+            }
+        }
+    }
+}
+
+/// Each run between its own pair of events.
+fn time_events(gpu: &Gpu, runs: usize, run: &mut impl FnMut(usize) -> Result<()>) -> Result<Timing> {
     let flags = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
     let ctx = gpu.context();
-    let mut events = Vec::with_capacity(cfg.runs);
-    for i in 0..cfg.runs.max(1) {
+    let mut events = Vec::with_capacity(runs);
+    for i in 0..runs.max(1) {
         let start = ctx.new_event(flags).map_err(cuda_err("event"))?;
         let end = ctx.new_event(flags).map_err(cuda_err("event"))?;
         start.record(gpu.stream()).map_err(cuda_err("event record"))?;
@@ -49,15 +151,52 @@ pub fn time_runs(gpu: &Gpu, cfg: TimingConfig, mut run: impl FnMut(usize) -> Res
         .iter()
         .map(|(s, e)| s.elapsed_ms(e).map(f64::from).map_err(cuda_err("event timing")))
         .collect::<Result<Vec<f64>>>()?;
-    Ok(summarize(&mut ms))
+    Ok(summarize(&mut ms, TimingMethod::Events, 1))
 }
 
-/// Median, min and max of `ms` (sorted in place).
-pub fn summarize(ms: &mut [f64]) -> Timing {
+/// `batch` runs captured from the GPU's stream into an instantiated graph. The capture is ended
+/// whatever happens, so the stream is usable again after an error.
+fn capture(gpu: &Gpu, batch: usize, run: &mut impl FnMut(usize) -> Result<()>) -> Result<(CudaGraph, usize)> {
+    let stream = gpu.stream();
+    stream.begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL).map_err(cuda_err("begin graph capture"))?;
+    let enqueued = (0..batch).try_for_each(|i| run(i));
+    let ended = stream.end_capture(CUgraphInstantiate_flags(0)).map_err(cuda_err("end graph capture"));
+    enqueued?;
+    let graph = ended?.ok_or_else(|| Error::Cuda("graph capture recorded nothing".into()))?;
+    graph.upload().map_err(cuda_err("graph upload"))?;
+    graph.launch().map_err(cuda_err("graph launch"))?;
+    gpu.synchronize()?;
+    Ok((graph, batch))
+}
+
+/// `samples` replays of `graph`, each between its own events and each after the replay before
+/// it (plus one lead replay), so the stream never waits for the host.
+fn time_graph(gpu: &Gpu, samples: usize, graph: &CudaGraph, batch: usize) -> Result<Timing> {
+    let flags = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
+    let ctx = gpu.context();
+    let events = (0..samples.max(1))
+        .map(|_| Ok((ctx.new_event(flags).map_err(cuda_err("event"))?, ctx.new_event(flags).map_err(cuda_err("event"))?)))
+        .collect::<Result<Vec<_>>>()?;
+    graph.launch().map_err(cuda_err("graph launch"))?;
+    for (start, end) in &events {
+        start.record(gpu.stream()).map_err(cuda_err("event record"))?;
+        graph.launch().map_err(cuda_err("graph launch"))?;
+        end.record(gpu.stream()).map_err(cuda_err("event record"))?;
+    }
+    gpu.synchronize()?;
+    let mut ms = events
+        .iter()
+        .map(|(s, e)| s.elapsed_ms(e).map(|ms| f64::from(ms) / batch as f64).map_err(cuda_err("event timing")))
+        .collect::<Result<Vec<f64>>>()?;
+    Ok(summarize(&mut ms, TimingMethod::Graph, batch))
+}
+
+/// Median, min and max of `ms` (sorted in place), per run.
+pub fn summarize(ms: &mut [f64], method: TimingMethod, batch: usize) -> Timing {
     ms.sort_by(f64::total_cmp);
     let n = ms.len();
     let median_ms = if n == 0 { f64::NAN } else if n % 2 == 1 { ms[n / 2] } else { (ms[n / 2 - 1] + ms[n / 2]) / 2.0 };
-    Timing { median_ms, min_ms: ms.first().copied().unwrap_or(f64::NAN), max_ms: ms.last().copied().unwrap_or(f64::NAN), runs: n }
+    Timing { median_ms, min_ms: ms.first().copied().unwrap_or(f64::NAN), max_ms: ms.last().copied().unwrap_or(f64::NAN), runs: n, method, batch }
 }
 
 #[cfg(test)]
@@ -66,9 +205,21 @@ mod tests {
 
     #[test]
     fn median_of_odd_and_even_counts() {
-        let t = summarize(&mut [3.0, 1.0, 2.0]);
+        let t = summarize(&mut [3.0, 1.0, 2.0], TimingMethod::Events, 1);
         assert_eq!((t.median_ms, t.min_ms, t.max_ms, t.runs), (2.0, 1.0, 3.0, 3));
-        let t = summarize(&mut [4.0, 1.0, 3.0, 2.0]);
-        assert_eq!(t.median_ms, 2.5);
+        let t = summarize(&mut [4.0, 1.0, 3.0, 2.0], TimingMethod::Graph, 20);
+        assert_eq!((t.median_ms, t.batch, t.method), (2.5, 20, TimingMethod::Graph));
+    }
+
+    #[test]
+    fn graph_batches_cover_the_target_time_and_every_input_set() {
+        for probe_ms in [1e-4, 0.003, 0.0076, 0.02, 0.05, 0.3, 2.0] {
+            let b = graph_batch(probe_ms);
+            assert!((GRAPH_MIN_BATCH..=GRAPH_MAX_BATCH).contains(&b), "{probe_ms}: {b}");
+            // Either the replay reaches the target, or the batch is at its cap.
+            assert!(b as f64 * probe_ms >= GRAPH_TARGET_MS || b == GRAPH_MAX_BATCH, "{probe_ms}: {b}");
+        }
+        assert_eq!(graph_batch(0.0), GRAPH_MAX_BATCH);
+        assert_eq!(graph_batch(-1.0), GRAPH_MIN_BATCH);
     }
 }

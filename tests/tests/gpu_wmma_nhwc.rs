@@ -131,7 +131,7 @@ fn run_plan(gpu: &Gpu, algo: Algorithm, p: &Conv2d, plan: &LaunchPlan, (x, w, re
     let y = Tensor::new(p.output_shape(), ly, gpu.download(&dy).unwrap()).unwrap().to_layout(Layout::Nchw).unwrap();
     let c = compare(y.data(), reference.data());
     let t = time.then(|| {
-        time_runs(gpu, TimingConfig { warmup: 5, runs: 50 }, |_| launch(gpu, plan, p, &dx, &dw, &mut dy)).unwrap().median_ms
+        time_runs(gpu, TimingConfig::new(5, 50), |_| launch(gpu, plan, p, &dx, &dw, &mut dy)).unwrap().median_ms
     });
     (c, t)
 }

@@ -87,7 +87,7 @@ if [[ " $steps " == *" sanitize "* ]]; then
           # shellcheck disable=SC2086
           # Odd shapes write the kernel's fp32 output (--f32-out), even ones its default (the input's type).
           out_flag=$([ $((i % 2)) -eq 1 ] && echo --f32-out)
-          "$san" --tool "$tool" --error-exitcode 99 "$bin/convrs" run --algo "$algo" --shape ${shapes[$i]} --runs 1 $out_flag >>"$log" 2>&1
+          "$san" --tool "$tool" --error-exitcode 99 "$bin/convrs" run --algo "$algo" --shape ${shapes[$i]} --runs 1 --timing events $out_flag >>"$log" 2>&1
           rc=$?
           if [ "$rc" -eq 3 ]; then
             echo "sanitize $algo [${shapes[$i]}]: kernel does not take this shape (exit 3), skipped"

@@ -9,7 +9,7 @@
 //!   algorithms), and PyTorch's `conv2d` timed by a child `python3` ([`pytorch`]); for fp32 also
 //!   the TF32 tensor-core baselines, PyTorch's default for fp32 convolutions, shown beside;
 //! - each of our kernels in its own layout: a checked run into a NaN-poisoned output, then
-//!   warm-up and event-timed runs, median kept.
+//!   warm-up and timed runs ([`crate::timing`]: CUDA graph replays by default), median kept.
 //!
 //! fp32 is compared in NCHW with FMA arithmetic on both sides (TF32 off); fp16 in NHWC with
 //! tensor cores and fp32 accumulation. [`report`] turns the rows into ratios, flags and suite summaries.
@@ -25,7 +25,7 @@ use cudarc::driver::CudaSlice;
 use crate::cudnn::CudnnConv;
 use crate::cudnn_graph::{GraphConv, Math, SearchBudget};
 use crate::prepared::{Prepared, Rotation, Runnable};
-use crate::timing::{time_runs, TimingConfig};
+use crate::timing::{time_runs, TimingConfig, TimingMethod};
 use crate::{compare, conv2d_cpu, Algorithm, Comparison, Conv2d, DType, Element, Gpu, Layout, Result, Tensor};
 use pytorch::{TorchOutcome, TorchShape};
 use report::{GroupResult, Measurement};
@@ -291,6 +291,8 @@ impl ShapeBench<'_> {
             if run != *p {
                 row.note = Some(format!("runs zero-padded to N={} C={} K={} (padding not timed)", run.n, run.c, run.k));
             }
+            let user = T::CUDNN_LAYOUT;
+            row.user_layout = k.layouts == (user, user, user) && run == *p;
             // Kernels reading the same layouts and sizes share one upload: each prepared run
             // borrows the operands and gives them back.
             let key = (in_layout, filter_layout, run);
@@ -388,9 +390,13 @@ impl ShapeBench<'_> {
         match self.torch.time(&self.label, config) {
             Err(why) => row.not_run(why),
             Ok(ms) => {
-                let mut row = row.timed(crate::timing::Timing { median_ms: ms, min_ms: ms, max_ms: ms, runs: 1 }, self.problem.flops());
+                let method = self.opts.timing.method;
+                let mut row = row.timed(crate::timing::Timing { median_ms: ms, min_ms: ms, max_ms: ms, runs: 1, method, batch: 1 }, self.problem.flops());
                 row.passed = true;
-                row.note = Some("median per call of back-to-back calls between CUDA events".into());
+                row.note = Some(match method {
+                    TimingMethod::Graph => "median per call of torch.cuda.CUDAGraph replays (each after another), eager calls where capture failed".into(),
+                    TimingMethod::Events => "median per call of back-to-back calls between CUDA events".into(),
+                });
                 row
             }
         }

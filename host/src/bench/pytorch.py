@@ -1,10 +1,15 @@
 # Times torch.nn.functional.conv2d on the shapes convrs bench sends on stdin (JSON), the way a
 # PyTorch user gets it: cudnn.benchmark on; fp32 NCHW with TF32 off ("fp32"), fp32 NCHW with
 # TF32 on (PyTorch's default for convolutions, "tf32"), fp16 and bf16 channels_last ("fp16", "bf16").
-# Many back-to-back calls sit between two CUDA events so that Python's dispatch hides behind the
-# GPU work; the calls rotate over `sets` input sets, as convrs's own rows do, so neither side
-# runs from a warm L2. Progress goes to stderr; the last stdout line is the JSON result.
+# Timing as convrs's own rows (host/src/timing.rs), per the request's "timing":
+# - "graph": the calls are captured into a torch.cuda.CUDAGraph, and each timed replay follows
+#   another replay, so the figure is device time per call, Python's dispatch excluded;
+# - "events": many back-to-back calls between two CUDA events (Python's dispatch hides behind
+#   the GPU work only where a call's kernels outlast it).
+# The calls rotate over `sets` input sets, as convrs's own rows do, so neither side runs from a
+# warm L2. Progress goes to stderr; the last stdout line is the JSON result.
 import json
+import math
 import sys
 
 import torch
@@ -36,6 +41,45 @@ def uniform(shape, dtype):
     return (torch.rand(shape, generator=gen, device=dev, dtype=torch.float32) * 2 - 1).to(dtype)
 
 
+# As host/src/timing.rs: a graph replay of at least 0.2 ms, of 8 to 256 calls.
+GRAPH_TARGET_MS, GRAPH_MIN_BATCH, GRAPH_MAX_BATCH = 0.2, 8, 256
+
+
+def graph_batch(est_ms):
+    if not est_ms > 0:
+        return GRAPH_MIN_BATCH
+    return max(GRAPH_MIN_BATCH, min(GRAPH_MAX_BATCH, math.ceil(GRAPH_TARGET_MS / est_ms)))
+
+
+def graph_time(sets, kw, est_ms, trials):
+    """Median device time per call over `trials` replays of a graph of calls, each replay after
+    another so the stream never waits for Python."""
+    calls = graph_batch(est_ms)
+    side = torch.cuda.Stream()  # warm-up on a side stream before capture, as PyTorch asks
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for x, wt in sets:
+            F.conv2d(x, wt, **kw)
+    torch.cuda.current_stream().wait_stream(side)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        for i in range(calls):
+            x, wt = sets[i % len(sets)]
+            F.conv2d(x, wt, **kw)
+    g.replay()
+    torch.cuda.synchronize()
+    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(trials)]
+    g.replay()  # the lead replay
+    for start, end in events:
+        start.record()
+        g.replay()
+        end.record()
+    torch.cuda.synchronize()
+    times = sorted(start.elapsed_time(end) / calls for start, end in events)
+    del g
+    return times[len(times) // 2]
+
+
 def time_config(s, config):
     n, c, h, w, k, r, q = s["n"], s["c"], s["h"], s["w"], s["k"], s["r"], s["s"]
     dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(config, torch.float32)
@@ -63,6 +107,11 @@ def time_config(s, config):
             return start.elapsed_time(end) / calls
 
         est = trial(len(sets) * 2)
+        if req.get("timing", "events") == "graph":
+            try:
+                return graph_time(sets, kw, est, req.get("trials", 15))
+            except Exception as e:  # reported, then timed the other way
+                print(f"[pytorch] {s['label']} {config}: graph capture failed ({type(e).__name__}: {e}); timed by events", file=sys.stderr)
         # ~2 ms of GPU work per trial (at least one pass over the sets), so dispatch hides.
         calls = max(len(sets), min(2000, int(2.0 / max(est, 1e-4))))
         calls -= calls % len(sets)

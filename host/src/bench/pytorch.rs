@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::process::{Command, Stdio};
 
+use crate::timing::TimingMethod;
 use crate::{Conv2d, Error, Result};
 
 const SCRIPT: &str = include_str!("pytorch.py");
@@ -64,8 +65,9 @@ fn key(label: &str, config: &str) -> String {
     format!("{label}|{config}")
 }
 
-/// The JSON request the script reads on stdin.
-pub fn request(device: usize, shapes: &[TorchShape], seed: u64) -> serde_json::Value {
+/// The JSON request the script reads on stdin; `method` is how the script times (as
+/// [`crate::timing`] does: CUDA graph replays, or back-to-back calls between events).
+pub fn request(device: usize, shapes: &[TorchShape], seed: u64, method: TimingMethod) -> serde_json::Value {
     let shapes: Vec<_> = shapes
         .iter()
         .map(|s| {
@@ -77,7 +79,7 @@ pub fn request(device: usize, shapes: &[TorchShape], seed: u64) -> serde_json::V
             })
         })
         .collect();
-    serde_json::json!({ "device": device, "seed": seed, "trials": 15, "shapes": shapes })
+    serde_json::json!({ "device": device, "seed": seed, "trials": 15, "timing": method.name(), "shapes": shapes })
 }
 
 /// Parses the script's last stdout line.
@@ -111,8 +113,8 @@ fn probe() -> std::result::Result<(), String> {
     }
 }
 
-/// Times `shapes` in PyTorch on GPU `device` per `mode`; progress lines of the script go to stderr.
-pub fn run(mode: TorchMode, device: usize, shapes: &[TorchShape], seed: u64) -> Result<TorchOutcome> {
+/// Times `shapes` in PyTorch on GPU `device` per `mode` and `method`; progress lines of the script go to stderr.
+pub fn run(mode: TorchMode, device: usize, shapes: &[TorchShape], seed: u64, method: TimingMethod) -> Result<TorchOutcome> {
     if mode == TorchMode::Off {
         return Ok(TorchOutcome::NotRun("--pytorch off".into()));
     }
@@ -131,7 +133,7 @@ pub fn run(mode: TorchMode, device: usize, shapes: &[TorchShape], seed: u64) -> 
         .stderr(Stdio::inherit())
         .spawn()
         .map_err(|e| Error::InvalidArgument(format!("cannot start `{py}`: {e}")))?;
-    let req = request(device, shapes, seed).to_string();
+    let req = request(device, shapes, seed, method).to_string();
     if let Some(mut stdin) = child.stdin.take() {
         stdin.write_all(req.as_bytes()).map_err(|e| Error::InvalidArgument(format!("writing to `{py}`: {e}")))?;
     }
@@ -155,8 +157,8 @@ mod tests {
     #[test]
     fn request_carries_per_axis_geometry() {
         let p = Conv2d { pad: (1, 2), stride: (2, 1), dilation: (1, 3), ..Conv2d::new(2, 3, 9, 10, 4, 3, 3) };
-        let r = request(1, &[TorchShape { label: "x".into(), problem: p, sets: 3, configs: vec!["fp16"] }], 7);
-        assert_eq!(r["device"], 1);
+        let r = request(1, &[TorchShape { label: "x".into(), problem: p, sets: 3, configs: vec!["fp16"] }], 7, TimingMethod::Graph);
+        assert_eq!((r["device"].as_u64(), r["timing"].as_str()), (Some(1), Some("graph")));
         let s = &r["shapes"][0];
         assert_eq!((s["pad"][1].as_u64(), s["stride"][0].as_u64(), s["dilation"][1].as_u64()), (Some(2), Some(2), Some(3)));
         assert_eq!((s["w"].as_u64(), s["sets"].as_u64(), s["configs"][0].as_str()), (Some(10), Some(3), Some("fp16")));
@@ -189,6 +191,6 @@ mod tests {
 
     #[test]
     fn off_never_starts_python() {
-        assert!(matches!(run(TorchMode::Off, 0, &[], 1), Ok(TorchOutcome::NotRun(_))));
+        assert!(matches!(run(TorchMode::Off, 0, &[], 1, TimingMethod::Events), Ok(TorchOutcome::NotRun(_))));
     }
 }
