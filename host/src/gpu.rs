@@ -139,7 +139,9 @@ impl Gpu {
             None
         };
         model.sm90a = sm90a.is_some();
-        let stream = ctx.default_stream();
+        // A stream of our own, not the legacy default stream: only such a stream can be captured
+        // into a CUDA graph (the bench's timing method).
+        let stream = ctx.new_stream().map_err(cuda_err("stream"))?;
         Ok(Gpu { ctx, stream, module, sm90a, functions: Mutex::new(HashMap::new()), info, model, tune_cache: Mutex::new(None), tensor_maps: Mutex::default(), workspace: Mutex::new(None) })
     }
 

@@ -87,6 +87,9 @@ impl TimingConfig {
     }
 }
 
+/// Whether a capture failure was reported already (once per process is enough to say why).
+static CAPTURE_FAILURE_TOLD: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 /// Device time a graph replay should at least take, so that the events' resolution (~0.5 us)
 /// and the replay's own start are small beside it.
 const GRAPH_TARGET_MS: f64 = 0.2;
@@ -127,7 +130,12 @@ pub fn time_runs(gpu: &Gpu, cfg: TimingConfig, mut run: impl FnMut(usize) -> Res
             let probe = time_events(gpu, 1, &mut run)?;
             match capture(gpu, graph_batch(probe.median_ms), &mut run) {
                 Ok((graph, batch)) => time_graph(gpu, cfg.runs, &graph, batch),
-                Err(_) => time_events(gpu, cfg.runs, &mut run),
+                Err(why) => {
+                    if !CAPTURE_FAILURE_TOLD.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                        eprintln!("convrs: WARNING: a run could not be captured into a CUDA graph ({why}); such runs are timed by events (Timing::method says which)");
+                    }
+                    time_events(gpu, cfg.runs, &mut run)
+                }
             }
         }
     }
