@@ -212,6 +212,16 @@ fn grid_blocks(step: &Step, i: usize, d: &DeviceModel, m: usize, n: usize, split
     all.min(per_slice / step.cluster * step.cluster).max(step.cluster)
 }
 
+/// A developer's override of step 8's choice, for measuring what the cost model predicts:
+/// `CONVRS_SPLIT_K=BN,Z` plans only the tile BN columns wide split Z ways (a problem where that
+/// is no candidate is refused). Unset in normal use.
+fn forced_split() -> Result<Option<(usize, usize)>> {
+    let Ok(text) = std::env::var("CONVRS_SPLIT_K") else { return Ok(None) };
+    let bad = || Error::InvalidArgument(format!("CONVRS_SPLIT_K=`{text}`: expected BN,Z (tile width, split count), e.g. 128,4"));
+    let (bn, z) = text.split_once(',').ok_or_else(bad)?;
+    Ok(Some((bn.trim().parse().map_err(|_| bad())?, z.trim().parse().map_err(|_| bad())?)))
+}
+
 fn plan_step(problem: &Conv2d, device: &DeviceModel, step: &Step, bf16: bool) -> Result<LaunchPlan> {
     problem.validate()?;
     let p = problem;
@@ -249,8 +259,13 @@ fn plan_step(problem: &Conv2d, device: &DeviceModel, step: &Step, bf16: bool) ->
         if step.split && most >= 2 && count * split_k::WARPS_PER_TILE <= split_k::MAX_UNITS { 2..=most } else { 1..=1 }
     };
     let cost_of = |&(i, z): &(usize, usize)| cost(step, device, i, m, p.k, p.c, p.r * p.s, z);
+    let forced = if step.split { forced_split()? } else { None };
     let choices = (0..step.tiles.len()).filter(fits).flat_map(|i| splits(i).map(move |z| (i, z)));
+    let choices = choices.filter(|&(i, z)| forced.is_none_or(|(bn, fz)| step.tiles[i].bn == bn && z == fz));
     let Some((i, z)) = choices.min_by(|a, b| cost_of(a).total_cmp(&cost_of(b))) else {
+        if let Some((bn, z)) = forced {
+            return refuse(format!("CONVRS_SPLIT_K={bn},{z} is not among this problem's candidates (tile widths {:?}, splits while every CTA keeps one tile)", step.tiles.iter().map(|t| t.bn).collect::<Vec<_>>()));
+        }
         let least = step.tiles.iter().map(step.smem).min().unwrap_or(0);
         return refuse(format!("needs {least} bytes of shared memory per block (or the grid exceeds 2^31 blocks); the device allows {}", device.smem_per_block));
     };
