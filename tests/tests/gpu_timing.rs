@@ -1,0 +1,83 @@
+//! The timing method every bench figure rests on ([`convrs::timing`]): on a GPU our kernels and
+//! the cuDNN baseline are captured into CUDA graphs and replayed (a failed capture would fall back
+//! to events and say so in `Timing::method`, which these tests forbid), the replays compute the
+//! right output, and the graph figure (device time) is no longer than the per-run event figure
+//! (device time plus the host's enqueue).
+
+use convrs::bench::tolerance;
+use convrs::cudnn_graph::{GraphConv, Math, SearchBudget};
+use convrs::prepared::{Prepared, Runnable};
+use convrs::timing::{time_runs, Timing, TimingConfig, TimingMethod};
+use convrs::{compare, conv2d_cpu, Algorithm, Conv2d, DType, Layout, Tensor};
+use convrs_tests::gpu_or_skip;
+use half::f16;
+
+/// A small, launch-bound layer, and one with few output tiles and a deep reduction (on Hopper the
+/// automatic choice splits it over the grid: step 8, whose counters every replay must leave at
+/// zero for the next).
+fn shapes() -> [Conv2d; 2] {
+    [Conv2d::new(8, 256, 14, 14, 256, 1, 1), Conv2d::new(16, 832, 7, 7, 128, 5, 5).with_pad(2)]
+}
+
+fn graph(warmup: usize, runs: usize) -> TimingConfig {
+    TimingConfig { warmup, runs, method: TimingMethod::Graph }
+}
+
+fn captured(t: &Timing, what: &str) {
+    assert_eq!(t.method, TimingMethod::Graph, "{what}: the runs could not be captured into a graph (see the warning on stderr)");
+    assert!(t.batch >= 8 && t.runs == 10, "{what}: {t:?}");
+}
+
+#[test]
+fn graph_replays_of_our_kernels_compute_the_right_output_and_time_device_work() {
+    let Some(gpu) = gpu_or_skip("graph_replays_of_our_kernels_compute_the_right_output_and_time_device_work") else { return };
+    for (i, p) in shapes().iter().enumerate() {
+        let x = Tensor::random(p.input_shape(), Layout::Nchw, 40 + i as u64).unwrap().map(f16::from_f32);
+        let w = Tensor::random(p.filter_shape(), Layout::Nchw, 50 + i as u64).unwrap().map(f16::from_f32);
+        let reference = conv2d_cpu(p, &x, &w).unwrap();
+        let mut run: Prepared<f16> = Prepared::new(&gpu, Algorithm::Auto, p, &x, &w).unwrap();
+        let what = format!("{p} {}", run.name());
+
+        // Each captured run poisons the output before the kernel, so what is there after the
+        // replays is what the last replay's kernel wrote.
+        let checked = time_runs(&gpu, graph(0, 10), |_| run.poison_output(&gpu).and_then(|()| run.enqueue(&gpu))).unwrap();
+        captured(&checked, &what);
+        let c = compare(run.output(&gpu).unwrap().data(), reference.data());
+        let tol = tolerance(DType::F16, DType::F16);
+        assert!(c.passes(tol), "{what}: after graph replays rel L2 {:.3e} (tolerance {tol:.1e}), {} non-finite", c.rel_l2_err, c.non_finite);
+
+        let by_graph = time_runs(&gpu, graph(2, 10), |_| run.enqueue(&gpu)).unwrap();
+        captured(&by_graph, &what);
+        let by_events = time_runs(&gpu, TimingConfig { warmup: 2, runs: 10, method: TimingMethod::Events }, |_| run.enqueue(&gpu)).unwrap();
+        assert_eq!(by_events.method, TimingMethod::Events);
+        // Device time cannot exceed device time plus host enqueue beyond noise (10%, 2 us).
+        assert!(
+            by_graph.median_ms <= 1.1 * by_events.median_ms + 0.002,
+            "{what}: graph {:.4} ms per run against events {:.4} ms",
+            by_graph.median_ms,
+            by_events.median_ms
+        );
+        eprintln!("{what}: graph {:.4} ms per run ({} a replay), events {:.4} ms", by_graph.median_ms, by_graph.batch, by_events.median_ms);
+    }
+}
+
+#[test]
+fn the_cudnn_baseline_is_captured_too() {
+    let Some(gpu) = gpu_or_skip("the_cudnn_baseline_is_captured_too") else { return };
+    assert!(convrs::cudnn::available(), "the GPU machine must have cuDNN for the baseline");
+    let p = shapes()[0];
+    let x = Tensor::random(p.input_shape(), Layout::Nchw, 7).unwrap().map(f16::from_f32);
+    let w = Tensor::random(p.filter_shape(), Layout::Nchw, 8).unwrap().map(f16::from_f32);
+    let reference = conv2d_cpu(&p, &x, &w).unwrap();
+    let dx = gpu.upload(x.to_layout(Layout::Nhwc).unwrap().data()).unwrap();
+    let dw = gpu.upload(w.to_layout(Layout::Nhwc).unwrap().data()).unwrap();
+    let mut dy = gpu.alloc_zeros::<f16>(p.output_len()).unwrap();
+    let budget = SearchBudget { max_seconds: 1.0, ..SearchBudget::default() };
+    let mut conv = GraphConv::new(&gpu, &p, Layout::Nhwc, Math::TensorCore, &budget, &dx, &dw, &mut dy).unwrap();
+    let t = time_runs(&gpu, graph(1, 10), |_| gpu.poison(&mut dy).and_then(|()| conv.run(&dx, &dw, &mut dy))).unwrap();
+    captured(&t, &conv.engine_name());
+    let got = Tensor::new(p.output_shape(), Layout::Nhwc, gpu.download(&dy).unwrap()).unwrap().to_layout(Layout::Nchw).unwrap();
+    let c = compare(got.data(), reference.data());
+    let tol = convrs::bench::baseline_tolerance(DType::F16, false);
+    assert!(c.passes(tol), "{}: after graph replays rel L2 {:.3e} (tolerance {tol:.0e})", conv.engine_name(), c.rel_l2_err);
+}
