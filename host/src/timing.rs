@@ -92,11 +92,11 @@ static CAPTURE_FAILURE_TOLD: std::sync::atomic::AtomicBool = std::sync::atomic::
 
 /// Device time a graph replay should at least take, so that the events' resolution (~0.5 us)
 /// and the replay's own start are small beside it.
-const GRAPH_TARGET_MS: f64 = 0.2;
+pub const GRAPH_TARGET_MS: f64 = 0.2;
 /// At least this many runs in a graph: the callers rotate over up to 8 input sets, and a graph
 /// replays the same sequence, so every set is in it.
-const GRAPH_MIN_BATCH: usize = 8;
-const GRAPH_MAX_BATCH: usize = 256;
+pub const GRAPH_MIN_BATCH: usize = 8;
+pub const GRAPH_MAX_BATCH: usize = 256;
 
 /// Runs per graph for a run whose single, event-timed run took `probe_ms` (an upper bound on
 /// its device time): enough for [`GRAPH_TARGET_MS`], within [`GRAPH_MIN_BATCH`]..=[`GRAPH_MAX_BATCH`].

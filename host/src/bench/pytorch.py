@@ -41,8 +41,9 @@ def uniform(shape, dtype):
     return (torch.rand(shape, generator=gen, device=dev, dtype=torch.float32) * 2 - 1).to(dtype)
 
 
-# As host/src/timing.rs: a graph replay of at least 0.2 ms, of 8 to 256 calls.
-GRAPH_TARGET_MS, GRAPH_MIN_BATCH, GRAPH_MAX_BATCH = 0.2, 8, 256
+# Graphs sized as convrs sizes its own (host/src/timing.rs sends its constants): replays of at
+# least GRAPH_TARGET_MS, of GRAPH_MIN_BATCH to GRAPH_MAX_BATCH calls.
+GRAPH_TARGET_MS, GRAPH_MIN_BATCH, GRAPH_MAX_BATCH = req["graph_batch"]
 
 
 def graph_batch(est_ms):

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::process::{Command, Stdio};
 
-use crate::timing::TimingMethod;
+use crate::timing::{TimingMethod, GRAPH_MAX_BATCH, GRAPH_MIN_BATCH, GRAPH_TARGET_MS};
 use crate::{Conv2d, Error, Result};
 
 const SCRIPT: &str = include_str!("pytorch.py");
@@ -66,7 +66,8 @@ fn key(label: &str, config: &str) -> String {
 }
 
 /// The JSON request the script reads on stdin; `method` is how the script times (as
-/// [`crate::timing`] does: CUDA graph replays, or back-to-back calls between events).
+/// [`crate::timing`] does: CUDA graph replays, or back-to-back calls between events), and
+/// `graph_batch` sizes its graphs as [`crate::timing::graph_batch`] sizes ours.
 pub fn request(device: usize, shapes: &[TorchShape], seed: u64, method: TimingMethod) -> serde_json::Value {
     let shapes: Vec<_> = shapes
         .iter()
@@ -79,7 +80,8 @@ pub fn request(device: usize, shapes: &[TorchShape], seed: u64, method: TimingMe
             })
         })
         .collect();
-    serde_json::json!({ "device": device, "seed": seed, "trials": 15, "timing": method.name(), "shapes": shapes })
+    let graph_batch = serde_json::json!([GRAPH_TARGET_MS, GRAPH_MIN_BATCH, GRAPH_MAX_BATCH]);
+    serde_json::json!({ "device": device, "seed": seed, "trials": 15, "timing": method.name(), "graph_batch": graph_batch, "shapes": shapes })
 }
 
 /// Parses the script's last stdout line.
@@ -159,6 +161,7 @@ mod tests {
         let p = Conv2d { pad: (1, 2), stride: (2, 1), dilation: (1, 3), ..Conv2d::new(2, 3, 9, 10, 4, 3, 3) };
         let r = request(1, &[TorchShape { label: "x".into(), problem: p, sets: 3, configs: vec!["fp16"] }], 7, TimingMethod::Graph);
         assert_eq!((r["device"].as_u64(), r["timing"].as_str()), (Some(1), Some("graph")));
+        assert_eq!(r["graph_batch"], serde_json::json!([0.2, 8, 256]));
         let s = &r["shapes"][0];
         assert_eq!((s["pad"][1].as_u64(), s["stride"][0].as_u64(), s["dilation"][1].as_u64()), (Some(2), Some(2), Some(3)));
         assert_eq!((s["w"].as_u64(), s["sets"].as_u64(), s["configs"][0].as_str()), (Some(10), Some(3), Some("fp16")));
