@@ -127,9 +127,9 @@ pub fn time_runs(gpu: &Gpu, cfg: TimingConfig, mut run: impl FnMut(usize) -> Res
         TimingMethod::Graph => {
             // One eager run first: it sizes the graph, and anything a first run sets up
             // (a workspace, a tensor map) is done before the capture, where it is not allowed.
-            let probe = time_events(gpu, 1, &mut run)?;
-            match capture(gpu, graph_batch(probe.median_ms), &mut run) {
-                Ok((graph, batch)) => time_graph(gpu, cfg.runs, &graph, batch),
+            let batch = graph_batch(time_events(gpu, 1, &mut run)?.median_ms);
+            match capture(gpu, batch, &mut run) {
+                Ok(graph) => time_graph(gpu, cfg.runs, &graph, batch),
                 Err(why) => {
                     if !CAPTURE_FAILURE_TOLD.swap(true, std::sync::atomic::Ordering::Relaxed) {
                         eprintln!("convrs: WARNING: a run could not be captured into a CUDA graph ({why}); such runs are timed by events (Timing::method says which)");
@@ -164,7 +164,7 @@ fn time_events(gpu: &Gpu, runs: usize, run: &mut impl FnMut(usize) -> Result<()>
 
 /// `batch` runs captured from the GPU's stream into an instantiated graph. The capture is ended
 /// whatever happens, so the stream is usable again after an error.
-fn capture(gpu: &Gpu, batch: usize, run: &mut impl FnMut(usize) -> Result<()>) -> Result<(CudaGraph, usize)> {
+fn capture(gpu: &Gpu, batch: usize, run: &mut impl FnMut(usize) -> Result<()>) -> Result<CudaGraph> {
     let stream = gpu.stream();
     stream.begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL).map_err(cuda_err("begin graph capture"))?;
     let enqueued = (0..batch).try_for_each(|i| run(i));
@@ -174,7 +174,7 @@ fn capture(gpu: &Gpu, batch: usize, run: &mut impl FnMut(usize) -> Result<()>) -
     graph.upload().map_err(cuda_err("graph upload"))?;
     graph.launch().map_err(cuda_err("graph launch"))?;
     gpu.synchronize()?;
-    Ok((graph, batch))
+    Ok(graph)
 }
 
 /// `samples` replays of `graph`, each between its own events and each after the replay before
