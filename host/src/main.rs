@@ -368,8 +368,8 @@ fn run_typed<T: Element, O: Element>(gpu: &Gpu, algo: Algorithm, p: &Conv2d, tim
 /// What one timed sample was, for the `time` line.
 fn sample_words(t: &convrs::timing::Timing) -> String {
     match t.method {
-        TimingMethod::Graph => format!("CUDA graph replays of {} runs each, per run", t.batch),
-        TimingMethod::Events => "event-timed runs".into(),
+        TimingMethod::Graph => format!("{}, {} runs a replay", t.method.describe(), t.batch),
+        TimingMethod::Events => t.method.describe().into(),
     }
 }
 
@@ -532,10 +532,7 @@ fn print_report(report: &BenchReport, opts: &BenchOptions, all_kernels: bool) {
         report.cudnn_version.as_deref().unwrap_or("NOT FOUND"),
         report.pytorch,
         opts.timing.runs,
-        match opts.timing.method {
-            TimingMethod::Graph => "CUDA graph replays (per run: device time, host enqueue hidden)",
-            TimingMethod::Events => "event-timed runs (host enqueue included)",
-        },
+        opts.timing.method.describe(),
         opts.timing.warmup,
         report.seconds
     );

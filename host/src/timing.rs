@@ -60,6 +60,14 @@ impl TimingMethod {
             TimingMethod::Events => "events",
         }
     }
+
+    /// What one sample of this method is, for tables and the CLI.
+    pub fn describe(self) -> &'static str {
+        match self {
+            TimingMethod::Graph => "CUDA graph replays (per run: device time, host enqueue hidden)",
+            TimingMethod::Events => "event-timed runs (host enqueue included)",
+        }
+    }
 }
 
 impl std::str::FromStr for TimingMethod {
