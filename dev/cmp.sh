@@ -8,7 +8,7 @@ for v in new old; do
   b=$(mktemp -d); tar -C $b -xJf $d/payload.tar.xz
   if [ $v = new ] && [ -n "${TEST_FILTER:-}" ]; then OUT=$O/tests STEPS=tests bash target/gpu-bundle/run-gpu.sh > $O/tests.log 2>&1; echo "tests rc=$?"; tail -3 $O/tests.log; fi
   for dt in ${DTYPES:-fp16}; do
-    $b/convrs bench --suite ${SUITE:-dev/suites/deepbench-small-c.csv} --dtype $dt --runs ${RUNS:-20} --warmup 3 --search-seconds 1 --algo $(if [ $dt = bf16 ]; then echo ${ALGOS_BF16:-wmma_patch_bf16}; else echo ${ALGOS:-wmma_patch}; fi) --json $O/$v-$dt.json > $O/$v-$dt.md 2>&1
+    $b/convrs bench --suite ${SUITE:-dev/suites/deepbench-small-c.csv} --dtype $dt --runs ${RUNS:-20} --warmup 3 --search-seconds 1 --algo $(if [ $dt = bf16 ]; then echo ${ALGOS_BF16:-wmma_patch}; else echo ${ALGOS:-wmma_patch}; fi) --json $O/$v-$dt.json > $O/$v-$dt.md 2>&1
     echo "$v $dt rc=$?"
   done
 done

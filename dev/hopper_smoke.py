@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""GPU smoke test of the sm_90a wgmma conv kernels (wgmma_nhwc_*), with no Rust on the machine.
+"""GPU smoke test of the sm_90a wgmma conv kernels (wgmma_multistage_*), with no Rust on the machine.
 
     python3 hopper_smoke.py convrs_sm_90a.ptx
 
@@ -12,7 +12,7 @@ against cuDNN fp16 channels-last through torch.
 A kernel fault (trap, illegal address) poisons the CUDA context, so the cases run in a child
 process; when one dies the parent reports the case and starts a new child at the next case.
 
-Kernel contract (kernels-gpu/src/tensor_core/wgmma.rs, spec/src/wgmma.rs):
+Kernel contract (kernels-gpu/src/tensor_core/hopper/multistage.rs, spec/src/hopper.rs):
   args   x (u64, NHWC fp16/bf16), w (u64, KRSC), y (u64, NHWK fp32), then 16 i32:
          n c h w k r s p q pad_h pad_w stride_h stride_w dil_h dil_w y_bits  (spec/src/args.rs order;
          y_bits = 32: the wgmma kernel writes fp32 only so far)
@@ -26,12 +26,12 @@ import time
 
 from smoke_common import SEED, TINY, describe, out_size, pair, random_cases, supervise  # dev/ is the script's folder, first on sys.path
 
-# name -> (BN, STAGES, dtype); keep in step with convrs_spec::wgmma_tiles!.
+# name -> (BN, STAGES, dtype); keep in step with the Multistage rows of convrs_spec::hopper_configs!.
 KERNELS = {
-    "wgmma_nhwc_128x256k64": (256, 4, "fp16"),
-    "wgmma_nhwc_128x128k64": (128, 5, "fp16"),
-    "wgmma_nhwc_bf16_128x256k64": (256, 4, "bf16"),
-    "wgmma_nhwc_bf16_128x128k64": (128, 5, "bf16"),
+    "wgmma_multistage_128x256k64": (256, 4, "fp16"),
+    "wgmma_multistage_128x128k64": (128, 5, "fp16"),
+    "wgmma_multistage_bf16_128x256k64": (256, 4, "bf16"),
+    "wgmma_multistage_bf16_128x128k64": (128, 5, "bf16"),
 }
 BM = 128
 THREADS = 256

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""GPU smoke test of the warp-specialized sm_90a kernels (wgmma_ws_nhwc_*, dev-only), no Rust needed.
+"""GPU smoke test of the warp-specialized sm_90a kernels (wgmma_ws_cpasync_*, dev-only), no Rust needed.
 
     python3 hopper_ws_smoke.py convrs_sm_90a.ptx
 
@@ -10,9 +10,9 @@ driver's own cuTensorMapEncodeTiled is called through ctypes instead, and when b
 edge cases, 20 random with C, K multiples of 8, padding, stride, dilation, and the seed shape),
 both output types (y_bits 32: fp32; 16: the input's 16-bit type), against torch's float64
 conv2d on the same rounded inputs; then the seed shape timed against step 1's
-wgmma_nhwc_128x256k64 and cuDNN fp16 channels-last. Faults and hangs run in child processes.
+wgmma_multistage_128x256k64 and cuDNN fp16 channels-last. Faults and hangs run in child processes.
 
-Kernel contract (kernels-gpu/src/tensor_core/wgmma_ws.rs, spec/src/wgmma.rs `wgmma_ws_tiles!`):
+Kernel contract (kernels-gpu/src/tensor_core/hopper/kernel.rs, spec/src/hopper.rs `hopper_configs!`):
   args   x (u64, NHWC fp16/bf16), w (u64, KRSC; not read), y (u64, NHWK), wmap (u64: 128-byte
          tensor map of w in device memory), then 16 i32:
          n c h w k r s p q pad_h pad_w stride_h stride_w dil_h dil_w y_bits
@@ -29,14 +29,14 @@ import time
 
 from smoke_common import SEED, TINY, describe, out_size, pair, random_cases, supervise  # dev/ is the script's folder, first on sys.path
 
-# name -> (BN, STAGES, dtype); keep in step with convrs_spec::wgmma_ws_tiles!.
+# name -> (BN, STAGES, dtype); keep in step with the WsCpAsync Tile rows of convrs_spec::hopper_configs!.
 KERNELS = {
-    "wgmma_ws_nhwc_128x256k64": (256, 4, "fp16"),
-    "wgmma_ws_nhwc_128x128k64": (128, 6, "fp16"),
-    "wgmma_ws_nhwc_bf16_128x256k64": (256, 4, "bf16"),
-    "wgmma_ws_nhwc_bf16_128x128k64": (128, 6, "bf16"),
+    "wgmma_ws_cpasync_128x256k64": (256, 4, "fp16"),
+    "wgmma_ws_cpasync_128x128k64": (128, 6, "fp16"),
+    "wgmma_ws_cpasync_bf16_128x256k64": (256, 4, "bf16"),
+    "wgmma_ws_cpasync_bf16_128x128k64": (128, 6, "bf16"),
 }
-STEP1 = ("wgmma_nhwc_128x256k64", 256, 4)  # timed beside them (256 threads, no map)
+STEP1 = ("wgmma_multistage_128x256k64", 256, 4)  # timed beside them (256 threads, no map)
 BM = 128
 THREADS = 384
 TOL = {32: {"fp16": 1e-4, "bf16": 1e-4}, 16: {"fp16": 2e-3, "bf16": 1e-2}}  # rel L2 vs float64
@@ -208,8 +208,8 @@ def child(ptx, start):
         print(f"FAIL module load (JIT of the PTX or the shared-memory attribute): {type(e).__name__}: {e}", flush=True)
         sys.exit(4)
     try:
-        print(f"INFO wgmma_ws_nhwc_128x256k64: {funcs['wgmma_ws_nhwc_128x256k64'].num_regs} registers (entry count), "
-              f"max threads {funcs['wgmma_ws_nhwc_128x256k64'].max_threads_per_block}", flush=True)
+        print(f"INFO wgmma_ws_cpasync_128x256k64: {funcs['wgmma_ws_cpasync_128x256k64'].num_regs} registers (entry count), "
+              f"max threads {funcs['wgmma_ws_cpasync_128x256k64'].max_threads_per_block}", flush=True)
     except Exception:
         pass
 

@@ -4,7 +4,7 @@
 set -u
 b=$(mktemp -d); tar -C $b -xJf target/gpu-bundle/payload.tar.xz
 ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu)
-for s in ${SHAPES:-16,2048,7,7,512,1,1:0:1:wgmma_sk_nhwc 8,3,108,108,64,3,3:1:2:wmma_patch}; do
+for s in ${SHAPES:-16,2048,7,7,512,1,1:0:1:wgmma_ws_tma_splitk 8,3,108,108,64,3,3:1:2:wmma_patch}; do
   IFS=: read shape pad stride algo <<<"$s"
   tag=$(echo $shape | tr , _)
   $ncu --clock-control none --section SpeedOfLight --section LaunchStats --section Occupancy --launch-skip 3 --launch-count 1 \

@@ -1,13 +1,13 @@
-# Dev, on the GPU machine: step 8 (wgmma_sk_nhwc) on SHAPES with every forced (tile width, split)
+# Dev, on the GPU machine: split-K (wgmma_ws_tma_splitk) on SHAPES with every forced (tile width, split)
 # (CONVRS_SPLIT_K), beside the cost model's own pick and step 7's, fp16, graph-timed. One line each.
 set -u
 b=$(mktemp -d); tar -C $b -xJf target/gpu-bundle/payload.tar.xz
 t() { grep -E '^time' | awk '{print $2}'; }
 while read -r s; do
   [ -z "$s" ] && continue
-  line="$s | step7 $($b/convrs run --dtype fp16 --algo wgmma_tma_nhwc --shape $s --runs 20 2>/dev/null | t) | model $($b/convrs run --dtype fp16 --algo wgmma_sk_nhwc --shape $s --runs 20 2>/dev/null | grep -E '^time|grid' | sed -E 's/.*: (wgmma[^ ]*) grid \(([0-9]+), 1, ([0-9]+)\).*/\1 z\3/; s/^time *//; s/ ms.*//' | tr '\n' ' ')"
+  line="$s | step7 $($b/convrs run --dtype fp16 --algo wgmma_ws_tma_persistent --shape $s --runs 20 2>/dev/null | t) | model $($b/convrs run --dtype fp16 --algo wgmma_ws_tma_splitk --shape $s --runs 20 2>/dev/null | grep -E '^time|grid' | sed -E 's/.*: (wgmma[^ ]*) grid \(([0-9]+), 1, ([0-9]+)\).*/\1 z\3/; s/^time *//; s/ ms.*//' | tr '\n' ' ')"
   for bn in 32 64 128; do for z in 2 3 4 6 8; do
-    v=$(CONVRS_SPLIT_K=$bn,$z $b/convrs run --dtype fp16 --algo wgmma_sk_nhwc --shape $s --runs 20 2>/dev/null | t)
+    v=$(CONVRS_SPLIT_K=$bn,$z $b/convrs run --dtype fp16 --algo wgmma_ws_tma_splitk --shape $s --runs 20 2>/dev/null | t)
     [ -n "$v" ] && line="$line | $bn,$z $v"
   done; done
   echo "$line"

@@ -6,7 +6,7 @@
 set -u
 b=$(mktemp -d); tar -C $b -xJf target/gpu-bundle/payload.tar.xz
 if [ -n "${TESTS-1}" ]; then OUT=$OUT/tests STEPS=tests bash target/gpu-bundle/run-gpu.sh > $OUT/tests.log 2>&1; echo "tests rc=$?"; grep -E "FAILED|panicked" $OUT/tests.log | head; tail -2 $OUT/tests.log; fi
-for s in "8,256,14,14,256,1,1 --algo wgmma_tma_nhwc" "16,512,7,7,512,3,3 --pad 1 --algo wgmma_sk_nhwc" "256,256,14,14,512,3,3 --pad 1 --algo wgmma_tma_nhwc"; do
+for s in "8,256,14,14,256,1,1 --algo wgmma_ws_tma_persistent" "16,512,7,7,512,3,3 --pad 1 --algo wgmma_ws_tma_splitk" "256,256,14,14,512,3,3 --pad 1 --algo wgmma_ws_tma_persistent"; do
   for t in graph events; do
     echo "$s $t: $($b/convrs run --dtype fp16 --shape $s --timing $t --runs 30 2>/dev/null | grep -E '^time')"
   done

@@ -7,12 +7,15 @@ use cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
 
 use crate::dtype::{DType, Element};
 use crate::gpu::cuda_err;
-use crate::plan::{DeviceModel, LaunchPlan};
-use crate::registry::{self, Family, KernelDesc};
+use crate::plan::{DeviceModel, Family, KernelDesc, LaunchPlan};
+use crate::registry;
+use crate::workspace::Workspace;
 use crate::{Conv2d, Error, Gpu, Layout, Result, Tensor};
 
 /// A conv2d kernel of convrs, or [`Algorithm::Auto`]. Each family reads as a progression from
-/// naive to fast; [`crate::registry`] describes each kernel (dtype, layouts, plan).
+/// naive to fast; [`crate::registry`] describes each kernel (element types, layouts, plan). The
+/// element type is the data's: a tensor-core kernel runs its fp16 or its bf16 entry for fp16 or
+/// bf16 tensors.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Algorithm {
     /// The kernel with the lowest predicted time for the problem, the element type and the
@@ -31,77 +34,38 @@ pub enum Algorithm {
     /// (NCHW input, KCRS filter, NKPQ output, fp32).
     TiledNchw,
     /// Family 3, step 1: tensor cores on the blocked layout (NHWC16n16c input, RSCK16k16c
-    /// filter, NHWC16n16c output; fp16 in, fp32 accumulate, fp16 or fp32 out), on `WmmaNhwc`'s
-    /// implicit-GEMM mainloop. N, C, K multiples of 16 (others run zero-padded).
+    /// filter, NHWC16n16c output; fp16 or bf16 in, fp32 accumulate, the input's type or fp32
+    /// out), on `WmmaNhwc`'s implicit-GEMM mainloop. N, C, K multiples of 16 (others run
+    /// zero-padded).
     WmmaNhwcnc,
     /// Family 3, step 2: tensor-core implicit GEMM on plain channels-last data (NHWC input,
-    /// KRSC filter, NHWK output; fp16 in, fp32 accumulate, fp16 or fp32 out). C, K multiples of 8 (others run zero-padded).
+    /// KRSC filter, NHWK output; fp16 or bf16 in, fp32 accumulate, the input's type or fp32
+    /// out). C, K multiples of 8 (others run zero-padded).
     WmmaNhwc,
-    /// `WmmaNhwcnc` on bf16 data (bf16 in, fp32 accumulate, bf16 or fp32 out).
-    WmmaNhwcncBf16,
-    /// `WmmaNhwc` on bf16 data (bf16 in, fp32 accumulate, bf16 or fp32 out).
-    WmmaNhwcBf16,
     /// Family 3, step 2b: tensor cores for layers with few input channels (C = 1, 3): the
     /// reduction runs over taps and channels together and operands are gathered element by
-    /// element, so C is not padded (NHWC, KRSC, NHWK; fp16 in, fp32 accumulate, fp16 or fp32
-    /// out). Any C; K a multiple of 8 (others run zero-padded).
+    /// element, so C is not padded (NHWC, KRSC, NHWK; fp16 or bf16). Any C; K a multiple of 8
+    /// (others run zero-padded).
     WmmaSmallC,
-    /// `WmmaSmallC` on bf16 data (bf16 in, fp32 accumulate, bf16 or fp32 out).
-    WmmaSmallCBf16,
     /// Family 3, step 2c: `WmmaSmallC`'s reduction over taps and channels with each output
     /// tile's input patch staged in shared memory once, the tensor cores' operands read from it
     /// through a table of tap offsets, and the output written through shared memory in 16-byte
-    /// chunks (NHWC, KRSC, NHWK; fp16 in, fp32 accumulate, fp16 or fp32 out). Any C whose patch
-    /// fits in shared memory; K a multiple of 8 (others run zero-padded).
+    /// chunks (NHWC, KRSC, NHWK; fp16 or bf16). Any C whose patch fits in shared memory; K a
+    /// multiple of 8 (others run zero-padded).
     WmmaPatch,
-    /// `WmmaPatch` on bf16 data (bf16 in, fp32 accumulate, bf16 or fp32 out).
-    WmmaPatchBf16,
-    /// Family 3, step 3 (Hopper, compute capability 9.0 only): `WmmaNhwc`'s implicit GEMM with the
-    /// warpgroup MMA `wgmma.mma_async` fed from shared memory (sm_90a; fp16 in, fp32 accumulate,
-    /// fp16 or fp32 out). C, K multiples of 8 (others run zero-padded).
-    WgmmaNhwc,
-    /// `WgmmaNhwc` on bf16 data (bf16 in, fp32 accumulate, bf16 or fp32 out).
-    WgmmaNhwcBf16,
-    /// Family 3, step 4 (Hopper): `WgmmaNhwc` warp-specialized. A producer warpgroup brings
-    /// filters in by the tensor memory accelerator and activations by `cp.async`, two consumer
-    /// warpgroups run wgmma; an mbarrier ring between them. Same problems, layouts and types.
-    WgmmaWsNhwc,
-    /// `WgmmaWsNhwc` on bf16 data (bf16 in, fp32 accumulate, bf16 or fp32 out).
-    WgmmaWsNhwcBf16,
-    /// Family 3, step 5 (Hopper): `WgmmaWsNhwc` launched in clusters of 2 CTAs along M that
-    /// share each filter tile: each copies half of it into both by TMA multicast, so filters
-    /// cross L2 once per cluster. Same problems, layouts and types.
-    WgmmaMcNhwc,
-    /// `WgmmaMcNhwc` on bf16 data (bf16 in, fp32 accumulate, bf16 or fp32 out).
-    WgmmaMcNhwcBf16,
-    /// Family 3, step 6 (Hopper): `WgmmaWsNhwc` on a persistent grid, one block per SM walking
-    /// the output tiles, so the producer loads the next tile while the consumers write the last.
-    WgmmaPwsNhwc,
-    /// `WgmmaPwsNhwc` on bf16 data (bf16 in, fp32 accumulate, bf16 or fp32 out).
-    WgmmaPwsNhwcBf16,
-    /// Step 6 in step 5's clusters of 2 sharing each filter tile.
-    WgmmaPmcNhwc,
-    /// `WgmmaPmcNhwc` on bf16 data (bf16 in, fp32 accumulate, bf16 or fp32 out).
-    WgmmaPmcNhwcBf16,
-    /// Family 3, step 7 (Hopper): `WgmmaPwsNhwc` with the activations brought in by the tensor
-    /// memory accelerator in im2col mode too (one copy per k-tile from one producer thread).
-    /// Same layouts and types; refuses geometries an im2col tensor map cannot describe (padding
-    /// or dilated filter extents past 127, strides past 8).
-    WgmmaTmaNhwc,
-    /// `WgmmaTmaNhwc` on bf16 data (bf16 in, fp32 accumulate, bf16 or fp32 out).
-    WgmmaTmaNhwcBf16,
-    /// Step 7 in step 5's clusters of 2 sharing each filter tile.
-    WgmmaTmcNhwc,
-    /// `WgmmaTmcNhwc` on bf16 data (bf16 in, fp32 accumulate, bf16 or fp32 out).
-    WgmmaTmcNhwcBf16,
-    /// Family 3, step 8 (Hopper): split-K. Step 7 on a grid whose z slices each take a share
-    /// of every output tile's reduction, for layers with too few output tiles to fill the GPU;
-    /// each slice writes fp32 partial sums to a workspace the [`Gpu`] keeps, where the last
-    /// slice to finish each strip of 16 rows adds them up and writes the output (one launch).
-    /// Same problems, layouts and types as step 7.
-    WgmmaSkNhwc,
-    /// `WgmmaSkNhwc` on bf16 data (bf16 in, fp32 accumulate, bf16 or fp32 out).
-    WgmmaSkNhwcBf16,
+    /// Family 3 on Hopper (compute capability 9.0 only): `WmmaNhwc`'s implicit GEMM with the
+    /// warpgroup MMA `wgmma.mma_async` (sm_90a; fp16 or bf16 in, fp32 accumulate), under one of
+    /// the policies of `convrs_spec::hopper` (how the tiles reach shared memory, how the output
+    /// tiles are scheduled, clusters): `wgmma_multistage`, `wgmma_ws_cpasync`, ...,
+    /// `wgmma_ws_tma_persistent`, `wgmma_ws_tma_splitk` (`convrs list`). C, K multiples of 8.
+    ///
+    /// ```
+    /// use convrs::Algorithm;
+    /// let a: Algorithm = "wgmma_ws_tma_persistent".parse()?;
+    /// assert!(matches!(a, Algorithm::Wgmma(p) if p.persistent() && p.input_map()));
+    /// # Ok::<(), convrs::Error>(())
+    /// ```
+    Wgmma(convrs_spec::hopper::Policy),
 }
 
 /// The kernels of the registry, in its order (const-evaluated, so it cannot drift from it).
@@ -129,10 +93,10 @@ impl Algorithm {
         self.kernel().map_or("auto", |k| k.name)
     }
 
-    /// The element type of the input and filter the kernel reads (the output types it can write are
-    /// [`KernelDesc::outputs`]); `None` for `Auto`.
-    pub fn dtype(self) -> Option<DType> {
-        self.kernel().map(|k| k.dtype)
+    /// The element types of the input and filter the kernel reads (it writes the input's type or
+    /// fp32); empty for `Auto`.
+    pub fn dtypes(self) -> &'static [DType] {
+        self.kernel().map_or(&[], |k| k.dtypes)
     }
 
     /// Layouts of (input, filter, output) the kernel reads and writes; filters use the
@@ -146,11 +110,11 @@ impl Algorithm {
         self.kernel().map(|k| k.family)
     }
 
-    /// How this kernel would be launched on `problem`, with its predicted time, or why it cannot
-    /// take it. `Auto` needs the element type and layout too: see [`crate::select::choose`].
-    pub fn plan(self, problem: &Conv2d, device: &DeviceModel) -> Result<LaunchPlan> {
+    /// How this kernel would be launched on `problem` for `dtype` data, with its predicted time,
+    /// or why it cannot take it. `Auto` needs the layout too: see [`crate::select::choose`].
+    pub fn plan(self, problem: &Conv2d, dtype: DType, device: &DeviceModel) -> Result<LaunchPlan> {
         let k = self.kernel().ok_or_else(|| Error::InvalidArgument("`auto` is not a kernel: resolve it with convrs::select::choose".into()))?;
-        (k.plan)(problem, device)
+        k.plan(problem, dtype, device)
     }
 }
 
@@ -160,16 +124,39 @@ impl std::fmt::Display for Algorithm {
     }
 }
 
+/// Names earlier versions used: the kernels that took bf16 data under a name of their own, and the
+/// Hopper steps named by history; `FromStr` points each to what replaced it.
+const RENAMED: [(&str, &str); 12] = [
+    ("wgmma_nhwc", "wgmma_multistage"),
+    ("wgmma_ws_nhwc", "wgmma_ws_cpasync"),
+    ("wgmma_mc_nhwc", "wgmma_ws_cpasync_cluster2"),
+    ("wgmma_pws_nhwc", "wgmma_ws_cpasync_persistent"),
+    ("wgmma_pmc_nhwc", "wgmma_ws_cpasync_persistent_cluster2"),
+    ("wgmma_tma_nhwc", "wgmma_ws_tma_persistent"),
+    ("wgmma_tmc_nhwc", "wgmma_ws_tma_persistent_cluster2"),
+    ("wgmma_sk_nhwc", "wgmma_ws_tma_splitk"),
+    ("wmma_nhwcnc_bf16", "wmma_nhwcnc"),
+    ("wmma_nhwc_bf16", "wmma_nhwc"),
+    ("wmma_smallc_bf16", "wmma_smallc"),
+    ("wmma_patch_bf16", "wmma_patch"),
+];
+
 impl FromStr for Algorithm {
     type Err = Error;
     fn from_str(s: &str) -> Result<Self> {
         if s == "auto" {
             return Ok(Algorithm::Auto);
         }
-        registry::by_name(s).map(|k| k.algorithm).ok_or_else(|| {
-            let names: Vec<_> = Algorithm::ALL.iter().map(|a| a.name()).collect();
-            Error::InvalidArgument(format!("unknown algorithm `{s}`; expected auto or one of: {}", names.join(", ")))
-        })
+        if let Some(k) = registry::by_name(s) {
+            return Ok(k.algorithm);
+        }
+        let stem = s.strip_suffix("_bf16").unwrap_or(s);
+        if let Some((_, now)) = RENAMED.iter().find(|(old, _)| *old == s || *old == stem) {
+            let bf16 = if s.ends_with("_bf16") { " with bf16 data (--dtype bf16): a kernel runs the type of its data" } else { "" };
+            return Err(Error::InvalidArgument(format!("`{s}` is now `{now}`{bf16}")));
+        }
+        let names: Vec<_> = Algorithm::ALL.iter().map(|a| a.name()).collect();
+        Err(Error::InvalidArgument(format!("unknown algorithm `{s}`; expected auto or one of: {}", names.join(", "))))
     }
 }
 
@@ -209,8 +196,24 @@ pub(crate) fn conv_shape(p: &Conv2d, out: DType) -> ConvShape {
 /// [`Algorithm::layouts`] (asynchronous: call [`Gpu::synchronize`] before reading `output`).
 /// The plan comes from [`Algorithm::plan`] (fp32 output) or
 /// [`crate::registry::KernelDesc::plan_writing`]; `T` must be the plan's input type and `O` its
-/// output type.
-pub fn launch<T: Element, O: Element>(gpu: &Gpu, plan: &LaunchPlan, problem: &Conv2d, input: &CudaSlice<T>, filter: &CudaSlice<T>, output: &mut CudaSlice<O>) -> Result<()> {
+/// output type. `workspace` must hold at least the plan's [`LaunchPlan::workspace_bytes`]
+/// ([`Workspace::for_plan`]; [`Workspace::none`] for plans that take none) and stay
+/// allocated while the launch, or a CUDA graph that captured it, may run.
+///
+/// ```no_run
+/// use convrs::workspace::Workspace;
+/// use convrs::{launch, Algorithm, Conv2d, DType, Gpu};
+/// let gpu = Gpu::new(0)?;
+/// let p = Conv2d::new(16, 832, 7, 7, 128, 5, 5).with_pad(2); // few output tiles: split-K
+/// let plan = "wgmma_ws_tma_splitk".parse::<Algorithm>()?.plan(&p, DType::F16, gpu.model())?;
+/// let (x, w) = (gpu.alloc_zeros::<half::f16>(p.input_len())?, gpu.alloc_zeros::<half::f16>(p.filter_len())?);
+/// let mut y = gpu.alloc_zeros::<f32>(p.output_len())?;
+/// let mut ws = Workspace::for_plan(&gpu, &plan)?; // zeroed, owned by the caller
+/// launch(&gpu, &plan, &p, &x, &w, &mut y, &mut ws)?;
+/// gpu.synchronize()?;
+/// # Ok::<(), convrs::Error>(())
+/// ```
+pub fn launch<T: Element, O: Element>(gpu: &Gpu, plan: &LaunchPlan, problem: &Conv2d, input: &CudaSlice<T>, filter: &CudaSlice<T>, output: &mut CudaSlice<O>, workspace: &mut Workspace) -> Result<()> {
     if T::DTYPE != plan.dtype {
         return Err(Error::InvalidArgument(format!("{} reads {} inputs but {} buffers were given", plan.kernel, plan.dtype, T::DTYPE)));
     }
@@ -220,35 +223,35 @@ pub fn launch<T: Element, O: Element>(gpu: &Gpu, plan: &LaunchPlan, problem: &Co
     check_len("input", problem.input_len(), input.len())?;
     check_len("filter", problem.filter_len(), filter.len())?;
     check_len("output", problem.output_len(), output.len())?;
+    if workspace.bytes() < plan.workspace_bytes {
+        return Err(Error::BufferSize { tensor: "workspace", expected: plan.workspace_bytes, got: workspace.bytes() });
+    }
     let f = gpu.function(plan.kernel, plan.shared_bytes)?;
     let args = shape_args(problem, plan.out_dtype);
     let cfg = LaunchConfig { grid_dim: plan.grid, block_dim: plan.block, shared_mem_bytes: plan.shared_bytes };
     let filter_map = plan.filter_map_rows.map(|rows| gpu.filter_map(filter, problem, rows)).transpose()?;
     let input_map = plan.input_map.then(|| gpu.input_map(input, problem)).transpose()?;
-    // Step 8 takes its workspace in the filter's place (the kernel reads the filter through
-    // its tensor map).
-    let workspace = if plan.workspace_bytes > 0 { Some(gpu.workspace(plan.workspace_bytes)?) } else { None };
     let mut b = gpu.stream().launch_builder(&f);
-    b.arg(input);
-    match workspace.as_ref().and_then(|w| w.as_ref()) {
-        Some(ws) => b.arg(ws),
-        None => b.arg(filter),
-    };
-    b.arg(output);
+    b.arg(input).arg(filter).arg(output);
     if let Some(map) = &filter_map {
         b.arg(map);
     }
     if let Some(map) = &input_map {
         b.arg(map);
     }
+    let ws = workspace.slice();
+    if plan.workspace_bytes > 0 {
+        let ws = ws.ok_or(Error::BufferSize { tensor: "workspace", expected: plan.workspace_bytes, got: 0 })?;
+        b.arg(ws);
+    }
     for a in &args {
         b.arg(a);
     }
-    // SAFETY: the kernel's arguments are (input, filter, output, shape...) by the conv_kernel! convention,
-    // with the filter's tensor map after the output and the input's after that where the plan
-    // says the kernel takes them (the maps of these buffers and this problem); the buffer lengths
-    // were checked above, and a split plan's workspace is as large as its plan says, its
-    // counters zero (allocated zeroed; every launch leaves them so).
+    // SAFETY: the kernel's arguments are (input, filter, output, shape...) by the conv_kernel!
+    // convention, with the filter's tensor map after the output, the input's after that and the
+    // workspace last where the plan says the kernel takes them (the maps of these buffers and
+    // this problem); the buffer lengths were checked above, and a workspace is at least as large
+    // as the plan says, its split-K counters zero (allocated zeroed; every launch leaves them so).
     unsafe { b.launch(cfg) }.map_err(cuda_err(plan.kernel))?;
     Ok(())
 }
@@ -264,9 +267,9 @@ fn check_len(tensor: &'static str, expected: usize, got: usize) -> Result<()> {
 ///
 /// [`Algorithm::Auto`] picks the kernel with the lowest predicted time for `T` and the input's
 /// layout. Inputs in another layout than the kernel's are converted first. `T` is `f32` for the
-/// direct and tiled families and [`half::f16`] for the tensor-core family
-/// or [`half::bf16`] for the tensor-core family ([`Algorithm::dtype`]); a mismatch is an error. The output buffer is poisoned with NaN before the launch, so an element the kernel
-/// failed to write cannot pass for a result.
+/// direct and tiled families and [`half::f16`] or [`half::bf16`] for the tensor-core family
+/// ([`Algorithm::dtypes`]); a mismatch is an error. The output buffer is poisoned with NaN
+/// before the launch, so an element the kernel failed to write cannot pass for a result.
 ///
 /// ```no_run
 /// use convrs::{conv2d, Algorithm, Conv2d, Gpu, Layout, Tensor};
@@ -314,6 +317,10 @@ mod tests {
             assert_eq!(a.name().parse::<Algorithm>().unwrap(), *a);
         }
         assert!(matches!("direct_fast".parse::<Algorithm>(), Err(Error::InvalidArgument(_))));
+        // Earlier names say what replaced them.
+        let e = "wgmma_tma_nhwc_bf16".parse::<Algorithm>().unwrap_err().to_string();
+        assert!(e.contains("`wgmma_ws_tma_persistent` with bf16 data"), "{e}");
+        assert!("wmma_patch_bf16".parse::<Algorithm>().unwrap_err().to_string().contains("`wmma_patch`"));
         assert_eq!("auto".parse::<Algorithm>().unwrap(), Algorithm::Auto);
         assert!(!Algorithm::ALL.contains(&Algorithm::Auto));
     }

@@ -44,10 +44,6 @@ pub struct Gpu {
     tune_cache: Mutex<Option<crate::tune::TuneCache>>,
     /// The TMA tensor maps (filters', inputs') uploaded so far.
     tensor_maps: Mutex<crate::tensor_map::TensorMaps>,
-    /// The split-K plans' workspace (step 8), grown to the largest launch so far. One buffer
-    /// serves every launch: they run in order on the one stream, and each leaves its counters
-    /// at zero again.
-    workspace: Mutex<Option<CudaSlice<u8>>>,
 }
 
 pub(crate) fn cuda_err(what: &str) -> impl FnOnce(cudarc::driver::DriverError) -> Error + '_ {
@@ -142,7 +138,7 @@ impl Gpu {
         // A stream of our own, not the legacy default stream: only such a stream can be captured
         // into a CUDA graph (the bench's timing method).
         let stream = ctx.new_stream().map_err(cuda_err("stream"))?;
-        Ok(Gpu { ctx, stream, module, sm90a, functions: Mutex::new(HashMap::new()), info, model, tune_cache: Mutex::new(None), tensor_maps: Mutex::default(), workspace: Mutex::new(None) })
+        Ok(Gpu { ctx, stream, module, sm90a, functions: Mutex::new(HashMap::new()), info, model, tune_cache: Mutex::new(None), tensor_maps: Mutex::default() })
     }
 
     pub fn info(&self) -> &DeviceInfo {
@@ -213,17 +209,6 @@ impl Gpu {
         let (address, _sync) = input.device_ptr(&self.stream);
         let key = crate::tensor_map::InputMapKey::new(address, problem, T::DTYPE).map_err(Error::InvalidArgument)?;
         self.tensor_map(crate::tensor_map::MapKey::Input(key))
-    }
-
-    /// The split-K workspace, at least `bytes` long, zeroed when allocated (or reallocated
-    /// larger, at need; the old buffer is freed in stream order). Held for the launch using it.
-    pub(crate) fn workspace(&self, bytes: usize) -> Result<std::sync::MutexGuard<'_, Option<CudaSlice<u8>>>> {
-        let mut ws = self.workspace.lock().unwrap_or_else(|p| p.into_inner());
-        if ws.as_ref().is_none_or(|b| b.len() < bytes) {
-            *ws = None;
-            *ws = Some(self.alloc_zeros::<u8>(bytes)?);
-        }
-        Ok(ws)
     }
 
     fn tensor_map(&self, key: crate::tensor_map::MapKey) -> Result<u64> {

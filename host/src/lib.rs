@@ -62,6 +62,7 @@ pub mod ptx;
 mod tensor_map;
 pub mod timing;
 pub mod tune;
+pub mod workspace;
 
 pub use algorithm::{conv2d, conv2d_to, launch, Algorithm};
 pub use dtype::{DType, Element};

@@ -35,16 +35,17 @@ struct Cli {
 enum Command {
     /// Print the driver, device, multiprocessors, memory and cuDNN version.
     Info,
-    /// List the kernels (name, family, element type, layouts, what it does), one per line.
+    /// List the kernels (name, family, element types, layouts, what it does), one per line.
     List,
     /// Run one kernel (or the automatic choice) once on random data, check it against the CPU reference, and time it.
     Run {
         /// Kernel (see `convrs list`), or auto: the lowest predicted time for --dtype and --layout.
         #[arg(long, default_value = "auto")]
         algo: Algorithm,
-        /// Element type of the data (for auto and --tune; a named kernel reads its own).
-        #[arg(long, default_value = "fp32")]
-        dtype: DType,
+        /// Element type of the data: fp32, fp16 or bf16. Default: fp32 for auto and --tune, the
+        /// first type a named kernel reads (`convrs list`) otherwise.
+        #[arg(long)]
+        dtype: Option<DType>,
         /// The layout the data is held in (auto prices converting it to each kernel's layout).
         #[arg(long, default_value = "NCHW")]
         layout: Layout,
@@ -191,9 +192,10 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Info => info(cli.device),
         Command::List => {
-            for k in convrs::registry::KERNELS {
+            let width = convrs::registry::KERNELS.iter().map(|k| k.name.len()).max().unwrap_or(0);
+            for k in &convrs::registry::KERNELS {
                 let (x, w, y) = k.layouts;
-                println!("{:<17} {:<11} {} {}/{}/{}  {}", k.name, k.family.name(), k.dtype, x, w, y, k.summary);
+                println!("{:<width$} {:<11} {:<9} {}/{}/{}  {}", k.name, k.family.name(), k.dtypes_label(), x, w, y, k.describe());
             }
             Ok(Outcome::Passed)
         }
@@ -205,7 +207,7 @@ fn main() -> ExitCode {
                 return ExitCode::from(2);
             }
             let algos = if algos.is_empty() { Algorithm::ALL.to_vec() } else { algos };
-            let algos: Vec<Algorithm> = algos.into_iter().filter(|a| dtypes.is_empty() || a.dtype().is_some_and(|d| dtypes.contains(&d))).collect();
+            let algos: Vec<Algorithm> = algos.into_iter().filter(|a| dtypes.is_empty() || a.dtypes().iter().any(|d| dtypes.contains(d))).collect();
             if algos.is_empty() {
                 eprintln!("convrs: no kernel left: --algo and --dtype exclude each other");
                 return ExitCode::from(2);
@@ -214,6 +216,7 @@ fn main() -> ExitCode {
                 timing: TimingConfig { warmup, runs: runs as usize, method: timing },
                 search: SearchBudget { max_seconds: search_seconds, method: timing, ..SearchBudget::default() },
                 seed,
+                dtypes,
             };
             bench_suites(&suites, &shapes, &geometry)
                 .and_then(|s| match &part {
@@ -263,8 +266,18 @@ fn info(device: usize) -> convrs::Result<Outcome> {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn run(device: usize, algo: Algorithm, dtype: DType, layout: Layout, tune: bool, s: &ShapeArgs, timing: TimingConfig, seed: u64, f32_out: bool) -> convrs::Result<Outcome> {
+fn run(device: usize, algo: Algorithm, dtype: Option<DType>, layout: Layout, tune: bool, s: &ShapeArgs, timing: TimingConfig, seed: u64, f32_out: bool) -> convrs::Result<Outcome> {
     let p = problem(&s.shape, &s.geometry)?;
+    // The data's type: as given; else a named kernel's first, or fp32.
+    let dtype = match (dtype, algo.dtypes().first()) {
+        (Some(d), _) => d,
+        (None, Some(&first)) if !tune => first,
+        (None, _) => DType::F32,
+    };
+    if algo != Algorithm::Auto && !tune && !algo.dtypes().contains(&dtype) {
+        let reads: Vec<_> = algo.dtypes().iter().map(|d| d.name()).collect();
+        return Err(convrs::Error::InvalidArgument(format!("{algo} reads {} data, not {dtype} (--dtype)", reads.join("/"))));
+    }
     let gpu = Gpu::new(device)?;
     let algo = if tune {
         let t = convrs::select::tune(&gpu, &p, dtype, layout)?;
@@ -284,13 +297,12 @@ fn run(device: usize, algo: Algorithm, dtype: DType, layout: Layout, tune: bool,
     } else {
         algo
     };
-    match algo.dtype() {
-        Some(DType::F32) => run_typed::<f32, f32>(&gpu, algo, &p, timing, seed),
-        Some(DType::F16) if f32_out => run_typed::<half::f16, f32>(&gpu, algo, &p, timing, seed),
-        Some(DType::F16) => run_typed::<half::f16, half::f16>(&gpu, algo, &p, timing, seed),
-        Some(DType::BF16) if f32_out => run_typed::<half::bf16, f32>(&gpu, algo, &p, timing, seed),
-        Some(DType::BF16) => run_typed::<half::bf16, half::bf16>(&gpu, algo, &p, timing, seed),
-        None => Err(convrs::Error::InvalidArgument("no kernel chosen".into())),
+    match dtype {
+        DType::F32 => run_typed::<f32, f32>(&gpu, algo, &p, timing, seed),
+        DType::F16 if f32_out => run_typed::<half::f16, f32>(&gpu, algo, &p, timing, seed),
+        DType::F16 => run_typed::<half::f16, half::f16>(&gpu, algo, &p, timing, seed),
+        DType::BF16 if f32_out => run_typed::<half::bf16, f32>(&gpu, algo, &p, timing, seed),
+        DType::BF16 => run_typed::<half::bf16, half::bf16>(&gpu, algo, &p, timing, seed),
     }
 }
 
@@ -328,6 +340,9 @@ fn explain(device: usize, s: &ShapeArgs, dtype: DType, layout: Layout, model: Op
     match choice {
         Ok(c) => {
             println!("\npick: {} (lowest predicted total)", c.pick);
+            if let Some(k) = c.pick.kernel() {
+                println!("      {}", k.describe());
+            }
             Ok(Outcome::Passed)
         }
         Err(e) => Err(e),
@@ -444,7 +459,8 @@ fn bench_cmd(device: usize, suites: &[Suite], algos: &[Algorithm], opts: &BenchO
 
     // PyTorch first, in its own process, on every shape of every suite: it releases the GPU
     // before our measurements start.
-    let torch_shapes: Vec<_> = suites.iter().flat_map(|s| s.shapes.iter()).map(|p| bench::torch_shape(&gpu, p, algos)).collect();
+    let dtypes = bench::run_dtypes(algos, &opts.dtypes);
+    let torch_shapes: Vec<_> = suites.iter().flat_map(|s| s.shapes.iter()).map(|p| bench::torch_shape(&gpu, p, &dtypes)).collect();
     progress(&format!("PyTorch conv2d on {} shapes", torch_shapes.len()));
     let torch = pytorch::run(out.pytorch, device, &torch_shapes, opts.seed, opts.timing.method)?;
     if let TorchOutcome::NotRun(why) = &torch {

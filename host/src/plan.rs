@@ -1,13 +1,19 @@
 //! Launch plans: for each kernel, the grid, block and shared memory a problem needs and the
 //! predicted time on the device, or the reason the kernel cannot take it. Pure functions of the
-//! problem and the [`DeviceModel`], so they are tested on CPU against built-in device models.
+//! problem, the element type and the [`DeviceModel`], so they are tested on CPU against built-in
+//! device models.
+//!
+//! Each family's plans live in a submodule and describe their kernels with a [`KernelDesc`];
+//! [`crate::registry`] is the one list of them.
 
 pub mod direct;
+pub mod hopper;
 pub mod model;
 pub mod tensor_core;
 pub mod tiled;
 
 use crate::dtype::DType;
+use crate::{Algorithm, Conv2d, Error, Layout, Result};
 
 /// How to launch one kernel on one problem.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -20,9 +26,8 @@ pub struct LaunchPlan {
     pub shared_bytes: u32,
     /// The element type of the input and filter buffers the kernel reads.
     pub dtype: DType,
-    /// The element type of the output it writes: fp32 from every plan function;
-    /// [`crate::registry::KernelDesc::plan_writing`] sets another the kernel can write (the
-    /// tensor-core kernels round to their input's 16-bit type).
+    /// The element type of the output it writes: fp32 from every planner;
+    /// [`KernelDesc::plan_writing`] sets the input's 16-bit type where the kernel can round to it.
     pub out_dtype: DType,
     /// The plan's cost model's prediction of the kernel's time on the device, microseconds (the
     /// unit every family answers in, so predictions compare across families).
@@ -34,10 +39,154 @@ pub struct LaunchPlan {
     /// Whether the kernel takes one more pointer after the filter's map: an im2col TMA tensor
     /// map of the input (NHWC, boxes of 128 pixels by 64 channels, [`crate::tensor_map`]).
     pub input_map: bool,
-    /// Bytes of the [`crate::Gpu`]'s workspace the kernel takes in place of the filter pointer
-    /// (which step 7 does not read): step 8's split-K, whose grid's z slices meet there
-    /// (`convrs_spec::split_k`); 0 for none. [`crate::launch`] keeps it allocated and zeroed.
+    /// Bytes of workspace the kernel takes as its last pointer argument (after the maps): the
+    /// split-K schedule's, where the grid's z slices meet (`convrs_spec::split_k`); 0 for none.
+    /// Whoever runs the plan owns it ([`crate::workspace::Workspace`]).
     pub workspace_bytes: usize,
+}
+
+impl LaunchPlan {
+    /// A plan that launches `kernel` on `grid` blocks of `block` threads with `shared_bytes` of
+    /// dynamic shared memory, reading `dtype` and writing fp32, predicted to take `predicted_us`;
+    /// no tensor maps, no workspace.
+    ///
+    /// ```
+    /// use convrs::plan::LaunchPlan;
+    /// use convrs::DType;
+    /// let plan = LaunchPlan::new("wgmma_ws_tma_splitk_128x64k64", (12, 1, 4), (384, 1, 1), 197_760, DType::F16, 9.5)
+    ///     .with_filter_map(64)
+    ///     .with_input_map()
+    ///     .with_workspace(1 << 20);
+    /// assert_eq!((plan.filter_map_rows, plan.input_map, plan.workspace_bytes), (Some(64), true, 1 << 20));
+    /// ```
+    pub fn new(kernel: &'static str, grid: (u32, u32, u32), block: (u32, u32, u32), shared_bytes: u32, dtype: DType, predicted_us: f64) -> Self {
+        LaunchPlan { kernel, grid, block, shared_bytes, dtype, out_dtype: DType::F32, predicted_us, filter_map_rows: None, input_map: false, workspace_bytes: 0 }
+    }
+
+    /// The same plan taking the filter's tensor map with boxes of `rows` output channels.
+    pub fn with_filter_map(self, rows: u32) -> Self {
+        LaunchPlan { filter_map_rows: Some(rows), ..self }
+    }
+
+    /// The same plan taking the input's im2col tensor map.
+    pub fn with_input_map(self) -> Self {
+        LaunchPlan { input_map: true, ..self }
+    }
+
+    /// The same plan taking a workspace of `bytes` (none for 0).
+    pub fn with_workspace(self, bytes: usize) -> Self {
+        LaunchPlan { workspace_bytes: bytes, ..self }
+    }
+}
+
+/// A kernel family: each reads as a progression from naive to fast.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+pub enum Family {
+    Direct,
+    Tiled,
+    TensorCore,
+}
+
+impl Family {
+    /// `direct`, `tiled` or `tensor-core`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Family::Direct => "direct",
+            Family::Tiled => "tiled",
+            Family::TensorCore => "tensor-core",
+        }
+    }
+}
+
+/// One kernel's description: what the registry lists, `convrs list` prints and the automatic
+/// choice plans.
+#[derive(Clone, Copy, Debug)]
+pub struct KernelDesc {
+    pub algorithm: Algorithm,
+    /// The name the CLI takes and tables print.
+    pub name: &'static str,
+    pub family: Family,
+    /// One line for `convrs list` and `explain` (see [`KernelDesc::describe`]).
+    pub summary: &'static str,
+    /// The element types of the input and filter it reads: the data's type picks the entry.
+    /// It writes outputs in that type (the tensor-core kernels round their fp32 accumulators to
+    /// it) or in fp32, which every kernel can write.
+    pub dtypes: &'static [DType],
+    /// The layouts of (input, filter, output) it reads and writes; filters use the (K, C, R, S)
+    /// reading of [`Layout`].
+    pub layouts: (Layout, Layout, Layout),
+    /// (N, C, K) must be multiples of these; the test generators draw problems from them.
+    pub multiples: (usize, usize, usize),
+    /// The launch on a problem of an element type this kernel reads (checked before the call),
+    /// with its predicted time, or why it cannot take it. It gets its own description, so one
+    /// planner serves the kernels a table generates (the Hopper policies).
+    pub planner: fn(&KernelDesc, &Conv2d, DType, &DeviceModel) -> Result<LaunchPlan>,
+}
+
+impl KernelDesc {
+    /// Whether it reads `dtype` data.
+    pub fn reads(&self, dtype: DType) -> bool {
+        self.dtypes.contains(&dtype)
+    }
+
+    /// The element types it reads, as `fp16/bf16`.
+    pub fn dtypes_label(&self) -> String {
+        self.dtypes.iter().map(|d| d.name()).collect::<Vec<_>>().join("/")
+    }
+
+    /// Its launch on `problem` for `dtype` data (writing fp32), with the predicted time, or why
+    /// it cannot take it (another element type included).
+    ///
+    /// ```
+    /// use convrs::registry::by_name;
+    /// use convrs::{Conv2d, DType, DeviceModel};
+    /// let (k, d) = (by_name("wgmma_ws_tma_persistent").unwrap(), DeviceModel::named("h100")?);
+    /// let p = Conv2d::new(8, 64, 28, 28, 64, 3, 3).with_pad(1);
+    /// assert!(k.plan(&p, DType::BF16, &d)?.kernel.starts_with("wgmma_ws_tma_persistent_bf16_")); // the bf16 entry
+    /// assert!(k.plan(&p, DType::F32, &d).is_err()); // a 16-bit kernel
+    /// # Ok::<(), convrs::Error>(())
+    /// ```
+    pub fn plan(&self, problem: &Conv2d, dtype: DType, device: &DeviceModel) -> Result<LaunchPlan> {
+        if !self.reads(dtype) {
+            return Err(Error::InvalidArgument(format!("{} reads {} data, not {dtype}", self.name, self.dtypes_label())));
+        }
+        (self.planner)(self, problem, dtype, device)
+    }
+
+    /// [`KernelDesc::plan`] writing `out`: the input's type `dtype` or fp32 (the cost models do
+    /// not price the output's width: the mainloop dominates every timed shape).
+    ///
+    /// ```
+    /// use convrs::registry::by_name;
+    /// use convrs::{Conv2d, DType, DeviceModel};
+    /// let (k, d) = (by_name("wmma_nhwc").unwrap(), DeviceModel::named("h100")?);
+    /// let p = Conv2d::new(8, 64, 28, 28, 64, 3, 3).with_pad(1);
+    /// assert_eq!(k.plan_writing(&p, DType::F16, &d, DType::F16)?.out_dtype, DType::F16);
+    /// assert!(k.plan_writing(&p, DType::F16, &d, DType::BF16).is_err()); // fp16 data: fp16 or fp32 out
+    /// # Ok::<(), convrs::Error>(())
+    /// ```
+    pub fn plan_writing(&self, problem: &Conv2d, dtype: DType, device: &DeviceModel, out: DType) -> Result<LaunchPlan> {
+        if out != dtype && out != DType::F32 {
+            return Err(Error::InvalidArgument(format!("{} on {dtype} data writes {dtype} or fp32 outputs, not {out}", self.name)));
+        }
+        Ok(LaunchPlan { out_dtype: out, ..self.plan(problem, dtype, device)? })
+    }
+
+    /// The problem the kernel runs for `p`: N, C and K rounded up to its [`KernelDesc::multiples`]
+    /// (the extra images and channels are zeros on the way in and dropped on the way out).
+    pub fn run_problem(&self, p: &Conv2d) -> Conv2d {
+        let up = |v: usize, m: usize| v.div_ceil(m.max(1)).saturating_mul(m.max(1));
+        let (n, c, k) = self.multiples;
+        Conv2d { n: up(p.n, n), c: up(p.c, c), k: up(p.k, k), ..*p }
+    }
+
+    /// What it does, in one line: the summary, and for a Hopper policy its parts.
+    pub fn describe(&self) -> String {
+        match self.algorithm {
+            Algorithm::Wgmma(policy) => format!("{} ({})", self.summary, hopper::describe(policy)),
+            _ => self.summary.to_string(),
+        }
+    }
 }
 
 pub use crate::device::DeviceModel;
@@ -49,7 +198,7 @@ pub(crate) fn div_ceil_u32(a: usize, b: usize) -> u32 {
 
 #[cfg(test)]
 mod tests {
-    use crate::{Algorithm, Conv2d, DeviceModel};
+    use crate::{Algorithm, Conv2d, DType, DeviceModel};
 
     /// Every plan's prediction lands within 1.6x of what the kernel measured on an H100
     /// (`convrs bench`, median of 50, BENCHMARKS.md 2026-11-22, commit 9aa0812): the cost models
@@ -63,7 +212,8 @@ mod tests {
             Conv2d::new(32, 512, 7, 7, 512, 3, 3).with_pad(1),
             Conv2d::new(1, 6, 768, 512, 6, 6, 6),
         ];
-        // Measured ms per shape, in Algorithm::ALL order (None: the kernel refuses the shape).
+        let kernels = [(Algorithm::DirectNaive, DType::F32), (Algorithm::DirectSmem, DType::F32), (Algorithm::TiledHwcn, DType::F32), (Algorithm::TiledNchw, DType::F32), (Algorithm::WmmaNhwcnc, DType::F16), (Algorithm::WmmaNhwc, DType::F16)];
+        // Measured ms per shape, per kernel above (None: the kernel refuses the shape).
         let measured: [[Option<f64>; 6]; 4] = [
             [Some(106.972), Some(7.0751), Some(2.4973), Some(3.3155), Some(0.2741), Some(0.2758)],
             [Some(12.7489), Some(0.4402), Some(0.3918), Some(0.5776), Some(0.0579), Some(0.0741)],
@@ -71,8 +221,8 @@ mod tests {
             [Some(0.6948), Some(0.0314), Some(30.1332), Some(0.2873), None, None],
         ];
         for (p, row) in shapes.iter().zip(measured) {
-            for (a, ms) in Algorithm::ALL.iter().zip(row) {
-                match (a.plan(p, &d), ms) {
+            for ((a, dtype), ms) in kernels.iter().zip(row) {
+                match (a.plan(p, *dtype, &d), ms) {
                     (Ok(plan), Some(ms)) => {
                         let ratio = plan.predicted_us / (ms * 1e3);
                         assert!((1.0 / 1.6..=1.6).contains(&ratio), "{a} on {p}: predicted {:.1} us, measured {:.1} us", plan.predicted_us, ms * 1e3);

@@ -22,6 +22,7 @@ use cudarc::driver::CudaSlice;
 
 use crate::plan::LaunchPlan;
 use crate::registry::KernelDesc;
+use crate::workspace::Workspace;
 use crate::{launch, Algorithm, Conv2d, Element, Error, Gpu, Layout, Result, Tensor};
 
 /// A convolution ready to run on the device: enqueue it, read its output.
@@ -38,7 +39,8 @@ pub trait Runnable {
 
 /// A kernel's plan and its operands on the device: input and filter of element type `T`, output
 /// of `O`, by default the input's type (a tensor-core kernel rounds its fp32 accumulators to it);
-/// `Prepared<T, f32>` asks for fp32 outputs, which every kernel can write.
+/// `Prepared<T, f32>` asks for fp32 outputs, which every kernel can write. It owns the plan's
+/// workspace too (split-K's), so a CUDA graph that captured its runs stays valid while it lives.
 pub struct Prepared<T: Element, O: Element = T> {
     kernel: &'static KernelDesc,
     plan: LaunchPlan,
@@ -49,6 +51,7 @@ pub struct Prepared<T: Element, O: Element = T> {
     x: CudaSlice<T>,
     w: CudaSlice<T>,
     y: CudaSlice<O>,
+    ws: Workspace,
 }
 
 impl<T: Element, O: Element> Prepared<T, O> {
@@ -84,7 +87,7 @@ impl<T: Element, O: Element> Prepared<T, O> {
     pub fn from_device(gpu: &Gpu, algo: Algorithm, problem: &Conv2d, x: CudaSlice<T>, w: CudaSlice<T>) -> Result<Self> {
         let kernel = kernel_for::<T>(algo)?;
         let run = kernel.run_problem(problem);
-        let plan = kernel.plan_writing(&run, gpu.model(), O::DTYPE)?;
+        let plan = kernel.plan_writing(&run, T::DTYPE, gpu.model(), O::DTYPE)?;
         if x.len() != run.input_len() {
             return Err(Error::BufferSize { tensor: "input", expected: run.input_len(), got: x.len() });
         }
@@ -99,7 +102,8 @@ impl<T: Element, O: Element> Prepared<T, O> {
         if plan.input_map {
             gpu.input_map(&x, &run)?;
         }
-        Ok(Prepared { kernel, plan, problem: *problem, run, x, w, y })
+        let ws = Workspace::for_plan(gpu, &plan)?;
+        Ok(Prepared { kernel, plan, problem: *problem, run, x, w, y, ws })
     }
 
     pub fn algorithm(&self) -> Algorithm {
@@ -116,7 +120,8 @@ impl<T: Element, O: Element> Prepared<T, O> {
     }
 
     /// The output buffer on the device: the run problem's output in the kernel's output layout
-    /// (see [`Prepared::run_problem`]), padding included.
+    /// (see [`Prepared::run_problem`]), padding included. The workspace goes (freed in stream
+    /// order, after the launches enqueued before).
     pub fn into_output(self) -> CudaSlice<O> {
         self.y
     }
@@ -131,8 +136,8 @@ impl<T: Element, O: Element> Prepared<T, O> {
 /// `algo`'s description, checked to read `T`.
 fn kernel_for<T: Element>(algo: Algorithm) -> Result<&'static KernelDesc> {
     let kernel = algo.kernel().ok_or_else(|| Error::InvalidArgument("`auto` must be resolved before planning".into()))?;
-    if kernel.dtype != T::DTYPE {
-        return Err(Error::InvalidArgument(format!("{algo} takes {} tensors but {} tensors were given", kernel.dtype, T::DTYPE)));
+    if !kernel.reads(T::DTYPE) {
+        return Err(Error::InvalidArgument(format!("{algo} takes {} tensors but {} tensors were given", kernel.dtypes_label(), T::DTYPE)));
     }
     Ok(kernel)
 }
@@ -143,7 +148,7 @@ impl<T: Element, O: Element> Runnable for Prepared<T, O> {
     }
 
     fn enqueue(&mut self, gpu: &Gpu) -> Result<()> {
-        launch(gpu, &self.plan, &self.run, &self.x, &self.w, &mut self.y)
+        launch(gpu, &self.plan, &self.run, &self.x, &self.w, &mut self.y, &mut self.ws)
     }
 
     fn poison_output(&mut self, gpu: &Gpu) -> Result<()> {
@@ -156,7 +161,8 @@ impl<T: Element, O: Element> Runnable for Prepared<T, O> {
 }
 
 impl<T: Element, O: Element> Prepared<T, O> {
-    /// Gives the device operands back (to prepare another kernel on the same layouts).
+    /// Gives the device operands back (to prepare another kernel on the same layouts); the
+    /// workspace goes.
     pub fn into_operands(self) -> (CudaSlice<T>, CudaSlice<T>) {
         (self.x, self.w)
     }

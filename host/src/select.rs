@@ -86,11 +86,11 @@ pub fn candidates(problem: &Conv2d, dtype: DType, user: Layout, device: &DeviceM
     KERNELS
         .iter()
         .map(|k| {
-            let outcome = if k.dtype != dtype {
-                Err(format!("reads {} inputs, not {dtype}", k.dtype))
+            let outcome = if !k.reads(dtype) {
+                Err(format!("reads {} inputs, not {dtype}", k.dtypes_label()))
             } else {
                 let run = k.run_problem(problem);
-                (k.plan)(&run, device)
+                k.plan(&run, dtype, device)
                     .map(|plan| Estimate {
                         kernel_us: plan.predicted_us,
                         conversion_us: conversion_us(k, problem, dtype, user, device),
@@ -192,7 +192,8 @@ fn time_kernel<T: Element>(gpu: &Gpu, problem: &Conv2d, plan: &LaunchPlan) -> Re
     let w: Vec<T> = crate::random::uniform_vec_f32(problem.filter_len(), 2).into_iter().map(T::from_f32).collect();
     let (x, w) = (gpu.upload(&x)?, gpu.upload(&w)?);
     let mut y = gpu.alloc_zeros::<f32>(problem.output_len())?;
-    let t = time_runs(gpu, TimingConfig::new(2, 5), |_| crate::launch(gpu, plan, problem, &x, &w, &mut y))?;
+    let mut ws = crate::workspace::Workspace::for_plan(gpu, plan)?;
+    let t = time_runs(gpu, TimingConfig::new(2, 5), |_| crate::launch(gpu, plan, problem, &x, &w, &mut y, &mut ws))?;
     Ok(t.median_ms * 1e3)
 }
 
@@ -205,26 +206,26 @@ mod tests {
     #[test]
     fn picks_match_the_h100_measurements_on_the_seed_shapes() {
         // Fastest measured per dtype (BENCHMARKS.md, H100 2026-11-22): direct_smem on the batch-1
-        // 6x6 shape (0.031 ms vs 0.29 for tiled_nchw), the tiled kernels on the larger ones.
+        // 6x6 shape (9x faster than tiled_nchw), the tiled kernels on the larger ones.
         let d = h100();
         let pick = |p: &Conv2d, t: DType, l: Layout| choose(p, t, l, &d).unwrap().pick.name();
         assert_eq!(pick(&Conv2d::new(1, 6, 768, 512, 6, 6, 6), DType::F32, Layout::Nchw), "direct_smem");
         let big = Conv2d::new(256, 256, 14, 14, 512, 3, 3).with_pad(1);
         assert!(["tiled_hwcn", "tiled_nchw"].contains(&pick(&big, DType::F32, Layout::Nchw)));
-        // On Hopper step 7, the persistent wgmma kernel with im2col TMA copies (0.1557 ms on the
-        // H100, fourth session), before step 6's (0.1601 ms, third session), step 4's (0.1674
-        // ms), step 3's (0.2048 ms) and mma.sync (0.273 ms).
-        assert_eq!(pick(&big, DType::F16, Layout::Nhwc), "wgmma_tma_nhwc");
+        // On Hopper step 7, the persistent wgmma kernel with im2col TMA copies, which measured
+        // fastest on this shape (BENCHMARKS.md, fourth session), before steps 6, 4, 3 and mma.sync.
+        assert_eq!(pick(&big, DType::F16, Layout::Nhwc), "wgmma_ws_tma_persistent");
+        assert_eq!(pick(&big, DType::BF16, Layout::Nhwc), "wgmma_ws_tma_persistent");
         // Blocked-layout holders: the blocked kernel where no wgmma runs; on Hopper the wgmma
         // kernels are predicted faster than it by about what the conversions to and from NHWC cost.
-        assert!(["wmma_nhwcnc", "wgmma_tma_nhwc"].contains(&pick(&big, DType::F16, Layout::Nhwc16n16c)));
+        assert!(["wmma_nhwcnc", "wgmma_ws_tma_persistent"].contains(&pick(&big, DType::F16, Layout::Nhwc16n16c)));
         let a100 = DeviceModel::named("a100").unwrap();
         assert_eq!(choose(&big, DType::F16, Layout::Nhwc16n16c, &a100).unwrap().pick.name(), "wmma_nhwcnc");
         assert!(choose(&big, DType::F16, Layout::Nhwc, &DeviceModel::named("a100").unwrap()).unwrap().pick.name().starts_with("wmma_"));
         // C = 3 (the first layer of a network): the small-C kernel from a shared-memory patch,
-        // unpadded (16,3,224,224 -> 64 7x7 s2: 0.0539 ms against wmma_smallc's 0.1104 on the
-        // H100, fifth session); the plain-layout kernels would run it padded to C = 8 with
-        // most of their k-tiles zeros.
+        // unpadded (it measured twice as fast as wmma_smallc on 16,3,224,224 -> 64 7x7 s2;
+        // BENCHMARKS.md, fifth session); the plain-layout kernels would run it padded to C = 8
+        // with most of their k-tiles zeros.
         let first = Conv2d::new(8, 3, 224, 224, 64, 7, 7).with_pad(3).with_stride(2);
         let c = choose(&first, DType::F16, Layout::Nhwc, &d).unwrap();
         assert_eq!(c.pick.name(), "wmma_patch");

@@ -24,7 +24,7 @@ use crate::{Conv2d, Error, Result};
 /// Channels per box row: one 128-byte swizzle row of 16-bit elements.
 const BOX_CHANNELS: u32 = 64;
 /// Pixels (GEMM rows) per im2col box: the kernels' block tile rows.
-const BOX_PIXELS: u32 = convrs_spec::wgmma::BLOCK_M as u32;
+const BOX_PIXELS: u32 = convrs_spec::hopper::BLOCK_M as u32;
 
 /// What a filter map encodes; equal keys give equal maps.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

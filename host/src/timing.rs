@@ -170,9 +170,11 @@ fn time_events(gpu: &Gpu, runs: usize, run: &mut impl FnMut(usize) -> Result<()>
     Ok(summarize(&mut ms, TimingMethod::Events, 1))
 }
 
-/// `batch` runs captured from the GPU's stream into an instantiated graph. The capture is ended
-/// whatever happens, so the stream is usable again after an error.
-fn capture(gpu: &Gpu, batch: usize, run: &mut impl FnMut(usize) -> Result<()>) -> Result<CudaGraph> {
+/// `batch` runs captured from the GPU's stream into an instantiated graph, uploaded and
+/// launched once (so a broken capture fails here); `graph.launch()` replays it on the stream.
+/// The capture is ended whatever happens, so the stream is usable again after an error. What
+/// the runs touch (operands, outputs, a plan's workspace) must outlive every replay.
+pub fn capture(gpu: &Gpu, batch: usize, run: &mut impl FnMut(usize) -> Result<()>) -> Result<CudaGraph> {
     let stream = gpu.stream();
     stream.begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL).map_err(cuda_err("begin graph capture"))?;
     let enqueued = (0..batch).try_for_each(|i| run(i));

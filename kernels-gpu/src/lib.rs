@@ -14,7 +14,8 @@
 //! - [`tensor_core`]: fp16 in, fp32 accumulate on the tensor cores (`mma.sync`, `ldmatrix`,
 //!   swizzled shared memory): `wmma_nhwcnc` on the blocked NHWC16n16c layouts, `wmma_nhwc` on
 //!   plain NHWC, one implicit-GEMM mainloop for both. The sm_90a build alone (`cargo xtask
-//!   build-ptx --arch sm_90a`) adds `wgmma_nhwc` on Hopper's asynchronous warpgroup MMA.
+//!   build-ptx --arch sm_90a`) adds the `wgmma_*` entries (`tensor_core::hopper`) on Hopper's
+//!   asynchronous warpgroup MMA.
 #![no_std]
 #![feature(abi_ptx, stdarch_nvptx, asm_experimental_arch, core_float_math)]
 

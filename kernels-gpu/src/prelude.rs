@@ -10,6 +10,9 @@ pub mod wgmma;
 /// mbarriers, TMA and setmaxnreg for the warp-specialized Hopper kernel (sm_90a build only).
 #[cfg(target_feature = "sm_90a")]
 pub mod mbarrier;
+/// The warp-specialized Hopper kernel's producer/consumer ring (sm_90a build only).
+#[cfg(target_feature = "sm_90a")]
+pub mod pipeline;
 
 /// Aborts the kernel; the host sees a launch error instead of wrong numbers.
 #[inline(always)]

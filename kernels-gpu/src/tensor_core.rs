@@ -10,10 +10,9 @@
 //!   over taps and channels together, operands gathered element by element.
 //! - [`patch`]: `wmma_patch_128x{BN}`, the same reduction with the input patch of each output
 //!   tile staged in shared memory and the output tile written through it.
-//! - `wgmma` (sm_90a PTX only): `wgmma_nhwc_128x{BN}k64` on plain NHWC with Hopper's
-//!   `wgmma.mma_async` from shared-memory descriptors.
-//! - `wgmma_ws` (sm_90a PTX only): `wgmma_ws_nhwc_128x{BN}k64`,
-//!   warp-specialized (a producer warpgroup, two wgmma warpgroups) on an mbarrier ring, filters by TMA.
+//! - [`hopper`] (sm_90a PTX only): the same implicit GEMM with Hopper's `wgmma.mma_async`, a
+//!   progression of policies from one table (`convrs_spec::hopper_configs!`): multistage, then
+//!   warp-specialized on an mbarrier ring with TMA, clusters, a persistent grid, split-K.
 
 pub mod implicit_gemm;
 pub mod nhwc;
@@ -24,6 +23,4 @@ pub mod small_c;
 #[cfg(not(target_feature = "sm_90a"))]
 pub mod patch;
 #[cfg(target_feature = "sm_90a")]
-pub mod wgmma;
-#[cfg(target_feature = "sm_90a")]
-pub mod wgmma_ws;
+pub mod hopper;

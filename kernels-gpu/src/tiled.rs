@@ -36,24 +36,23 @@
 //! holding them across the mainloop.
 //!
 //! Instantiations (listed once in `convrs_spec::tiled_tiles!`, for both kernels;
-//! host/src/plan/tiled/hwcn.rs picks one per problem; H100 times on 256,256,14,14 -> 512, 3x3 pad 1, fp32, 118.4 GFLOP nominal):
+//! host/src/plan/tiled/hwcn.rs picks one per problem, by the timings in BENCHMARKS.md):
 //!
-//! | name | BM x BN x BK | TM x TN | threads | FFMA per LDS.128 | hwcn ms | nchw ms |
-//! | --- | --- | --- | --- | --- | --- | --- |
-//! | `128x128` | 128 x 128 x 8 | 8 x 8 | 256 | 16 | **2.50** | 3.66 |
-//! | `128x128_k16` | 128 x 128 x 16 | 8 x 8 | 256 | 16 | 2.48 | 3.50 |
-//! | `256x128` | 256 x 128 x 8 | 8 x 8 | 512 | 16 | 2.59 | **3.31** |
-//! | `128x64` | 128 x 64 x 8 | 8 x 8 | 128 | 16 | 2.62 | 3.71 |
-//! | `64x128` | 64 x 128 x 8 | 8 x 8 | 128 | 16 | 2.54 | 4.50 |
-//! | `64x64` | 64 x 64 x 8 | 8 x 8 | 64 | 16 | | |
-//! | `128x32` | 128 x 32 x 8 | 8 x 4 | 128 | 10.7 | | |
-//! | `32x128` | 32 x 128 x 8 | 4 x 8 | 128 | 10.7 | | |
+//! | name | BM x BN x BK | TM x TN | threads | FFMA per LDS.128 |
+//! | --- | --- | --- | --- | --- |
+//! | `128x128` | 128 x 128 x 8 | 8 x 8 | 256 | 16 |
+//! | `128x128_k16` | 128 x 128 x 16 | 8 x 8 | 256 | 16 |
+//! | `256x128` | 256 x 128 x 8 | 8 x 8 | 512 | 16 |
+//! | `128x64` | 128 x 64 x 8 | 8 x 8 | 128 | 16 |
+//! | `64x128` | 64 x 128 x 8 | 8 x 8 | 128 | 16 |
+//! | `64x64` | 64 x 64 x 8 | 8 x 8 | 64 | 16 |
+//! | `128x32` | 128 x 32 x 8 | 8 x 4 | 128 | 10.7 |
+//! | `32x128` | 32 x 128 x 8 | 4 x 8 | 128 | 10.7 |
 //!
 //! `64x64` is the reference schedule (8 x 8 threads, 2 x 2 quadrants of 4 x 4, a 64 x 64
-//! tile of output channel x batch per pixel); it is the pick for 64,64,56,56 -> 64 in HWCN
-//! (0.39 ms); `128x32` serves small batches (32,512,7,7 -> 512: 0.38 ms HWCN, 0.44 ms NCHW).
-//! Bold: the plan's pick. HWCN's figure counts nominal FLOPs; it skips the 9% of taps that read
-//! only padding on 14 x 14, so its FMA rate is 2.50 ms -> 43 TFLOP/s, NCHW's 3.31 ms -> 35.7.
+//! tile of output channel x batch per pixel); it is the pick for 64,64,56,56 -> 64 in HWCN;
+//! `128x32` serves small batches (32,512,7,7 -> 512). HWCN skips the taps that read only
+//! padding (9% of them on 14 x 14), so its nominal FLOP rate overstates its FMA rate.
 
 #![allow(unused_comparisons)]
 

@@ -2,13 +2,13 @@
 //! launches them (`convrs`): everything both sides must agree on, written once.
 //!
 //! - [`args`]: the `i32` shape arguments every entry point takes after its pointers, and their order.
-//! - [`split_k`]: how step 8 splits the reduction and where its partial sums go.
-//! - [`direct`], [`tiled`], [`tensor_core`], [`small_c`], [`wgmma`]: per kernel family, the compiled instantiations with
+//! - [`split_k`]: how the split-K schedule splits the reduction and where its partial sums go.
+//! - [`direct`], [`tiled`], [`tensor_core`], [`small_c`], [`patch`], [`hopper`]: per kernel family, the compiled instantiations with
 //!   their entry-point names, and the formulas both sides evaluate (block threads, shared-memory
 //!   bytes, tile geometry, which thread computes which output).
 //!
 //! Each family's instantiations are one `macro_rules!` table ([`direct_naive_entry!`],
-//! [`direct_smem_variants!`], [`tiled_tiles!`], [`tensor_core_tiles!`]) that hands its rows to a
+//! [`direct_smem_variants!`], [`tiled_tiles!`], [`tensor_core_tiles!`], [`hopper_configs!`]) that hands its rows to a
 //! callback macro: the kernel crate's callback declares the entry points (their names must be
 //! literal identifiers), and this crate's own callback builds the `const` tables the host plans
 //! from (names via `stringify!`). The host keeps only its cost model's measurements, in arrays of
@@ -25,12 +25,12 @@
 
 pub mod args;
 pub mod direct;
+pub mod hopper;
 pub mod tensor_core;
 pub mod tiled;
 pub mod small_c;
 pub mod split_k;
 pub mod patch;
 pub mod transform;
-pub mod wgmma;
 
 pub use args::ConvShape;

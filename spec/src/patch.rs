@@ -118,8 +118,8 @@ impl Geometry {
     /// with the fewest tiles (the least output computed past the edges), then the smallest
     /// patch, then the widest. A strided one-row tile copies a patch `stride` times its width
     /// for every window row (7x7 stride 2: 7 x 261 pixels for 128 outputs; 16 x 8 tiles copy
-    /// 21 x 37): 0.0529 -> 0.0409 ms on the H100. At stride 1 the same rule measured 5% faster
-    /// at C = 1 and 9-12% slower at C = 3, so it is not used there.
+/// 21 x 37), and measured slower. At stride 1 the same rule measured faster at C = 1 and
+/// slower at C = 3, so it is not used there (BENCHMARKS.md, seventh session).
     pub const fn of(sh: &ConvShape) -> Geometry {
         // The narrowest power of two that holds a whole output row, within MIN_TQ..=MAX_TQ.
         let mut row = MIN_TQ;

@@ -1,4 +1,5 @@
-//! Split-K (step 8 of family 3, the host's `wgmma_sk_nhwc`): when a layer has too few output
+//! Split-K (the Hopper schedule [`crate::hopper::Schedule::SplitK`], step 8 of family 3, the
+//! host's `wgmma_ws_tma_splitk`): when a layer has too few output
 //! tiles to fill the GPU, the reduction's k-tiles are split over `splits` slices of the grid
 //! (its z dimension), and the slices of each output tile meet in a workspace:
 //!
@@ -8,12 +9,13 @@
 //!   does not depend on which came last), writes the output, and sets the counter back to zero
 //!   for the next launch.
 //!
-//! The workspace (zeroed when allocated) holds the counters, one `u32` per unit in a region
+//! The workspace (zeroed when allocated, owned by whoever runs the plan, passed to the kernel as
+//! its own argument) holds the counters, one `u32` per unit in a region
 //! of fixed size, then the partial sums: per slice and unit, [`unit_floats`] values in the
 //! warp's register order, each lane's four-value pieces interleaved so that a warp's loads and
 //! stores are whole 512-byte lines.
 
-/// The widest tile step 8 splits: the 128x256 tile's registers hold no more than its own
+/// The widest tile the split-K schedule takes: the 128x256 tile's registers hold no more than its own
 /// epilogue (the split path spilled there).
 pub const MAX_BN: usize = 128;
 

@@ -30,6 +30,20 @@ pub fn gpu_or_skip(test: &str) -> Option<convrs::Gpu> {
     }
 }
 
+/// The GPU if it is a Hopper (compute capability 9.0, where the `wgmma` kernels run), else
+/// `None` after a loud SKIPPED (a panic if CONVRS_REQUIRE_HOPPER=1, which the bundle's run on a
+/// Hopper sets).
+pub fn hopper_or_skip(test: &str) -> Option<convrs::Gpu> {
+    let gpu = gpu_or_skip(test)?;
+    if convrs::ptx::loads_sm90a(gpu.info().compute_capability) {
+        return Some(gpu);
+    }
+    let (major, minor) = gpu.info().compute_capability;
+    assert!(!required("CONVRS_REQUIRE_HOPPER"), "CONVRS_REQUIRE_HOPPER=1 but the GPU is {major}.{minor}");
+    shout(&format!("SKIPPED `{test}`: the wgmma kernels need compute capability 9.0, this GPU is {major}.{minor}"));
+    None
+}
+
 /// ptxas, or `None` after announcing that `test` was SKIPPED (a panic if ptxas is required).
 pub fn ptxas_or_skip(test: &str) -> Option<PathBuf> {
     match xtask::ptxas::find_ptxas() {
@@ -90,27 +104,32 @@ pub enum Out {
     F32,
 }
 
-/// The relative L2 tolerance for `algo` writing `out` (`convrs::bench::tolerance`: the fp32
-/// accumulation, plus the output rounding of a 16-bit output).
-pub fn tolerance(algo: Algorithm, out: Out) -> f64 {
-    let input = algo.dtype().unwrap_or(DType::F32);
+/// The relative L2 tolerance for a kernel reading `input` and writing `out`
+/// (`convrs::bench::tolerance`: the fp32 accumulation, plus the output rounding of a 16-bit
+/// output).
+pub fn tolerance(input: DType, out: Out) -> f64 {
     convrs::bench::tolerance(input, if out == Out::F32 { DType::F32 } else { input })
 }
 
-/// Runs `algo` on fresh random data (the output poisoned with NaN first, inside `conv2d`) and
-/// compares with the f64 CPU reference on the same inputs, the output in the input's type. For
-/// fp16/bf16 kernels the inputs are rounded first and the reference sums the rounded values, so
-/// only the kernel's own arithmetic (and its output rounding) is judged.
-pub fn gpu_vs_cpu(gpu: &Gpu, algo: Algorithm, p: &Conv2d, seed: u64) -> convrs::Result<Comparison> {
-    gpu_vs_cpu_to(gpu, algo, p, seed, Out::Input)
+/// Every (kernel, element type) pair of the registry that `keep` accepts: what the GPU tests
+/// iterate, so a kernel added to the registry is tested without a hand list.
+pub fn kernels(keep: impl Fn(&convrs::registry::KernelDesc) -> bool) -> Vec<(Algorithm, DType)> {
+    convrs::registry::KERNELS.iter().filter(|k| keep(k)).flat_map(|k| k.dtypes.iter().map(move |&d| (k.algorithm, d))).collect()
+}
+
+/// Runs `algo` on fresh random `dtype` data (the output poisoned with NaN first, inside
+/// `conv2d`) and compares with the f64 CPU reference on the same inputs, the output in the
+/// input's type. For fp16/bf16 kernels the inputs are rounded first and the reference sums the
+/// rounded values, so only the kernel's own arithmetic (and its output rounding) is judged.
+pub fn gpu_vs_cpu(gpu: &Gpu, algo: Algorithm, dtype: DType, p: &Conv2d, seed: u64) -> convrs::Result<Comparison> {
+    gpu_vs_cpu_to(gpu, algo, dtype, p, seed, Out::Input)
 }
 
 /// [`gpu_vs_cpu`] with the output in `out`.
-pub fn gpu_vs_cpu_to(gpu: &Gpu, algo: Algorithm, p: &Conv2d, seed: u64, out: Out) -> convrs::Result<Comparison> {
+pub fn gpu_vs_cpu_to(gpu: &Gpu, algo: Algorithm, dtype: DType, p: &Conv2d, seed: u64, out: Out) -> convrs::Result<Comparison> {
     let x = Tensor::random(p.input_shape(), Layout::Nchw, seed)?;
     let w = Tensor::random(p.filter_shape(), Layout::Nchw, seed ^ 0x9E37_79B9_7F4A_7C15)?;
-    // `Auto` on f32 tensors: the automatic choice among the fp32 kernels.
-    match algo.dtype().unwrap_or(DType::F32) {
+    match dtype {
         DType::F32 => run_and_compare(gpu, algo, p, &x, &w, out),
         DType::F16 => run_and_compare(gpu, algo, p, &x.map(f16::from_f32), &w.map(f16::from_f32), out),
         DType::BF16 => run_and_compare(gpu, algo, p, &x.map(half::bf16::from_f32), &w.map(half::bf16::from_f32), out),
@@ -125,24 +144,25 @@ fn run_and_compare<T: convrs::Element>(gpu: &Gpu, algo: Algorithm, p: &Conv2d, x
     })
 }
 
-/// Each of `shapes` through `algo` writing both output types (the input's and fp32), on fresh
-/// data from `seed`: every output written and within [`tolerance`] of the CPU reference.
-pub fn check_shapes_both_outputs(gpu: &Gpu, algo: Algorithm, shapes: &[Conv2d], seed: u64) {
+/// Each of `shapes` through `algo` on `dtype` data writing both output types (the input's and
+/// fp32), on fresh data from `seed`: every output written and within [`tolerance`] of the CPU
+/// reference.
+pub fn check_shapes_both_outputs(gpu: &Gpu, algo: Algorithm, dtype: DType, shapes: &[Conv2d], seed: u64) {
     for p in shapes {
         for out in [Out::Input, Out::F32] {
-            let c = gpu_vs_cpu_to(gpu, algo, p, seed, out).unwrap_or_else(|e| panic!("{algo} on {p} ({out:?} output): {e}"));
-            assert_eq!(c.non_finite, 0, "{algo} on {p} ({out:?} output): {c}");
-            assert!(c.rel_l2_err <= tolerance(algo, out), "{algo} on {p} ({out:?} output): {c}");
+            let c = gpu_vs_cpu_to(gpu, algo, dtype, p, seed, out).unwrap_or_else(|e| panic!("{algo} ({dtype}) on {p} ({out:?} output): {e}"));
+            assert_eq!(c.non_finite, 0, "{algo} ({dtype}) on {p} ({out:?} output): {c}");
+            assert!(c.rel_l2_err <= tolerance(dtype, out), "{algo} ({dtype}) on {p} ({out:?} output): {c}");
         }
     }
 }
 
 /// Property test: `cases` random problems (see [`conv_problems_with`], with the sizes `algo`
-/// needs) through `algo`, each within [`tolerance`] of the CPU reference with every output
-/// written; the output type alternates with the case's seed (the input's type, or fp32), so a
-/// 16-bit kernel is checked writing both. Problems the algorithm reports as unsupported are
-/// counted and must stay a minority.
-pub fn property_test_gpu(gpu: &Gpu, algo: Algorithm, cases: u32) {
+/// needs) through `algo` on `dtype` data, each within [`tolerance`] of the CPU reference with
+/// every output written; the output type alternates with the case's seed (the input's type, or
+/// fp32), so a 16-bit kernel is checked writing both. Problems the algorithm reports as
+/// unsupported are counted and must stay a minority.
+pub fn property_test_gpu(gpu: &Gpu, algo: Algorithm, dtype: DType, cases: u32) {
     use proptest::test_runner::{Config, TestRunner};
     let mut runner = TestRunner::new(Config { cases, failure_persistence: None, ..Config::default() });
     let ran = std::cell::Cell::new(0u32);
@@ -150,12 +170,12 @@ pub fn property_test_gpu(gpu: &Gpu, algo: Algorithm, cases: u32) {
     let f32_outputs = std::cell::Cell::new(0u32);
     let result = runner.run(&conv_problems_with(size_multiples(algo)), |(p, seed)| {
         let out = if seed & 1 == 1 { Out::F32 } else { Out::Input };
-        match gpu_vs_cpu_to(gpu, algo, &p, seed, out) {
+        match gpu_vs_cpu_to(gpu, algo, dtype, &p, seed, out) {
             Err(convrs::Error::Unsupported { .. }) => unsupported.set(unsupported.get() + 1),
-            Err(e) => return Err(TestCaseError::fail(format!("{algo} on {p} ({out:?} output): {e}"))),
+            Err(e) => return Err(TestCaseError::fail(format!("{algo} ({dtype}) on {p} ({out:?} output): {e}"))),
             Ok(c) => {
-                prop_assert_eq!(c.non_finite, 0, "{} on {} ({:?} output): {} outputs not written or not finite ({})", algo, p, out, c.non_finite, c);
-                prop_assert!(c.rel_l2_err <= tolerance(algo, out), "{} on {} ({:?} output): {}", algo, p, out, c);
+                prop_assert_eq!(c.non_finite, 0, "{} ({}) on {} ({:?} output): {} outputs not written or not finite ({})", algo, dtype, p, out, c.non_finite, c);
+                prop_assert!(c.rel_l2_err <= tolerance(dtype, out), "{} ({}) on {} ({:?} output): {}", algo, dtype, p, out, c);
             }
         }
         ran.set(ran.get() + 1);
@@ -163,27 +183,27 @@ pub fn property_test_gpu(gpu: &Gpu, algo: Algorithm, cases: u32) {
         Ok(())
     });
     if let Err(e) = result {
-        panic!("{algo}: {e}");
+        panic!("{algo} ({dtype}): {e}");
     }
     shout(&format!(
-        "{algo}: {} random problems checked on the GPU ({} with fp32 outputs, the rest in the input's type), {} unsupported",
+        "{algo} ({dtype}): {} random problems checked on the GPU ({} with fp32 outputs, the rest in the input's type), {} unsupported",
         ran.get(),
         f32_outputs.get(),
         unsupported.get()
     ));
     assert!(ran.get() >= cases, "only {} of {cases} cases ran", ran.get());
-    assert!(unsupported.get() * 4 <= ran.get(), "{algo} refused {} of {} problems", unsupported.get(), ran.get());
+    assert!(unsupported.get() * 4 <= ran.get(), "{algo} ({dtype}) refused {} of {} problems", unsupported.get(), ran.get());
 }
 
-/// The 16-bit epilogue of `algo` (an fp16 or bf16 kernel) rounds, and only rounds: on the same
-/// data its 16-bit output is bit for bit the round-to-nearest-even of its own fp32 output (the
-/// mainloop's sums do not depend on the output type), on ragged shapes whose edges predicate the
-/// stores (C and K not multiples of 8 run zero-padded). Panics on the first shape that differs.
-pub fn check_sixteen_bit_rounding(gpu: &Gpu, algo: Algorithm) {
-    match algo.dtype() {
-        Some(DType::F16) => sixteen_bit_rounding::<f16>(gpu, algo),
-        Some(DType::BF16) => sixteen_bit_rounding::<half::bf16>(gpu, algo),
-        other => panic!("{algo} reads {other:?}, not a 16-bit type"),
+/// The 16-bit epilogue of `algo` on `dtype` (fp16 or bf16) data rounds, and only rounds: on the
+/// same data its 16-bit output is bit for bit the round-to-nearest-even of its own fp32 output
+/// (the mainloop's sums do not depend on the output type), on ragged shapes whose edges predicate
+/// the stores (C and K not multiples of 8 run zero-padded). Panics on the first shape that differs.
+pub fn check_sixteen_bit_rounding(gpu: &Gpu, algo: Algorithm, dtype: DType) {
+    match dtype {
+        DType::F16 => sixteen_bit_rounding::<f16>(gpu, algo),
+        DType::BF16 => sixteen_bit_rounding::<half::bf16>(gpu, algo),
+        DType::F32 => panic!("{algo}: fp32 is not a 16-bit type"),
     }
 }
 

@@ -28,19 +28,19 @@ proptest! {
         let dtype = if f16 { DType::F16 } else { DType::F32 };
         let layout = if nhwc { Layout::Nhwc } else { Layout::Nchw };
         for a in Algorithm::ALL {
-            if let Ok(plan) = a.plan(&p, &d) {
+            if let Ok(plan) = a.plan(&p, dtype, &d) {
                 prop_assert!(p.validate().is_ok(), "{a} planned an invalid problem {p}");
                 prop_assert!(plan.predicted_us.is_finite() && plan.predicted_us > 0.0, "{a} on {p}: {plan:?}");
                 prop_assert!(plan.shared_bytes <= d.smem_per_block);
             }
         }
-        prop_assert!(Algorithm::Auto.plan(&p, &d).is_err());
+        prop_assert!(Algorithm::Auto.plan(&p, dtype, &d).is_err());
         let candidates = select::candidates(&p, dtype, layout, &d);
         prop_assert_eq!(candidates.len(), Algorithm::ALL.len());
         match select::choose(&p, dtype, layout, &d) {
             Ok(c) => {
                 prop_assert!(p.validate().is_ok());
-                prop_assert_eq!(c.pick.dtype(), Some(dtype));
+                prop_assert!(c.pick.dtypes().contains(&dtype));
                 let best = c.estimate().unwrap().total_us();
                 prop_assert!(c.candidates.iter().filter_map(|c| c.outcome.as_ref().ok()).all(|e| e.total_us() >= best));
             }

@@ -13,7 +13,7 @@ use proptest::test_runner::{Config, TestRunner};
 #[test]
 fn auto_matches_cpu_on_random_fp32_problems() {
     let Some(gpu) = gpu_or_skip("auto_matches_cpu_on_random_fp32_problems") else { return };
-    property_test_gpu(&gpu, Algorithm::Auto, 48);
+    property_test_gpu(&gpu, Algorithm::Auto, DType::F32, 48);
 }
 
 #[test]

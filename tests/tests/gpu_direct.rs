@@ -1,7 +1,7 @@
 //! GPU tests of family 1 (direct convolution) against the f64 CPU reference.
 //! Without a GPU each test announces that it was skipped (see `convrs_tests::gpu_or_skip`).
 
-use convrs::{Algorithm, Conv2d};
+use convrs::{Algorithm, Conv2d, DType};
 use convrs_tests::{gpu_or_skip, gpu_vs_cpu, property_test_gpu};
 
 /// fp32 products summed in fp32 over at most C*R*S = 20*64 terms: rounding error grows like
@@ -13,13 +13,13 @@ const CASES: u32 = 96;
 #[test]
 fn direct_naive_matches_cpu_on_random_problems() {
     let Some(gpu) = gpu_or_skip("direct_naive_matches_cpu_on_random_problems") else { return };
-    property_test_gpu(&gpu, Algorithm::DirectNaive, CASES);
+    property_test_gpu(&gpu, Algorithm::DirectNaive, DType::F32, CASES);
 }
 
 #[test]
 fn direct_smem_matches_cpu_on_random_problems() {
     let Some(gpu) = gpu_or_skip("direct_smem_matches_cpu_on_random_problems") else { return };
-    property_test_gpu(&gpu, Algorithm::DirectSmem, CASES);
+    property_test_gpu(&gpu, Algorithm::DirectSmem, DType::F32, CASES);
 }
 
 /// The shapes the issue names, and the corners a random draw may miss.
@@ -39,7 +39,7 @@ fn direct_kernels_match_cpu_on_named_shapes() {
     ];
     for algo in [Algorithm::DirectNaive, Algorithm::DirectSmem] {
         for p in &shapes {
-            let c = gpu_vs_cpu(&gpu, algo, p, 42).unwrap_or_else(|e| panic!("{algo} on {p}: {e}"));
+            let c = gpu_vs_cpu(&gpu, algo, DType::F32, p, 42).unwrap_or_else(|e| panic!("{algo} on {p}: {e}"));
             assert_eq!(c.non_finite, 0, "{algo} on {p}: {c}");
             assert!(c.rel_l2_err <= TOL, "{algo} on {p}: {c}");
         }

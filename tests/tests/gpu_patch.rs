@@ -1,19 +1,19 @@
-//! GPU tests of `wmma_patch` and `wmma_patch_bf16` (step 2b's reduction over taps and channels,
+//! GPU tests of `wmma_patch` on fp16 and bf16 data (step 2b's reduction over taps and channels,
 //! operands from a shared-memory patch of the input, output staged in shared memory) against
 //! the f64 CPU reference on the same rounded inputs, both output types, NaN-poisoned outputs.
 //! Without a GPU each test announces that it was skipped.
 
-use convrs::{Algorithm, Conv2d};
+use convrs::{Algorithm, Conv2d, DType};
 use convrs_tests::{check_shapes_both_outputs, gpu_or_skip, property_test_gpu};
 
-const ALGOS: [Algorithm; 2] = [Algorithm::WmmaPatch, Algorithm::WmmaPatchBf16];
+const ALGOS: [(Algorithm, DType); 2] = [(Algorithm::WmmaPatch, DType::F16), (Algorithm::WmmaPatch, DType::BF16)];
 
 /// Random problems with every C from 1 (no multiple required) and K a multiple of 8.
 #[test]
 fn patch_matches_cpu_on_random_problems() {
     let Some(gpu) = gpu_or_skip("patch_matches_cpu_on_random_problems") else { return };
-    for algo in ALGOS {
-        property_test_gpu(&gpu, algo, 64);
+    for (algo, dtype) in ALGOS {
+        property_test_gpu(&gpu, algo, dtype, 64);
     }
 }
 
@@ -38,8 +38,8 @@ fn patch_matches_cpu_on_named_shapes() {
         Conv2d::new(1, 3, 5, 5, 8, 5, 5).with_pad(4),                   // most taps in the padding
         Conv2d::new(40, 3, 20, 20, 8, 3, 3).with_pad(1),                // 1000 tiles: each block walks several
     ];
-    for algo in ALGOS {
-        check_shapes_both_outputs(&gpu, algo, &shapes, 17);
+    for (algo, dtype) in ALGOS {
+        check_shapes_both_outputs(&gpu, algo, dtype, &shapes, 17);
     }
 }
 
@@ -47,7 +47,7 @@ fn patch_matches_cpu_on_named_shapes() {
 #[test]
 fn patch_sixteen_bit_outputs_are_the_rounded_fp32_outputs() {
     let Some(gpu) = gpu_or_skip("patch_sixteen_bit_outputs_are_the_rounded_fp32_outputs") else { return };
-    for algo in ALGOS {
-        convrs_tests::check_sixteen_bit_rounding(&gpu, algo);
+    for (algo, dtype) in ALGOS {
+        convrs_tests::check_sixteen_bit_rounding(&gpu, algo, dtype);
     }
 }

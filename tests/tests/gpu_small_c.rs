@@ -1,19 +1,19 @@
-//! GPU tests of `wmma_smallc` and `wmma_smallc_bf16` (tensor cores for few input channels: the
+//! GPU tests of `wmma_smallc` on fp16 and bf16 data (tensor cores for few input channels: the
 //! reduction over taps and channels together, operands gathered element by element) against
 //! the f64 CPU reference on the same rounded inputs, both output types, NaN-poisoned outputs.
 //! Without a GPU each test announces that it was skipped.
 
-use convrs::{Algorithm, Conv2d};
+use convrs::{Algorithm, Conv2d, DType};
 use convrs_tests::{check_shapes_both_outputs, gpu_or_skip, property_test_gpu};
 
-const ALGOS: [Algorithm; 2] = [Algorithm::WmmaSmallC, Algorithm::WmmaSmallCBf16];
+const ALGOS: [(Algorithm, DType); 2] = [(Algorithm::WmmaSmallC, DType::F16), (Algorithm::WmmaSmallC, DType::BF16)];
 
 /// Random problems with every C from 1 (no multiple required) and K a multiple of 8.
 #[test]
 fn smallc_matches_cpu_on_random_problems() {
     let Some(gpu) = gpu_or_skip("smallc_matches_cpu_on_random_problems") else { return };
-    for algo in ALGOS {
-        property_test_gpu(&gpu, algo, 64);
+    for (algo, dtype) in ALGOS {
+        property_test_gpu(&gpu, algo, dtype, 64);
     }
 }
 
@@ -34,8 +34,8 @@ fn smallc_matches_cpu_on_named_shapes() {
         Conv2d::new(1, 1, 1, 1, 8, 1, 1),                               // the smallest problem
         Conv2d::new(1, 3, 5, 5, 8, 5, 5).with_pad(4),                   // most taps in the padding
     ];
-    for algo in ALGOS {
-        check_shapes_both_outputs(&gpu, algo, &shapes, 13);
+    for (algo, dtype) in ALGOS {
+        check_shapes_both_outputs(&gpu, algo, dtype, &shapes, 13);
     }
 }
 
@@ -43,7 +43,7 @@ fn smallc_matches_cpu_on_named_shapes() {
 #[test]
 fn smallc_sixteen_bit_outputs_are_the_rounded_fp32_outputs() {
     let Some(gpu) = gpu_or_skip("smallc_sixteen_bit_outputs_are_the_rounded_fp32_outputs") else { return };
-    for algo in ALGOS {
-        convrs_tests::check_sixteen_bit_rounding(&gpu, algo);
+    for (algo, dtype) in ALGOS {
+        convrs_tests::check_sixteen_bit_rounding(&gpu, algo, dtype);
     }
 }

@@ -1,7 +1,7 @@
 //! GPU tests of family 2 (tiled shared-memory kernels) against the f64 CPU reference.
 //! Without a GPU each test announces that it was skipped (see `convrs_tests::gpu_or_skip`).
 
-use convrs::{Algorithm, Conv2d};
+use convrs::{Algorithm, Conv2d, DType};
 use convrs_tests::{gpu_or_skip, gpu_vs_cpu, property_test_gpu};
 
 /// fp32 products summed in fp32 (`convrs::bench::FP32_REL_L2_TOLERANCE`): rounding grows like
@@ -13,13 +13,13 @@ const CASES: u32 = 96;
 #[test]
 fn tiled_hwcn_matches_cpu_on_random_problems() {
     let Some(gpu) = gpu_or_skip("tiled_hwcn_matches_cpu_on_random_problems") else { return };
-    property_test_gpu(&gpu, Algorithm::TiledHwcn, CASES);
+    property_test_gpu(&gpu, Algorithm::TiledHwcn, DType::F32, CASES);
 }
 
 #[test]
 fn tiled_nchw_matches_cpu_on_random_problems() {
     let Some(gpu) = gpu_or_skip("tiled_nchw_matches_cpu_on_random_problems") else { return };
-    property_test_gpu(&gpu, Algorithm::TiledNchw, CASES);
+    property_test_gpu(&gpu, Algorithm::TiledNchw, DType::F32, CASES);
 }
 
 /// The shapes at small batch, and the corners a random draw may miss: every tile shape,
@@ -46,7 +46,7 @@ fn tiled_kernels_match_cpu_on_named_shapes() {
     ];
     for algo in [Algorithm::TiledHwcn, Algorithm::TiledNchw] {
         for p in &shapes {
-            let c = gpu_vs_cpu(&gpu, algo, p, 42).unwrap_or_else(|e| panic!("{algo} on {p}: {e}"));
+            let c = gpu_vs_cpu(&gpu, algo, DType::F32, p, 42).unwrap_or_else(|e| panic!("{algo} on {p}: {e}"));
             assert_eq!(c.non_finite, 0, "{algo} on {p}: {c}");
             assert!(c.rel_l2_err <= TOL, "{algo} on {p}: {c}");
         }

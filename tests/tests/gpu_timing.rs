@@ -13,7 +13,7 @@ use convrs_tests::gpu_or_skip;
 use half::f16;
 
 /// A small, launch-bound layer, and one with few output tiles and a deep reduction (on Hopper the
-/// automatic choice splits it over the grid: step 8, whose counters every replay must leave at
+/// automatic choice splits it over the grid, whose counters every replay must leave at
 /// zero for the next).
 fn shapes() -> [Conv2d; 2] {
     [Conv2d::new(8, 256, 14, 14, 256, 1, 1), Conv2d::new(16, 832, 7, 7, 128, 5, 5).with_pad(2)]
@@ -80,4 +80,50 @@ fn the_cudnn_baseline_is_captured_too() {
     let c = compare(got.data(), reference.data());
     let tol = convrs::bench::baseline_tolerance(DType::F16, false);
     assert!(c.passes(tol), "{}: after graph replays rel L2 {:.3e} (tolerance {tol:.0e})", conv.engine_name(), c.rel_l2_err);
+}
+
+/// A split-K plan's workspace belongs to the plan: a graph captured from one replays correctly
+/// after a larger split-K problem has been prepared and run, and again after that (each replay
+/// leaves the counters at zero). Until the workspace moved into the plan it was one buffer of
+/// the `Gpu` that grew by reallocation, so the larger problem freed the memory the captured
+/// graph still wrote to. Hopper only (split-K is a Hopper schedule).
+#[test]
+fn a_captured_split_k_graph_replays_after_a_larger_split_k_problem() {
+    let Some(gpu) = convrs_tests::hopper_or_skip("a_captured_split_k_graph_replays_after_a_larger_split_k_problem") else { return };
+    let split: Algorithm = "wgmma_ws_tma_splitk".parse().unwrap();
+    let data = |p: &Conv2d, seed: u64| {
+        let x = Tensor::random(p.input_shape(), Layout::Nchw, seed).unwrap().map(f16::from_f32);
+        let w = Tensor::random(p.filter_shape(), Layout::Nchw, seed + 1).unwrap().map(f16::from_f32);
+        let reference = conv2d_cpu(p, &x, &w).unwrap();
+        (x, w, reference)
+    };
+    let tol = tolerance(DType::F16, DType::F16);
+    let check = |what: &str, y: Tensor<f16>, reference: &Tensor<f64>| {
+        let c = compare(y.data(), reference.data());
+        assert!(c.passes(tol), "{what}: rel L2 {:.3e} (tolerance {tol:.1e}), {} non-finite", c.rel_l2_err, c.non_finite);
+    };
+    let small = Conv2d::new(2, 256, 7, 7, 64, 3, 3).with_pad(1);
+    let large = Conv2d::new(16, 832, 7, 7, 128, 5, 5).with_pad(2);
+    let (xs, ws, ys) = data(&small, 60);
+    let mut a: Prepared<f16> = Prepared::new(&gpu, split, &small, &xs, &ws).unwrap();
+    assert!(a.plan().workspace_bytes > 0 && a.plan().grid.2 > 1, "{small} should split: {:?}", a.plan());
+    let graph = convrs::timing::capture(&gpu, 1, &mut |_| a.enqueue(&gpu)).unwrap();
+
+    let (xl, wl, yl) = data(&large, 70);
+    let mut b: Prepared<f16> = Prepared::new(&gpu, split, &large, &xl, &wl).unwrap();
+    assert!(b.plan().workspace_bytes > a.plan().workspace_bytes, "{:?} vs {:?}", b.plan(), a.plan());
+    b.poison_output(&gpu).unwrap();
+    b.enqueue(&gpu).unwrap();
+    check(&format!("{large}"), b.output(&gpu).unwrap(), &yl);
+
+    for replay in 0..2 {
+        a.poison_output(&gpu).unwrap();
+        graph.launch().unwrap();
+        gpu.synchronize().unwrap();
+        check(&format!("{small}, graph replay {replay} after {large}"), a.output(&gpu).unwrap(), &ys);
+    }
+    // And the larger plan's workspace was left alone by the replays.
+    b.poison_output(&gpu).unwrap();
+    b.enqueue(&gpu).unwrap();
+    check(&format!("{large} after the replays"), b.output(&gpu).unwrap(), &yl);
 }

@@ -1,58 +1,34 @@
-//! GPU tests of the Hopper steps (`wgmma_nhwc` to `wgmma_sk_nhwc`) and their bf16 twins (Hopper's warpgroup MMA, sm_90a) against the
-//! f64 CPU reference on the same rounded inputs, both output types, NaN-poisoned outputs. They
-//! need compute capability 9.0: elsewhere each test announces that it was skipped (the plans
-//! refuse other devices, which `wgmma_plans_refuse_other_devices` checks on the CPU).
+//! GPU tests of the Hopper kernels (every policy of `convrs_spec::hopper`, from the registry, in
+//! fp16 and bf16: Hopper's warpgroup MMA, sm_90a) against the f64 CPU reference on the same
+//! rounded inputs, both output types, NaN-poisoned outputs. They need compute capability 9.0:
+//! elsewhere each test announces that it was skipped (the plans refuse other devices, which
+//! `wgmma_plans_refuse_other_devices` checks on the CPU).
 
-use convrs::{Algorithm, Conv2d, DeviceModel, Error, Gpu};
-use convrs_tests::{check_shapes_both_outputs, gpu_or_skip, property_test_gpu, shout};
+use convrs::{Algorithm, Conv2d, DType, DeviceModel, Error};
+use convrs_tests::{check_shapes_both_outputs, hopper_or_skip, property_test_gpu};
 
-const ALGOS: [Algorithm; 16] = [
-    Algorithm::WgmmaNhwc,
-    Algorithm::WgmmaNhwcBf16,
-    Algorithm::WgmmaWsNhwc,
-    Algorithm::WgmmaWsNhwcBf16,
-    Algorithm::WgmmaMcNhwc,
-    Algorithm::WgmmaMcNhwcBf16,
-    Algorithm::WgmmaPwsNhwc,
-    Algorithm::WgmmaPwsNhwcBf16,
-    Algorithm::WgmmaPmcNhwc,
-    Algorithm::WgmmaPmcNhwcBf16,
-    Algorithm::WgmmaTmaNhwc,
-    Algorithm::WgmmaTmaNhwcBf16,
-    Algorithm::WgmmaTmcNhwc,
-    Algorithm::WgmmaTmcNhwcBf16,
-    Algorithm::WgmmaSkNhwc,
-    Algorithm::WgmmaSkNhwcBf16,
-];
-
-/// The GPU if it is a Hopper (compute capability 9.0), else `None` after a loud SKIPPED (a
-/// panic if CONVRS_REQUIRE_HOPPER=1, which the H100 run sets).
-fn hopper_or_skip(test: &str) -> Option<Gpu> {
-    let gpu = gpu_or_skip(test)?;
-    if convrs::ptx::loads_sm90a(gpu.info().compute_capability) {
-        return Some(gpu);
-    }
-    let (major, minor) = gpu.info().compute_capability;
-    assert!(std::env::var("CONVRS_REQUIRE_HOPPER").as_deref() != Ok("1"), "CONVRS_REQUIRE_HOPPER=1 but the GPU is {major}.{minor}");
-    shout(&format!("SKIPPED `{test}`: the wgmma kernels need compute capability 9.0, this GPU is {major}.{minor}"));
-    None
+/// Every Hopper kernel of the registry with each element type it reads.
+fn hopper() -> Vec<(Algorithm, DType)> {
+    let all = convrs_tests::kernels(|k| matches!(k.algorithm, Algorithm::Wgmma(_)));
+    assert_eq!(all.len(), 2 * convrs::plan::hopper::POLICIES.len());
+    all
 }
 
 #[test]
 fn wgmma_matches_cpu_on_random_problems() {
     let Some(gpu) = hopper_or_skip("wgmma_matches_cpu_on_random_problems") else { return };
-    for algo in ALGOS {
-        property_test_gpu(&gpu, algo, 64);
+    for (algo, dtype) in hopper() {
+        property_test_gpu(&gpu, algo, dtype, 64);
     }
 }
 
-/// The seed shape at small batch, both tiles, and the corners a random draw may miss.
+/// The seed shape at small batch, every tile width, and the corners a random draw may miss.
 #[test]
 fn wgmma_matches_cpu_on_named_shapes() {
     let Some(gpu) = hopper_or_skip("wgmma_matches_cpu_on_named_shapes") else { return };
     let shapes = [
         Conv2d::new(2, 256, 14, 14, 512, 3, 3).with_pad(1), // the seed shape at batch 2: 128x256 tiles
-        Conv2d::new(2, 64, 56, 56, 64, 3, 3).with_pad(1),   // K = 64: 128x128 tiles, half of them empty columns
+        Conv2d::new(2, 64, 56, 56, 64, 3, 3).with_pad(1),   // K = 64: 128x128 or 128x64 tiles
         Conv2d::new(3, 8, 13, 11, 8, 3, 3).with_pad(1),     // C = 8, K = 8: one partial chunk each
         Conv2d::new(1, 24, 9, 7, 40, 3, 3),                 // ragged M, K not a tile multiple
         Conv2d::new(3, 40, 31, 29, 264, 1, 1).with_stride(2), // 1x1 stride 2, K spans two 256 tiles
@@ -64,16 +40,26 @@ fn wgmma_matches_cpu_on_named_shapes() {
         // ring carried from one tile into the next (with fewer k-tiles than stages in the 1x1).
         Conv2d::new(12, 72, 31, 29, 136, 3, 3).with_pad(1),
         Conv2d::new(16, 8, 40, 40, 256, 1, 1),
-        // K <= 32: step 7's 128x32 tile, K ragged in it, and walked several tiles a block.
+        // K <= 32: the 128x32 tile, K ragged in it, and walked several tiles a block.
         Conv2d::new(2, 32, 30, 41, 24, 5, 5).with_pad(2),
         Conv2d::new(24, 16, 31, 29, 32, 3, 3).with_pad(1),
-        // Few tiles over a long reduction: step 8 splits it 32 ways (325 k-tiles, one tile);
+        // Few tiles over a long reduction: split-K splits it 32 ways (325 k-tiles, one tile);
         // and two k-tiles (C = 72, 1x1), split in two.
         Conv2d::new(1, 832, 7, 7, 128, 5, 5).with_pad(2),
         Conv2d::new(3, 72, 9, 11, 40, 1, 1),
     ];
-    for algo in ALGOS {
-        check_shapes_both_outputs(&gpu, algo, &shapes, 11);
+    for (algo, dtype) in hopper() {
+        // Split-K refuses what it cannot split (one k-tile, or tiles that fill the GPU): the
+        // shapes it takes must all pass, and it must take the two built for it.
+        let taken: Vec<Conv2d> = shapes.iter().copied().filter(|p| algo.kernel().unwrap().plan(&algo.kernel().unwrap().run_problem(p), dtype, gpu.model()).is_ok()).collect();
+        if let Algorithm::Wgmma(policy) = algo {
+            if policy.split_k() {
+                assert!(taken.contains(&shapes[13]) && taken.contains(&shapes[14]), "{algo} refused a shape built for it");
+            } else {
+                assert_eq!(taken.len(), shapes.len(), "{algo} refused a named shape");
+            }
+        }
+        check_shapes_both_outputs(&gpu, algo, dtype, &taken, 11);
     }
 }
 
@@ -81,8 +67,8 @@ fn wgmma_matches_cpu_on_named_shapes() {
 #[test]
 fn wgmma_sixteen_bit_outputs_are_the_rounded_fp32_outputs() {
     let Some(gpu) = hopper_or_skip("wgmma_sixteen_bit_outputs_are_the_rounded_fp32_outputs") else { return };
-    for algo in ALGOS {
-        convrs_tests::check_sixteen_bit_rounding(&gpu, algo);
+    for (algo, dtype) in hopper() {
+        convrs_tests::check_sixteen_bit_rounding(&gpu, algo, dtype);
     }
 }
 
@@ -90,13 +76,30 @@ fn wgmma_sixteen_bit_outputs_are_the_rounded_fp32_outputs() {
 #[test]
 fn wgmma_plans_refuse_other_devices() {
     let p = Conv2d::new(2, 64, 9, 9, 64, 3, 3).with_pad(1);
-    for algo in ALGOS {
-        assert!(algo.plan(&p, &DeviceModel::named("h100").unwrap()).is_ok());
-        match algo.plan(&p, &DeviceModel::named("a100").unwrap()) {
+    for (algo, dtype) in hopper() {
+        assert!(algo.plan(&p, dtype, &DeviceModel::named("h100").unwrap()).is_ok(), "{algo}");
+        match algo.plan(&p, dtype, &DeviceModel::named("a100").unwrap()) {
             Err(Error::Unsupported { reason, .. }) => assert!(reason.contains("compute capability 9.0"), "{reason}"),
             other => panic!("{algo} on an A100 model: {other:?}"),
         }
-        let choice = convrs::select::choose(&p, algo.dtype().unwrap(), convrs::Layout::Nhwc, &DeviceModel::named("a100").unwrap()).unwrap();
+        let choice = convrs::select::choose(&p, dtype, convrs::Layout::Nhwc, &DeviceModel::named("a100").unwrap()).unwrap();
         assert_ne!(choice.pick, algo, "Auto picked a Hopper kernel for an A100");
+    }
+}
+
+/// CPU-only: the random problems the GPU property test draws are mostly ones each Hopper kernel
+/// takes (the split-K policy refuses what it cannot split), so its 64 cases test the kernel, not
+/// the refusals.
+#[test]
+fn wgmma_kernels_take_most_random_problems() {
+    use proptest::strategy::{Strategy, ValueTree};
+    use proptest::test_runner::TestRunner;
+    let d = DeviceModel::named("h100").unwrap();
+    for (algo, dtype) in hopper() {
+        let k = algo.kernel().unwrap();
+        let strategy = convrs_tests::conv_problems_with(k.multiples);
+        let mut runner = TestRunner::deterministic();
+        let refused = (0..400).filter(|_| k.plan(&k.run_problem(&strategy.new_tree(&mut runner).unwrap().current().0), dtype, &d).is_err()).count();
+        assert!(refused * 5 <= 400, "{algo} ({dtype}) refuses {refused} of 400 random problems");
     }
 }

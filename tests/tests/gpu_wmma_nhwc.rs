@@ -8,7 +8,8 @@ use convrs::plan::tensor_core::{nhwc as wmma_nhwc, nhwcnc as wmma_nhwcnc};
 use convrs::plan::LaunchPlan;
 use convrs::DeviceModel;
 use convrs::timing::{time_runs, TimingConfig};
-use convrs::{compare, conv2d_cpu, launch, Algorithm, Comparison, Conv2d, Error, Gpu, Layout, Tensor};
+use convrs::workspace::Workspace;
+use convrs::{compare, conv2d_cpu, launch, Algorithm, Comparison, Conv2d, DType, Error, Gpu, Layout, Tensor};
 use convrs_tests::{check_shapes_both_outputs, gpu_or_skip, gpu_vs_cpu_to, property_test_gpu, tolerance, Out};
 use half::f16;
 
@@ -17,7 +18,7 @@ const ALGO: Algorithm = Algorithm::WmmaNhwc;
 #[test]
 fn wmma_nhwc_matches_cpu_on_random_problems() {
     let Some(gpu) = gpu_or_skip("wmma_nhwc_matches_cpu_on_random_problems") else { return };
-    property_test_gpu(&gpu, ALGO, 64);
+    property_test_gpu(&gpu, ALGO, DType::F16, 64);
 }
 
 /// The speed shapes at small batch, each tile entry, and the corners a random draw may miss.
@@ -37,7 +38,7 @@ fn wmma_nhwc_matches_cpu_on_named_shapes() {
         Conv2d::new(1, 8, 1, 1, 8, 1, 1),                   // the smallest problem
         Conv2d::new(1, 16, 5, 5, 8, 5, 5).with_pad(4),      // padding near the filter size: most taps are zeros
     ];
-    check_shapes_both_outputs(&gpu, ALGO, &shapes, 7);
+    check_shapes_both_outputs(&gpu, ALGO, DType::F16, &shapes, 7);
 }
 
 /// C or K not a multiple of 8 is refused by the plan (on the GPU path too), never launched.
@@ -47,15 +48,15 @@ fn wmma_nhwc_matches_cpu_on_named_shapes() {
 #[test]
 fn bf16_kernels_match_cpu_on_random_problems() {
     let Some(gpu) = gpu_or_skip("bf16_kernels_match_cpu_on_random_problems") else { return };
-    property_test_gpu(&gpu, Algorithm::WmmaNhwcBf16, 64);
-    property_test_gpu(&gpu, Algorithm::WmmaNhwcncBf16, 64);
+    property_test_gpu(&gpu, Algorithm::WmmaNhwc, DType::BF16, 64);
+    property_test_gpu(&gpu, Algorithm::WmmaNhwcnc, DType::BF16, 64);
 }
 
 #[test]
 fn wmma_plans_refuse_channels_not_multiple_of_8() {
     // The kernel itself needs multiples (16-byte channel copies); the host API pads instead.
     for p in [Conv2d::new(1, 12, 8, 8, 16, 3, 3), Conv2d::new(1, 16, 8, 8, 20, 3, 3)] {
-        match ALGO.plan(&p, &DeviceModel::named("h100").unwrap()) {
+        match ALGO.plan(&p, DType::F16, &DeviceModel::named("h100").unwrap()) {
             Err(Error::Unsupported { algorithm: "wmma_nhwc", .. }) => {}
             other => panic!("{p}: expected Unsupported, got {other:?}"),
         }
@@ -73,17 +74,17 @@ fn wmma_kernels_take_any_channel_count_by_padding() {
     let problems = (1usize..=20, 1usize..=80, 1usize..=80, 3usize..12, 3usize..12, 1usize..=3, 0usize..=1, 1usize..=2, 1usize..=2, any::<u64>())
         .prop_map(|(n, c, k, h, w, r, pad, stride, dil, seed)| (Conv2d { pad: (pad, pad), stride: (stride, 1), dilation: (1, dil), ..Conv2d::new(n, c, h, w, k, r, r) }, seed))
         .prop_filter("valid", |(p, _)| p.validate().is_ok());
-    for algo in [Algorithm::WmmaNhwc, Algorithm::WmmaNhwcnc, Algorithm::WmmaNhwcBf16, Algorithm::WmmaNhwcncBf16] {
+    for (algo, dtype) in convrs_tests::kernels(|k| matches!(k.algorithm, Algorithm::WmmaNhwc | Algorithm::WmmaNhwcnc)) {
         let mut runner = TestRunner::new(Config { cases: 64, failure_persistence: None, ..Config::default() });
         let result = runner.run(&problems, |(p, seed)| {
             let out = if seed & 1 == 1 { Out::F32 } else { Out::Input };
-            let c = gpu_vs_cpu_to(&gpu, algo, &p, seed, out).map_err(|e| TestCaseError::fail(format!("{algo} on {p} ({out:?} output): {e}")))?;
-            prop_assert_eq!(c.non_finite, 0, "{} on {} ({:?} output): {}", algo, p, out, c);
-            prop_assert!(c.rel_l2_err <= tolerance(algo, out), "{} on {} ({:?} output): {}", algo, p, out, c);
+            let c = gpu_vs_cpu_to(&gpu, algo, dtype, &p, seed, out).map_err(|e| TestCaseError::fail(format!("{algo} ({dtype}) on {p} ({out:?} output): {e}")))?;
+            prop_assert_eq!(c.non_finite, 0, "{} ({}) on {} ({:?} output): {}", algo, dtype, p, out, c);
+            prop_assert!(c.rel_l2_err <= tolerance(dtype, out), "{} ({}) on {} ({:?} output): {}", algo, dtype, p, out, c);
             Ok(())
         });
         if let Err(e) = result {
-            panic!("{algo}: {e}");
+            panic!("{algo} ({dtype}): {e}");
         }
     }
 }
@@ -94,8 +95,8 @@ fn wmma_kernels_take_any_channel_count_by_padding() {
 #[test]
 fn sixteen_bit_outputs_are_the_rounded_fp32_outputs() {
     let Some(gpu) = gpu_or_skip("sixteen_bit_outputs_are_the_rounded_fp32_outputs") else { return };
-    for algo in [Algorithm::WmmaNhwc, Algorithm::WmmaNhwcnc, Algorithm::WmmaNhwcBf16, Algorithm::WmmaNhwcncBf16] {
-        convrs_tests::check_sixteen_bit_rounding(&gpu, algo);
+    for (algo, dtype) in convrs_tests::kernels(|k| matches!(k.algorithm, Algorithm::WmmaNhwc | Algorithm::WmmaNhwcnc)) {
+        convrs_tests::check_sixteen_bit_rounding(&gpu, algo, dtype);
     }
 }
 
@@ -126,12 +127,13 @@ fn run_plan(gpu: &Gpu, algo: Algorithm, p: &Conv2d, plan: &LaunchPlan, (x, w, re
     let dw = gpu.upload(w.to_layout(lw).unwrap().data()).unwrap();
     let mut dy = gpu.alloc_zeros::<f32>(p.output_len()).unwrap();
     gpu.poison(&mut dy).unwrap();
-    launch(gpu, plan, p, &dx, &dw, &mut dy).unwrap();
+    let mut ws = Workspace::none();
+    launch(gpu, plan, p, &dx, &dw, &mut dy, &mut ws).unwrap();
     gpu.synchronize().unwrap();
     let y = Tensor::new(p.output_shape(), ly, gpu.download(&dy).unwrap()).unwrap().to_layout(Layout::Nchw).unwrap();
     let c = compare(y.data(), reference.data());
     let t = time.then(|| {
-        time_runs(gpu, TimingConfig::new(5, 50), |_| launch(gpu, plan, p, &dx, &dw, &mut dy)).unwrap().median_ms
+        time_runs(gpu, TimingConfig::new(5, 50), |_| launch(gpu, plan, p, &dx, &dw, &mut dy, &mut ws)).unwrap().median_ms
     });
     (c, t)
 }
@@ -175,7 +177,7 @@ fn wmma_tile_timings() {
         Conv2d::new(32, 512, 7, 7, 512, 3, 3).with_pad(1),
     ];
     for (p, algo) in shapes.iter().flat_map(|p| [(p, Algorithm::WmmaNhwc), (p, Algorithm::WmmaNhwcnc)]) {
-        let picked = algo.plan(p, gpu.model()).unwrap().kernel;
+        let picked = algo.plan(p, DType::F16, gpu.model()).unwrap().kernel;
         let d = data(p, 5);
         let (names, plan_for_kernel) = tiles(algo);
         for name in names {

@@ -4,7 +4,7 @@
 //! Without a GPU each test announces that it was skipped (see `convrs_tests::gpu_or_skip`).
 
 use convrs::DeviceModel;
-use convrs::{Algorithm, Conv2d, Error};
+use convrs::{Algorithm, Conv2d, DType, Error};
 use convrs_tests::{check_shapes_both_outputs, gpu_or_skip, property_test_gpu};
 
 const ALGO: Algorithm = Algorithm::WmmaNhwcnc;
@@ -12,7 +12,7 @@ const ALGO: Algorithm = Algorithm::WmmaNhwcnc;
 #[test]
 fn wmma_nhwcnc_matches_cpu_on_random_problems() {
     let Some(gpu) = gpu_or_skip("wmma_nhwcnc_matches_cpu_on_random_problems") else { return };
-    property_test_gpu(&gpu, ALGO, 64);
+    property_test_gpu(&gpu, ALGO, DType::F16, 64);
 }
 
 /// The shapes at small batch, and the corners a random draw may miss: ragged edge tiles
@@ -38,7 +38,7 @@ fn wmma_nhwcnc_matches_cpu_on_named_shapes() {
         Conv2d::new(32, 32, 28, 28, 96, 3, 3).with_pad(1),    // C = 32: half-empty 64-channel k-tiles
         Conv2d::new(16, 96, 9, 9, 512, 3, 3).with_pad(1),     // C = 96: 1.5 k-tiles of 64 per tap
     ];
-    check_shapes_both_outputs(&gpu, ALGO, &shapes, 7);
+    check_shapes_both_outputs(&gpu, ALGO, DType::F16, &shapes, 7);
 }
 
 /// N, C or K not a multiple of 16 is refused by the plan (CPU-only), pointing to the NHWC kernel.
@@ -49,7 +49,7 @@ fn wmma_nhwcnc_refuses_sizes_not_multiples_of_16() {
         Conv2d::new(16, 24, 8, 8, 16, 3, 3).with_pad(1),
         Conv2d::new(16, 16, 8, 8, 40, 1, 1),
     ] {
-        match ALGO.plan(&p, &DeviceModel::named("a100").unwrap()) {
+        match ALGO.plan(&p, DType::F16, &DeviceModel::named("a100").unwrap()) {
             Err(Error::Unsupported { algorithm, reason }) => {
                 assert_eq!(algorithm, "wmma_nhwcnc");
                 assert!(reason.contains("wmma_nhwc "), "{p}: {reason}");

@@ -75,8 +75,10 @@ fn every_planned_kernel_is_in_the_ptx() {
         let names = entries(text);
         for algo in Algorithm::ALL {
             for p in &plan_shapes() {
-                if let Ok(plan) = algo.plan(p, &DeviceModel::named("a100").unwrap()) {
-                    assert!(names.iter().any(|n| n == plan.kernel), "{algo} plans kernel {} which is not in the PTX", plan.kernel);
+                for &dtype in algo.dtypes() {
+                    if let Ok(plan) = algo.plan(p, dtype, &DeviceModel::named("a100").unwrap()) {
+                        assert!(names.iter().any(|n| n == plan.kernel), "{algo} ({dtype}) plans kernel {} which is not in the PTX", plan.kernel);
+                    }
                 }
             }
         }
@@ -90,9 +92,9 @@ fn every_planned_kernel_is_in_the_ptx() {
 fn every_planned_block_fits_the_register_file() {
     let Some(reports) = reports("every_planned_block_fits_the_register_file") else { return };
     for (ptx_arch, _, target, report) in reports {
-        for algo in Algorithm::ALL {
+        for (algo, dtype) in Algorithm::ALL.iter().flat_map(|a| a.dtypes().iter().map(move |d| (*a, *d))) {
             for p in &plan_shapes() {
-                let Ok(plan) = algo.plan(p, &DeviceModel::named("a100").unwrap()) else { continue };
+                let Ok(plan) = algo.plan(p, dtype, &DeviceModel::named("a100").unwrap()) else { continue };
                 let threads = plan.block.0 * plan.block.1 * plan.block.2;
                 let k = report.iter().find(|k| k.name == plan.kernel).unwrap_or_else(|| panic!("{} not in the report", plan.kernel));
                 let per_thread = k.registers.div_ceil(8) * 8;

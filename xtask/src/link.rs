@@ -93,24 +93,35 @@ fn link(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-/// Entry-name prefixes that get `.maxntid THREADS, 1, 1` and `.minnctapersm BLOCKS`, which
-/// rustc cannot emit: `setmaxnreg` needs ptxas to know the register count at entry (notes/hopper.md
-/// §5); with a cluster size above 1 also `.explicitcluster` and `.reqnctapercluster CLUSTER, 1,
-/// 1` (a plain launch then forms the clusters). BLOCKS above 1 caps registers so that many
-/// blocks fit on an SM (`wmma_patch` is latency-bound: resident blocks hide its copies). Only
-/// these entries change; every other entry's PTX stays byte-identical.
-const LAUNCH_BOUNDS: &[(&str, u32, usize, u32)] = &[
-    ("wgmma_ws_", convrs_spec::wgmma::WS_THREADS as u32, 1, 1),
-    ("wgmma_mc_", convrs_spec::wgmma::WS_THREADS as u32, convrs_spec::wgmma::MC_CLUSTER, 1),
-    ("wgmma_pws_", convrs_spec::wgmma::WS_THREADS as u32, 1, 1),
-    ("wgmma_pmc_", convrs_spec::wgmma::WS_THREADS as u32, convrs_spec::wgmma::MC_CLUSTER, 1),
-    ("wgmma_tma_", convrs_spec::wgmma::WS_THREADS as u32, 1, 1),
-    ("wgmma_tmc_", convrs_spec::wgmma::WS_THREADS as u32, convrs_spec::wgmma::MC_CLUSTER, 1),
-    ("wmma_patch_128x32", convrs_spec::patch::THREADS as u32, 1, convrs_spec::patch::MIN_BLOCKS[0]),
-    ("wmma_patch_bf16_128x32", convrs_spec::patch::THREADS as u32, 1, convrs_spec::patch::MIN_BLOCKS[0]),
-    ("wmma_patch_128x64", convrs_spec::patch::THREADS as u32, 1, convrs_spec::patch::MIN_BLOCKS[1]),
-    ("wmma_patch_bf16_128x64", convrs_spec::patch::THREADS as u32, 1, convrs_spec::patch::MIN_BLOCKS[1]),
-];
+/// Launch bounds of an entry, which rustc cannot emit: `.maxntid THREADS, 1, 1` and
+/// `.minnctapersm BLOCKS`, and with a cluster size above 1 also `.explicitcluster` and
+/// `.reqnctapercluster CLUSTER, 1, 1` (a plain launch then forms the clusters).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Bounds {
+    threads: u32,
+    cluster: usize,
+    blocks: u32,
+}
+
+/// The bounds of entry `name`, if it has any. The warp-specialized Hopper entries (every
+/// configuration of `convrs_spec::hopper` whose policy is warp-specialized) need them for
+/// `setmaxnreg`, which takes effect only when ptxas knows the register count at entry
+/// (notes/hopper.md §5), and for their clusters. `wmma_patch` caps registers so that several
+/// blocks fit on an SM (it is latency-bound: resident blocks hide its copies). Only these
+/// entries change; every other entry's PTX stays byte-identical.
+fn bounds(name: &str) -> Option<Bounds> {
+    use convrs_spec::hopper::CONFIGS;
+    if let Some(c) = CONFIGS.iter().find(|c| c.entries.contains(&name)) {
+        let p = c.policy;
+        return p.warp_specialized().then_some(Bounds { threads: p.threads() as u32, cluster: p.cluster, blocks: 1 });
+    }
+    const PATCH: [(&str, usize); 4] = [("wmma_patch_128x32", 0), ("wmma_patch_bf16_128x32", 0), ("wmma_patch_128x64", 1), ("wmma_patch_bf16_128x64", 1)];
+    PATCH.iter().find(|(prefix, _)| name.starts_with(prefix)).map(|&(_, i)| Bounds {
+        threads: convrs_spec::patch::THREADS as u32,
+        cluster: 1,
+        blocks: convrs_spec::patch::MIN_BLOCKS[i],
+    })
+}
 
 /// Drops llc's comments after basic-block labels (`$L__BB3_7:  // %name.exit`): they name
 /// inlined functions by their mangled symbols, whose crate hash depends on the checkout's path,
@@ -129,21 +140,22 @@ fn strip_label_comments(ptx: &str) -> String {
     out
 }
 
-/// Inserts the [`LAUNCH_BOUNDS`] directives between each matching `.entry`'s parameter list and
-/// its body (the first line that is exactly `{` after the entry line).
+/// Inserts each entry's [`bounds`] between its parameter list and its body (the first line that
+/// is exactly `{` after the entry line).
 fn add_launch_bounds(ptx: &str, cpu: &str) -> String {
     // sm_80's ptxas spills `wmma_patch_128x32` under 5 blocks' registers; 4 there, 5 on sm_90.
     let cap = if cpu.starts_with("sm_8") { 4 } else { u32::MAX };
     let mut out = String::with_capacity(ptx.len() + 256);
-    let mut pending: Option<(u32, usize, u32)> = None;
+    let mut pending: Option<Bounds> = None;
     for line in ptx.split_inclusive('\n') {
-        if let Some(name) = line.trim_start().strip_prefix(".visible .entry ").or_else(|| line.trim_start().strip_prefix(".entry ")) {
-            pending = LAUNCH_BOUNDS.iter().find(|(p, ..)| name.starts_with(p)).map(|&(_, t, c, b)| (t, c, b.min(cap)));
+        if let Some(entry) = line.trim_start().strip_prefix(".visible .entry ").or_else(|| line.trim_start().strip_prefix(".entry ")) {
+            let name = entry.split('(').next().unwrap_or(entry).trim();
+            pending = bounds(name).map(|b| Bounds { blocks: b.blocks.min(cap), ..b });
         }
-        if let (Some((threads, cluster, blocks)), "{") = (pending, line.trim_end()) {
-            out.push_str(&format!(".maxntid {threads}, 1, 1\n.minnctapersm {blocks}\n"));
-            if cluster > 1 {
-                out.push_str(&format!(".explicitcluster\n.reqnctapercluster {cluster}, 1, 1\n"));
+        if let (Some(b), "{") = (pending, line.trim_end()) {
+            out.push_str(&format!(".maxntid {}, 1, 1\n.minnctapersm {}\n", b.threads, b.blocks));
+            if b.cluster > 1 {
+                out.push_str(&format!(".explicitcluster\n.reqnctapercluster {}, 1, 1\n", b.cluster));
             }
             pending = None;
         }
@@ -181,12 +193,21 @@ mod tests {
 
     #[test]
     fn launch_bounds_go_before_the_body_of_matching_entries() {
-        let ptx = ".visible .entry a(\n\t.param .u64 a_param_0\n)\n{\n\tret;\n}\n.visible .entry wgmma_ws_x(\n\t.param .u64 p\n)\n{\n\tret;\n}\n";
-        let want = ".visible .entry a(\n\t.param .u64 a_param_0\n)\n{\n\tret;\n}\n.visible .entry wgmma_ws_x(\n\t.param .u64 p\n)\n.maxntid 384, 1, 1\n.minnctapersm 1\n{\n\tret;\n}\n";
+        // A multistage entry has none; a warp-specialized one gets its threads.
+        let ptx = ".visible .entry wgmma_multistage_128x256k64(\n\t.param .u64 a_param_0\n)\n{\n\tret;\n}\n.visible .entry wgmma_ws_cpasync_128x256k64(\n\t.param .u64 p\n)\n{\n\tret;\n}\n";
+        let want = ".visible .entry wgmma_multistage_128x256k64(\n\t.param .u64 a_param_0\n)\n{\n\tret;\n}\n.visible .entry wgmma_ws_cpasync_128x256k64(\n\t.param .u64 p\n)\n.maxntid 384, 1, 1\n.minnctapersm 1\n{\n\tret;\n}\n";
         assert_eq!(add_launch_bounds(ptx, "sm_90a"), want);
-        let mc = ".visible .entry wgmma_mc_x(\n)\n{\n\tret;\n}\n";
-        let want = ".visible .entry wgmma_mc_x(\n)\n.maxntid 384, 1, 1\n.minnctapersm 1\n.explicitcluster\n.reqnctapercluster 2, 1, 1\n{\n\tret;\n}\n";
+        let mc = ".visible .entry wgmma_ws_tma_persistent_cluster2_bf16_128x128k64(\n)\n{\n\tret;\n}\n";
+        let want = ".visible .entry wgmma_ws_tma_persistent_cluster2_bf16_128x128k64(\n)\n.maxntid 384, 1, 1\n.minnctapersm 1\n.explicitcluster\n.reqnctapercluster 2, 1, 1\n{\n\tret;\n}\n";
         assert_eq!(add_launch_bounds(mc, "sm_90a"), want);
+        // Every warp-specialized configuration's entries have bounds; names not in the table none.
+        for c in convrs_spec::hopper::CONFIGS {
+            for e in c.entries {
+                assert_eq!(bounds(e).is_some(), c.policy.warp_specialized(), "{e}");
+            }
+        }
+        assert_eq!(bounds("wgmma_ws_unknown"), None);
+        assert_eq!(bounds("wmma_patch_bf16_128x64").map(|b| b.blocks), Some(convrs_spec::patch::MIN_BLOCKS[1]));
     }
 
     #[test]

@@ -76,31 +76,41 @@ if [[ " $steps " == *" sanitize "* ]]; then
             "1,4,29,31,20,3,3 --pad 2 --dilation 2" "16,32,15,13,48,3,3 --pad 1" "32,16,9,11,16,1,1 --stride 2"
             "16,48,12,10,48,5,5 --pad 2 --dilation 2")
     log="$out/sanitize.log"
-    # SANITIZE_ALGOS (space-separated kernel names) narrows the sweep to the kernels a change touched.
-    for algo in ${SANITIZE_ALGOS:-$("$bin/convrs" list | awk '{print $1}')}; do
+    # Every kernel in every element type it reads (`convrs list`: name, family, types as
+    # fp16/bf16); SANITIZE_ALGOS (space-separated NAME or NAME:TYPE) narrows the sweep to the
+    # kernels a change touched, a bare NAME in each of its types.
+    kinds=$("$bin/convrs" list | awk '{n = split($3, t, "/"); for (i = 1; i <= n; i++) print $1 ":" t[i]}')
+    wanted=${SANITIZE_ALGOS:-$(echo "$kinds" | cut -d: -f1 | uniq)}
+    for want in $wanted; do
+      case "$want" in *:*) echo "$want" ;; *) echo "$kinds" | grep "^$want:" ;; esac
+    done > "$out/sanitize-kinds.txt"
+    [ -s "$out/sanitize-kinds.txt" ] || failed+=("sanitize:no-kernel-matches:${SANITIZE_ALGOS:-}")
+    for kind in $(cat "$out/sanitize-kinds.txt"); do
+      algo=${kind%%:*}
+      dtype=${kind#*:}
       ran=0
       for i in "${!shapes[@]}"; do
         # SANITIZE_TOOLS narrows the tools (synccheck matters for the kernels with barriers
         # beyond __syncthreads: the Hopper kernels' mbarriers and named warpgroup syncs).
         for tool in ${SANITIZE_TOOLS:-memcheck racecheck synccheck}; do
-          echo "### $algo shape $i ${shapes[$i]} $tool" >>"$log"
+          echo "### $algo $dtype shape $i ${shapes[$i]} $tool" >>"$log"
           # shellcheck disable=SC2086
           # Odd shapes write the kernel's fp32 output (--f32-out), even ones its default (the input's type).
           out_flag=$([ $((i % 2)) -eq 1 ] && echo --f32-out)
-          "$san" --tool "$tool" --error-exitcode 99 "$bin/convrs" run --algo "$algo" --shape ${shapes[$i]} --runs 1 --timing events $out_flag >>"$log" 2>&1
+          "$san" --tool "$tool" --error-exitcode 99 "$bin/convrs" run --algo "$algo" --dtype "$dtype" --shape ${shapes[$i]} --runs 1 --timing events $out_flag >>"$log" 2>&1
           rc=$?
           if [ "$rc" -eq 3 ]; then
-            echo "sanitize $algo [${shapes[$i]}]: kernel does not take this shape (exit 3), skipped"
+            echo "sanitize $algo $dtype [${shapes[$i]}]: kernel does not take this shape (exit 3), skipped"
             break
           fi
           ran=$((ran + 1))
           summary=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY|SYNCCHECK SUMMARY" "$log" | tail -1)
-          echo "sanitize $algo [${shapes[$i]}] $tool: exit $rc ${summary}"
-          [ "$rc" -eq 0 ] || failed+=("sanitize:$algo:$i:$tool")
+          echo "sanitize $algo $dtype [${shapes[$i]}] $tool: exit $rc ${summary}"
+          [ "$rc" -eq 0 ] || failed+=("sanitize:$algo:$dtype:$i:$tool")
         done
       done
       # Every kernel must have been checked on several shapes, not skipped everywhere.
-      [ "$ran" -ge 6 ] || failed+=("sanitize:$algo:only-$ran-runs")
+      [ "$ran" -ge 6 ] || failed+=("sanitize:$algo:$dtype:only-$ran-runs")
     done
   fi
 fi

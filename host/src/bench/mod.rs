@@ -85,12 +85,21 @@ pub fn baseline_tolerance(dtype: DType, tf32: bool) -> f64 {
     }
 }
 
-/// How long each row is timed, and how hard the cuDNN engine search tries.
+/// How long each row is timed, how hard the cuDNN engine search tries, and which element types
+/// are measured.
 #[derive(Clone, Debug)]
 pub struct BenchOptions {
     pub timing: TimingConfig,
     pub search: SearchBudget,
     pub seed: u64,
+    /// The element types to measure (empty: every type some kernel of the run reads).
+    pub dtypes: Vec<DType>,
+}
+
+/// The element types a run measures: those of `wanted` (all if empty) that some of `algos` reads,
+/// in the order fp32, fp16, bf16.
+pub fn run_dtypes(algos: &[Algorithm], wanted: &[DType]) -> Vec<DType> {
+    [DType::F32, DType::F16, DType::BF16].into_iter().filter(|d| (wanted.is_empty() || wanted.contains(d)) && algos.iter().any(|a| a.dtypes().contains(d))).collect()
 }
 
 /// Compact shape label: `N,C,H,W->K,RxS,pad,stride[,dil]`.
@@ -115,18 +124,16 @@ pub fn rotation_sets(gpu: &Gpu, p: &Conv2d) -> usize {
     want.clamp(2, 8).min(fit.max(1))
 }
 
-/// What PyTorch is asked to time for `problem` when `algos` are benchmarked on it: the
-/// precisions of those kernels (fp32 also in TF32), over the same number of input sets.
-pub fn torch_shape(gpu: &Gpu, problem: &Conv2d, algos: &[Algorithm]) -> TorchShape {
+/// What PyTorch is asked to time for `problem` when `algos` are benchmarked on it in `dtypes`
+/// ([`run_dtypes`]): those precisions (fp32 also in TF32), over the same number of input sets.
+pub fn torch_shape(gpu: &Gpu, problem: &Conv2d, dtypes: &[DType]) -> TorchShape {
     let mut configs = Vec::new();
-    if algos.iter().any(|a| a.dtype() == Some(DType::F32)) {
-        configs.extend(["fp32", "tf32"]);
-    }
-    if algos.iter().any(|a| a.dtype() == Some(DType::F16)) {
-        configs.push("fp16");
-    }
-    if algos.iter().any(|a| a.dtype() == Some(DType::BF16)) {
-        configs.push("bf16");
+    for d in dtypes {
+        match d {
+            DType::F32 => configs.extend(["fp32", "tf32"]),
+            DType::F16 => configs.push("fp16"),
+            DType::BF16 => configs.push("bf16"),
+        }
     }
     TorchShape { label: shape_label(problem), problem: *problem, sets: rotation_sets(gpu, problem), configs }
 }
@@ -157,19 +164,20 @@ pub fn bench_shape(gpu: &Gpu, problem: &Conv2d, algos: &[Algorithm], opts: &Benc
         })
         .collect::<Result<Vec<_>>>()?;
     let bench = ShapeBench { gpu, problem, label, opts, torch };
-    let of = |d: DType| algos.iter().copied().filter(|a| a.dtype() == Some(d)).collect::<Vec<_>>();
-    let (fp32, fp16, bf16) = (of(DType::F32), of(DType::F16), of(DType::BF16));
     let mut groups = Vec::new();
-    if !fp32.is_empty() {
-        groups.push(bench.dtype_group::<f32>(&host_sets, &fp32, progress)?);
-    }
-    if !fp16.is_empty() {
-        let rounded: Vec<_> = host_sets.iter().map(|(x, w)| (x.map(half::f16::from_f32), w.map(half::f16::from_f32))).collect();
-        groups.push(bench.dtype_group::<half::f16>(&rounded, &fp16, progress)?);
-    }
-    if !bf16.is_empty() {
-        let rounded: Vec<_> = host_sets.iter().map(|(x, w)| (x.map(half::bf16::from_f32), w.map(half::bf16::from_f32))).collect();
-        groups.push(bench.dtype_group::<half::bf16>(&rounded, &bf16, progress)?);
+    for dtype in run_dtypes(algos, &opts.dtypes) {
+        let of: Vec<Algorithm> = algos.iter().copied().filter(|a| a.dtypes().contains(&dtype)).collect();
+        groups.push(match dtype {
+            DType::F32 => bench.dtype_group::<f32>(&host_sets, &of, progress)?,
+            DType::F16 => {
+                let rounded: Vec<_> = host_sets.iter().map(|(x, w)| (x.map(half::f16::from_f32), w.map(half::f16::from_f32))).collect();
+                bench.dtype_group::<half::f16>(&rounded, &of, progress)?
+            }
+            DType::BF16 => {
+                let rounded: Vec<_> = host_sets.iter().map(|(x, w)| (x.map(half::bf16::from_f32), w.map(half::bf16::from_f32))).collect();
+                bench.dtype_group::<half::bf16>(&rounded, &of, progress)?
+            }
+        });
     }
     Ok(groups)
 }
@@ -284,7 +292,7 @@ impl ShapeBench<'_> {
             // A kernel that needs N, C or K multiples runs the problem zero-padded; the padding
             // is done with the layout conversion, outside the timed runs, and the row says so.
             let run = k.run_problem(p);
-            if let Err(e) = algo.plan(&run, gpu.model()) {
+            if let Err(e) = algo.plan(&run, T::DTYPE, gpu.model()) {
                 group.kernels.push(row.not_run(e.to_string()));
                 continue;
             }
@@ -326,7 +334,7 @@ impl ShapeBench<'_> {
         progress(&format!("{}: {} for an NCHW caller", self.label, k.name));
         let (gpu, p) = (self.gpu, self.problem);
         let run = k.run_problem(p);
-        let plan = k.plan_writing(&run, gpu.model(), T::DTYPE)?;
+        let plan = k.plan_writing(&run, T::DTYPE, gpu.model(), T::DTYPE)?;
         let user = sets.iter().map(|(x, w)| Ok((gpu.upload(x.data())?, gpu.upload(w.data())?))).collect::<Result<Vec<_>>>()?;
         let mut conv = UserLayoutRun {
             kernel: k,
@@ -337,6 +345,7 @@ impl ShapeBench<'_> {
             kw: gpu.alloc_zeros::<T>(run.filter_len())?,
             ky: gpu.alloc_zeros::<T>(run.output_len())?,
             y: gpu.alloc_zeros::<T>(p.output_len())?,
+            ws: crate::workspace::Workspace::for_plan(gpu, &plan)?,
             user,
             next: 0,
         };
@@ -425,6 +434,7 @@ struct UserLayoutRun<T> {
     kw: CudaSlice<T>,
     ky: CudaSlice<T>,
     y: CudaSlice<T>,
+    ws: crate::workspace::Workspace,
     user: Vec<(CudaSlice<T>, CudaSlice<T>)>,
     next: usize,
 }
@@ -440,7 +450,7 @@ impl<T: Element> Runnable for UserLayoutRun<T> {
         self.next = (self.next + 1) % self.user.len();
         relayout_into(gpu, x, p.input_shape(), Layout::Nchw, &mut self.kx, r.input_shape(), lx)?;
         relayout_into(gpu, w, p.filter_shape(), Layout::Nchw, &mut self.kw, r.filter_shape(), lw)?;
-        crate::launch(gpu, &self.plan, &r, &self.kx, &self.kw, &mut self.ky)?;
+        crate::launch(gpu, &self.plan, &r, &self.kx, &self.kw, &mut self.ky, &mut self.ws)?;
         relayout_into(gpu, &self.ky, r.output_shape(), ly, &mut self.y, p.output_shape(), Layout::Nchw)
     }
     fn poison_output(&mut self, gpu: &Gpu) -> Result<()> {

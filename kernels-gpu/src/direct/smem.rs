@@ -60,17 +60,17 @@
 //! (2-way bank conflicts) and it holds ~125 registers; on an H200 it measured ~20% slower per
 //! FMA than WPT = 4, which is why K = 6 and K >= 9 run with WPT = 4.
 //!
-//! # The two target shapes (figures from an H200, same SMs as the H100; see the host plan)
+//! # The two target shapes
 //!
 //! - 1,6,768,512 -> 6, 6x6 (P, Q = 763, 507; 1.0 GFLOP): `direct_smem_k6_s6`, block (8, 16):
 //!   tile 16 x 32 outputs x all 6 channels, 768 blocks of 4 warps; 80 registers allow 6 blocks
 //!   (24 warps) per SM, so the whole grid is one wave (5.8 blocks per SM). 12 FMAs per shared
-//!   load; ncu: FMAs are 78% of issued instructions, issue slots 79% busy. `convrs bench`:
-//!   0.031 ms = 32 TFLOP/s (cuDNN 0.248 ms on the same GPU, 7.9x); the FMA floor is ~0.02 ms.
+//!   load; ncu: FMAs are 78% of issued instructions, issue slots 79% busy.
 //! - 64,64,56,56 -> 64, 3x3, pad 1 (14.8 GFLOP): `direct_smem_k16_s3`, block (15, 8): tile
 //!   8 x 60 outputs (56 columns plus the 3-column shift) x 16 channels, 7 x 4 x 64 = 1792
 //!   blocks; ~123 registers allow 4 blocks (16 warps) per SM. 13.7 FMAs per shared load.
-//!   `convrs bench`: 0.44 ms = 33.6 TFLOP/s (cuDNN 9.14 picks FFT tiling there, 0.22 ms).
+//!
+//! Their timings against cuDNN are in BENCHMARKS.md.
 
 #![allow(unused_comparisons)]
 

@@ -185,6 +185,9 @@ pub(super) struct Tap {
 }
 
 impl Tap {
+    /// The first k-tile: tap (0, 0), channel 0.
+    pub(super) const START: Tap = Tap { c0: 0, s: 0, rdh: 0, sdw: 0, x_off: 0, w_off: 0 };
+
     /// The k-tile of filter tap `rs` (`r * S + s`) starting at channel `c0`: where a reduction
     /// that starts part-way (a split of step 8) begins.
     ///
@@ -220,6 +223,38 @@ impl Tap {
         }
     }
 }
+
+/// Declares `$ih`, `$iw` and `$base` (`[i32; $n]`) for the A rows one producer thread copies:
+/// GEMM rows `$first + i * $step` for `i < $rows` (at most `$n`), each row's window origin in
+/// the input (`ih`, `iw`: its top-left tap, maybe in the padding) and that origin's offset in
+/// `x` at the thread's channel chunk `$chunk` (`base`). Found once per tile; per k-tile only the
+/// tap moves. A row past M gets an origin so far above the image that no tap reaches it
+/// (`i32::MIN + r*dil_h` stays negative for any tap in i32). A statement macro rather than a
+/// function returning the arrays: it expands to the code the three kernels wrote in place, so
+/// their PTX did not change by sharing it.
+macro_rules! a_rows {
+    ($O:ty, $sh:expr, [$ih:ident, $iw:ident, $base:ident; $n:expr], $rows:expr, $gemm_m:expr, $first:expr, $step:expr, $chunk:expr) => {
+        let mut $ih = [0i32; $n];
+        let mut $iw = [0i32; $n];
+        let mut $base = [0i32; $n];
+        unroll!(8: $rows, i => {
+            let m = $first + i as u32 * $step;
+            if m < $gemm_m {
+                // SAFETY: P*Q >= 1 and Q >= 1 (validated problems have non-empty outputs).
+                let (n, p, q) = unsafe { <$O>::pixel($sh, m) };
+                $ih[i] = p as i32 * $sh.stride_h - $sh.pad_h;
+                $iw[i] = q as i32 * $sh.stride_w - $sh.pad_w;
+                // Wrapping: only summed with a tap's offset when the tap is inside the image.
+                $base[i] = <$O>::x_origin($sh, n as i32, $ih[i], $iw[i]).wrapping_add(chan($chunk * 8, <$O>::x_chan($sh)));
+            } else {
+                $ih[i] = i32::MIN;
+            }
+        });
+    };
+}
+// Used by the Hopper kernels, which only the sm_90a build has.
+#[cfg_attr(not(target_feature = "sm_90a"), allow(unused_imports))]
+pub(super) use a_rows;
 
 /// The fragments of one k-step: MT A tiles of 16x16 (one ldmatrix.x4 each, `a` the lane's row
 /// address of the first, `step` bytes between tiles) and NT B tiles of 16x8 (two per
@@ -322,25 +357,7 @@ pub unsafe fn conv<O: Operands, const WARPS_M: usize, const WARPS_N: usize, cons
     };
     // Per u: channels and destination offset of the next chunks.
     let (u_count, u_chans, u_slot): (usize, i32, u32) = const { if O::TILED { (KCH / 2, 16, 512) } else { (KCH / 4, 32, 64) } };
-    let mut a_ih = [0i32; 8];
-    let mut a_iw = [0i32; 8];
-    let mut a_base = [0i32; 8];
-    unroll!(8: a_loads, i => {
-        let m = m0 + lrow + i as u32 * row_step;
-        if m < gemm_m {
-            // SAFETY: P*Q >= 1 and Q >= 1 (validated problems have non-empty outputs).
-            let (n, p, q) = unsafe { O::pixel(&sh, m) };
-            a_ih[i] = p as i32 * sh.stride_h - sh.pad_h;
-            a_iw[i] = q as i32 * sh.stride_w - sh.pad_w;
-            // Offset of the window origin (may lie in the padding: wrapping, only summed with
-            // a tap offset when the tap is inside the image).
-            a_base[i] = O::x_origin(&sh, n as i32, a_ih[i], a_iw[i]).wrapping_add(chan(chunk * 8, O::x_chan(&sh)));
-        } else {
-            // A row past M: an origin so far above the image that no tap reaches it
-            // (i32::MIN + r*dil_h stays negative for any tap offset in i32).
-            a_ih[i] = i32::MIN;
-        }
-    });
+    a_rows!(O, &sh, [a_ih, a_iw, a_base; 8], a_loads, gemm_m, m0 + lrow, row_step, chunk);
     let mut b_ok = [false; 8];
     let mut b_base = [0i32; 8];
     unroll!(8: b_loads, j => {
@@ -425,7 +442,7 @@ pub unsafe fn conv<O: Operands, const WARPS_M: usize, const WARPS_N: usize, cons
         unsafe { fragments::<MT, NT>(base + a_frag[ks], base + b_frag[ks], 16 * row_bytes) }
     };
 
-    let mut tap = Tap { c0: 0, s: 0, rdh: 0, sdw: 0, x_off: 0, w_off: 0 };
+    let mut tap = Tap::START;
     unroll!(8: STAGES - 1, st => {
         if (st as i32) < ktiles {
             load!(smem + st as u32 * stage_bytes, &tap);

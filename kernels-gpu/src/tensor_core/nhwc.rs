@@ -20,10 +20,9 @@
 //!
 //! # Measured
 //!
-//! 256,256,14,14 -> 512 3x3 p1 on an H100 runs `wmma_nhwc_128x256k64` in 0.275 ms (430
-//! TFLOP/s; cuDNN 9.14 fp16 NHWC in the same run: 0.156 ms, with Hopper's wgmma, which mma.sync
-//! cannot reach: ncu shows the tensor pipe ~64% busy with 8 warps per SM, registers capping
-//! residency). The plan has every entry's timings.
+//! On an H100 its best tile reaches about half of cuDNN's wgmma kernels on the large layers
+//! (BENCHMARKS.md): ncu shows the tensor pipe ~64% busy with 8 warps per SM, registers capping
+//! residency, which is as far as `mma.sync` goes on Hopper.
 
 use super::implicit_gemm::{divmod, Operands};
 use crate::prelude::ConvShape;

@@ -42,9 +42,9 @@
 //! The first version used the `wmma.*` PTX API (filter tiles then (16 c, 16 k), so B was
 //! row-major) with its own mainloop: 32-channel steps, 3 stages, padded shared rows, no
 //! fragment pipelining. ncu showed it L2-bandwidth bound (L2 86%, tensor pipes 37% on a 128x128
-//! tile); its best tile, 128x256, ran the speed-target shape 256,256,14,14 -> 512 3x3 p1 in
-//! 0.483 ms on an H100 (cuDNN 9.14 fp16 NHWC: 0.156 ms). It was replaced by this shared
-//! mainloop; the filter layout became RSCK16k16c so that B is reduction-contiguous like A.
+//! tile) and it ran far behind cuDNN (BENCHMARKS.md, "Figures moved out of code comments"). It
+//! was replaced by this shared mainloop; the filter layout became RSCK16k16c so that B is
+//! reduction-contiguous like A.
 //!
 //! # Shared memory: whole tiles
 //!
@@ -55,23 +55,13 @@
 //! where a tile's 16 rows land in 16 different shared rows; ncu on the 128x256k64 entries and
 //! the speed-target shape then showed 42.0 M L2 read requests carrying one 32-byte sector each
 //! (`wmma_nhwc`: 19.3 M requests for 38.7 M sectors), L2 throughput 66% against 45%, SM
-//! throughput 55% against 70%, and it ran 0.337 ms against `wmma_nhwc`'s 0.270 ms. Remapping
-//! only the copying lanes (a warp reading one 512-byte tile in lane order, shared rows
-//! unchanged) changed neither the request count nor the time; keeping the tile contiguous in
-//! shared memory as well made the blocked kernel as fast as `wmma_nhwc` (below). This fits a
-//! `cp.async` request carrying several sectors only where they land contiguously in shared
-//! memory (not confirmed with ncu after the change: no profile was taken).
-//!
-//! # Measured (H200, `convrs bench`, median of 50, one run with cuDNN 9.14 fp16 NHWC)
-//!
-//! | shape (3x3, pad 1) | `wmma_nhwcnc` | before whole tiles | `wmma_nhwc` | cuDNN |
-//! | --- | --- | --- | --- | --- |
-//! | 256,256,14,14 -> 512 | 0.269 ms (439 TFLOP/s, 0.58x cuDNN) | 0.337 ms | 0.270 ms | 0.156 ms |
-//! | 32,512,7,7 -> 512 | 0.041 ms | 0.057 ms | 0.040 ms | 0.062 ms |
-//! | 64,64,56,56 -> 64 | 0.054 ms | 0.105 ms | 0.064 ms | 0.087 ms |
-//!
-//! ("before" is an earlier run; the other columns are one run.) ptxas: 80 to 238 registers,
-//! no spills.
+//! throughput 55% against 70%, and it ran 25% slower than `wmma_nhwc`. Remapping only the
+//! copying lanes (a warp reading one 512-byte tile in lane order, shared rows unchanged) changed
+//! neither the request count nor the time; keeping the tile contiguous in shared memory as well
+//! made the blocked kernel as fast as `wmma_nhwc` (BENCHMARKS.md, "Figures moved out of code
+//! comments"). This fits a `cp.async` request carrying several sectors only where they land
+//! contiguously in shared memory (not confirmed with ncu after the change: no profile was
+//! taken). ptxas: 80 to 238 registers, no spills.
 
 use super::implicit_gemm::{divmod, Operands};
 use crate::prelude::ConvShape;

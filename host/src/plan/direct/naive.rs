@@ -6,7 +6,7 @@ use crate::plan::model::LAUNCH_US;
 use crate::plan::{div_ceil_u32, DeviceModel, LaunchPlan};
 use crate::dtype::DType;
 use crate::{Conv2d, Result};
-use crate::registry::{Family, KernelDesc};
+use crate::plan::{Family, KernelDesc};
 use crate::{Algorithm, Layout};
 
 /// The fraction of the fp32 FMA peak it reaches: each thread re-reads its C*R*S inputs and taps
@@ -16,18 +16,7 @@ const PEAK_FRACTION: f64 = 0.017;
 
 pub fn plan(problem: &Conv2d, device: &DeviceModel) -> Result<LaunchPlan> {
     problem.validate()?;
-    Ok(LaunchPlan {
-        kernel: ENTRY,
-        grid: (div_ceil_u32(problem.output_len(), BLOCK_THREADS as usize), 1, 1),
-        block: (BLOCK_THREADS, 1, 1),
-        shared_bytes: 0,
-        dtype: DType::F32,
-        out_dtype: DType::F32,
-        predicted_us: LAUNCH_US + problem.flops() / (device.fp32_tflops * 1e6 * PEAK_FRACTION),
-        filter_map_rows: None,
-        input_map: false,
-        workspace_bytes: 0,
-    })
+    Ok(LaunchPlan::new(ENTRY, (div_ceil_u32(problem.output_len(), BLOCK_THREADS as usize), 1, 1), (BLOCK_THREADS, 1, 1), 0, DType::F32, LAUNCH_US + problem.flops() / (device.fp32_tflops * 1e6 * PEAK_FRACTION)))
 }
 /// The registry's entry.
 pub const KERNEL: KernelDesc = KernelDesc {
@@ -35,9 +24,8 @@ pub const KERNEL: KernelDesc = KernelDesc {
     name: ENTRY,
     family: Family::Direct,
     summary: "family 1 step 1: one output element per thread",
-    dtype: DType::F32,
-    outputs: &[DType::F32],
+    dtypes: &[DType::F32],
     layouts: (Layout::Nchw, Layout::Nchw, Layout::Nchw),
     multiples: (1, 1, 1),
-    plan,
+    planner: |_, p, _, d| plan(p, d),
 };

@@ -19,9 +19,9 @@
 //! idle lanes), per-channel staging and barrier overhead, shared-memory bank conflicts and tail
 //! waves; its constants were fitted to ~290 timed block shapes of six problems on an H200.
 //!
-//! Picks (H200 timings from `convrs bench` / `convrs run`):
-//! - 1,6,768,512 -> 6, 6x6: `direct_smem_k6_s6`, block (8, 16), 768 blocks, 8448 B: 0.031 ms.
-//! - 64,64,56,56 -> 64, 3x3 p1: `direct_smem_k16_s3`, block (15, 8), 1792 blocks, 6272 B: 0.44 ms.
+//! Picks (their H200 timings are in BENCHMARKS.md):
+//! - 1,6,768,512 -> 6, 6x6: `direct_smem_k6_s6`, block (8, 16), 768 blocks, 8448 B.
+//! - 64,64,56,56 -> 64, 3x3 p1: `direct_smem_k16_s3`, block (15, 8), 1792 blocks, 6272 B.
 
 use std::ops::Deref;
 
@@ -31,7 +31,7 @@ use crate::plan::model::{blocks_per_sm, cycles_us, waves, LAUNCH_US};
 use crate::plan::{DeviceModel, LaunchPlan};
 use crate::dtype::DType;
 use crate::{Conv2d, Error, Result};
-use crate::registry::{Family, KernelDesc};
+use crate::plan::{Family, KernelDesc};
 use crate::{Algorithm, Layout};
 
 /// One compiled register tile (KT output channels x WPT output columns per thread, and its
@@ -255,18 +255,7 @@ pub fn plan(problem: &Conv2d, device: &DeviceModel) -> Result<LaunchPlan> {
                     }
                     let c = cost(device, p, v, fast_s.is_some(), txc, th, &g);
                     if best.as_ref().is_none_or(|(b, _)| c < *b) {
-                        let plan = LaunchPlan {
-                            kernel: kernel_name(v.kt, fast_s),
-                            grid: (g.blocks as u32, 1, 1),
-                            block: (txc as u32, th as u32, 1),
-                            shared_bytes: g.smem_bytes as u32,
-                            dtype: DType::F32,
-                            out_dtype: DType::F32,
-                            predicted_us: c,
-                            filter_map_rows: None,
-                            input_map: false,
-                            workspace_bytes: 0,
-                        };
+                        let plan = LaunchPlan::new(kernel_name(v.kt, fast_s), (g.blocks as u32, 1, 1), (txc as u32, th as u32, 1), g.smem_bytes as u32, DType::F32, c);
                         best = Some((c, plan));
                     }
                 }
@@ -300,11 +289,10 @@ pub const KERNEL: KernelDesc = KernelDesc {
     name: "direct_smem",
     family: Family::Direct,
     summary: "family 1 step 2: shared-memory tiles, register blocking over output channels, 16-byte loads",
-    dtype: DType::F32,
-    outputs: &[DType::F32],
+    dtypes: &[DType::F32],
     layouts: (Layout::Nchw, Layout::Nchw, Layout::Nchw),
     multiples: (1, 1, 1),
-    plan,
+    planner: |_, p, _, d| plan(p, d),
 };
 
 #[cfg(test)]

@@ -1,18 +1,17 @@
 //! Family 3, tensor-core implicit GEMM (kernels-gpu/src/tensor_core/): both `mma.sync` layouts
-//! share the mainloop's tiles and one cost model ([`nhwc`]); [`wgmma`] is the Hopper step, its
-//! own tiles and scale on the same wave model; [`small_c`] takes layers with few input channels,
-//! [`patch`] the same layers from a shared-memory patch.
+//! share the mainloop's tiles and one cost model ([`nhwc`]); the Hopper steps (`wgmma`) are
+//! `plan::hopper`, their own tiles and rates on the same wave model; [`small_c`] takes layers
+//! with few input channels, [`patch`] the same layers from a shared-memory patch.
 
 pub mod nhwc;
 pub mod nhwcnc;
 pub mod patch;
 pub mod small_c;
-pub mod wgmma;
 
 use crate::Conv2d;
 
 /// GEMM M of the implicit GEMM: the output pixels N*P*Q, one row each.
-fn gemm_m(p: &Conv2d) -> usize {
+pub(crate) fn gemm_m(p: &Conv2d) -> usize {
     let (out_p, out_q) = p.output_hw();
     p.n * out_p * out_q
 }

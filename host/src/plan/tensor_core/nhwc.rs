@@ -9,22 +9,9 @@
 //! tile reads half the shared-memory bytes per MAC of a 32x32 one; bigger block tiles copy less
 //! per MAC), and wasted work (tiles past M or K, k-tiles zero-filled past C) charged in full.
 //!
-//! H100 timings of every entry (`wmma_nhwc_tile_timings`, median of 50; 2026-11-22):
-//!
-//! | entry | 256,256,14,14 -> 512 3x3 p1 | 64,64,56,56 -> 64 3x3 p1 | 32,512,7,7 -> 512 3x3 p1 |
-//! | --- | --- | --- | --- |
-//! | 128x256k64 (8 warps, 4 stages) | **0.273 ms** (433 TFLOP/s) | 0.165 ms | 0.083 ms |
-//! | 128x128k64 (4 warps, 3 stages) | 0.278 ms | 0.085 ms | 0.054 ms |
-//! | 128x128 (BK 32, 4 stages) | 0.281 ms | 0.089 ms | 0.059 ms |
-//! | 128x64 (BK 32, 4 stages) | 0.347 ms | **0.074 ms** (200 TFLOP/s) | 0.040 ms |
-//! | 64x64 (BK 32, 4 stages) | 0.445 ms | 0.093 ms | **0.037 ms** (200 TFLOP/s) |
-//!
-//! `convrs bench` on the same H100 in one run beside cuDNN 9.14 fp16 NHWC (IMPLICIT_PRECOMP_GEMM,
-//! Hopper wgmma kernels): 0.275 ms vs 0.156 ms (0.57x), 0.074 ms vs 0.090 ms (1.21x), 0.039 ms
-//! vs 0.068 ms (1.71x). (cuDNN 9.19 through PyTorch, earlier: 0.186 ms and 0.074 ms for the first two.)
-//! Also measured and dropped: 256x128 (8 warps, BK 32: 0.277 ms), 128x256 with BK 32 (0.278 to
-//! 0.285 ms for 3 to 6 stages), 128x128 of 8 warps of 64x32 (0.330 ms), and the same tiles
-//! without fragment pipelining across the barrier (2 to 10% slower).
+//! The timings of every entry on three shapes (H100, 2026-11-22), the tiles measured and
+//! dropped, and the comparison with cuDNN are in BENCHMARKS.md ("Figures moved out of code
+//! comments").
 
 use std::ops::Deref;
 
@@ -35,7 +22,7 @@ use crate::plan::model::{blocks_per_sm, memory_us, waves, LAUNCH_US};
 use crate::plan::{DeviceModel, LaunchPlan};
 use crate::dtype::DType;
 use crate::{Conv2d, Error, Result};
-use crate::registry::{Family, KernelDesc};
+use crate::plan::{Family, KernelDesc};
 use crate::{Algorithm, Layout};
 
 /// One compiled tile (`conv::<_, WARPS_M, WARPS_N, MT, NT, STAGES, KCH>` of both layout
@@ -94,12 +81,11 @@ pub(super) enum Layouts {
 }
 
 impl Layouts {
+    /// The registry's name of the kernel (both element types share it).
     pub(super) const fn algorithm(self) -> &'static str {
         match self {
-            Layouts::Nhwc => "wmma_nhwc",
-            Layouts::Blocked => "wmma_nhwcnc",
-            Layouts::NhwcBf16 => "wmma_nhwc_bf16",
-            Layouts::BlockedBf16 => "wmma_nhwcnc_bf16",
+            Layouts::Nhwc | Layouts::NhwcBf16 => "wmma_nhwc",
+            Layouts::Blocked | Layouts::BlockedBf16 => "wmma_nhwcnc",
         }
     }
 
@@ -168,7 +154,7 @@ pub fn plan(problem: &Conv2d, device: &DeviceModel) -> Result<LaunchPlan> {
     plan_layouts(problem, device, Layouts::Nhwc)
 }
 
-/// The plan of the bf16 entries (`wmma_nhwc_bf16`).
+/// The plan of the bf16 entries.
 pub fn plan_bf16(problem: &Conv2d, device: &DeviceModel) -> Result<LaunchPlan> {
     plan_layouts(problem, device, Layouts::NhwcBf16)
 }
@@ -212,18 +198,7 @@ pub(super) fn plan_tiles(p: &Conv2d, device: &DeviceModel, family: Layouts) -> R
 
 
 fn launch_plan(p: &Conv2d, t: &Tile, family: Layouts, device: &DeviceModel) -> LaunchPlan {
-    LaunchPlan {
-        kernel: family.kernel(t),
-        grid: ((gemm_m(p).div_ceil(t.bm) * p.k.div_ceil(t.bn)) as u32, 1, 1),
-        block: (t.threads as u32, 1, 1),
-        shared_bytes: t.smem_bytes() as u32,
-        dtype: family.dtype(),
-        out_dtype: DType::F32,
-        predicted_us: cost(device, family, t, gemm_m(p), p.k, p.c, p.r * p.s),
-        filter_map_rows: None,
-        input_map: false,
-        workspace_bytes: 0,
-    }
+    LaunchPlan::new(family.kernel(t), ((gemm_m(p).div_ceil(t.bm) * p.k.div_ceil(t.bn)) as u32, 1, 1), (t.threads as u32, 1, 1), t.smem_bytes() as u32, family.dtype(), cost(device, family, t, gemm_m(p), p.k, p.c, p.r * p.s))
 }
 
 /// The launch of entry `kernel` (one of [`kernel_names`]) on `problem`, whatever [`plan`]
@@ -251,22 +226,10 @@ pub const KERNEL: KernelDesc = KernelDesc {
     name: Layouts::Nhwc.algorithm(),
     family: Family::TensorCore,
     summary: "family 3 step 2: mma.sync implicit GEMM on plain channels-last data",
-    dtype: DType::F16,
-    outputs: &[DType::F16, DType::F32],
+    dtypes: &[DType::F16, DType::BF16],
     layouts: (Layout::Nhwc, Layout::Nhwc, Layout::Nhwc),
     multiples: (1, 8, 8),
-    plan,
-};
-
-/// The registry's entry for bf16 data: the same kernel with the bf16 `mma.sync`.
-pub const KERNEL_BF16: KernelDesc = KernelDesc {
-    algorithm: Algorithm::WmmaNhwcBf16,
-    name: Layouts::NhwcBf16.algorithm(),
-    summary: "family 3 step 2 on bf16 data",
-    dtype: DType::BF16,
-    outputs: &[DType::BF16, DType::F32],
-    plan: plan_bf16,
-    ..KERNEL
+    planner: |_, p, dtype, d| if dtype == DType::BF16 { plan_bf16(p, d) } else { plan(p, d) },
 };
 
 #[cfg(test)]

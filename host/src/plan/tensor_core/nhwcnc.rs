@@ -4,26 +4,15 @@
 //! reduction R*S*C), so the tile choice is `wmma_nhwc`'s ([`super::nhwc`] has the cost model
 //! and every tile's timings on plain NHWC).
 //!
-//! Timings (H200, `convrs bench` beside cuDNN 9.14 fp16 NHWC) are in
-//! `kernels_gpu::tensor_core::nhwcnc`'s docs. Every tile on the blocked layouts (H200,
-//! `wmma_tile_timings`), in ms, measured BEFORE the whole-tile shared layout (which brought the
-//! plan's picks to 0.269, 0.054 and 0.041 ms; the other tiles were not re-measured):
-//!
-//! | entry | 256,256,14,14 -> 512 | 64,64,56,56 -> 64 | 32,512,7,7 -> 512 |
-//! | --- | --- | --- | --- |
-//! | 128x256k64 | **0.336** | 0.187 | 0.106 |
-//! | 128x128k64 | 0.402 | 0.117 | 0.072 |
-//! | 128x128 | 0.400 | 0.115 | 0.062 |
-//! | 128x64 | 0.572 | **0.113** | 0.049 |
-//! | 64x64 | 0.751 | 0.158 | **0.057** |
-//!
-//! (bold: the plan's pick, which is `wmma_nhwc`'s; on the last shape 128x64 would be 15% faster
-//! here, the blocked layouts' then extra L2 requests favouring bigger tiles.)
+//! Every tile's timings on the blocked layouts (H200, before the whole-tile shared layout) are
+//! in BENCHMARKS.md ("Figures moved out of code comments"): the plan's picks were the fastest
+//! but on the smallest shape, where the blocked layouts' then extra L2 requests favoured bigger
+//! tiles.
 
 use super::nhwc::{plan_tiles, tile_plan, Layouts};
 use crate::plan::{DeviceModel, LaunchPlan};
 use crate::{Conv2d, Error, Result};
-use crate::registry::{Family, KernelDesc};
+use crate::plan::{Family, KernelDesc};
 use crate::{Algorithm, Layout};
 use crate::dtype::DType;
 
@@ -31,7 +20,7 @@ pub fn plan(problem: &Conv2d, device: &DeviceModel) -> Result<LaunchPlan> {
     plan_layouts(problem, device, Layouts::Blocked)
 }
 
-/// The plan of the bf16 entries (`wmma_nhwcnc_bf16`).
+/// The plan of the bf16 entries.
 pub fn plan_bf16(problem: &Conv2d, device: &DeviceModel) -> Result<LaunchPlan> {
     plan_layouts(problem, device, Layouts::BlockedBf16)
 }
@@ -75,22 +64,10 @@ pub const KERNEL: KernelDesc = KernelDesc {
     name: Layouts::Blocked.algorithm(),
     family: Family::TensorCore,
     summary: "family 3 step 1: mma.sync implicit GEMM on the blocked NHWC16n16c layouts",
-    dtype: DType::F16,
-    outputs: &[DType::F16, DType::F32],
+    dtypes: &[DType::F16, DType::BF16],
     layouts: (Layout::Nhwc16n16c, Layout::Hwcn16n16c, Layout::Nhwc16n16c),
     multiples: (16, 16, 16),
-    plan,
-};
-
-/// The registry's entry for bf16 data: the same kernel with the bf16 `mma.sync`.
-pub const KERNEL_BF16: KernelDesc = KernelDesc {
-    algorithm: Algorithm::WmmaNhwcncBf16,
-    name: Layouts::BlockedBf16.algorithm(),
-    summary: "family 3 step 1 on bf16 data",
-    dtype: DType::BF16,
-    outputs: &[DType::BF16, DType::F32],
-    plan: plan_bf16,
-    ..KERNEL
+    planner: |_, p, dtype, d| if dtype == DType::BF16 { plan_bf16(p, d) } else { plan(p, d) },
 };
 
 #[cfg(test)]

@@ -15,7 +15,7 @@ use crate::algorithm::conv_shape;
 use crate::dtype::DType;
 use crate::plan::model::{blocks_per_sm, cycles_us, memory_us, LAUNCH_US};
 use crate::plan::{DeviceModel, LaunchPlan};
-use crate::registry::{Family, KernelDesc};
+use crate::plan::{Family, KernelDesc};
 use crate::{Algorithm, Conv2d, Error, Layout, Result};
 
 /// Registers per thread (ptxas, sm_90), in the order of `spec::TILES`.
@@ -32,9 +32,8 @@ const ROUND_TRIP_US: f64 = 0.8;
 /// The fraction of the memory bandwidth the 16-byte output stores reach.
 const STORE_EFFICIENCY: f64 = 0.85;
 
-const fn algorithm(bf16: bool) -> &'static str {
-    if bf16 { "wmma_patch_bf16" } else { "wmma_patch" }
-}
+/// The registry's name (one kernel for both element types).
+const NAME: &str = "wmma_patch";
 
 /// Shared bytes of tile `i` for `p`, computed without overflow (None: beyond any device).
 fn smem_bytes_checked(p: &Conv2d, bn: usize) -> Option<u64> {
@@ -93,7 +92,7 @@ fn cost(d: &DeviceModel, i: usize, p: &Conv2d, g: &Geometry, out_bytes: usize) -
 fn plan_typed(problem: &Conv2d, device: &DeviceModel, bf16: bool) -> Result<LaunchPlan> {
     problem.validate()?;
     let p = problem;
-    let name = algorithm(bf16);
+    let name = NAME;
     if p.k % 8 != 0 {
         return Err(Error::Unsupported { algorithm: name, reason: format!("K = {} must be a multiple of 8: the output is written in 16-byte chunks", p.k) });
     }
@@ -112,25 +111,14 @@ fn plan_typed(problem: &Conv2d, device: &DeviceModel, bf16: bool) -> Result<Laun
     let t = &spec::TILES[i];
     let smem = g.smem_bytes(t.bn, p.c as i32);
     let (blocks, _) = grid(device, i, &g, p.k, smem);
-    Ok(LaunchPlan {
-        kernel: t.entry(bf16, p.c),
-        grid: (blocks as u32, 1, 1),
-        block: (THREADS as u32, 1, 1),
-        shared_bytes: smem,
-        dtype: if bf16 { DType::BF16 } else { DType::F16 },
-        out_dtype: DType::F32,
-        predicted_us: cost_of(&i),
-        filter_map_rows: None,
-        input_map: false,
-        workspace_bytes: 0,
-    })
+    Ok(LaunchPlan::new(t.entry(bf16, p.c), (blocks as u32, 1, 1), (THREADS as u32, 1, 1), smem, if bf16 { DType::BF16 } else { DType::F16 }, cost_of(&i)))
 }
 
 pub fn plan(problem: &Conv2d, device: &DeviceModel) -> Result<LaunchPlan> {
     plan_typed(problem, device, false)
 }
 
-/// The plan of the bf16 entries (`wmma_patch_bf16`).
+/// The plan of the bf16 entries.
 pub fn plan_bf16(problem: &Conv2d, device: &DeviceModel) -> Result<LaunchPlan> {
     plan_typed(problem, device, true)
 }
@@ -143,25 +131,13 @@ pub fn kernel_names() -> Vec<&'static str> {
 /// The registry's entry.
 pub const KERNEL: KernelDesc = KernelDesc {
     algorithm: Algorithm::WmmaPatch,
-    name: algorithm(false),
+    name: NAME,
     family: Family::TensorCore,
     summary: "family 3 step 2c: step 2b with each tile's input patch and output staged in shared memory",
-    dtype: DType::F16,
-    outputs: &[DType::F16, DType::F32],
+    dtypes: &[DType::F16, DType::BF16],
     layouts: (Layout::Nhwc, Layout::Nhwc, Layout::Nhwc),
     multiples: (1, 1, 8),
-    plan,
-};
-
-/// The registry's entry for bf16 data.
-pub const KERNEL_BF16: KernelDesc = KernelDesc {
-    algorithm: Algorithm::WmmaPatchBf16,
-    name: algorithm(true),
-    summary: "family 3 step 2c on bf16 data",
-    dtype: DType::BF16,
-    outputs: &[DType::BF16, DType::F32],
-    plan: plan_bf16,
-    ..KERNEL
+    planner: |_, p, dtype, d| if dtype == DType::BF16 { plan_bf16(p, d) } else { plan(p, d) },
 };
 
 #[cfg(test)]

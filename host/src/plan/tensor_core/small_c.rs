@@ -18,7 +18,7 @@ use super::gemm_m;
 use crate::dtype::DType;
 use crate::plan::model::{blocks_per_sm, memory_us, waves, LAUNCH_US};
 use crate::plan::{DeviceModel, LaunchPlan};
-use crate::registry::{Family, KernelDesc};
+use crate::plan::{Family, KernelDesc};
 use crate::{Algorithm, Conv2d, Error, Layout, Result};
 
 /// Registers per thread (ptxas, sm_80), in the order of `spec::TILES`.
@@ -33,9 +33,8 @@ const GATHER_ISSUE_SLOTS: f64 = 36.0;
 /// warp between barriers, from a 32-row warp tile. Fitted, see the module docs.
 const MMA_FRACTION: f64 = 0.1;
 
-const fn algorithm(bf16: bool) -> &'static str {
-    if bf16 { "wmma_smallc_bf16" } else { "wmma_smallc" }
-}
+/// The registry's name (one kernel for both element types).
+const NAME: &str = "wmma_smallc";
 
 /// Modelled microseconds of tile `i` on `d` for `p`, whose GEMM has `m` rows.
 fn cost(d: &DeviceModel, i: usize, p: &Conv2d, m: usize, out_bytes: usize) -> f64 {
@@ -56,35 +55,24 @@ fn plan_typed(problem: &Conv2d, device: &DeviceModel, bf16: bool) -> Result<Laun
     problem.validate()?;
     let p = problem;
     if p.k % 8 != 0 {
-        return Err(Error::Unsupported { algorithm: algorithm(bf16), reason: format!("K = {} must be a multiple of 8: the kernel stores output channels in pairs of 8-column groups", p.k) });
+        return Err(Error::Unsupported { algorithm: NAME, reason: format!("K = {} must be a multiple of 8: the kernel stores output channels in pairs of 8-column groups", p.k) });
     }
     let m = gemm_m(p);
     // The output width is not part of the choice (the plans answer for fp32 outputs).
     let cost_of = |i: &usize| cost(device, *i, p, m, 4);
     let fits = |i: &usize| m.div_ceil(BLOCK_M).checked_mul(p.k.div_ceil(spec::TILES[*i].bn)).is_some_and(|b| b <= i32::MAX as usize);
     let Some(i) = (0..spec::TILES.len()).filter(fits).min_by(|a, b| cost_of(a).total_cmp(&cost_of(b))) else {
-        return Err(Error::Unsupported { algorithm: algorithm(bf16), reason: "the grid exceeds 2^31 blocks".into() });
+        return Err(Error::Unsupported { algorithm: NAME, reason: "the grid exceeds 2^31 blocks".into() });
     };
     let t = &spec::TILES[i];
-    Ok(LaunchPlan {
-        kernel: if bf16 { t.bf16 } else { t.fp16 },
-        grid: ((m.div_ceil(BLOCK_M) * p.k.div_ceil(t.bn)) as u32, 1, 1),
-        block: (THREADS as u32, 1, 1),
-        shared_bytes: spec::smem_bytes(t.bn) as u32,
-        dtype: if bf16 { DType::BF16 } else { DType::F16 },
-        out_dtype: DType::F32,
-        predicted_us: cost_of(&i),
-        filter_map_rows: None,
-        input_map: false,
-        workspace_bytes: 0,
-    })
+    Ok(LaunchPlan::new(if bf16 { t.bf16 } else { t.fp16 }, ((m.div_ceil(BLOCK_M) * p.k.div_ceil(t.bn)) as u32, 1, 1), (THREADS as u32, 1, 1), spec::smem_bytes(t.bn) as u32, if bf16 { DType::BF16 } else { DType::F16 }, cost_of(&i)))
 }
 
 pub fn plan(problem: &Conv2d, device: &DeviceModel) -> Result<LaunchPlan> {
     plan_typed(problem, device, false)
 }
 
-/// The plan of the bf16 entries (`wmma_smallc_bf16`).
+/// The plan of the bf16 entries.
 pub fn plan_bf16(problem: &Conv2d, device: &DeviceModel) -> Result<LaunchPlan> {
     plan_typed(problem, device, true)
 }
@@ -97,25 +85,13 @@ pub fn kernel_names() -> Vec<&'static str> {
 /// The registry's entry.
 pub const KERNEL: KernelDesc = KernelDesc {
     algorithm: Algorithm::WmmaSmallC,
-    name: algorithm(false),
+    name: NAME,
     family: Family::TensorCore,
     summary: "family 3 step 2b: tensor cores for few input channels (C = 1, 3), taps folded into the reduction",
-    dtype: DType::F16,
-    outputs: &[DType::F16, DType::F32],
+    dtypes: &[DType::F16, DType::BF16],
     layouts: (Layout::Nhwc, Layout::Nhwc, Layout::Nhwc),
     multiples: (1, 1, 8),
-    plan,
-};
-
-/// The registry's entry for bf16 data.
-pub const KERNEL_BF16: KernelDesc = KernelDesc {
-    algorithm: Algorithm::WmmaSmallCBf16,
-    name: algorithm(true),
-    summary: "family 3 step 2b on bf16 data",
-    dtype: DType::BF16,
-    outputs: &[DType::BF16, DType::F32],
-    plan: plan_bf16,
-    ..KERNEL
+    planner: |_, p, dtype, d| if dtype == DType::BF16 { plan_bf16(p, d) } else { plan(p, d) },
 };
 
 #[cfg(test)]

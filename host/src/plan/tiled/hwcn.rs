@@ -35,7 +35,7 @@ use crate::plan::model::{blocks_per_sm, waves, LAUNCH_US};
 use crate::plan::{DeviceModel, LaunchPlan};
 use crate::dtype::DType;
 use crate::{Conv2d, Error, Result};
-use crate::registry::{Family, KernelDesc};
+use crate::plan::{Family, KernelDesc};
 use crate::{Algorithm, Layout};
 
 /// One compiled tile shape (`conv::<BM, BN, BK, TM, TN, STAGES>` of both kernels, with its
@@ -143,18 +143,7 @@ pub(crate) fn tile_plan(algorithm: &'static str, m: usize, cols: usize, groups: 
             ),
         });
     };
-    Ok(LaunchPlan {
-        kernel: if hwcn { t.hwcn } else { t.nchw },
-        grid: (blocks as u32, 1, 1),
-        block: (t.threads() as u32, 1, 1),
-        shared_bytes: t.smem_bytes() as u32,
-        dtype: DType::F32,
-        out_dtype: DType::F32,
-        predicted_us: us,
-        filter_map_rows: None,
-        input_map: false,
-        workspace_bytes: 0,
-    })
+    Ok(LaunchPlan::new(if hwcn { t.hwcn } else { t.nchw }, (blocks as u32, 1, 1), (t.threads() as u32, 1, 1), t.smem_bytes() as u32, DType::F32, us))
 }
 
 pub fn plan(problem: &Conv2d, device: &DeviceModel) -> Result<LaunchPlan> {
@@ -182,11 +171,10 @@ pub const KERNEL: KernelDesc = KernelDesc {
     name: "tiled_hwcn",
     family: Family::Tiled,
     summary: "family 2 step 1: (output channel x batch) block tiles per output pixel, cp.async pipeline",
-    dtype: DType::F32,
-    outputs: &[DType::F32],
+    dtypes: &[DType::F32],
     layouts: (Layout::Hwcn, Layout::Hwcn, Layout::Hwcn),
     multiples: (1, 1, 1),
-    plan,
+    planner: |_, p, _, d| plan(p, d),
 };
 
 #[cfg(test)]
@@ -282,8 +270,7 @@ mod tests {
 
     #[test]
     fn issue_shapes_get_the_tiles_that_measured_fastest() {
-        // H100 timings in the module docs and tiled.rs: 64x64 (0.39 ms vs 0.70 for 64x128) and
-        // 128x32 (0.37 ms vs 0.50 for 64x64).
+        // The tiles that measured fastest on these shapes on the H100 (BENCHMARKS.md).
         let plan = super::plan(&Conv2d::new(64, 64, 56, 56, 64, 3, 3).with_pad(1), &h100()).unwrap();
         assert_eq!(plan.kernel, "tiled_hwcn_64x64", "{plan:?}");
         let plan = super::plan(&Conv2d::new(32, 512, 7, 7, 512, 3, 3).with_pad(1), &h100()).unwrap();

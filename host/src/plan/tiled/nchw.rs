@@ -9,7 +9,7 @@
 use super::hwcn::tile_plan;
 use crate::plan::{DeviceModel, LaunchPlan};
 use crate::{Conv2d, Result};
-use crate::registry::{Family, KernelDesc};
+use crate::plan::{Family, KernelDesc};
 use crate::{Algorithm, Layout};
 use crate::dtype::DType;
 
@@ -28,11 +28,10 @@ pub const KERNEL: KernelDesc = KernelDesc {
     name: "tiled_nchw",
     family: Family::Tiled,
     summary: "family 2 step 2: the same mainloop as an implicit GEMM on NCHW",
-    dtype: DType::F32,
-    outputs: &[DType::F32],
+    dtypes: &[DType::F32],
     layouts: (Layout::Nchw, Layout::Nchw, Layout::Nchw),
     multiples: (1, 1, 1),
-    plan,
+    planner: |_, p, _, d| plan(p, d),
 };
 
 #[cfg(test)]
@@ -81,7 +80,7 @@ mod tests {
 
     #[test]
     fn issue_shapes_get_the_tiles_that_measured_fastest() {
-        // H100: 64x128 0.575 ms (64x64 0.60, 128x32 1.07); 128x32 0.44 ms (128x128 0.48, 64x64 0.59).
+        // The tiles that measured fastest on these shapes on the H100 (BENCHMARKS.md).
         let plan = super::plan(&Conv2d::new(64, 64, 56, 56, 64, 3, 3).with_pad(1), &h100()).unwrap();
         assert_eq!(plan.kernel, "tiled_nchw_64x128", "{plan:?}");
         let plan = super::plan(&Conv2d::new(32, 512, 7, 7, 512, 3, 3).with_pad(1), &h100()).unwrap();

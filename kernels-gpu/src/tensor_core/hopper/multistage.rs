@@ -1,6 +1,7 @@
-//! Family 3 on Hopper, step 1: `wgmma_nhwc_128x{BN}k64` (and `wgmma_nhwc_bf16_*`), the implicit
-//! GEMM of [`super::implicit_gemm`] on plain NHWC / KRSC / NHWK data with the sm_90a warpgroup
-//! instruction `wgmma.mma_async` instead of `mma.sync`. Compiled only into the sm_90a PTX.
+//! Family 3 on Hopper, step 3, the policy `Producer::Multistage` (`wgmma_multistage_128x{BN}k64`
+//! and its bf16 twin): the implicit GEMM of `implicit_gemm` on plain NHWC / KRSC / NHWK data with
+//! the sm_90a warpgroup instruction `wgmma.mma_async` instead of `mma.sync`, every thread both
+//! copying and computing. Compiled only into the sm_90a PTX.
 //!
 //! # Shape
 //!
@@ -8,7 +9,7 @@
 //! trailing [`ConvShape`] arguments). A block is 2 warpgroups (256 threads, 1-D grid of
 //! `ceil(M/128) * ceil(K/BN)` blocks, N tile fastest); warpgroup g owns GEMM rows 64g..64g+64 of
 //! the 128 x BN block tile and issues one m64nBNk16 wgmma per 16 channels, BN/2 fp32
-//! accumulators a thread. Launch with `convrs_spec::wgmma::smem_bytes(BN, STAGES)`.
+//! accumulators a thread. Launch with `convrs_spec::hopper::Config::smem_bytes`.
 //!
 //! # Shared memory
 //!
@@ -43,19 +44,22 @@
 //!           or rounded to the input's 16-bit type as 4-byte stores (ConvShape::y_bits)
 //! ```
 
-use convrs_spec::wgmma::{smem_bytes, stage_bytes, BLOCK_M, K_TILE, THREADS};
+use convrs_spec::hopper::{stage_bytes, BLOCK_M, K_TILE, ROW_BYTES, WARPGROUP};
 
-use super::implicit_gemm::{chan, divmod, store_pair, Operands, Tap};
-use crate::prelude::wgmma::{commit_group, desc_sw128, fence_proxy_async_shared, Accumulators, DESC_K16};
+use super::consumer::k_tile;
+use crate::prelude::wgmma::{desc_sw128, fence_proxy_async_shared, Accumulators};
 use crate::prelude::*;
+use crate::tensor_core::implicit_gemm::{a_rows, chan, divmod, store_pair, Operands, Tap};
 
 /// Bytes per shared row: 64 fp16 channels, one 128-byte swizzle row.
-const ROW: u32 = 2 * K_TILE as u32;
+const ROW: u32 = ROW_BYTES as u32;
+/// Threads per block: two warpgroups.
+const THREADS: usize = 2 * WARPGROUP;
 
 /// The kernel: block tile 128 x `Acc::N` x 64, `STAGES` k-tiles in the ring, operands
 /// addressed by `O` (a rows layout, not `TILED`), bf16 data if `BF16`. Launched with 256 threads,
-/// a 1-D grid of `ceil(M / 128) * ceil(K / N)` blocks and `convrs_spec::wgmma::smem_bytes` of
-/// dynamic shared memory.
+/// a 1-D grid of `ceil(M / 128) * ceil(K / N)` blocks and `Config::smem_bytes` of dynamic shared
+/// memory (`convrs_spec::hopper`).
 ///
 /// # Safety
 /// `x`, `w`, `y` hold N*H*W*C, K*R*S*C and N*P*Q*K elements in `O`'s layouts, 16-byte aligned,
@@ -76,7 +80,7 @@ pub unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const BF
     // 1024-byte aligned start of the ring: the swizzle pattern repeats every 1024 bytes and
     // the descriptors assume it starts on that boundary (base offset 0).
     let smem = (raw + 1023) & !1023;
-    if block_dim_x() != THREADS as i32 || dynamic_smem_bytes() + raw < smem + (smem_bytes(Acc::N, STAGES) as u32 - 1024) {
+    if block_dim_x() != THREADS as i32 || dynamic_smem_bytes() + raw < smem + STAGES as u32 * stage {
         trap();
     }
     let gemm_m = (sh.n * sh.p * sh.q) as u32;
@@ -92,23 +96,7 @@ pub unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const BF
     let lrow = tid / 4;
     let row_step = THREADS as u32 / 4;
     let ldst = lrow * ROW + (((chunk as u32) ^ (lrow & 7)) << 4);
-    let mut a_ih = [0i32; 8];
-    let mut a_iw = [0i32; 8];
-    let mut a_base = [0i32; 8];
-    unroll!(8: a_loads, i => {
-        let m = m0 + lrow + i as u32 * row_step;
-        if m < gemm_m {
-            // SAFETY: P*Q >= 1 and Q >= 1 (validated problems have non-empty outputs).
-            let (n, p, q) = unsafe { O::pixel(&sh, m) };
-            a_ih[i] = p as i32 * sh.stride_h - sh.pad_h;
-            a_iw[i] = q as i32 * sh.stride_w - sh.pad_w;
-            // The window origin, maybe in the padding (wrapping; only summed with in-image taps).
-            a_base[i] = O::x_origin(&sh, n as i32, a_ih[i], a_iw[i]).wrapping_add(chan(chunk * 8, O::x_chan(&sh)));
-        } else {
-            // A row past M: an origin so far above the image that no tap reaches it.
-            a_ih[i] = i32::MIN;
-        }
-    });
+    a_rows!(O, &sh, [a_ih, a_iw, a_base; 8], a_loads, gemm_m, m0 + lrow, row_step, chunk);
     let mut b_ok = [false; 8];
     let mut b_base = [0i32; 8];
     unroll!(8: b_loads, j => {
@@ -155,7 +143,7 @@ pub unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const BF
 
     let cchunks = (sh.c + K_TILE as i32 - 1) / K_TILE as i32;
     let ktiles = sh.r * sh.s * cchunks;
-    let mut tap = Tap { c0: 0, s: 0, rdh: 0, sdw: 0, x_off: 0, w_off: 0 };
+    let mut tap = Tap::START;
     unroll!(8: STAGES - 2, st => {
         if (st as i32) < ktiles {
             load!(smem + st as u32 * stage, &tap);
@@ -173,21 +161,11 @@ pub unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const BF
         // memory for everyone, and both warpgroups' wgmmas of k-tile kt-2 have retired (each
         // waited for them in iteration kt-1), so its stage (wr) may be refilled.
         sync_threads();
-        // Descriptor start fields count 16-byte units.
-        let at = ((rd * stage) >> 4) as u64;
-        // SAFETY (the four blocks below): uniform control flow (all 128 threads of each
-        // warpgroup run every k-tile); the descriptors are the same in the whole warpgroup and
-        // describe stage rd, which the barrier above made visible (after each writer's proxy
-        // fence) and which no copy overwrites before the next two barriers; the fence orders the
-        // accumulator accesses before.
-        unsafe { acc.fence() };
-        unroll!(4: 4, ks => {
-            let step = at + ks as u64 * DESC_K16;
-            // Scale-d 0 on the very first step: the accumulators start from A * B.
-            let scale = if ks == 0 { (kt != 0) as u32 } else { 1 };
-            unsafe { acc.mma::<BF16>(a_desc + step, b_desc + step, scale) };
-        });
-        unsafe { commit_group() };
+        // SAFETY: uniform control flow (all 128 threads of each warpgroup run every k-tile); the
+        // descriptors are the same in the whole warpgroup and describe stage rd, which the
+        // barrier above made visible (after each writer's proxy fence) and which no copy
+        // overwrites before the next two barriers.
+        unsafe { k_tile::<Acc, BF16>(&mut acc, a_desc, b_desc, rd * stage, kt) };
         // The copies go after the wgmmas so that the tensor cores start at once; their stage is
         // another one (k-tile kt-2's).
         if kt + (STAGES as i32 - 2) < ktiles {
@@ -224,21 +202,3 @@ pub unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const BF
         }
     });
 }
-
-/// Declares the entries of `convrs_spec::wgmma_tiles!` on operands `$ops`: the fp16 and the bf16
-/// twin of each tile.
-macro_rules! entries {
-    ($ops:ident $(($fp16:ident, $bf16:ident, $bn:literal, $stages:literal))*) => {
-        $(
-            $crate::conv_kernel!(
-                fn $fp16(x: *const u16, w: *const u16, y: *mut f32) => $crate::tensor_core::wgmma::conv::<$ops, [f32; $bn / 2], $stages, false>
-            );
-            $crate::conv_kernel!(
-                fn $bf16(x: *const u16, w: *const u16, y: *mut f32) => $crate::tensor_core::wgmma::conv::<$ops, [f32; $bn / 2], $stages, true>
-            );
-        )*
-    };
-}
-
-use super::nhwc::Nhwc;
-convrs_spec::wgmma_tiles!(entries, Nhwc);

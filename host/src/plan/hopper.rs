@@ -1,0 +1,434 @@
+//! Plans for family 3 on Hopper (kernels-gpu/src/tensor_core/hopper/): the implicit GEMM of
+//! `wmma_nhwc` on plain NHWC / KRSC / NHWK data with the warpgroup instruction `wgmma.mma_async`
+//! (sm_90a PTX, so compute capability 9.0 only: H100, H200).
+//!
+//! Every configuration is a row of `convrs_spec::hopper_configs!` ([`CONFIGS`]); each distinct
+//! policy among them is one registry kernel ([`KERNELS`], named by `Policy::name`) that reads
+//! fp16 and bf16, and whose plan picks the tile (and under split-K the split count) with the
+//! lowest predicted time. The cost model is `wmma_nhwc`'s wave model (`plan::model`) with one
+//! rate per configuration ([`RATES`]), fitted to the H100.
+
+use convrs_spec::hopper::{Config, Policy, Producer, Schedule, BLOCK_M, CONFIGS, K_TILE};
+use convrs_spec::split_k;
+
+use super::tensor_core::gemm_m;
+use crate::dtype::DType;
+use crate::plan::model::{blocks_per_sm, memory_us, waves, LAUNCH_US};
+use crate::plan::{DeviceModel, Family, KernelDesc, LaunchPlan};
+use crate::{Algorithm, Conv2d, Error, Layout, Result};
+
+/// Measured time over the modelled MAC time at the device's stated fp16 tensor peak (less
+/// launch and the output write), per configuration, by its fp16 entry: the policy's scale over
+/// the tile's relative efficiency. Fitted on an H100 to the seed shape 256,256,14,14 -> 512 3x3
+/// (the 128x256 tiles), and to the layers each narrower tile was built for (BENCHMARKS.md,
+/// 2026-11-23 sessions one to six): the 128x128 tiles run at 0.78 (0.81 for multistage) of the
+/// 128x256 tile's rate, 128x64 at 0.66 and 128x32 at 0.37.
+pub const RATES: [(&str, f64); 19] = [
+    ("wgmma_multistage_128x256k64", 1.42),
+    ("wgmma_multistage_128x128k64", 1.42 / 0.81),
+    ("wgmma_ws_cpasync_128x256k64", 1.10),
+    ("wgmma_ws_cpasync_128x128k64", 1.10 / 0.78),
+    // Clusters measured 1-2% slower than step 4 on the seed shape.
+    ("wgmma_ws_cpasync_cluster2_128x256k64", 1.13),
+    ("wgmma_ws_cpasync_cluster2_128x128k64", 1.13 / 0.78),
+    ("wgmma_ws_cpasync_persistent_128x256k64", 1.05),
+    ("wgmma_ws_cpasync_persistent_128x128k64", 1.05 / 0.78),
+    ("wgmma_ws_cpasync_persistent_cluster2_128x256k64", 1.045),
+    ("wgmma_ws_cpasync_persistent_cluster2_128x128k64", 1.045 / 0.78),
+    ("wgmma_ws_tma_persistent_128x256k64", 1.0),
+    ("wgmma_ws_tma_persistent_128x128k64", 1.0 / 0.78),
+    ("wgmma_ws_tma_persistent_128x64k64", 1.0 / 0.66),
+    // The automatic choice keeps `wmma_nhwc` where this tile measured slower (5x10 s2, K = 32).
+    ("wgmma_ws_tma_persistent_128x32k64", 1.0 / 0.37),
+    // As fast on the seed shape, slower on smaller layers (K = 64 and 128: 6-24%).
+    ("wgmma_ws_tma_persistent_cluster2_128x256k64", 1.005),
+    ("wgmma_ws_tma_persistent_cluster2_128x128k64", 1.005 / 0.78),
+    ("wgmma_ws_tma_splitk_128x128k64", 1.0 / 0.78),
+    ("wgmma_ws_tma_splitk_128x64k64", 1.0 / 0.66),
+    ("wgmma_ws_tma_splitk_128x32k64", 1.0 / 0.37),
+];
+
+/// The rate of configuration `c` ([`RATES`]; every configuration has one, checked below).
+fn rate(c: &Config) -> f64 {
+    RATES.iter().find(|(e, _)| *e == c.entries[0]).map_or(f64::NAN, |r| r.1)
+}
+
+/// Registers a thread of `c` has, for the occupancy estimate: the warp-specialized entries'
+/// bound ([`Config::register_cap`], which ptxas allocates exactly: `setmaxnreg` needs it); the
+/// multistage entries have no bound and take at most the 255 a thread can have. Tested against
+/// ptxas's report (tests/tests/ptxas_sm90a.rs): the occupancy this gives is the one ptxas's
+/// counts give.
+pub fn registers(c: &Config) -> usize {
+    if c.policy.warp_specialized() { c.register_cap() } else { 255 }
+}
+
+/// What a split costs besides its workspace traffic, microseconds: each strip's fence, count
+/// and the last warp's reads of every slice. Fitted on an H100 (seventh session, the
+/// few-tiles suite): split-K measured 1-4 us above step 7 where the model gives both the same
+/// mainloop time.
+const SPLIT_US: f64 = 3.0;
+
+/// The most slices a reduction is split into: past it the workspace traffic (an fp32 write and
+/// read per slice) outweighs filling the last SMs.
+const MAX_SPLITS: usize = 32;
+
+/// Modelled microseconds of configuration `c` on `d` for `m x n` GEMM outputs over `taps` taps
+/// of `k` channels (the last 64-channel k-tile of each tap charged in full), each tile's
+/// reduction split over `splits` slices (1: not split).
+#[allow(clippy::too_many_arguments)]
+fn cost(c: &Config, d: &DeviceModel, m: usize, n: usize, ch: usize, taps: usize, splits: usize) -> f64 {
+    let bps = blocks_per_sm(d, c.threads(), registers(c), c.smem_bytes()) as f64;
+    let blocks = (tiles(c, m, n) * splits) as f64;
+    let ktiles = (ch.div_ceil(K_TILE) * taps).div_ceil(splits);
+    let macs = (BLOCK_M * c.bn * K_TILE) as f64 * ktiles as f64;
+    // The im2col copies cost per pixel, not per byte: with C < 64 a k-tile's copy brings C
+    // channels a pixel for the time of 64. Measured (H100): 16,16,24,240->32 3x3 and
+    // 32,32,79,341->32 5x10 s2 ran about 64 / C times the model without this factor.
+    let macs = if c.policy.input_map() && ch < K_TILE { macs * K_TILE as f64 / ch as f64 } else { macs };
+    let macs_per_sm = waves(d, blocks, bps, |b| b * macs);
+    let macs_per_sm_us = d.f16_tflops * 1e6 / 2.0 / d.sms.max(1) as f64;
+    // Plus the fp32 output written once, as the mma.sync plans charge it (plan::tensor_core::nhwc);
+    // a split reduction writes and reads every slice's partial sums too.
+    let out = (m * n * 4) as f64;
+    let split = if splits > 1 { SPLIT_US + memory_us(d, 2.0 * splits as f64 * out) } else { 0.0 };
+    LAUNCH_US + rate(c) * macs_per_sm / macs_per_sm_us + memory_us(d, out) + split
+}
+
+/// Output tiles of `c` for `m x n` GEMM outputs: the M tiles rounded up to whole clusters,
+/// times the N tiles.
+fn tiles(c: &Config, m: usize, n: usize) -> usize {
+    let cluster = c.policy.cluster;
+    m.div_ceil(BLOCK_M * cluster) * cluster * n.div_ceil(c.bn)
+}
+
+/// Blocks of `c` that `d` holds at once.
+fn resident(c: &Config, d: &DeviceModel) -> usize {
+    d.sms as usize * blocks_per_sm(d, c.threads(), registers(c), c.smem_bytes()).max(1)
+}
+
+/// Blocks of each z slice to launch with `c` split `splits` ways: one per output tile, or on a
+/// persistent grid as many as `d` holds at once over all slices (whole clusters, at least one),
+/// at most one per tile.
+fn grid_blocks(c: &Config, d: &DeviceModel, m: usize, n: usize, splits: usize) -> usize {
+    let all = tiles(c, m, n);
+    if !c.policy.persistent() {
+        return all;
+    }
+    let cluster = c.policy.cluster;
+    all.min(resident(c, d) / splits / cluster * cluster).max(cluster)
+}
+
+/// A developer's override of the split-K choice, for measuring what the cost model predicts:
+/// `CONVRS_SPLIT_K=BN,Z` plans only the tile BN columns wide split Z ways (a problem where that
+/// is no candidate is refused). Unset in normal use.
+fn forced_split() -> Result<Option<(usize, usize)>> {
+    let Ok(text) = std::env::var("CONVRS_SPLIT_K") else { return Ok(None) };
+    let bad = || Error::InvalidArgument(format!("CONVRS_SPLIT_K=`{text}`: expected BN,Z (tile width, split count), e.g. 128,4"));
+    let (bn, z) = text.split_once(',').ok_or_else(bad)?;
+    Ok(Some((bn.trim().parse().map_err(|_| bad())?, z.trim().parse().map_err(|_| bad())?)))
+}
+
+/// The registry's planner for every Hopper kernel: the configurations of the kernel's policy.
+fn plan(desc: &KernelDesc, problem: &Conv2d, dtype: DType, device: &DeviceModel) -> Result<LaunchPlan> {
+    let Algorithm::Wgmma(policy) = desc.algorithm else {
+        return Err(Error::InvalidArgument(format!("{} is not a Hopper kernel", desc.name)));
+    };
+    problem.validate()?;
+    let p = problem;
+    let refuse = |reason: String| Err(Error::Unsupported { algorithm: desc.name, reason });
+    if device.compute_capability != (9, 0) {
+        let (major, minor) = device.compute_capability;
+        return refuse(format!("needs compute capability 9.0 (H100, H200): its sm_90a code runs nowhere else, and this device is {major}.{minor}"));
+    }
+    if !device.sm90a {
+        return refuse("the sm_90a PTX module did not load on this device (see the warning at start-up)".into());
+    }
+    if p.c % 8 != 0 || p.k % 8 != 0 {
+        return refuse(format!("C = {} and K = {} must be multiples of 8: the kernel moves channels in 16-byte (8 x fp16) pieces", p.c, p.k));
+    }
+    if policy.input_map() {
+        if let Err(reason) = crate::tensor_map::InputMapKey::new(0, p, DType::F16) {
+            return refuse(reason);
+        }
+    }
+    let m = gemm_m(p);
+    let configs = || CONFIGS.iter().filter(move |c| c.policy == policy);
+    let fits = |c: &&Config| c.smem_bytes() <= device.smem_per_block as usize && tiles(c, m, p.k) <= i32::MAX as usize;
+    let ktiles = p.c.div_ceil(K_TILE) * p.r * p.s;
+    // Split-K tries every split from 2 up to one k-tile a slice, where the launch's counters
+    // have room for its strips of 16 rows; the other schedules take the reduction whole. Splits
+    // stop where every CTA would have one tile of one slice: a persistent CTA that walks
+    // several tiles of a split runs each one's meeting in the workspace where the unsplit
+    // schedule overlaps its epilogue (measured 2-6 us slower on the H100).
+    let splits = |c: &Config| {
+        let count = tiles(c, m, p.k);
+        let most = ktiles.min(MAX_SPLITS).min(device.max_grid_z as usize).min(resident(c, device) / count.max(1));
+        if !policy.split_k() {
+            1..=1
+        } else if count * split_k::WARPS_PER_TILE <= split_k::MAX_UNITS {
+            2..=most
+        } else {
+            2..=1
+        }
+    };
+    let cost_of = |&(c, z): &(&Config, usize)| cost(c, device, m, p.k, p.c, p.r * p.s, z);
+    let forced = if policy.split_k() { forced_split()? } else { None };
+    let choices = configs().filter(fits).flat_map(|c| splits(c).map(move |z| (c, z)));
+    let choices = choices.filter(|&(c, z)| forced.is_none_or(|(bn, fz)| c.bn == bn && z == fz));
+    let Some((c, z)) = choices.min_by(|a, b| cost_of(a).total_cmp(&cost_of(b))) else {
+        if let Some((bn, z)) = forced {
+            let widths: Vec<_> = configs().map(|c| c.bn).collect();
+            return refuse(format!("CONVRS_SPLIT_K={bn},{z} is not among this problem's candidates (tile widths {widths:?}, splits while every CTA keeps one tile)"));
+        }
+        if policy.split_k() && configs().any(|c| fits(&c)) {
+            return refuse(format!(
+                "split-K needs at least 2 slices of the reduction ({ktiles} k-tiles) while every CTA keeps one tile: this problem's tiles already fill the GPU \
+                 or its reduction is one k-tile (the persistent schedule takes it whole)"
+            ));
+        }
+        let least = configs().map(Config::smem_bytes).min().unwrap_or(0);
+        return refuse(format!("needs {least} bytes of shared memory per block (or the grid exceeds 2^31 blocks); the device allows {}", device.smem_per_block));
+    };
+    let plan = LaunchPlan::new(
+        c.entry(dtype == DType::BF16),
+        (grid_blocks(c, device, m, p.k, z) as u32, 1, z as u32),
+        (c.threads() as u32, 1, 1),
+        c.smem_bytes() as u32,
+        dtype,
+        cost_of(&(c, z)),
+    );
+    let plan = if policy.filter_map() { plan.with_filter_map(c.filter_box_rows() as u32) } else { plan };
+    let plan = if policy.input_map() { plan.with_input_map() } else { plan };
+    Ok(if policy.split_k() { plan.with_workspace(split_k::workspace_bytes(tiles(c, m, p.k), c.bn, z)) } else { plan })
+}
+
+/// What each part of `policy` does, for `explain` and `convrs list`.
+pub fn describe(policy: Policy) -> String {
+    let producer = match policy.producer {
+        Producer::Multistage => "every thread copies both tiles with cp.async, then computes",
+        Producer::WsCpAsync => "warp-specialized: a producer warpgroup brings activations by cp.async and filters by TMA",
+        Producer::WsTma => "warp-specialized: one producer thread brings activations by im2col TMA and filters by TMA",
+    };
+    let schedule = match policy.schedule {
+        Schedule::Tile => "one CTA per output tile",
+        Schedule::Persistent => "a persistent grid walking the tiles",
+        Schedule::SplitK => "a persistent grid with each tile's reduction split over z slices meeting in a workspace",
+    };
+    let cluster = if policy.cluster > 1 { format!("; clusters of {} sharing each filter tile by TMA multicast", policy.cluster) } else { String::new() };
+    format!("{producer}; {schedule}{cluster}")
+}
+
+/// Every distinct policy of [`CONFIGS`], in order of first appearance.
+const fn policies<const N: usize>() -> [Policy; N] {
+    let mut out = [CONFIGS[0].policy; N];
+    let (mut n, mut i) = (0, 0);
+    while i < CONFIGS.len() {
+        let p = CONFIGS[i].policy;
+        let mut seen = false;
+        let mut j = 0;
+        while j < n {
+            seen |= same(out[j], p);
+            j += 1;
+        }
+        if !seen {
+            out[n] = p;
+            n += 1;
+        }
+        i += 1;
+    }
+    assert!(n == N, "POLICIES has the wrong length");
+    out
+}
+
+/// `a == b` in const code.
+const fn same(a: Policy, b: Policy) -> bool {
+    a.producer as u8 == b.producer as u8 && a.schedule as u8 == b.schedule as u8 && a.cluster == b.cluster
+}
+
+/// The policies, in the progression's order: one registry kernel each.
+pub const POLICIES: [Policy; 8] = policies();
+
+/// What the registry lists for `policy`.
+const fn kernel(policy: Policy) -> KernelDesc {
+    KernelDesc {
+        algorithm: Algorithm::Wgmma(policy),
+        name: policy.name(),
+        family: Family::TensorCore,
+        summary: match policy.schedule {
+            Schedule::Tile => "family 3 on Hopper: wgmma.mma_async implicit GEMM on plain channels-last data",
+            Schedule::Persistent => "family 3 on Hopper: wgmma implicit GEMM on a persistent grid",
+            Schedule::SplitK => "family 3 on Hopper: wgmma implicit GEMM with split-K, for layers with few output tiles",
+        },
+        dtypes: &[DType::F16, DType::BF16],
+        layouts: (Layout::Nhwc, Layout::Nhwc, Layout::Nhwc),
+        multiples: (1, 8, 8),
+        planner: plan,
+    }
+}
+
+/// The registry's entries: one kernel per policy.
+pub const KERNELS: [KernelDesc; POLICIES.len()] = {
+    let mut out = [kernel(POLICIES[0]); POLICIES.len()];
+    let mut i = 0;
+    while i < out.len() {
+        out[i] = kernel(POLICIES[i]);
+        i += 1;
+    }
+    out
+};
+
+// Every configuration has its rate, and every rate a configuration.
+const _: () = {
+    let mut i = 0;
+    while i < CONFIGS.len() {
+        let mut found = 0;
+        let mut j = 0;
+        while j < RATES.len() {
+            found += eq(RATES[j].0, CONFIGS[i].entries[0]) as usize;
+            j += 1;
+        }
+        assert!(found == 1, "a Hopper configuration has no rate (or two) in RATES");
+        i += 1;
+    }
+    assert!(RATES.len() == CONFIGS.len(), "RATES names an entry no configuration has");
+};
+
+/// `a == b` for strings in const code.
+const fn eq(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+/// Every entry point the plans can name, fp16 then bf16 of each configuration.
+pub fn kernel_names() -> Vec<&'static str> {
+    CONFIGS.iter().flat_map(|c| c.entries).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn by_entry(e: &str) -> &'static Config {
+        CONFIGS.iter().find(|c| c.entries[0] == e).unwrap()
+    }
+
+    fn algo(name: &str) -> Algorithm {
+        name.parse().unwrap()
+    }
+
+    #[test]
+    fn predictions_track_the_h100_measurements() {
+        let d = DeviceModel::named("h100").unwrap();
+        let seed = Conv2d::new(256, 256, 14, 14, 512, 3, 3).with_pad(1);
+        let m = 256 * 14 * 14;
+        // Measured on the seed shape (H100; BENCHMARKS.md, 2026-11-23, sessions one to four).
+        for (entry, measured_us) in [
+            ("wgmma_multistage_128x256k64", 204.8),
+            ("wgmma_multistage_128x128k64", 252.5),
+            ("wgmma_ws_cpasync_128x256k64", 167.4),
+            ("wgmma_ws_cpasync_persistent_128x256k64", 160.6),
+            ("wgmma_ws_cpasync_persistent_cluster2_128x256k64", 160.1),
+            ("wgmma_ws_tma_persistent_128x256k64", 155.7),
+            ("wgmma_ws_tma_persistent_cluster2_128x256k64", 155.6),
+        ] {
+            let ratio = cost(by_entry(entry), &d, m, 512, 256, 9, 1) / measured_us;
+            assert!((0.9..=1.1).contains(&ratio), "{entry}: predicted/measured {ratio:.2}");
+        }
+        let plan = algo("wgmma_multistage").plan(&seed, DType::F16, &d).unwrap();
+        assert_eq!((plan.kernel, plan.block, plan.grid), ("wgmma_multistage_128x256k64", (256, 1, 1), (784, 1, 1)));
+        assert_eq!(plan.shared_bytes as usize, 4 * 48 * 1024 + 1024);
+        // The mma.sync kernel's own model predicts it slower on this shape, so Auto prefers this one.
+        let mma = algo("wmma_nhwc").plan(&seed, DType::F16, &d).unwrap();
+        assert!(plan.predicted_us < mma.predicted_us, "{} vs {}", plan.predicted_us, mma.predicted_us);
+        // The warp-specialized steps take the filter's tensor map with boxes of BN rows; step 3 none.
+        assert_eq!(plan.filter_map_rows, None);
+        let ws = algo("wgmma_ws_cpasync").plan(&seed, DType::F16, &d).unwrap();
+        assert_eq!((ws.kernel, ws.block, ws.grid, ws.filter_map_rows), ("wgmma_ws_cpasync_128x256k64", (384, 1, 1), (784, 1, 1), Some(256)));
+        assert_eq!(ws.shared_bytes as usize, 4 * 48 * 1024 + 1024 + 128);
+        assert!(ws.predicted_us < plan.predicted_us);
+        // Clusters: 392 M tiles in 196 clusters of 2 (an odd count rounds up), boxes of half the tile.
+        let mc = algo("wgmma_ws_cpasync_cluster2").plan(&seed, DType::F16, &d).unwrap();
+        assert_eq!((mc.kernel, mc.grid, mc.filter_map_rows), ("wgmma_ws_cpasync_cluster2_128x256k64", (784, 1, 1), Some(128)));
+        // Persistent: one block per SM on the 784 tiles; never more blocks than tiles.
+        assert_eq!(algo("wgmma_ws_cpasync_persistent").plan(&seed, DType::F16, &d).unwrap().grid, (d.sms, 1, 1));
+        assert_eq!(algo("wgmma_ws_cpasync_persistent_cluster2").plan(&seed, DType::F16, &d).unwrap().grid, (d.sms / 2 * 2, 1, 1));
+        assert_eq!(algo("wgmma_ws_cpasync_persistent").plan(&Conv2d::new(1, 64, 9, 9, 64, 3, 3), DType::F16, &d).unwrap().grid, (1, 1, 1));
+        let odd = algo("wgmma_ws_cpasync_cluster2").plan(&Conv2d::new(1, 64, 9, 9, 64, 3, 3).with_pad(1), DType::BF16, &d).unwrap();
+        assert_eq!((odd.kernel, odd.grid, odd.filter_map_rows), ("wgmma_ws_cpasync_cluster2_bf16_128x128k64", (2, 1, 1), Some(64)));
+    }
+
+    #[test]
+    fn split_k_plans_own_entries_and_size_their_workspace() {
+        let d = DeviceModel::named("h100").unwrap();
+        // Few tiles, a long reduction: split, with the split entry and a workspace for it.
+        let few = Conv2d::new(16, 832, 7, 7, 128, 5, 5).with_pad(2);
+        let sk = algo("wgmma_ws_tma_splitk").plan(&few, DType::F16, &d).unwrap();
+        let c = CONFIGS.iter().find(|c| c.entries[0] == sk.kernel).unwrap();
+        assert!(c.policy.split_k() && sk.grid.2 >= 2, "{sk:?}");
+        assert_eq!(sk.workspace_bytes, split_k::workspace_bytes(tiles(c, 16 * 49, 128), c.bn, sk.grid.2 as usize));
+        assert!(sk.input_map && sk.filter_map_rows == Some(c.bn as u32));
+        // The unsplit schedules never take a workspace or a z grid.
+        for k in &KERNELS {
+            if let (Ok(p), false) = (k.plan(&few, DType::F16, &d), matches!(k.algorithm, Algorithm::Wgmma(p) if p.split_k())) {
+                assert_eq!((p.workspace_bytes, p.grid.2), (0, 1), "{}", k.name);
+            }
+        }
+        // One k-tile (1x1, C = 64): nothing to split, refused with the reason.
+        let e = algo("wgmma_ws_tma_splitk").plan(&Conv2d::new(2, 64, 9, 9, 64, 1, 1), DType::F16, &d).unwrap_err();
+        assert!(e.to_string().contains("at least 2 slices"), "{e}");
+    }
+
+    #[test]
+    fn refuses_other_devices_types_and_channel_counts_with_reasons() {
+        let p = Conv2d::new(2, 64, 9, 9, 64, 3, 3).with_pad(1);
+        for name in ["a100", "l40s", "rtx4090"] {
+            let e = algo("wgmma_multistage").plan(&p, DType::F16, &DeviceModel::named(name).unwrap()).unwrap_err();
+            assert!(e.to_string().contains("compute capability 9.0"), "{name}: {e}");
+        }
+        let h100 = DeviceModel::named("h100").unwrap();
+        let unloaded = DeviceModel { sm90a: false, ..h100.clone() };
+        assert!(algo("wgmma_multistage").plan(&p, DType::F16, &unloaded).unwrap_err().to_string().contains("did not load"));
+        assert!(algo("wgmma_multistage").plan(&Conv2d { c: 12, ..p }, DType::BF16, &h100).unwrap_err().to_string().contains("multiples of 8"));
+        assert!(algo("wgmma_multistage").plan(&p, DType::F32, &h100).unwrap_err().to_string().contains("reads fp16/bf16 data"));
+        assert_eq!(algo("wgmma_multistage").plan(&p, DType::BF16, &h100).unwrap().kernel, "wgmma_multistage_bf16_128x128k64");
+        assert_eq!(algo("wgmma_ws_cpasync").plan(&p, DType::BF16, &h100).unwrap().kernel, "wgmma_ws_cpasync_bf16_128x128k64");
+        assert!(algo("wgmma_ws_cpasync").plan(&p, DType::F16, &unloaded).unwrap_err().to_string().contains("did not load"));
+    }
+
+    #[test]
+    fn every_policy_is_one_kernel_and_every_entry_plannable() {
+        assert_eq!(kernel_names().len(), 2 * CONFIGS.len());
+        for (i, k) in KERNELS.iter().enumerate() {
+            assert!(KERNELS[..i].iter().all(|o| o.name != k.name));
+            assert!(!describe(POLICIES[i]).is_empty());
+        }
+        // Each configuration is the plan's pick on some problem (no row is unreachable): the
+        // tile widths cover K = 32, 64, 128 and 256 and wider.
+        let d = DeviceModel::named("h100").unwrap();
+        let mut picked = std::collections::HashSet::new();
+        for k in [32, 64, 128, 256, 512] {
+            for (n, c, hw, r) in [(1, 256, 14, 3), (64, 256, 14, 3), (16, 832, 7, 5)] {
+                for kernel in &KERNELS {
+                    for dtype in [DType::F16, DType::BF16] {
+                        if let Ok(p) = kernel.plan(&Conv2d::new(n, c, hw, hw, k, r, r).with_pad(r / 2), dtype, &d) {
+                            picked.insert(p.kernel);
+                        }
+                    }
+                }
+            }
+        }
+        for c in &CONFIGS {
+            assert!(c.entries.iter().all(|e| picked.contains(e)), "{:?} never planned", c.entries);
+        }
+    }
+}

@@ -1,0 +1,63 @@
+//! Family 3 on Hopper (sm_90a PTX only): the implicit GEMM of [`super::implicit_gemm`] on plain
+//! NHWC / KRSC / NHWK data with the warpgroup instruction `wgmma.mma_async`, as a progression of
+//! policies (`convrs_spec::hopper::Policy`). Every entry comes from one row of
+//! `convrs_spec::hopper_configs!`, in the fp16 and the bf16 type:
+//!
+//! | step | policy | what changes |
+//! | --- | --- | --- |
+//! | 3 | `wgmma_multistage` ([`multistage`]) | `mma.sync` -> `wgmma`; every thread copies (`cp.async`) and computes |
+//! | 4 | `wgmma_ws_cpasync` ([`kernel`]) | warp-specialized: a producer warpgroup (filters by TMA) and two consumers on an mbarrier ring |
+//! | 5 | `wgmma_ws_cpasync_cluster2` | clusters of 2 CTAs along M share each filter tile by TMA multicast |
+//! | 6 | `wgmma_ws_cpasync_persistent[_cluster2]` | a persistent grid: the next tile's loads under the epilogue |
+//! | 7 | `wgmma_ws_tma_persistent[_cluster2]` | activations by im2col TMA too: one producer thread, no proxy fence |
+//! | 8 | `wgmma_ws_tma_splitk` | split-K: the grid's z slices share each tile's reduction, meeting in a workspace |
+//!
+//! The pieces of the warp-specialized kernel, each written once: [`producer`], [`consumer`],
+//! [`epilogue`], the tile [`scheduler`], the [`split_k`] meeting, and the ring
+//! (`prelude::pipeline`).
+
+pub mod consumer;
+pub mod epilogue;
+pub mod kernel;
+pub mod multistage;
+pub mod producer;
+pub mod scheduler;
+pub mod split_k;
+
+/// Declares the fp16 and the bf16 entry of every row of `convrs_spec::hopper_configs!`, on
+/// operands `$ops`, with the argument list of its policy (`convrs_spec::hopper::Producer`,
+/// `Schedule`).
+macro_rules! entries {
+    ($ops:ident $(($producer:ident, $schedule:ident, $cluster:tt, $bn:tt, $stages:tt, $fp16:ident, $bf16:ident))*) => {
+        $(
+            entries!(@one $ops $producer $schedule $cluster $bn $stages $fp16 false);
+            entries!(@one $ops $producer $schedule $cluster $bn $stages $bf16 true);
+        )*
+    };
+    (@one $ops:ident Multistage Tile 1 $bn:tt $stages:tt $name:ident $bf16:tt) => {
+        $crate::conv_kernel!(
+            fn $name(x: *const u16, w: *const u16, y: *mut f32) => $crate::tensor_core::hopper::multistage::conv::<$ops, [f32; $bn / 2], $stages, $bf16>
+        );
+    };
+    (@one $ops:ident WsCpAsync $schedule:ident $cluster:tt $bn:tt $stages:tt $name:ident $bf16:tt) => {
+        $crate::conv_kernel!(
+            fn $name(x: *const u16, w: *const u16, y: *mut f32, wmap: *const u8) => $crate::tensor_core::hopper::kernel::conv_cp_async::<
+                $ops, [f32; $bn / 2], $stages, $cluster, { matches!(convrs_spec::hopper::Schedule::$schedule, convrs_spec::hopper::Schedule::Persistent) }, $bf16>
+        );
+    };
+    (@one $ops:ident WsTma SplitK 1 $bn:tt $stages:tt $name:ident $bf16:tt) => {
+        $crate::conv_kernel!(
+            fn $name(x: *const u16, w: *const u16, y: *mut f32, wmap: *const u8, xmap: *const u8, ws: *mut u32) => $crate::tensor_core::hopper::kernel::conv_split_k::<
+                $ops, [f32; $bn / 2], $stages, $bf16>
+        );
+    };
+    (@one $ops:ident WsTma $schedule:ident $cluster:tt $bn:tt $stages:tt $name:ident $bf16:tt) => {
+        $crate::conv_kernel!(
+            fn $name(x: *const u16, w: *const u16, y: *mut f32, wmap: *const u8, xmap: *const u8) => $crate::tensor_core::hopper::kernel::conv_tma::<
+                $ops, [f32; $bn / 2], $stages, $cluster, { matches!(convrs_spec::hopper::Schedule::$schedule, convrs_spec::hopper::Schedule::Persistent) }, $bf16>
+        );
+    };
+}
+
+use super::nhwc::Nhwc;
+convrs_spec::hopper_configs!(entries, Nhwc);

@@ -1,0 +1,254 @@
+//! The warp-specialized kernel (steps 4 to 8): one function whose const parameters are a
+//! configuration's policy (`convrs_spec::hopper::Policy`) and tile. This file sets the block up
+//! and hands each warpgroup its role; the roles are in [`super::producer`], [`super::consumer`]
+//! and [`super::epilogue`], the order of the tiles in [`super::scheduler`], the split-K meeting
+//! in [`super::split_k`], the ring in `prelude::pipeline`.
+//!
+//! # Contract
+//!
+//! Step 3's problem and arguments (NHWC x, KRSC w, NHWK y; C and K multiples of 8; the 16
+//! trailing [`ConvShape`] `i32`s, `y_bits` 32 or 16), then after `y`:
+//! - `wmap`, a 128-byte CUDA tensor map of the filter in global memory (64-byte aligned,
+//!   written before the launch and unchanged during it), encoded by `cuTensorMapEncodeTiled` as
+//!   a 3-D tensor {C, R*S, K} (innermost first; byte strides C*2 and R*S*C*2) of the input's
+//!   16-bit type, box {64, 1, BN / CLUSTER}, element strides 1, no interleave, 128B swizzle,
+//!   zero fill for out-of-range elements. `w` itself is not read (the map holds its address).
+//! - With `Producer::WsTma`, `xmap`, the input's im2col tensor map, encoded by
+//!   `cuTensorMapEncodeIm2col` as a 4-D tensor {C, W, H, N} (byte strides C*2, W*C*2, H*W*C*2),
+//!   bounding box corners {-pad_w, -pad_h} and {pad_w - (S-1)*dil_w, pad_h - (R-1)*dil_h},
+//!   element strides {1, stride_w, stride_h, 1}, 64 channels per pixel, 128 pixels per column,
+//!   128B swizzle, zero fill; so the copy for output row m0 and tap (r, s) brings rows m0.. of
+//!   the im2col matrix, exactly the A tile step 3's addressing builds.
+//! - With `Schedule::SplitK`, `ws`, the workspace (`convrs_spec::split_k::workspace_bytes` for
+//!   the launch, its counters zero), where the grid's z slices meet.
+//!
+//! Launch: 384 threads; a 1-D grid of `ceil(M / 128) * ceil(K / BN)` blocks (N tile fastest; in
+//! clusters the M tiles rounded up to whole clusters), or with a persistent schedule fewer (a
+//! multiple of the cluster size), times the split count in z; `Config::smem_bytes` of dynamic
+//! shared memory.
+//!
+//! # Roles
+//!
+//! - Warpgroup 0, the producer (`setmaxnreg.dec` to 56): fills the ring ([`super::producer`]).
+//! - Warpgroups 1 and 2, the consumers (`setmaxnreg.inc` to 224): rows 64(g-1).. of the block
+//!   tile. For each k-tile: wait for `full`, (with `cp.async` activations) the proxy fence, 4 x
+//!   m64nBNk16 wgmma, commit, `wait_group 1` (k-tile kt-1's wgmmas retired), then release kt-1's
+//!   stage ([`super::consumer`]). After the last k-tile of a tile, `wait_group 0`, release the
+//!   last stage, and the epilogue ([`super::epilogue`]), or under split-K the meeting first.
+
+use convrs_spec::hopper::{stage_bytes, BARRIER_BYTES, BLOCK_M, K_TILE, WARPGROUP};
+use convrs_spec::split_k;
+
+use super::consumer::consume;
+use super::epilogue::{store_deferring, store_pending, store_tile, Pending, SLICES};
+use super::producer::{produce_cp_async, produce_tma};
+use super::scheduler::Tiles;
+use super::split_k::Split;
+use crate::prelude::mbarrier::{cluster_arrive, cluster_wait, fence_mbarrier_init, prefetch_tensormap, setmaxnreg_inc_224};
+use crate::prelude::pipeline::{empty_arrivals, Position, Ring};
+use crate::prelude::wgmma::Accumulators;
+use crate::prelude::*;
+use crate::tensor_core::implicit_gemm::Operands;
+
+/// Threads of a warpgroup.
+const WG: u32 = WARPGROUP as u32;
+
+/// `Producer::WsCpAsync` entries: [`conv`] with activations by `cp.async`.
+///
+/// # Safety
+/// As [`conv`].
+#[inline(always)]
+pub unsafe fn conv_cp_async<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTER: u32, const PERSISTENT: bool, const BF16: bool>(
+    x: *const u16,
+    w: *const u16,
+    y: *mut f32,
+    wmap: *const u8,
+    sh: ConvShape,
+) {
+    // SAFETY: as the caller guarantees; without IM2COL the input map is not read, without SPLIT
+    // the workspace.
+    unsafe { conv::<O, Acc, STAGES, CLUSTER, PERSISTENT, BF16, false, false>(x, w, y, wmap, core::ptr::null(), core::ptr::null_mut(), sh) }
+}
+
+/// `Producer::WsTma` entries: [`conv`] with activations by im2col TMA copies through `xmap`.
+///
+/// # Safety
+/// As [`conv`].
+#[inline(always)]
+pub unsafe fn conv_tma<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTER: u32, const PERSISTENT: bool, const BF16: bool>(
+    x: *const u16,
+    w: *const u16,
+    y: *mut f32,
+    wmap: *const u8,
+    xmap: *const u8,
+    sh: ConvShape,
+) {
+    // SAFETY: as the caller guarantees; without SPLIT the workspace is not read.
+    unsafe { conv::<O, Acc, STAGES, CLUSTER, PERSISTENT, BF16, true, false>(x, w, y, wmap, xmap, core::ptr::null_mut(), sh) }
+}
+
+/// `Schedule::SplitK` entries (always `Producer::WsTma`, persistent, no cluster): [`conv`] with
+/// the grid's z slices meeting in the workspace `ws`.
+///
+/// # Safety
+/// As [`conv`].
+#[inline(always)]
+pub unsafe fn conv_split_k<O: Operands, Acc: Accumulators, const STAGES: usize, const BF16: bool>(
+    x: *const u16,
+    w: *const u16,
+    y: *mut f32,
+    wmap: *const u8,
+    xmap: *const u8,
+    ws: *mut u32,
+    sh: ConvShape,
+) {
+    // SAFETY: as the caller guarantees.
+    unsafe { conv::<O, Acc, STAGES, 1, true, BF16, true, true>(x, w, y, wmap, xmap, ws, sh) }
+}
+
+/// The kernel; see the module docs. Block tile 128 x `Acc::N` x 64, `STAGES` k-tiles in the
+/// ring, operands addressed by `O` (plain NHWC), clusters of `CLUSTER` CTAs sharing the filter
+/// tile, a persistent grid if `PERSISTENT`, bf16 data if `BF16`, activations by im2col TMA
+/// copies if `IM2COL`, the reduction split over the grid's z slices if `SPLIT`.
+///
+/// # Safety
+/// `x`, `y` hold N*H*W*C and N*P*Q*K elements in `O`'s layouts, 16-byte aligned; `wmap` (and
+/// with `IM2COL`, `xmap`) is the filter's (the input's) tensor map as the module docs describe;
+/// with `SPLIT`, `ws` is the launch's workspace; C and K are multiples of 8 and `sh` describes
+/// them with every index in `i32`.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTER: u32, const PERSISTENT: bool, const BF16: bool, const IM2COL: bool, const SPLIT: bool>(
+    x: *const u16,
+    _w: *const u16,
+    y: *mut f32,
+    wmap: *const u8,
+    xmap: *const u8,
+    ws: *mut u32,
+    sh: ConvShape,
+) {
+    const {
+        assert!(!O::TILED);
+        assert!(STAGES >= 2 && STAGES <= 8);
+        // 64 and 32 only with IM2COL (the cp.async producer copies 4 rows a thread).
+        assert!(Acc::N == 128 || Acc::N == 256 || (IM2COL && (Acc::N == 64 || Acc::N == 32)));
+        assert!(CLUSTER == 1 || CLUSTER == 2);
+        // Split-K: persistent im2col tiles without clusters (the last cluster's M tiles would lie
+        // past M, where no units are counted), no wider than the split path's registers allow.
+        assert!(!SPLIT || (IM2COL && PERSISTENT && CLUSTER == 1 && Acc::N <= split_k::MAX_BN));
+    }
+    let raw = dynamic_smem_u32();
+    // 1024-byte aligned start of the ring: the swizzle pattern repeats every 1024 bytes and
+    // the descriptors and the TMA assume it starts on that boundary.
+    let smem = (raw + 1023) & !1023;
+    if block_dim_x() != 3 * WG as i32 || dynamic_smem_bytes() + raw < smem + (STAGES * stage_bytes(Acc::N) + BARRIER_BYTES) as u32 {
+        trap();
+    }
+    let ring = Ring::<STAGES> { smem, stage: stage_bytes(Acc::N) as u32 };
+    let tid = thread_x() as u32;
+    if tid == 0 {
+        // SAFETY: the slots after the stages are inside the launch's shared memory (checked
+        // above), initialised once, before any use (the barrier below).
+        unsafe { ring.init(if IM2COL { 1 } else { WG + 1 }, empty_arrivals::<CLUSTER>(2 * WG)) };
+        fence_mbarrier_init();
+        // SAFETY: the contract's tensor maps.
+        unsafe {
+            prefetch_tensormap(wmap);
+            if IM2COL {
+                prefetch_tensormap(xmap);
+            }
+        }
+    }
+    if CLUSTER == 1 {
+        sync_threads();
+    } else {
+        // Every barrier of the cluster is initialised before any CTA's copies or arrivals reach
+        // it. SAFETY: every thread of the cluster, once, in uniform control flow.
+        unsafe {
+            cluster_arrive();
+            cluster_wait();
+        }
+    }
+
+    let gemm_m = (sh.n * sh.p * sh.q) as u32;
+    let gemm_n = sh.k as u32;
+    let tiles = Tiles::of::<CLUSTER, PERSISTENT>(gemm_m, gemm_n, Acc::N as u32);
+    let n_tiles = tiles.n_tiles;
+    let cchunks = (sh.c + K_TILE as i32 - 1) / K_TILE as i32;
+    // Split-K: slice z reduces its share of every tile's k-tiles, and the slices meet in the
+    // workspace (`convrs_spec::split_k`).
+    let all = sh.r * sh.s * cchunks;
+    let (kt0, ktiles, split) = if SPLIT {
+        let splits = grid_dim_z() as u32;
+        let units = gemm_m.div_ceil(BLOCK_M as u32) * n_tiles * split_k::WARPS_PER_TILE as u32;
+        if splits > all as u32 || units > split_k::MAX_UNITS as u32 {
+            trap();
+        }
+        let (first, end) = split_k::k_range(block_z() as u32, splits, all as u32);
+        (first, (end - first) as i32, Some(Split { ws, z: block_z() as u32, splits, units }))
+    } else {
+        (0, all, None)
+    };
+
+    // The role is uniform per warpgroup, as setmaxnreg and wgmma require.
+    if tid < WG {
+        // SAFETY: the whole warpgroup; the caller's contract.
+        unsafe {
+            if IM2COL {
+                produce_tma::<O, STAGES, CLUSTER>(xmap, wmap, &sh, ring, tiles, kt0, ktiles, tid);
+            } else {
+                produce_cp_async::<O, STAGES, CLUSTER>(x, wmap, &sh, ring, tiles, ktiles, tid);
+            }
+        }
+        // An exited thread no longer counts at the cluster barrier below.
+        return;
+    }
+    let cw = tid / WG - 1;
+    // SAFETY: the whole warpgroup; 56 x 128 + 224 x 256 <= 65536.
+    unsafe { setmaxnreg_inc_224() };
+    let mut tiles = tiles;
+    let mut at = Position::START;
+    // With im2col copies and 16-bit outputs each tile's last stores go under the next tile's
+    // first k-tiles.
+    let defer = IM2COL && !SPLIT && sh.y_bits == 16;
+    let mut pending = Pending::NONE;
+    while let Some((m0, n0)) = tiles.next::<CLUSTER>() {
+        // SAFETY: the whole warpgroup, for every tile the producer fills; the stores as
+        // `store_pending` requires (the previous tile's, this thread's part).
+        let acc = unsafe {
+            consume::<Acc, STAGES, CLUSTER, BF16, IM2COL>(ring, cw, ktiles, &mut at, |kt| {
+                if defer {
+                    store_pending::<O, Acc>(&sh, y, &pending, cw, tid, kt, kt + 1);
+                }
+            })
+        };
+        if let Some(split) = &split {
+            let mut acc = acc;
+            let warp = (tid % WG) / 32;
+            let unit = ((m0 / BLOCK_M as u32) * n_tiles + n0 / Acc::N as u32) * split_k::WARPS_PER_TILE as u32 + cw * 4 + warp;
+            // SAFETY: the whole warp, converged; this unit's region and counter, once per
+            // launch by each slice (the grid's z slices walk the same tiles).
+            if unsafe { split.meet(&mut acc, unit, tid % 32) } {
+                // SAFETY: as below (each warp writes its own 16 rows; shuffles within the
+                // warp); of the slices, only this warp writes them.
+                unsafe { store_tile::<O, Acc, BF16>(&sh, y, &acc, m0, n0, cw, tid) };
+            }
+        } else if defer {
+            // SAFETY: the caller's contract; this CTA's tile, the last tile's remaining stores.
+            pending = unsafe { store_deferring::<O, Acc, BF16>(&sh, y, &pending, &acc, m0, n0, cw, tid, ktiles) };
+        } else {
+            // SAFETY: the caller's contract; this CTA's tile.
+            unsafe { store_tile::<O, Acc, BF16>(&sh, y, &acc, m0, n0, cw, tid) };
+        }
+    }
+    // SAFETY: the last tile's stores, as above.
+    unsafe { store_pending::<O, Acc>(&sh, y, &pending, cw, tid, 0, SLICES) };
+    if CLUSTER > 1 {
+        // This thread's last arrivals on the other CTAs' barriers are done: no CTA exits while
+        // another may still arrive on its barriers. SAFETY: every consumer thread, once.
+        unsafe {
+            cluster_arrive();
+            cluster_wait();
+        }
+    }
+}

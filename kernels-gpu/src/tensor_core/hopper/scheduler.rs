@@ -1,0 +1,53 @@
+//! The tile scheduler of the warp-specialized kernels: which output tiles a CTA computes, in
+//! which order. Producer and consumers walk the same sequence, so their rings stay in step.
+
+use convrs_spec::hopper::BLOCK_M;
+
+use crate::prelude::*;
+use crate::tensor_core::implicit_gemm::divmod;
+
+/// The output tiles one CTA computes, in order: one tile, or with a persistent grid every
+/// `stride`-th cluster tile from its own on (a static round-robin over the grid). A cluster
+/// tile is `CLUSTER` consecutive M tiles of one N tile (N tiles fastest); the CTA of rank `rank`
+/// takes the `rank`-th of them. Every CTA of a cluster walks the same cluster tiles.
+#[derive(Clone, Copy)]
+pub(super) struct Tiles {
+    next: u32,
+    stride: u32,
+    end: u32,
+    /// N tiles of the GEMM, each `bn` columns.
+    pub(super) n_tiles: u32,
+    pub(super) bn: u32,
+    pub(super) rank: u32,
+}
+
+impl Tiles {
+    /// This CTA's tiles of a `gemm_m x gemm_n` output in tiles `bn` wide, for a grid of one CTA
+    /// per tile or (`PERSISTENT`) fewer walking them.
+    #[inline(always)]
+    pub(super) fn of<const CLUSTER: u32, const PERSISTENT: bool>(gemm_m: u32, gemm_n: u32, bn: u32) -> Tiles {
+        // The CTAs of a cluster share the N tile and take consecutive M tiles (the last cluster's
+        // may lie past M: it computes zeros and stores nothing, and still loads its share of B).
+        let n_tiles = gemm_n.div_ceil(bn);
+        let first = block_x() as u32 / CLUSTER;
+        let tiles = if PERSISTENT {
+            let end = gemm_m.div_ceil(BLOCK_M as u32 * CLUSTER) * n_tiles;
+            Tiles { next: first, stride: grid_dim_x() as u32 / CLUSTER, end, n_tiles, bn, rank: 0 }
+        } else {
+            Tiles { next: first, stride: 1, end: first + 1, n_tiles, bn, rank: 0 }
+        };
+        Tiles { rank: if CLUSTER > 1 { crate::prelude::mbarrier::cluster_ctarank() } else { 0 }, ..tiles }
+    }
+
+    /// The next tile's first (row, column) of the GEMM output.
+    #[inline(always)]
+    pub(super) fn next<const CLUSTER: u32>(&mut self) -> Option<(u32, u32)> {
+        if self.next >= self.end {
+            return None;
+        }
+        // SAFETY: N >= 1 (n_tiles >= 1).
+        let (cm, nt) = unsafe { divmod(self.next, self.n_tiles) };
+        self.next += self.stride;
+        Some(((cm * CLUSTER + self.rank) * BLOCK_M as u32, nt * self.bn))
+    }
+}

@@ -1,0 +1,321 @@
+//! Family 3 on Hopper (sm_90a PTX only): every compiled configuration, one row each, read by the
+//! kernels (which declare an entry per row and dtype) and the host (which plans from the rows).
+//!
+//! A configuration is a *policy* (how the operand tiles reach shared memory, how the output tiles
+//! are scheduled, how many CTAs share a filter tile) and a block tile (128 x BN x 64 with STAGES
+//! k-tiles in the shared ring). The element type is a parameter: every row has an fp16 and a bf16
+//! entry point, the same code with the other `wgmma` type.
+//!
+//! Shared memory: each stage is the A tile (128 rows of 128 bytes: 64 16-bit channels, one
+//! 128-byte swizzle row) then the B tile (BN rows), each on a 1024-byte boundary, which the
+//! kernel finds by aligning the dynamic shared memory's start up (the launch asks for 1 KiB more
+//! than the stages); the warp-specialized kernels keep their mbarriers after the last stage.
+//!
+//! Adding a configuration is one row of [`hopper_configs!`] (and its rate in the host's cost
+//! model); a row with a new policy also needs that policy's name in [`Policy::name`].
+
+use crate::split_k;
+
+/// Block tile rows (GEMM M): two consumer warpgroups of m64.
+pub const BLOCK_M: usize = 128;
+/// Channels per k-tile: one 128-byte swizzle row of 16-bit elements.
+pub const K_TILE: usize = 64;
+/// Bytes of one shared row of a tile: [`K_TILE`] 16-bit channels.
+pub const ROW_BYTES: usize = 2 * K_TILE;
+/// Threads of a warpgroup (4 warps), the unit that issues `wgmma`.
+pub const WARPGROUP: usize = 128;
+/// Bytes of the warp-specialized kernels' barriers after the stages: a `full` and an `empty`
+/// mbarrier (8 bytes each) per stage, at most 8 stages.
+pub const BARRIER_BYTES: usize = 128;
+/// Dynamic shared memory a block may have on sm_90 (227 KiB).
+pub const MAX_SMEM_BYTES: usize = 232448;
+
+/// Calls `$callback! { $ctx... (Producer, Schedule, CLUSTER, BN, STAGES, fp16_entry, bf16_entry) ... }`,
+/// one row per compiled configuration, in the order of the progression. `Producer` and
+/// `Schedule` are variant names of [`Producer`] and [`Schedule`].
+#[macro_export]
+macro_rules! hopper_configs {
+    ($callback:path $(, $ctx:tt)*) => {
+        $callback! { $($ctx)*
+            // producer  schedule    cluster BN  stages entries (fp16, bf16)
+            // Step 3: every thread copies, both warpgroups compute (the ring runs STAGES-2 ahead).
+            (Multistage, Tile,       1,      256, 4, wgmma_multistage_128x256k64, wgmma_multistage_bf16_128x256k64)
+            (Multistage, Tile,       1,      128, 5, wgmma_multistage_128x128k64, wgmma_multistage_bf16_128x128k64)
+            // Step 4: a producer warpgroup and two consumers on an mbarrier ring (a whole ring ahead).
+            (WsCpAsync,  Tile,       1,      256, 4, wgmma_ws_cpasync_128x256k64, wgmma_ws_cpasync_bf16_128x256k64)
+            (WsCpAsync,  Tile,       1,      128, 6, wgmma_ws_cpasync_128x128k64, wgmma_ws_cpasync_bf16_128x128k64)
+            // Step 5: clusters of 2 along M sharing each filter tile by TMA multicast.
+            (WsCpAsync,  Tile,       2,      256, 4, wgmma_ws_cpasync_cluster2_128x256k64, wgmma_ws_cpasync_cluster2_bf16_128x256k64)
+            (WsCpAsync,  Tile,       2,      128, 6, wgmma_ws_cpasync_cluster2_128x128k64, wgmma_ws_cpasync_cluster2_bf16_128x128k64)
+            // Step 6: a persistent grid, the next tile's loads under the epilogue.
+            (WsCpAsync,  Persistent, 1,      256, 4, wgmma_ws_cpasync_persistent_128x256k64, wgmma_ws_cpasync_persistent_bf16_128x256k64)
+            (WsCpAsync,  Persistent, 1,      128, 6, wgmma_ws_cpasync_persistent_128x128k64, wgmma_ws_cpasync_persistent_bf16_128x128k64)
+            (WsCpAsync,  Persistent, 2,      256, 4, wgmma_ws_cpasync_persistent_cluster2_128x256k64, wgmma_ws_cpasync_persistent_cluster2_bf16_128x256k64)
+            (WsCpAsync,  Persistent, 2,      128, 6, wgmma_ws_cpasync_persistent_cluster2_128x128k64, wgmma_ws_cpasync_persistent_cluster2_bf16_128x128k64)
+            // Step 7: both tiles by TMA, the activations in im2col mode (one producer thread).
+            (WsTma,      Persistent, 1,      256, 4, wgmma_ws_tma_persistent_128x256k64, wgmma_ws_tma_persistent_bf16_128x256k64)
+            (WsTma,      Persistent, 1,      128, 6, wgmma_ws_tma_persistent_128x128k64, wgmma_ws_tma_persistent_bf16_128x128k64)
+            // 128x64 for K <= 64 and 128x32 for K <= 32: no filter rows zero-filled past K.
+            (WsTma,      Persistent, 1,       64, 8, wgmma_ws_tma_persistent_128x64k64, wgmma_ws_tma_persistent_bf16_128x64k64)
+            (WsTma,      Persistent, 1,       32, 8, wgmma_ws_tma_persistent_128x32k64, wgmma_ws_tma_persistent_bf16_128x32k64)
+            (WsTma,      Persistent, 2,      256, 4, wgmma_ws_tma_persistent_cluster2_128x256k64, wgmma_ws_tma_persistent_cluster2_bf16_128x256k64)
+            (WsTma,      Persistent, 2,      128, 6, wgmma_ws_tma_persistent_cluster2_128x128k64, wgmma_ws_tma_persistent_cluster2_bf16_128x128k64)
+            // Step 8: split-K, the slices meeting in a workspace (tiles up to split_k::MAX_BN).
+            (WsTma,      SplitK,     1,      128, 6, wgmma_ws_tma_splitk_128x128k64, wgmma_ws_tma_splitk_bf16_128x128k64)
+            (WsTma,      SplitK,     1,       64, 8, wgmma_ws_tma_splitk_128x64k64, wgmma_ws_tma_splitk_bf16_128x64k64)
+            (WsTma,      SplitK,     1,       32, 8, wgmma_ws_tma_splitk_128x32k64, wgmma_ws_tma_splitk_bf16_128x32k64)
+        }
+    };
+}
+
+/// How the operand tiles reach shared memory, and which threads do what.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Producer {
+    /// Every thread copies both tiles with `cp.async` into a multistage ring, then both
+    /// warpgroups compute: no warp specialization, 256 threads. Arguments `(x, w, y, shape)`.
+    Multistage,
+    /// Warp-specialized (384 threads): a producer warpgroup copies the activation tile with
+    /// `cp.async` and one of its threads the filter tile by tiled TMA; two consumer warpgroups
+    /// run `wgmma`. Arguments `(x, w, y, wmap, shape)`: `wmap` the filter's tensor map (`w`
+    /// itself is not read).
+    WsCpAsync,
+    /// Warp-specialized, one producer thread issuing both copies by TMA, the activations in
+    /// im2col mode. Arguments `(x, w, y, wmap, xmap, shape)`: `xmap` the input's im2col map.
+    WsTma,
+}
+
+/// How the output tiles are handed to the CTAs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Schedule {
+    /// One CTA per output tile (1-D grid, N tiles fastest).
+    Tile,
+    /// A persistent grid: fewer CTAs (whole clusters) walk the tiles round-robin, the ring carried
+    /// from tile to tile.
+    Persistent,
+    /// Persistent, each tile's reduction split over the grid's z slices, which meet in a
+    /// workspace ([`crate::split_k`]). One more argument after the maps: the workspace.
+    SplitK,
+}
+
+/// A configuration's policy: what the kernel does, apart from the tile's size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Policy {
+    /// How the operand tiles reach shared memory.
+    pub producer: Producer,
+    /// How the output tiles are handed to the CTAs.
+    pub schedule: Schedule,
+    /// CTAs per cluster, consecutive along M, sharing each filter tile by TMA multicast (compiled
+    /// into the entries: `.reqnctapercluster`).
+    pub cluster: usize,
+}
+
+impl Policy {
+    /// The policy's name, the host's kernel name for it; every entry of a configuration with
+    /// this policy starts with it. Empty for combinations no configuration compiles.
+    pub const fn name(self) -> &'static str {
+        match (self.producer, self.schedule, self.cluster) {
+            (Producer::Multistage, Schedule::Tile, 1) => "wgmma_multistage",
+            (Producer::WsCpAsync, Schedule::Tile, 1) => "wgmma_ws_cpasync",
+            (Producer::WsCpAsync, Schedule::Tile, 2) => "wgmma_ws_cpasync_cluster2",
+            (Producer::WsCpAsync, Schedule::Persistent, 1) => "wgmma_ws_cpasync_persistent",
+            (Producer::WsCpAsync, Schedule::Persistent, 2) => "wgmma_ws_cpasync_persistent_cluster2",
+            (Producer::WsTma, Schedule::Persistent, 1) => "wgmma_ws_tma_persistent",
+            (Producer::WsTma, Schedule::Persistent, 2) => "wgmma_ws_tma_persistent_cluster2",
+            (Producer::WsTma, Schedule::SplitK, 1) => "wgmma_ws_tma_splitk",
+            _ => "",
+        }
+    }
+
+    /// Threads per block.
+    pub const fn threads(self) -> usize {
+        match self.producer {
+            Producer::Multistage => 2 * WARPGROUP,
+            Producer::WsCpAsync | Producer::WsTma => 3 * WARPGROUP,
+        }
+    }
+
+    /// Whether a producer warpgroup feeds two consumer warpgroups (`setmaxnreg`, mbarriers).
+    pub const fn warp_specialized(self) -> bool {
+        !matches!(self.producer, Producer::Multistage)
+    }
+
+    /// Whether the kernel takes the filter's tiled TMA map after `y`.
+    pub const fn filter_map(self) -> bool {
+        self.warp_specialized()
+    }
+
+    /// Whether the kernel takes the input's im2col TMA map after the filter's.
+    pub const fn input_map(self) -> bool {
+        matches!(self.producer, Producer::WsTma)
+    }
+
+    /// Whether a grid walks the tiles on fewer CTAs than tiles.
+    pub const fn persistent(self) -> bool {
+        matches!(self.schedule, Schedule::Persistent | Schedule::SplitK)
+    }
+
+    /// Whether the kernel takes a workspace and splits the reduction over the grid's z slices.
+    pub const fn split_k(self) -> bool {
+        matches!(self.schedule, Schedule::SplitK)
+    }
+}
+
+/// One compiled configuration: a row of [`hopper_configs!`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// What the kernel does.
+    pub policy: Policy,
+    /// Block tile columns (GEMM N = output channels).
+    pub bn: usize,
+    /// k-tiles the shared ring holds.
+    pub stages: usize,
+    /// The entry points: fp16, then bf16.
+    pub entries: [&'static str; 2],
+}
+
+/// Bytes of one pipeline stage with tiles `bn` wide: [`BLOCK_M`] + `bn` rows of [`ROW_BYTES`].
+#[inline(always)]
+pub const fn stage_bytes(bn: usize) -> usize {
+    (BLOCK_M + bn) * ROW_BYTES
+}
+
+/// Bytes one im2col copy delivers: [`BLOCK_M`] pixels of [`K_TILE`] channels (zero-filled ones
+/// included), part of the full barrier's expected transaction count.
+pub const A_TILE_BYTES: usize = BLOCK_M * ROW_BYTES;
+
+/// Bytes a filter copy of `rows` rows delivers (the whole box, zero-filled rows included).
+#[inline(always)]
+pub const fn b_tile_bytes(rows: usize) -> usize {
+    rows * ROW_BYTES
+}
+
+impl Config {
+    /// Threads per block.
+    pub const fn threads(&self) -> usize {
+        self.policy.threads()
+    }
+
+    /// Dynamic shared memory bytes per block: the stages, 1 KiB to align them to 1024, and the
+    /// barriers of the warp-specialized kernels.
+    pub const fn smem_bytes(&self) -> usize {
+        let ring = self.stages * stage_bytes(self.bn) + 1024;
+        if self.policy.warp_specialized() { ring + BARRIER_BYTES } else { ring }
+    }
+
+    /// Output channels per filter copy (the filter map's box rows): the tile's share of one CTA
+    /// of its cluster.
+    pub const fn filter_box_rows(&self) -> usize {
+        self.bn / self.policy.cluster
+    }
+
+    /// The entry point for fp16 (`bf16` false) or bf16 data.
+    pub const fn entry(&self, bf16: bool) -> &'static str {
+        self.entries[bf16 as usize]
+    }
+
+    /// The most registers a thread may have for the block to fit the register file: the
+    /// warp-specialized entries carry `.maxntid THREADS` and `.minnctapersm 1` (inserted by the
+    /// link step), so ptxas gives each thread at most 65536 / THREADS, rounded down to 8.
+    pub const fn register_cap(&self) -> usize {
+        65536 / self.threads() / 8 * 8
+    }
+}
+
+macro_rules! declare_configs {
+    ($(($producer:ident, $schedule:ident, $cluster:literal, $bn:literal, $stages:literal, $fp16:ident, $bf16:ident))*) => {
+        /// Every compiled configuration, in the order of the progression.
+        pub const CONFIGS: [Config; [$($bn),*].len()] = [$(Config {
+            policy: Policy { producer: Producer::$producer, schedule: Schedule::$schedule, cluster: $cluster },
+            bn: $bn,
+            stages: $stages,
+            entries: [stringify!($fp16), stringify!($bf16)],
+        }),*];
+    };
+}
+crate::hopper_configs!(declare_configs);
+
+/// Whether `s` starts with `prefix` (const).
+const fn starts_with(s: &str, prefix: &str) -> bool {
+    let (s, p) = (s.as_bytes(), prefix.as_bytes());
+    if p.len() > s.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < p.len() {
+        if s[i] != p[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+/// What every configuration must satisfy, checked when this crate compiles (so before any
+/// kernel or plan is built from a bad row).
+const fn check(c: &Config) {
+    let p = c.policy;
+    assert!(!p.name().is_empty(), "a configuration's policy has no name (Policy::name)");
+    assert!(starts_with(c.entries[0], p.name()) && starts_with(c.entries[1], p.name()), "an entry is not named after its policy");
+    assert!(c.smem_bytes() <= MAX_SMEM_BYTES, "a configuration needs more shared memory than sm_90 gives a block");
+    assert!(c.stages >= 2 && c.stages <= 8, "2 to 8 stages (the barrier region holds 8)");
+    // The accumulator types the kernels implement: m64nBNk16 with BN / 2 registers a thread.
+    assert!(c.bn == 32 || c.bn == 64 || c.bn == 128 || c.bn == 256, "BN is 32, 64, 128 or 256");
+    assert!(p.cluster == 1 || p.cluster == 2, "clusters of 1 or 2 CTAs");
+    // In a cluster each CTA copies whole swizzle patterns (8 rows of 128 bytes) of the filter tile.
+    assert!(c.filter_box_rows() % 8 == 0, "a CTA's share of the filter tile is a multiple of 8 rows");
+    match p.producer {
+        // The ring runs STAGES-2 k-tiles ahead; the copies are 4 threads a row.
+        Producer::Multistage => assert!(c.stages >= 3 && c.bn >= 128 && p.cluster == 1 && !p.persistent(), "multistage: 3+ stages, BN >= 128, one CTA per tile"),
+        // The 128-thread cp.async producer copies 4 rows a thread; narrow tiles only with TMA.
+        Producer::WsCpAsync => assert!(c.bn >= 128, "cp.async producers take tiles 128 or 256 wide"),
+        Producer::WsTma => {}
+    }
+    if p.split_k() {
+        assert!(p.cluster == 1 && matches!(p.producer, Producer::WsTma) && c.bn <= split_k::MAX_BN, "split-K: im2col TMA, no cluster, BN <= split_k::MAX_BN");
+    }
+}
+
+const _: () = {
+    let mut i = 0;
+    while i < CONFIGS.len() {
+        check(&CONFIGS[i]);
+        let mut j = 0;
+        while j < i {
+            assert!(!(CONFIGS[i].policy.producer as u8 == CONFIGS[j].policy.producer as u8
+                && CONFIGS[i].policy.schedule as u8 == CONFIGS[j].policy.schedule as u8
+                && CONFIGS[i].policy.cluster == CONFIGS[j].policy.cluster
+                && CONFIGS[i].bn == CONFIGS[j].bn), "two configurations with one policy and tile width");
+            j += 1;
+        }
+        i += 1;
+    }
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shared_memory_is_the_stages_the_alignment_and_the_barriers() {
+        let ms = CONFIGS.iter().find(|c| c.entries[0] == "wgmma_multistage_128x256k64").unwrap();
+        assert_eq!((ms.threads(), ms.smem_bytes()), (256, 4 * 48 * 1024 + 1024));
+        let ws = CONFIGS.iter().find(|c| c.entries[0] == "wgmma_ws_cpasync_128x256k64").unwrap();
+        assert_eq!((ws.threads(), ws.smem_bytes(), ws.register_cap()), (384, 4 * 48 * 1024 + 1024 + 128, 168));
+        assert_eq!(b_tile_bytes(256), 32768);
+        assert_eq!(A_TILE_BYTES, 16384);
+    }
+
+    #[test]
+    fn entries_are_unique_and_policies_named() {
+        for (i, c) in CONFIGS.iter().enumerate() {
+            for e in c.entries {
+                assert!(CONFIGS[..i].iter().all(|o| !o.entries.contains(&e)), "{e} twice");
+                assert!(e.starts_with("wgmma_"), "{e}: the host loads entries named wgmma_* from the sm_90a module");
+            }
+            assert!(c.entries[1].contains("_bf16_"), "{}", c.entries[1]);
+        }
+        // Clusters share each filter tile: boxes of half the tile.
+        let c2 = CONFIGS.iter().find(|c| c.policy.cluster == 2 && c.bn == 128).unwrap();
+        assert_eq!(c2.filter_box_rows(), 64);
+    }
+}
