@@ -5,6 +5,8 @@
 # (e.g. --pytorch off). Tables: python3 dev/show.py $OUT.
 set -u
 O=$OUT
+# The same cuDNN as run-gpu.sh loads (the newest on the machine), by running its own lines for it.
+eval "$(sed -n '/^torch_cudnn=/,/^fi$/p' target/gpu-bundle/run-gpu.sh)"
 algo_args() { for a in $1; do printf -- '--algo %s ' "$a"; done; }
 for v in old new; do
   d=target/gpu-bundle; [ $v = old ] && d=target/gpu-bundle-old

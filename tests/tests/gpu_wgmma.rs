@@ -87,6 +87,21 @@ fn wgmma_plans_refuse_other_devices() {
     }
 }
 
+/// CPU-only: every Hopper kernel takes each shape of the 16-bit rounding check (a refusal there
+/// fails the GPU test, as the split-K kernel's did on a one-k-tile 1x1 layer).
+#[test]
+fn wgmma_kernels_take_the_rounding_shapes() {
+    let d = DeviceModel::named("h100").unwrap();
+    for (algo, dtype) in hopper() {
+        let k = algo.kernel().unwrap();
+        for p in convrs_tests::sixteen_bit_rounding_shapes() {
+            if let Err(e) = k.plan(&k.run_problem(&p), dtype, &d) {
+                panic!("{algo} ({dtype}) refuses {p}: {e}");
+            }
+        }
+    }
+}
+
 /// CPU-only: the random problems the GPU property test draws are mostly ones each Hopper kernel
 /// takes (the split-K policy refuses what it cannot split), so its 64 cases test the kernel, not
 /// the refusals.
