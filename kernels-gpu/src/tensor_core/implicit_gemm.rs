@@ -256,6 +256,24 @@ macro_rules! a_rows {
 #[cfg_attr(not(target_feature = "sm_90a"), allow(unused_imports))]
 pub(super) use a_rows;
 
+/// Declares `$ok` and `$base` (`[_; $n]`) for the B rows (output channels) one producer thread
+/// copies: GEMM columns `$first + j * $step` for `j < $rows`, whether each is below N, and its
+/// filter row's offset at the thread's channel chunk `$chunk`. A statement macro for the reason
+/// [`a_rows!`] is one.
+macro_rules! b_rows {
+    ($O:ty, $sh:expr, [$ok:ident, $base:ident; $n:expr], $rows:expr, $gemm_n:expr, $first:expr, $step:expr, $chunk:expr) => {
+        let mut $ok = [false; $n];
+        let mut $base = [0i32; $n];
+        unroll!(8: $rows, j => {
+            let k = $first + j as u32 * $step;
+            $ok[j] = k < $gemm_n;
+            $base[j] = <$O>::w_row($sh, k as i32).wrapping_add(chan($chunk * 8, <$O>::w_chan($sh)));
+        });
+    };
+}
+#[cfg_attr(not(target_feature = "sm_90a"), allow(unused_imports))]
+pub(super) use b_rows;
+
 /// The fragments of one k-step: MT A tiles of 16x16 (one ldmatrix.x4 each, `a` the lane's row
 /// address of the first, `step` bytes between tiles) and NT B tiles of 16x8 (two per
 /// ldmatrix.x4, from `b` likewise). A plain function rather than a closure, so that it is
@@ -358,13 +376,7 @@ pub unsafe fn conv<O: Operands, const WARPS_M: usize, const WARPS_N: usize, cons
     // Per u: channels and destination offset of the next chunks.
     let (u_count, u_chans, u_slot): (usize, i32, u32) = const { if O::TILED { (KCH / 2, 16, 512) } else { (KCH / 4, 32, 64) } };
     a_rows!(O, &sh, [a_ih, a_iw, a_base; 8], a_loads, gemm_m, m0 + lrow, row_step, chunk);
-    let mut b_ok = [false; 8];
-    let mut b_base = [0i32; 8];
-    unroll!(8: b_loads, j => {
-        let k = n0 + lrow + j as u32 * row_step;
-        b_ok[j] = k < gemm_n;
-        b_base[j] = O::w_row(&sh, k as i32).wrapping_add(chan(chunk * 8, O::w_chan(&sh)));
-    });
+    b_rows!(O, &sh, [b_ok, b_base; 8], b_loads, gemm_n, n0 + lrow, row_step, chunk);
 
     let smem = dynamic_smem_u32();
     let (h, wd) = (sh.h as u32, sh.w as u32);

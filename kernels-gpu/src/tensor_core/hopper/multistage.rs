@@ -49,7 +49,7 @@ use convrs_spec::hopper::{stage_bytes, BLOCK_M, K_TILE, ROW_BYTES, WARPGROUP};
 use super::consumer::k_tile;
 use crate::prelude::wgmma::{desc_sw128, fence_proxy_async_shared, Accumulators};
 use crate::prelude::*;
-use crate::tensor_core::implicit_gemm::{a_rows, chan, divmod, store_pair, Operands, Tap};
+use crate::tensor_core::implicit_gemm::{a_rows, b_rows, chan, divmod, store_pair, Operands, Tap};
 
 /// Bytes per shared row: 64 fp16 channels, one 128-byte swizzle row.
 const ROW: u32 = ROW_BYTES as u32;
@@ -97,13 +97,7 @@ pub unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const BF
     let row_step = THREADS as u32 / 4;
     let ldst = lrow * ROW + (((chunk as u32) ^ (lrow & 7)) << 4);
     a_rows!(O, &sh, [a_ih, a_iw, a_base; 8], a_loads, gemm_m, m0 + lrow, row_step, chunk);
-    let mut b_ok = [false; 8];
-    let mut b_base = [0i32; 8];
-    unroll!(8: b_loads, j => {
-        let k = n0 + lrow + j as u32 * row_step;
-        b_ok[j] = k < gemm_n;
-        b_base[j] = O::w_row(&sh, k as i32).wrapping_add(chan(chunk * 8, O::w_chan(&sh)));
-    });
+    b_rows!(O, &sh, [b_ok, b_base; 8], b_loads, gemm_n, n0 + lrow, row_step, chunk);
     let (h, wd) = (sh.h as u32, sh.w as u32);
     // Copies one k-tile into the stage at shared address `$stage` (a macro so it is always
     // inlined and the arrays above stay in registers).
