@@ -1,7 +1,9 @@
 //! Tensors that live on the device, in the layout the caller holds them (NCHW, NHWC or HWCN),
 //! and [`conv2d_device`], which runs a kernel on them without a trip through the host: the
 //! operands are brought to the kernel's layout (zero-padded to its channel multiples) and the
-//! output back to the caller's by the `relayout` transform kernels, written in Rust like the rest.
+//! output back to the caller's by the transform kernels, written in Rust like the rest: a tiled
+//! transpose for NCHW <-> NHWC (the pairs a PyTorch-layout caller of the NHWC kernels needs), the
+//! one-thread-per-element `relayout` for every other pair of plain layouts.
 //!
 //! ```no_run
 //! use convrs::device_tensor::{conv2d_device, conv2d_device_to, DeviceTensor};
@@ -17,7 +19,7 @@
 //! ```
 
 use cudarc::driver::{CudaSlice, DeviceRepr, LaunchConfig, PushKernelArg, ValidAsZeroBits};
-use convrs_spec::transform::{Relayout, BLOCK_THREADS};
+use convrs_spec::transform::{transpose_smem_bytes, Relayout, Transpose, BLOCK_THREADS, TRANSPOSE_BLOCK, TRANSPOSE_TILE};
 
 use crate::gpu::cuda_err;
 use crate::prepared::{Prepared, Runnable};
@@ -77,8 +79,18 @@ impl<T: DeviceRepr + ValidAsZeroBits + Copy + Default> DeviceTensor<T> {
 }
 
 /// Enqueues the copy of `src` (`src_dims` in `src_layout`) into `dst` (`dst_dims` in
-/// `dst_layout`, zero-filled or cropped along the first two dims), on the device.
+/// `dst_layout`, zero-filled or cropped along the first two dims), on the device: by the tiled
+/// transpose where the pair is one ([`transpose_args`]), else by the element-wise `relayout`.
 pub fn relayout_into<T: DeviceRepr>(gpu: &Gpu, src: &CudaSlice<T>, src_dims: [usize; 4], src_layout: Layout, dst: &mut CudaSlice<T>, dst_dims: [usize; 4], dst_layout: Layout) -> Result<()> {
+    match transpose_args(src_dims, src_layout, dst_dims, dst_layout)? {
+        Some(t) => transpose_into(gpu, src, dst, &t, dst_dims[0]),
+        None => relayout_elementwise_into(gpu, src, src_dims, src_layout, dst, dst_dims, dst_layout),
+    }
+}
+
+/// [`relayout_into`] by the element-wise `relayout` kernel whatever the pair (the transpose's
+/// fallback, and its yardstick in the transform timing test).
+pub fn relayout_elementwise_into<T: DeviceRepr>(gpu: &Gpu, src: &CudaSlice<T>, src_dims: [usize; 4], src_layout: Layout, dst: &mut CudaSlice<T>, dst_dims: [usize; 4], dst_layout: Layout) -> Result<()> {
     let args = relayout_args(src_dims, src_layout, dst_dims, dst_layout)?;
     let entry = match std::mem::size_of::<T>() {
         2 => "relayout_b16",
@@ -101,6 +113,67 @@ pub fn relayout_into<T: DeviceRepr>(gpu: &Gpu, src: &CudaSlice<T>, src_dims: [us
     }
     // SAFETY: `dst` holds `total` elements and `src` the source's (checked above), every source
     // offset lies in `src` (the limits are its extents), and `&mut dst` cannot alias `src`.
+    unsafe { b.launch(cfg) }.map_err(cuda_err(entry))?;
+    Ok(())
+}
+
+/// The transpose kernel's arguments where copying a `src_dims` tensor in `src` layout into a
+/// `dst_dims` one in `dst` layout is a batched transpose (NCHW -> NHWC or NHWC -> NCHW, N and C
+/// zero-filled or cropped) whose grid fits the launch limits; `None` for other pairs (checked as
+/// [`relayout_args`] checks them, so an error here is one there too).
+pub fn transpose_args(src_dims: [usize; 4], src: Layout, dst_dims: [usize; 4], dst: Layout) -> Result<Option<Transpose>> {
+    relayout_args(src_dims, src, dst_dims, dst)?; // the same checks: sizes within i32, H and W kept
+    let ([ns, cs, h, w], [nd, cd, _, _]) = (src_dims, dst_dims);
+    let hw = h * w;
+    let i = |v: usize| v as i32; // every value below is at most a tensor's length: within i32
+    let t = match (src, dst) {
+        (Layout::Nchw, Layout::Nhwc) => Transpose {
+            rows: i(hw), cols: i(cd), src_batches: i(ns.min(nd)), valid_rows: i(hw), valid_cols: i(cs.min(cd)),
+            src_ld: i(hw), src_bs: i(cs * hw), dst_ld: i(cd), dst_bs: i(hw * cd),
+        },
+        (Layout::Nhwc, Layout::Nchw) => Transpose {
+            rows: i(cd), cols: i(hw), src_batches: i(ns.min(nd)), valid_rows: i(cs.min(cd)), valid_cols: i(hw),
+            src_ld: i(cs), src_bs: i(hw * cs), dst_ld: i(hw), dst_bs: i(cd * hw),
+        },
+        _ => return Ok(None),
+    };
+    let grid_yz_fits = (t.rows as u32).div_ceil(TRANSPOSE_TILE) <= 65535 && nd <= 65535;
+    Ok((grid_yz_fits && t.rows > 0 && t.cols > 0 && nd > 0).then_some(t))
+}
+
+/// Enqueues the transpose `t` over `batches` destination batches.
+fn transpose_into<T: DeviceRepr>(gpu: &Gpu, src: &CudaSlice<T>, dst: &mut CudaSlice<T>, t: &Transpose, batches: usize) -> Result<()> {
+    let bytes = std::mem::size_of::<T>();
+    let entry = match bytes {
+        2 => "transpose_b16",
+        4 => "transpose_b32",
+        n => return Err(Error::InvalidArgument(format!("no layout transform for {n}-byte elements"))),
+    };
+    let last = |b: usize, rows: usize, cols: usize, ld: usize, bs: usize| if b == 0 || rows == 0 || cols == 0 { 0 } else { (b - 1) * bs + (rows - 1) * ld + cols };
+    let need_src = last(t.src_batches as usize, t.valid_cols as usize, t.valid_rows as usize, t.src_ld as usize, t.src_bs as usize);
+    let need_dst = last(batches, t.rows as usize, t.cols as usize, t.dst_ld as usize, t.dst_bs as usize);
+    if src.len() < need_src {
+        return Err(Error::BufferSize { tensor: "layout transform source", expected: need_src, got: src.len() });
+    }
+    if dst.len() != need_dst {
+        return Err(Error::BufferSize { tensor: "layout transform", expected: need_dst, got: dst.len() });
+    }
+    let smem = transpose_smem_bytes(bytes as u32);
+    let f = gpu.function(entry, smem)?;
+    let cfg = LaunchConfig {
+        grid_dim: ((t.cols as u32).div_ceil(TRANSPOSE_TILE), (t.rows as u32).div_ceil(TRANSPOSE_TILE), batches as u32),
+        block_dim: (TRANSPOSE_BLOCK.0, TRANSPOSE_BLOCK.1, 1),
+        shared_mem_bytes: smem,
+    };
+    let mut b = gpu.stream().launch_builder(&f);
+    b.arg(dst).arg(src);
+    let a = t.to_args();
+    for v in &a {
+        b.arg(v);
+    }
+    // SAFETY: the grid covers the destination's rows, columns and batches; every offset
+    // `Transpose::dest` gives there is below `need_dst` = dst.len() and every one `source` gives
+    // below `need_src` <= src.len() (checked above); `&mut dst` cannot alias `src`.
     unsafe { b.launch(cfg) }.map_err(cuda_err(entry))?;
     Ok(())
 }
@@ -195,8 +268,44 @@ mod tests {
         }
     }
 
+    /// The transpose replayed on the CPU with the kernel's own index functions, over its grid
+    /// of tiles (so a destination element no tile reaches stays NaN and fails the comparison).
+    fn transpose_cpu(t: &Tensor<f32>, dims: [usize; 4], layout: Layout) -> Tensor<f32> {
+        let a = transpose_args(t.dims(), t.layout(), dims, layout).unwrap().expect("a transpose pair");
+        let mut data = vec![f32::NAN; dims.iter().product()];
+        let tile = TRANSPOSE_TILE as i32;
+        for b in 0..dims[0] as i32 {
+            for y in 0..(a.rows + tile - 1) / tile * tile {
+                for x in 0..(a.cols + tile - 1) / tile * tile {
+                    if y < a.rows && x < a.cols {
+                        data[a.dest(b, y, x) as usize] = a.source(b, y, x).map_or(0.0, |s| t.data()[s as usize]);
+                    }
+                }
+            }
+        }
+        Tensor::new(dims, layout, data).unwrap()
+    }
+
+    #[test]
+    fn transposes_match_the_host_conversions() {
+        // H*W = 135 and C = 70: several tiles each way, ragged at both edges.
+        let t = Tensor::from_fn([2, 70, 9, 15], Layout::Nchw, |n, c, h, w| (((n * 100 + c) * 10 + h) * 20 + w) as f32).unwrap();
+        for (from, to) in [(Layout::Nchw, Layout::Nhwc), (Layout::Nhwc, Layout::Nchw)] {
+            let src = t.to_layout(from).unwrap();
+            assert_eq!(transpose_cpu(&src, [2, 70, 9, 15], to).data(), t.to_layout(to).unwrap().data(), "{from} -> {to}");
+            let padded = transpose_cpu(&src, [3, 72, 9, 15], to);
+            assert_eq!(padded.data(), t.zero_padded([3, 72, 9, 15], to).unwrap().data(), "{from} -> {to} padded");
+            assert_eq!(transpose_cpu(&padded, [2, 70, 9, 15], from).data(), src.data(), "{to} -> {from} cropped");
+        }
+        // Every other plain pair is the element-wise kernel's.
+        for (from, to) in [(Layout::Nchw, Layout::Nchw), (Layout::Nhwc, Layout::Hwcn), (Layout::Hwcn, Layout::Nchw)] {
+            assert_eq!(transpose_args([1, 2, 3, 4], from, [1, 2, 3, 4], to).unwrap(), None, "{from} -> {to}");
+        }
+    }
+
     #[test]
     fn transforms_refuse_what_they_cannot_do() {
+        assert!(transpose_args([1, 3, 4, 4], Layout::Nchw, [1, 3, 4, 5], Layout::Nhwc).is_err());
         assert!(relayout_args([16, 16, 4, 4], Layout::Nhwc16n16c, [16, 16, 4, 4], Layout::Nchw).is_err());
         assert!(relayout_args([1, 3, 4, 4], Layout::Nchw, [1, 3, 4, 5], Layout::Nhwc).is_err());
         assert!(relayout_args([1, 3, 4, 4], Layout::Nchw, [1 << 20, 1 << 12, 4, 4], Layout::Nhwc).is_err());

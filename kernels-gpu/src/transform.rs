@@ -1,8 +1,12 @@
 //! Layout transforms on the device: the tensor copies that bring device tensors to a kernel's
 //! layout (zero-padded to its channel multiples) and its output back to the caller's layout.
-//! The index math is `convrs_spec::transform::source_offset`, which the host's tests replay.
+//! 1. `relayout`: any plain layout pair, one thread per destination element; the index math is
+//!    `convrs_spec::transform::source_offset`, which the host's tests replay.
+//! 2. `transpose`: the pairs that are a batched transpose (NCHW <-> NHWC), through a padded
+//!    shared-memory tile so that both sides are read and written a warp-wide run at a time;
+//!    the index math is `convrs_spec::transform::Transpose`.
 
-use convrs_spec::transform::{source_offset, Relayout, BLOCK_THREADS};
+use convrs_spec::transform::{source_offset, transpose_smem_bytes, Relayout, Transpose, BLOCK_THREADS, TRANSPOSE_BLOCK, TRANSPOSE_TILE};
 
 use crate::prelude::*;
 
@@ -44,3 +48,119 @@ macro_rules! entry {
 
 entry!(relayout_b16, u16);
 entry!(relayout_b32, u32);
+
+/// An element the transpose moves through shared memory.
+trait Word: Copy + Default {
+    /// # Safety
+    /// As [`st_shared_u16`] for this size.
+    unsafe fn st_shared(addr: u32, v: Self);
+    /// # Safety
+    /// As [`ld_shared_u16`] for this size.
+    unsafe fn ld_shared(addr: u32) -> Self;
+}
+
+impl Word for u16 {
+    unsafe fn st_shared(addr: u32, v: Self) {
+        // SAFETY: the caller's guarantee, passed on.
+        unsafe { st_shared_u16(addr, v as u32) }
+    }
+    unsafe fn ld_shared(addr: u32) -> Self {
+        // SAFETY: the caller's guarantee, passed on.
+        unsafe { ld_shared_u16(addr) as u16 }
+    }
+}
+
+impl Word for u32 {
+    unsafe fn st_shared(addr: u32, v: Self) {
+        // SAFETY: the caller's guarantee, passed on.
+        unsafe { st_shared_u32(addr, v) }
+    }
+    unsafe fn ld_shared(addr: u32) -> Self {
+        // SAFETY: the caller's guarantee, passed on.
+        unsafe { ld_shared_u32(addr) }
+    }
+}
+
+/// Rows of the tile one thread moves, and columns (a warp covers 32 at a time).
+const ROWS_PER_THREAD: usize = (TRANSPOSE_TILE / TRANSPOSE_BLOCK.1) as usize;
+const COLS_PER_THREAD: usize = (TRANSPOSE_TILE / TRANSPOSE_BLOCK.0) as usize;
+const PER_THREAD: usize = ROWS_PER_THREAD * COLS_PER_THREAD;
+
+/// Moves the destination tile at (x: `blockIdx.x`, y: `blockIdx.y`) of batch `blockIdx.z`:
+/// reads the source's rows x0.. along their columns y0.. (coalesced), stores them as tile rows,
+/// then writes tile columns as destination rows (coalesced). Each phase first gathers all of
+/// the thread's values, so its loads are in flight together.
+///
+/// # Safety
+/// Launched with `TRANSPOSE_BLOCK` threads and `transpose_smem_bytes(size_of::<T>())` bytes of
+/// dynamic shared memory, a grid covering `t.cols` x `t.rows` by `TRANSPOSE_TILE` and the
+/// batches in z; `dst` holds every offset `t.dest` gives inside that, `src` every one
+/// `t.source` gives; the two do not overlap.
+#[inline(always)]
+unsafe fn transpose<T: Word>(dst: *mut T, src: *const T, t: Transpose) {
+    let size = core::mem::size_of::<T>() as u32;
+    let row_bytes = transpose_smem_bytes(size) / TRANSPOSE_TILE;
+    let tile = TRANSPOSE_TILE as i32;
+    let (tx, ty) = (thread_x(), thread_y());
+    let (x0, y0, b) = (block_x() * tile, block_y() * tile, block_z());
+    let smem = dynamic_smem_u32();
+    let at = |row: i32, col: i32| smem + row as u32 * row_bytes + col as u32 * size;
+    // Tile (r, c) holds destination (y0 + c, x0 + r), i.e. source row x0 + r, column y0 + c.
+    let mut v = [T::default(); PER_THREAD];
+    for i in 0..ROWS_PER_THREAD {
+        for j in 0..COLS_PER_THREAD {
+            let (r, c) = (ty + (i as i32) * TRANSPOSE_BLOCK.1 as i32, tx + (j as i32) * 32);
+            if let Some(s) = t.source(b, y0 + c, x0 + r) {
+                // SAFETY: `t.source` gives offsets inside `src`, as the caller guarantees.
+                v[i * COLS_PER_THREAD + j] = unsafe { *src.add(s as usize) };
+            }
+        }
+    }
+    for i in 0..ROWS_PER_THREAD {
+        for j in 0..COLS_PER_THREAD {
+            let (r, c) = (ty + (i as i32) * TRANSPOSE_BLOCK.1 as i32, tx + (j as i32) * 32);
+            // SAFETY: r, c < TILE: inside the tile; each (r, c) is this thread's alone.
+            unsafe { T::st_shared(at(r, c), v[i * COLS_PER_THREAD + j]) };
+        }
+    }
+    sync_threads();
+    for i in 0..ROWS_PER_THREAD {
+        for j in 0..COLS_PER_THREAD {
+            let (r, c) = (ty + (i as i32) * TRANSPOSE_BLOCK.1 as i32, tx + (j as i32) * 32);
+            // SAFETY: inside the tile, written by the block before the barrier.
+            v[i * COLS_PER_THREAD + j] = unsafe { T::ld_shared(at(c, r)) };
+        }
+    }
+    for i in 0..ROWS_PER_THREAD {
+        for j in 0..COLS_PER_THREAD {
+            let (y, x) = (y0 + ty + (i as i32) * TRANSPOSE_BLOCK.1 as i32, x0 + tx + (j as i32) * 32);
+            if y < t.rows && x < t.cols {
+                // SAFETY: (b, y, x) is inside the destination, as the caller guarantees.
+                unsafe { *dst.add(t.dest(b, y, x) as usize) = v[i * COLS_PER_THREAD + j] };
+            }
+        }
+    }
+}
+
+/// Declares a transpose entry for elements of type `$t`, its `i32` parameters from
+/// `convrs_spec::transpose_fields!`.
+macro_rules! transpose_entry {
+    ($name:ident, $t:ty) => {
+        convrs_spec::transpose_fields!(transpose_entry, [@params $name, $t]);
+    };
+    ([@params $name:ident, $t:ty] $($field:ident $doc:literal),*) => {
+        /// A batched transpose of elements of this size (see the module docs).
+        ///
+        /// # Safety
+        /// As [`transpose`], with the arguments of `convrs_spec::transform::Transpose::to_args`.
+        #[unsafe(no_mangle)]
+        #[allow(clippy::too_many_arguments)]
+        pub unsafe extern "ptx-kernel" fn $name(dst: *mut $t, src: *const $t, $($field: i32),*) {
+            // SAFETY: the host launches this with buffers, shape and arguments as documented.
+            unsafe { transpose(dst, src, Transpose { $($field),* }) }
+        }
+    };
+}
+
+transpose_entry!(transpose_b16, u16);
+transpose_entry!(transpose_b32, u32);

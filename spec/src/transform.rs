@@ -1,14 +1,19 @@
-//! The layout transform kernels (`relayout_b16`, `relayout_b32`, by element size): copy a 4-D
-//! tensor from one plain layout (NCHW, NHWC, HWCN) to another, zero-filling or cropping along
-//! its axes, so device tensors reach a kernel's layout (and its channel multiples) and its
-//! output comes back in the caller's, without a trip through the host.
+//! The layout transform kernels, two kinds by element size (2 or 4 bytes):
 //!
-//! One thread per destination element, walked in the destination's memory order (coalesced
-//! writes). The host describes the copy in the destination's memory order: per position
-//! (slowest first) its extent, the source's element stride along that logical axis, and the
-//! source's extent there (coordinates past it are padding).
+//! 1. `relayout_b16` / `relayout_b32` copy a 4-D tensor from one plain layout (NCHW, NHWC, HWCN)
+//!    to another, zero-filling or cropping along its axes: one thread per destination element,
+//!    walked in the destination's memory order (coalesced writes, scattered reads). The host
+//!    describes the copy in the destination's memory order: per position (slowest first) its
+//!    extent, the source's element stride along that logical axis, and the source's extent there
+//!    (coordinates past it are padding). Any pair of plain layouts.
+//! 2. `transpose_b16` / `transpose_b32` do the pairs that are a batched matrix transpose (NCHW <->
+//!    NHWC, KCRS -> KRSC) through a shared-memory tile, so reads and writes are both coalesced:
+//!    the path a caller holding NCHW tensors takes to and from the NHWC kernels.
+//!
+//! Both let device tensors reach a kernel's layout (and its channel multiples) and bring its
+//! output back in the caller's, without a trip through the host.
 
-/// Threads per block.
+/// Threads per `relayout` block.
 pub const BLOCK_THREADS: u32 = 256;
 
 /// Calls `$callback! { $ctx... field "doc", ... }` with the `i32` arguments the transform
@@ -70,6 +75,77 @@ pub fn source_offset(r: &Relayout, o: i32) -> Option<i32> {
     }
 }
 
+/// Edge of the square tile one transpose block moves through shared memory.
+pub const TRANSPOSE_TILE: u32 = 64;
+/// Transpose block shape: a warp wide (one 32-element run per access), 8 warps tall.
+pub const TRANSPOSE_BLOCK: (u32, u32) = (32, 8);
+
+/// Shared memory of a transpose block for `elem_bytes`-byte elements: the tile with each row
+/// padded by one 4-byte word, so a row's stride is an odd number of words and the column reads
+/// of the store phase fall into 32 different banks.
+pub const fn transpose_smem_bytes(elem_bytes: u32) -> u32 {
+    TRANSPOSE_TILE * (TRANSPOSE_TILE * elem_bytes + 4)
+}
+
+/// Calls `$callback! { $ctx... field "doc", ... }` with the `i32` arguments the transpose
+/// kernels take after their destination and source pointers, in order.
+#[macro_export]
+macro_rules! transpose_fields {
+    ($callback:path $(, $ctx:tt)*) => {
+        $callback! { $($ctx)*
+            rows "Destination rows per batch (grid y covers them).",
+            cols "Destination columns per batch, contiguous (grid x covers them).",
+            src_batches "Batches the source has: destination batches past it are zeros.",
+            valid_rows "Destination rows below this come from the source (the rest are zeros).",
+            valid_cols "Destination columns below this come from the source.",
+            src_ld "Source elements between consecutive source rows (= destination columns).",
+            src_bs "Source elements between batches.",
+            dst_ld "Destination elements between rows.",
+            dst_bs "Destination elements between batches."
+        }
+    };
+}
+
+macro_rules! declare_transpose {
+    ($($field:ident $doc:literal),*) => {
+        /// A batched transpose with zero fill and cropping: destination element (b, y, x) is
+        /// source element (b, x, y), or zero where the source has no such element. NCHW -> NHWC is
+        /// one per image (channel rows of H*W pixels become pixel rows of C channels), NHWC ->
+        /// NCHW the other way, KCRS filters -> KRSC per output channel; growing the channel count
+        /// or the batch zero-fills, shrinking it crops.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub struct Transpose {
+            $(#[doc = $doc] pub $field: i32,)*
+        }
+
+        impl Transpose {
+            /// The values in argument order: what the host pushes after the pointers.
+            pub const fn to_args(&self) -> [i32; [$(stringify!($field)),*].len()] {
+                [$(self.$field),*]
+            }
+        }
+    };
+}
+crate::transpose_fields!(declare_transpose);
+
+impl Transpose {
+    /// The source offset destination element (b, y, x) copies, or `None` where it is zero.
+    #[inline(always)]
+    pub fn source(&self, b: i32, y: i32, x: i32) -> Option<i32> {
+        if b < self.src_batches && y < self.valid_rows && x < self.valid_cols {
+            Some(b * self.src_bs + x * self.src_ld + y)
+        } else {
+            None
+        }
+    }
+
+    /// The offset of destination element (b, y, x).
+    #[inline(always)]
+    pub fn dest(&self, b: i32, y: i32, x: i32) -> i32 {
+        b * self.dst_bs + y * self.dst_ld + x
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -85,5 +161,20 @@ mod tests {
         assert_eq!(source_offset(&r, 8 + 1), Some(1 + 4)); // (h0, w1, c1)
         assert_eq!(source_offset(&r, 31), None);
         assert_eq!(r.to_args(), [32, 1, 2, 2, 8, 12, 2, 1, 4, 1, 2, 2, 3]);
+    }
+
+    #[test]
+    fn a_transpose_pads_and_crops() {
+        // Source: 1 batch of 3 rows x 5 columns (row stride 5); destination: 2 batches of 4 rows
+        // x 4 columns (row stride 4); destination (b, y, x) = source (b, x, y) for x < 3, y < 4.
+        let t = Transpose { rows: 4, cols: 4, src_batches: 1, valid_rows: 4, valid_cols: 3, src_ld: 5, src_bs: 15, dst_ld: 4, dst_bs: 16 };
+        assert_eq!(t.source(0, 0, 0), Some(0));
+        assert_eq!(t.source(0, 1, 0), Some(1)); // along a source row
+        assert_eq!(t.source(0, 0, 2), Some(10)); // the third source row
+        assert_eq!(t.source(0, 0, 3), None); // a fourth source row does not exist: zero
+        assert_eq!(t.source(0, 3, 2), Some(13));
+        assert_eq!(t.source(1, 0, 0), None); // a second batch does not exist: zero
+        assert_eq!(t.dest(1, 2, 3), 16 + 8 + 3);
+        assert_eq!(transpose_smem_bytes(2), 64 * 132);
     }
 }

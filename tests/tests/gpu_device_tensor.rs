@@ -1,10 +1,11 @@
-//! Device tensors: the `relayout` transform kernels copy exactly (every plain layout pair, with
-//! zero padding and cropping of N and C, fp32 and fp16 bits), and `conv2d_device` on tensors in
+//! Device tensors: the transform kernels copy exactly (every plain layout pair, with zero padding
+//! and cropping of N and C, fp32 and fp16 bits; the tiled transpose over many ragged tiles, into
+//! NaN-poisoned buffers), and `conv2d_device` on tensors in
 //! the caller's layout matches the f64 CPU reference (NaN-poisoned kernel output), whichever
 //! kernel runs behind it and whatever layout the output is asked in.
 
 use convrs::bench::tolerance;
-use convrs::device_tensor::{conv2d_device, conv2d_device_to, DeviceTensor};
+use convrs::device_tensor::{conv2d_device, conv2d_device_to, relayout_elementwise_into, relayout_into, DeviceTensor};
 use convrs::{compare, conv2d_cpu, Algorithm, Conv2d, Element, Gpu, Layout, Tensor};
 use convrs_tests::gpu_or_skip;
 use half::{bf16, f16};
@@ -71,4 +72,90 @@ fn blocked_kernels_say_they_need_host_tensors() {
     let e2 = conv2d_device_to::<f16, bf16>(&gpu, Algorithm::WmmaNhwc, &p, &x, &w, Layout::Nhwc).err().expect("refused");
     assert!(e2.to_string().contains("writes fp16 or fp32 outputs, not bf16"), "{e2}");
     assert!(e.to_string().contains("blocked"), "{e}");
+}
+
+/// `relayout_into` on `src` (dims `from_dims` in `from`) into a NaN-poisoned buffer, downloaded.
+fn transformed<T: Element>(gpu: &Gpu, src: &Tensor<T>, dims: [usize; 4], to: Layout, elementwise: bool) -> Vec<T> {
+    let d = gpu.upload(src.data()).unwrap();
+    let mut out = gpu.alloc_zeros::<T>(dims.iter().product()).unwrap();
+    gpu.poison(&mut out).unwrap();
+    let f = if elementwise { relayout_elementwise_into::<T> } else { relayout_into::<T> };
+    f(gpu, &d, src.dims(), src.layout(), &mut out, dims, to).unwrap();
+    gpu.download(&out).unwrap()
+}
+
+/// Bit-exact: a transform moves bits (NaN payloads included), so compare them as bits.
+fn same_bits<T: Element>(a: &[T], b: &[T]) -> bool {
+    let bits = |v: &T| Into::<f64>::into(*v).to_bits();
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| bits(x) == bits(y))
+}
+
+fn transposes_copy_exactly<T: Element>(gpu: &Gpu) {
+    // H*W = 37*29 = 1073 (17 tiles, the last ragged) and C = 70 (2 tiles, ragged); N and C padded
+    // to 4 and 72 on the way in, cropped on the way out.
+    let t = Tensor::random([3, 70, 37, 29], Layout::Nchw, 7).unwrap().map(T::from_f32);
+    let (dims, padded) = ([3, 70, 37, 29], [4, 72, 37, 29]);
+    for (from, to) in [(Layout::Nchw, Layout::Nhwc), (Layout::Nhwc, Layout::Nchw)] {
+        let src = t.to_layout(from).unwrap();
+        let want = t.zero_padded(padded, to).unwrap();
+        let got = transformed(gpu, &src, padded, to, false);
+        assert!(same_bits(&got, want.data()), "{} {from} -> {to} padded", T::DTYPE);
+        assert!(same_bits(&got, &transformed(gpu, &src, padded, to, true)), "{} {from} -> {to}: transpose and relayout differ", T::DTYPE);
+        let back = transformed(gpu, &Tensor::new(padded, to, got).unwrap(), dims, from, false);
+        assert!(same_bits(&back, src.data()), "{} {to} -> {from} cropped", T::DTYPE);
+    }
+}
+
+#[test]
+fn transposes_copy_exactly_over_many_tiles() {
+    let Some(gpu) = gpu_or_skip("transposes_copy_exactly_over_many_tiles") else { return };
+    transposes_copy_exactly::<f32>(&gpu);
+    transposes_copy_exactly::<f16>(&gpu);
+    transposes_copy_exactly::<bf16>(&gpu);
+}
+
+/// Dev measurement (run with --ignored on a GPU): bandwidth of the transforms an NCHW caller of
+/// the NHWC kernels needs, tiled transpose against the element-wise relayout, graph-timed over
+/// enough source buffers that the L2 cache holds none of them between uses. Bytes counted are
+/// the source read plus the destination written; compare with the copy ceiling of the same GPU
+/// (dev/ceilings.py).
+#[test]
+#[ignore]
+fn transform_bandwidth() {
+    let Some(gpu) = gpu_or_skip("transform_bandwidth") else { return };
+    let cases: [(&str, [usize; 4], Layout, [usize; 4], Layout, usize); 9] = [
+        ("input 1,128,512,512 NCHW->NHWC", [1, 128, 512, 512], Layout::Nchw, [1, 128, 512, 512], Layout::Nhwc, 2),
+        ("output 1,128,512,512 NHWC->NCHW", [1, 128, 512, 512], Layout::Nhwc, [1, 128, 512, 512], Layout::Nchw, 2),
+        ("input 16,64,112,112 NCHW->NHWC", [16, 64, 112, 112], Layout::Nchw, [16, 64, 112, 112], Layout::Nhwc, 2),
+        ("input 16,256,56,56 NCHW->NHWC fp32", [16, 256, 56, 56], Layout::Nchw, [16, 256, 56, 56], Layout::Nhwc, 4),
+        ("input 8,3,224,224 NCHW->NHWC C 3->8", [8, 3, 224, 224], Layout::Nchw, [8, 8, 224, 224], Layout::Nhwc, 2),
+        ("input 16,512,7,7 NCHW->NHWC", [16, 512, 7, 7], Layout::Nchw, [16, 512, 7, 7], Layout::Nhwc, 2),
+        ("output 16,512,7,7 NHWC->NCHW", [16, 512, 7, 7], Layout::Nhwc, [16, 512, 7, 7], Layout::Nchw, 2),
+        ("filter 512,512,3,3 KCRS->KRSC", [512, 512, 3, 3], Layout::Nchw, [512, 512, 3, 3], Layout::Nhwc, 2),
+        ("input 1,512,20,20 NCHW->NHWC", [1, 512, 20, 20], Layout::Nchw, [1, 512, 20, 20], Layout::Nhwc, 2),
+    ];
+    println!("| transform | bytes | transpose ms | GB/s | relayout ms | GB/s |");
+    println!("|---|---|---|---|---|---|");
+    for (name, sd, sl, dd, dl, size) in cases {
+        let (ns, nd) = (sd.iter().product::<usize>(), dd.iter().product::<usize>());
+        let bytes = (ns + nd) * size;
+        let sets = (256usize << 20).div_ceil(bytes).clamp(1, 64);
+        let mut times = Vec::new();
+        for elementwise in [false, true] {
+            let t = if size == 2 { time_one::<f16>(&gpu, sd, sl, dd, dl, sets, elementwise) } else { time_one::<f32>(&gpu, sd, sl, dd, dl, sets, elementwise) };
+            times.push(t);
+        }
+        let gbs = |ms: f64| bytes as f64 / (ms * 1e-3) / 1e9;
+        println!("| {name} | {bytes} | {:.4} | {:.0} | {:.4} | {:.0} |", times[0], gbs(times[0]), times[1], gbs(times[1]));
+    }
+}
+
+fn time_one<T: Element>(
+    gpu: &Gpu, sd: [usize; 4], sl: Layout, dd: [usize; 4], dl: Layout, sets: usize, elementwise: bool,
+) -> f64 {
+    let srcs: Vec<_> = (0..sets).map(|i| gpu.upload(&vec![T::from_f32(i as f32); sd.iter().product()]).unwrap()).collect();
+    let mut dsts: Vec<_> = (0..sets).map(|_| gpu.alloc_zeros::<T>(dd.iter().product()).unwrap()).collect();
+    let f = if elementwise { relayout_elementwise_into::<T> } else { relayout_into::<T> };
+    let t = convrs::timing::time_runs(&gpu, convrs::timing::TimingConfig::new(3, 20), |i| f(gpu, &srcs[i % sets], sd, sl, &mut dsts[i % sets], dd, dl)).unwrap();
+    t.median_ms
 }

@@ -194,6 +194,7 @@ impl Tap {
     /// # Safety
     /// `S >= 1`.
     #[inline(always)]
+    #[cfg_attr(not(target_feature = "sm_90a"), allow(dead_code))] // only the split-K schedule starts part-way
     pub(super) unsafe fn at<O: Operands>(g: &ConvShape, rs: u32, c0: i32) -> Tap {
         // SAFETY: as the caller guarantees.
         let (r, s) = unsafe { divmod(rs, g.s as u32) };
