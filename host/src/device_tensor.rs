@@ -138,7 +138,12 @@ pub fn transpose_args(src_dims: [usize; 4], src: Layout, dst_dims: [usize; 4], d
         _ => return Ok(None),
     };
     let grid_yz_fits = (t.rows as u32).div_ceil(TRANSPOSE_TILE) <= 65535 && nd <= 65535;
-    Ok((grid_yz_fits && t.rows > 0 && t.cols > 0 && nd > 0).then_some(t))
+    // Fewer than 4 rows or columns (a 1x1 filter's KCRS -> KRSC has one row per output channel)
+    // would leave at least 15/16 of each 64x64 tile idle; the element-wise kernel's reads are
+    // nearly contiguous there (an NCHW caller's transforms on 1,2048,7,7 -> 512 1x1 took 4x
+    // longer with the tile on the H100: BENCHMARKS.md, 2026-11-25).
+    let worth_tiling = t.rows >= 4 && t.cols >= 4;
+    Ok((grid_yz_fits && worth_tiling && nd > 0).then_some(t))
 }
 
 /// Enqueues the transpose `t` over `batches` destination batches.
@@ -297,10 +302,12 @@ mod tests {
             assert_eq!(padded.data(), t.zero_padded([3, 72, 9, 15], to).unwrap().data(), "{from} -> {to} padded");
             assert_eq!(transpose_cpu(&padded, [2, 70, 9, 15], from).data(), src.data(), "{to} -> {from} cropped");
         }
-        // Every other plain pair is the element-wise kernel's.
+        // Every other plain pair is the element-wise kernel's, and so are 1x1 filters (one row).
         for (from, to) in [(Layout::Nchw, Layout::Nchw), (Layout::Nhwc, Layout::Hwcn), (Layout::Hwcn, Layout::Nchw)] {
-            assert_eq!(transpose_args([1, 2, 3, 4], from, [1, 2, 3, 4], to).unwrap(), None, "{from} -> {to}");
+            assert_eq!(transpose_args([1, 4, 3, 4], from, [1, 4, 3, 4], to).unwrap(), None, "{from} -> {to}");
         }
+        assert_eq!(transpose_args([512, 2048, 1, 1], Layout::Nchw, [512, 2048, 1, 1], Layout::Nhwc).unwrap(), None);
+        assert!(transpose_args([512, 2048, 3, 3], Layout::Nchw, [512, 2048, 3, 3], Layout::Nhwc).unwrap().is_some());
     }
 
     #[test]

@@ -123,7 +123,7 @@ fn transposes_copy_exactly_over_many_tiles() {
 #[ignore]
 fn transform_bandwidth() {
     let Some(gpu) = gpu_or_skip("transform_bandwidth") else { return };
-    let cases: [(&str, [usize; 4], Layout, [usize; 4], Layout, usize); 9] = [
+    let cases: [(&str, [usize; 4], Layout, [usize; 4], Layout, usize); 10] = [
         ("input 1,128,512,512 NCHW->NHWC", [1, 128, 512, 512], Layout::Nchw, [1, 128, 512, 512], Layout::Nhwc, 2),
         ("output 1,128,512,512 NHWC->NCHW", [1, 128, 512, 512], Layout::Nhwc, [1, 128, 512, 512], Layout::Nchw, 2),
         ("input 16,64,112,112 NCHW->NHWC", [16, 64, 112, 112], Layout::Nchw, [16, 64, 112, 112], Layout::Nhwc, 2),
@@ -133,6 +133,7 @@ fn transform_bandwidth() {
         ("output 16,512,7,7 NHWC->NCHW", [16, 512, 7, 7], Layout::Nhwc, [16, 512, 7, 7], Layout::Nchw, 2),
         ("filter 512,512,3,3 KCRS->KRSC", [512, 512, 3, 3], Layout::Nchw, [512, 512, 3, 3], Layout::Nhwc, 2),
         ("input 1,512,20,20 NCHW->NHWC", [1, 512, 20, 20], Layout::Nchw, [1, 512, 20, 20], Layout::Nhwc, 2),
+        ("filter 512,2048,1,1 KCRS->KRSC (element-wise both)", [512, 2048, 1, 1], Layout::Nchw, [512, 2048, 1, 1], Layout::Nhwc, 2),
     ];
     println!("| transform | bytes | transpose ms | GB/s | relayout ms | GB/s |");
     println!("|---|---|---|---|---|---|");

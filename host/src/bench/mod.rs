@@ -125,14 +125,17 @@ pub fn rotation_sets(gpu: &Gpu, p: &Conv2d) -> usize {
 }
 
 /// What PyTorch is asked to time for `problem` when `algos` are benchmarked on it in `dtypes`
-/// ([`run_dtypes`]): those precisions (fp32 also in TF32), over the same number of input sets.
+/// ([`run_dtypes`]): those precisions (fp32 also in TF32, 16-bit types also on NCHW tensors),
+/// over the same number of input sets.
 pub fn torch_shape(gpu: &Gpu, problem: &Conv2d, dtypes: &[DType]) -> TorchShape {
     let mut configs = Vec::new();
     for d in dtypes {
         match d {
             DType::F32 => configs.extend(["fp32", "tf32"]),
-            DType::F16 => configs.push("fp16"),
-            DType::BF16 => configs.push("bf16"),
+            // 16-bit: channels-last (the judged NHWC baseline) and contiguous NCHW (the baseline
+            // for a caller holding NCHW tensors).
+            DType::F16 => configs.extend(["fp16", "fp16_nchw"]),
+            DType::BF16 => configs.extend(["bf16", "bf16_nchw"]),
         }
     }
     TorchShape { label: shape_label(problem), problem: *problem, sets: rotation_sets(gpu, problem), configs }
@@ -220,6 +223,8 @@ struct BaselineRun<'a, T> {
     w: &'a CudaSlice<T>,
     y: CudaSlice<T>,
     problem: Conv2d,
+    /// The output's layout (the operands').
+    layout: Layout,
 }
 
 impl<T: Element + CudnnBaseline> Runnable for BaselineRun<'_, T> {
@@ -233,7 +238,7 @@ impl<T: Element + CudnnBaseline> Runnable for BaselineRun<'_, T> {
         gpu.poison(&mut self.y)
     }
     fn output_nchw(&self, gpu: &Gpu) -> Result<Vec<f64>> {
-        let y = Tensor::new(self.problem.output_shape(), T::CUDNN_LAYOUT, gpu.download(&self.y)?)?.to_layout(Layout::Nchw)?;
+        let y = Tensor::new(self.problem.output_shape(), self.layout, gpu.download(&self.y)?)?.to_layout(Layout::Nchw)?;
         Ok(y.data().iter().map(|&v| v.into()).collect())
     }
 }
@@ -264,6 +269,8 @@ impl ShapeBench<'_> {
             kernels: Vec::new(),
             heuristic_pick: heuristic_pick(p, T::DTYPE, algos, gpu.model()),
             nchw_user: None,
+            nchw_cudnn: Vec::new(),
+            nchw_pytorch: None,
         };
 
         let layout = T::CUDNN_LAYOUT;
@@ -319,6 +326,9 @@ impl ShapeBench<'_> {
         drop(uploaded);
         if T::DTYPE != DType::F32 {
             group.nchw_user = self.nchw_user(&group, sets, &reference, progress)?;
+            if group.nchw_user.is_some() {
+                self.nchw_baselines(&mut group, sets, &reference, progress)?;
+            }
         }
         Ok(group)
     }
@@ -353,6 +363,20 @@ impl ShapeBench<'_> {
         self.measure(row, reference, tolerance(T::DTYPE, T::DTYPE), &mut conv).map(Some)
     }
 
+    /// The baselines given what an NCHW caller of a 16-bit type holds: cuDNN's graph API on NCHW
+    /// tensors (its own engine search, tensor-core engines) and PyTorch on contiguous tensors.
+    fn nchw_baselines<T: Element + CudnnBaseline>(&self, group: &mut GroupResult, sets: &[(Tensor<T>, Tensor<T>)], reference: &Tensor<f64>, progress: &mut dyn FnMut(&str)) -> Result<()> {
+        let (p, gpu) = (self.problem, self.gpu);
+        progress(&format!("{}: cuDNN engine search ({} NCHW)", self.label, T::DTYPE));
+        let operands = self.upload(sets, (Layout::Nchw, Layout::Nchw), p)?;
+        let mut y0 = gpu.alloc_zeros::<T>(p.output_len())?;
+        let built = GraphConv::new(gpu, p, Layout::Nchw, T::MATH, &self.opts.search, &operands[0].0, &operands[0].1, &mut y0).map(boxed);
+        group.nchw_cudnn.push(self.baseline_in("cudnn graph", Layout::Nchw, false, built, &operands, reference, progress)?);
+        let config = format!("{}_nchw", T::DTYPE.name());
+        group.nchw_pytorch = Some(self.torch_row(&config, T::DTYPE.name()));
+        Ok(())
+    }
+
     /// Checks and times one baseline (already planned, or why not) on the cuDNN-layout operands.
     fn baseline<T: Element + CudnnBaseline>(
         &self,
@@ -363,8 +387,23 @@ impl ShapeBench<'_> {
         reference: &Tensor<f64>,
         progress: &mut dyn FnMut(&str),
     ) -> Result<Measurement> {
-        progress(&format!("{}: {name} {} {}", self.label, T::DTYPE, T::CUDNN_LAYOUT.name()));
-        let row = Measurement::new(name, "cudnn", T::CUDNN_LAYOUT.name(), T::DTYPE.name());
+        self.baseline_in(name, T::CUDNN_LAYOUT, tf32, built, operands, reference, progress)
+    }
+
+    /// [`Self::baseline`] on operands (input, filter, output) in `layout`.
+    #[allow(clippy::too_many_arguments)]
+    fn baseline_in<T: Element + CudnnBaseline>(
+        &self,
+        name: &str,
+        layout: Layout,
+        tf32: bool,
+        built: Result<Box<dyn Baseline<T>>>,
+        operands: &[(CudaSlice<T>, CudaSlice<T>)],
+        reference: &Tensor<f64>,
+        progress: &mut dyn FnMut(&str),
+    ) -> Result<Measurement> {
+        progress(&format!("{}: {name} {} {}", self.label, T::DTYPE, layout.name()));
+        let row = Measurement::new(name, "cudnn", layout.name(), T::DTYPE.name());
         let b = match built {
             Err(e) => return Ok(row.not_run(e.to_string())),
             Ok(b) => Rc::new(RefCell::new(b)),
@@ -372,7 +411,7 @@ impl ShapeBench<'_> {
         let row = Measurement { name: format!("cudnn {}", b.borrow().name()), engines: b.borrow().candidates(), ..row };
         let runs = operands
             .iter()
-            .map(|(x, w)| Ok(BaselineRun { baseline: b.clone(), x, w, y: self.gpu.alloc_zeros::<T>(self.problem.output_len())?, problem: *self.problem }))
+            .map(|(x, w)| Ok(BaselineRun { baseline: b.clone(), x, w, y: self.gpu.alloc_zeros::<T>(self.problem.output_len())?, problem: *self.problem, layout }))
             .collect::<Result<Vec<_>>>()?;
         self.measure(row, reference, baseline_tolerance(T::DTYPE, tf32), &mut Rotation::new(runs)?)
     }

@@ -1,6 +1,7 @@
 # Times torch.nn.functional.conv2d on the shapes convrs bench sends on stdin (JSON), the way a
 # PyTorch user gets it: cudnn.benchmark on; fp32 NCHW with TF32 off ("fp32"), fp32 NCHW with
-# TF32 on (PyTorch's default for convolutions, "tf32"), fp16 and bf16 channels_last ("fp16", "bf16").
+# TF32 on (PyTorch's default for convolutions, "tf32"), fp16 and bf16 channels_last ("fp16", "bf16"),
+# and fp16 and bf16 on contiguous NCHW tensors ("fp16_nchw", "bf16_nchw").
 # Timing as convrs's own rows (host/src/timing.rs), per the request's "timing":
 # - "graph": the calls are captured into a torch.cuda.CUDAGraph, and each timed replay follows
 #   another replay, so the figure is device time per call, Python's dispatch excluded;
@@ -83,8 +84,10 @@ def graph_time(sets, kw, est_ms, trials):
 
 def time_config(s, config):
     n, c, h, w, k, r, q = s["n"], s["c"], s["h"], s["w"], s["k"], s["r"], s["s"]
-    dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(config, torch.float32)
+    dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(config.removesuffix("_nchw"), torch.float32)
     set_tf32(config == "tf32")
+    # "fp16"/"bf16" are channels_last; "fp16_nchw"/"bf16_nchw" the same types on contiguous
+    # (NCHW) tensors, as a caller holding NCHW passes them.
     fmt = torch.channels_last if config in ("fp16", "bf16") else torch.contiguous_format
     sets = []
     for _ in range(s["sets"]):

@@ -84,6 +84,13 @@ pub struct GroupResult {
     /// tensors, the GPU layout transforms of input, filter and output timed with it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub nchw_user: Option<Measurement>,
+    /// Tensor-core types: the baselines given what that caller holds, NCHW tensors of the same
+    /// type: cuDNN's graph API with NCHW strides (every tensor-core engine), and PyTorch on
+    /// contiguous (NCHW) tensors. The NCHW user row is judged against these.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub nchw_cudnn: Vec<Measurement>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nchw_pytorch: Option<Measurement>,
     /// The kernel the automatic choice's cost models predict fastest here (kernel time alone,
     /// each in its own layout, as the rows are timed).
     pub heuristic_pick: Option<String>,
@@ -109,6 +116,11 @@ impl GroupResult {
         fastest(self.cudnn.iter().chain([&self.pytorch]))
     }
 
+    /// The strongest baseline given NCHW tensors of this type (tensor-core types).
+    pub fn best_nchw_baseline(&self) -> Option<&Measurement> {
+        fastest(self.nchw_cudnn.iter().chain(&self.nchw_pytorch))
+    }
+
     pub fn best_tf32(&self) -> Option<&Measurement> {
         fastest(self.tf32_cudnn.iter().chain(&self.tf32_pytorch))
     }
@@ -124,8 +136,15 @@ impl GroupResult {
         Some(self.best_baseline()?.ms()? / self.best_kernel()?.ms()?)
     }
 
-    /// The NCHW caller's time ([`GroupResult::nchw_user`]) against the same best baseline.
+    /// The NCHW caller's time ([`GroupResult::nchw_user`]) against the strongest baseline
+    /// given the same NCHW tensors: the judged figure for that caller.
     pub fn ratio_nchw_user(&self) -> Option<f64> {
+        Some(self.best_nchw_baseline()?.ms()? / self.nchw_user.as_ref()?.ms()?)
+    }
+
+    /// The NCHW caller's time against the NHWC baselines (what a caller who could hold NHWC
+    /// would get from them).
+    pub fn ratio_nchw_user_vs_nhwc(&self) -> Option<f64> {
         Some(self.best_baseline()?.ms()? / self.nchw_user.as_ref()?.ms()?)
     }
 
@@ -141,7 +160,7 @@ impl GroupResult {
     }
 
     /// Which in-process baselines are more than [`FLAG_SLACK`] slower than PyTorch's
-    /// (`"fp32"`/`"fp16"`, and `"tf32"`).
+    /// (`"fp32"`/`"fp16"`, and `"tf32"`, `"fp16_nchw"`).
     pub fn flags(&self) -> Vec<String> {
         let mut flags = Vec::new();
         let pair = |c: Option<&Measurement>, p: Option<&Measurement>| match (c.and_then(Measurement::ms), p.and_then(Measurement::ms)) {
@@ -153,6 +172,9 @@ impl GroupResult {
         }
         if pair(fastest(&self.tf32_cudnn), self.tf32_pytorch.as_ref()) {
             flags.push("tf32".into());
+        }
+        if pair(fastest(&self.nchw_cudnn), self.nchw_pytorch.as_ref()) {
+            flags.push(format!("{}_nchw", self.precision));
         }
         flags
     }
@@ -194,8 +216,10 @@ pub struct Summary {
     pub heuristic_compared: usize,
     /// The shape where the heuristic pick is slowest against the fastest kernel, and by how much.
     pub heuristic_worst: Option<(String, f64)>,
-    /// Geometric mean for a caller holding NCHW tensors (tensor-core types; conversions timed).
+    /// Geometric mean for a caller holding NCHW tensors (tensor-core types; conversions timed)
+    /// against the baselines given NCHW tensors, and against the NHWC baselines.
     pub geomean_nchw_user: Option<f64>,
+    pub geomean_nchw_user_vs_nhwc: Option<f64>,
 }
 
 /// Per precision (in the order first seen), the suite's summary.
@@ -228,6 +252,7 @@ pub fn summarize(suite: &str, groups: &[GroupResult]) -> Vec<Summary> {
                 heuristic_compared: picks.len(),
                 heuristic_worst: picks.iter().max_by(|a, b| a.1.total_cmp(&b.1)).map(|(s, r)| (s.to_string(), *r)),
                 geomean_nchw_user: geomean(&of.iter().filter_map(|g| g.ratio_nchw_user()).collect::<Vec<_>>()),
+                geomean_nchw_user_vs_nhwc: geomean(&of.iter().filter_map(|g| g.ratio_nchw_user_vs_nhwc()).collect::<Vec<_>>()),
             }
         })
         .collect()
@@ -300,8 +325,15 @@ pub fn table(groups: &[GroupResult], all_kernels: bool) -> String {
             let ms = k.ms().map(|ms| format!("{ms:.4}")).unwrap_or_else(|| "-".into());
             let err = k.check.map(|c| format!("{:.1e}", c.rel_l2_err)).unwrap_or_else(|| "-".into());
             out += &format!(
-                "| {} | {} NCHW user (transforms timed) | {} | {ms} | - | {cudnn} | {} | {} | {err} | {} |\n",
-                g.shape, g.precision, k.name, ms_cell(Some(&g.pytorch)), ratio_cell(g.ratio_nchw_user()), check_cell(k)
+                "| {} | {} NCHW user (transforms timed; baselines given NCHW) | {} | {ms} | - | {} | {} | {} ({} vs NHWC) | {err} | {} |\n",
+                g.shape,
+                g.precision,
+                k.name,
+                named_cell(fastest(&g.nchw_cudnn)),
+                ms_cell(g.nchw_pytorch.as_ref()),
+                ratio_cell(g.ratio_nchw_user()),
+                ratio_cell(g.ratio_nchw_user_vs_nhwc()),
+                check_cell(k)
             );
         }
         if !g.tf32_cudnn.is_empty() || g.tf32_pytorch.is_some() {
@@ -331,16 +363,16 @@ pub fn heuristic_table(groups: &[GroupResult]) -> String {
 /// The suite summaries as Markdown.
 pub fn summary_table(summaries: &[Summary]) -> String {
     let mut out = String::from(
-        "| suite | type | shapes | compared | geomean vs best baseline (caller's layout) | at or above 1.0x | worst shape | no kernel | flagged baselines | heuristic pick within 10% | heuristic worst | geomean, NCHW user | geomean, any layout (conversion untimed) |\n\
-         | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
+        "| suite | type | shapes | compared | geomean vs best baseline (caller's layout) | at or above 1.0x | worst shape | no kernel | flagged baselines | heuristic pick within 10% | heuristic worst | geomean, NCHW user vs NCHW baselines | NCHW user vs NHWC baselines | geomean, any layout (conversion untimed) |\n\
+         | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
     );
     for s in summaries {
         let worst = s.worst.as_ref().map(|(shape, r)| format!("{shape} ({r:.2}x)")).unwrap_or_else(|| "-".into());
         let pick_worst = s.heuristic_worst.as_ref().map(|(shape, r)| format!("{shape} ({r:.2}x slower)")).unwrap_or_else(|| "-".into());
         out += &format!(
-            "| {} | {} | {} | {} | {} | {} | {worst} | {} | {} | {}/{} | {pick_worst} | {} | {} |\n",
+            "| {} | {} | {} | {} | {} | {} | {worst} | {} | {} | {}/{} | {pick_worst} | {} | {} | {} |\n",
             s.suite, s.precision, s.shapes, s.compared, ratio_cell(s.geomean), s.at_or_above_1, s.no_kernel, s.flagged, s.heuristic_within_10pct, s.heuristic_compared,
-            ratio_cell(s.geomean_nchw_user), ratio_cell(s.geomean_any_layout)
+            ratio_cell(s.geomean_nchw_user), ratio_cell(s.geomean_nchw_user_vs_nhwc), ratio_cell(s.geomean_any_layout)
         );
     }
     out
@@ -372,6 +404,8 @@ mod tests {
             kernels: kernels.iter().enumerate().map(|(i, &ms)| m(&format!("k{i}"), Some(ms), true)).collect(),
             heuristic_pick: (!kernels.is_empty()).then(|| "k0".to_string()),
             nchw_user: None,
+            nchw_cudnn: vec![],
+            nchw_pytorch: None,
         }
     }
 
@@ -431,13 +465,23 @@ mod tests {
     }
 
     #[test]
-    fn nchw_user_rows_get_their_own_ratio_and_geomean() {
+    fn nchw_user_rows_are_judged_against_the_nchw_baselines() {
+        // NHWC baselines: cuDNN 2.0 ms; NCHW baselines: cuDNN 6.0, PyTorch 3.0 (the strongest).
         let mut g = group("a", &[1.0], 2.0, None);
         g.nchw_user = Some(m("k0 from NCHW", Some(4.0), true));
-        assert_eq!(g.ratio_nchw_user(), Some(0.5));
-        let s = &summarize("t", &[g.clone(), group("b", &[1.0], 2.0, None)])[0];
-        assert_eq!(s.geomean_nchw_user, Some(0.5));
-        assert!(table(&[g], false).contains("fp16 NCHW user (transforms timed) | k0 from NCHW | 4.0000"));
+        g.nchw_cudnn = vec![m("cudnn graph", Some(6.0), true)];
+        g.nchw_pytorch = Some(m("pytorch conv2d fp16_nchw", Some(3.0), true));
+        assert_eq!(g.ratio_nchw_user(), Some(0.75));
+        assert_eq!(g.ratio_nchw_user_vs_nhwc(), Some(0.5));
+        // A group without NCHW baselines has no judged NCHW ratio (and does not enter its geomean).
+        let mut h = group("b", &[1.0], 2.0, None);
+        h.nchw_user = Some(m("k0 from NCHW", Some(1.0), true));
+        assert_eq!(h.ratio_nchw_user(), None);
+        let s = &summarize("t", &[g.clone(), h, group("c", &[1.0], 2.0, None)])[0];
+        assert_eq!(s.geomean_nchw_user, Some(0.75));
+        assert_eq!(s.geomean_nchw_user_vs_nhwc, Some((0.5f64 * 2.0).sqrt()));
+        let t = table(&[g], false);
+        assert!(t.contains("fp16 NCHW user (transforms timed; baselines given NCHW) | k0 from NCHW | 4.0000 | - | 6.0000 cudnn graph | 3.0000 | 0.75x (0.50x vs NHWC)"), "{t}");
     }
 
     #[test]
