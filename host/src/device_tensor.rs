@@ -3,7 +3,9 @@
 //! operands are brought to the kernel's layout (zero-padded to its channel multiples) and the
 //! output back to the caller's by the transform kernels, written in Rust like the rest: a tiled
 //! transpose for NCHW <-> NHWC (the pairs a PyTorch-layout caller of the NHWC kernels needs), the
-//! one-thread-per-element `relayout` for every other pair of plain layouts.
+//! one-thread-per-element `relayout` for every other pair of plain layouts. [`conv2d_device`]
+//! plans and transforms the filter on every call; a caller running a layer many times keeps a
+//! [`DeviceConv`] instead, which transforms the filter once.
 //!
 //! ```no_run
 //! use convrs::device_tensor::{conv2d_device, conv2d_device_to, DeviceTensor};
@@ -22,7 +24,7 @@ use cudarc::driver::{CudaSlice, DeviceRepr, LaunchConfig, PushKernelArg, ValidAs
 use convrs_spec::transform::{transpose_smem_bytes, Relayout, Transpose, BLOCK_THREADS, TRANSPOSE_BLOCK, TRANSPOSE_TILE};
 
 use crate::gpu::cuda_err;
-use crate::prepared::{Prepared, Runnable};
+use crate::device_conv::DeviceConv;
 use crate::{Algorithm, Conv2d, Element, Error, Gpu, Layout, Result, Tensor};
 
 /// A tensor on the device: logical dims `[N, C, H, W]` (`[K, C, R, S]` for filters) in `layout`.
@@ -55,6 +57,11 @@ impl<T: DeviceRepr + ValidAsZeroBits + Copy + Default> DeviceTensor<T> {
 
     pub fn dims(&self) -> [usize; 4] {
         self.dims
+    }
+
+    /// The device buffer, to write (its length and meaning stay).
+    pub fn data_mut(&mut self) -> &mut CudaSlice<T> {
+        &mut self.data
     }
 
     pub fn layout(&self) -> Layout {
@@ -227,23 +234,10 @@ pub fn conv2d_device_to<T: Element, O: Element>(gpu: &Gpu, algo: Algorithm, prob
             problem.filter_shape()
         )));
     }
-    let reachable = |k: &crate::registry::KernelDesc| [k.layouts.0, k.layouts.1, k.layouts.2].iter().all(|l| l.strides([1, 1, 1, 1]).is_some());
-    let kernel = match algo {
-        Algorithm::Auto => {
-            let candidates = crate::select::candidates(problem, T::DTYPE, input.layout, gpu.model());
-            let pick = crate::select::pick(candidates.into_iter().filter(|c| reachable(c.kernel)).collect(), T::DTYPE)?.pick;
-            pick.kernel().ok_or_else(|| Error::InvalidArgument("no kernel chosen".into()))?
-        }
-        a => a.kernel().filter(|k| reachable(k)).ok_or_else(|| Error::InvalidArgument(format!("{a} cannot run on device tensors yet (its layouts are blocked)")))?,
-    };
-    let run = kernel.run_problem(problem);
-    let x = input.relayout(gpu, run.input_shape(), kernel.layouts.0)?;
-    let w = filter.relayout(gpu, run.filter_shape(), kernel.layouts.1)?;
-    let mut prepared = Prepared::<T, O>::from_device(gpu, kernel.algorithm, problem, x.into_data(), w.into_data())?;
-    prepared.poison_output(gpu)?;
-    prepared.enqueue(gpu)?;
-    let y = DeviceTensor::from_slice(prepared.into_output(), run.output_shape(), kernel.layouts.2)?;
-    y.relayout(gpu, problem.output_shape(), out_layout)
+    let mut conv = DeviceConv::<T, O>::new(gpu, algo, problem, filter, input.layout, out_layout)?;
+    let mut y = conv.new_output(gpu)?;
+    conv.run(gpu, input, &mut y)?;
+    Ok(y)
 }
 
 #[cfg(test)]

@@ -51,6 +51,7 @@ pub mod bench;
 pub mod cudnn;
 pub mod cudnn_graph;
 pub mod device;
+pub mod device_conv;
 pub mod device_tensor;
 pub mod dtype;
 pub mod error;

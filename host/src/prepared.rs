@@ -126,6 +126,18 @@ impl<T: Element, O: Element> Prepared<T, O> {
         self.y
     }
 
+    /// The input and filter buffers in the kernel's layouts, for a caller that refills them in
+    /// place ([`crate::device_conv::DeviceConv`]): their addresses stay, so the plan's tensor
+    /// maps stay valid.
+    pub(crate) fn operands_mut(&mut self) -> (&mut CudaSlice<T>, &mut CudaSlice<T>) {
+        (&mut self.x, &mut self.w)
+    }
+
+    /// The output buffer (the run problem's output in the kernel's layout).
+    pub(crate) fn output_buffer(&self) -> &CudaSlice<O> {
+        &self.y
+    }
+
     /// The output as a host tensor in NCHW, padding dropped (waits for the stream).
     pub fn output(&self, gpu: &Gpu) -> Result<Tensor<O>> {
         let y = Tensor::new(self.run.output_shape(), self.kernel.layouts.2, gpu.download(&self.y)?)?;

@@ -5,6 +5,7 @@
 //! kernel runs behind it and whatever layout the output is asked in.
 
 use convrs::bench::tolerance;
+use convrs::device_conv::DeviceConv;
 use convrs::device_tensor::{conv2d_device, conv2d_device_to, relayout_elementwise_into, relayout_into, DeviceTensor};
 use convrs::{compare, conv2d_cpu, Algorithm, Conv2d, Element, Gpu, Layout, Tensor};
 use convrs_tests::gpu_or_skip;
@@ -72,6 +73,42 @@ fn blocked_kernels_say_they_need_host_tensors() {
     let e2 = conv2d_device_to::<f16, bf16>(&gpu, Algorithm::WmmaNhwc, &p, &x, &w, Layout::Nhwc).err().expect("refused");
     assert!(e2.to_string().contains("writes fp16 or fp32 outputs, not bf16"), "{e2}");
     assert!(e.to_string().contains("blocked"), "{e}");
+}
+
+/// A `DeviceConv` keeps its filter until told: runs after `set_filter` use the new weights (and
+/// the cached filter was not re-read from the caller's buffer in between), for NCHW callers of
+/// the tensor-core kernels with C and K that need padding.
+#[test]
+fn device_conv_caches_the_filter_until_set_filter() {
+    let Some(gpu) = gpu_or_skip("device_conv_caches_the_filter_until_set_filter") else { return };
+    let p = Conv2d::new(2, 20, 15, 13, 36, 3, 3).with_pad(1);
+    let tensor = |dims, seed| Tensor::random(dims, Layout::Nchw, seed).unwrap().map(f16::from_f32);
+    let (x, w1, w2) = (tensor(p.input_shape(), 1), tensor(p.filter_shape(), 2), tensor(p.filter_shape(), 3));
+    let dx = DeviceTensor::upload(&gpu, &x).unwrap();
+    let mut dw = DeviceTensor::upload(&gpu, &w1).unwrap();
+    let mut conv = DeviceConv::<f16>::new(&gpu, Algorithm::Auto, &p, &dw, Layout::Nchw, Layout::Nchw).unwrap();
+    let mut y = conv.new_output(&gpu).unwrap();
+    let check = |y: &DeviceTensor<f16>, w: &Tensor<f16>, what: &str| {
+        let c = compare(y.download(&gpu).unwrap().data(), conv2d_cpu(&p, &x, w).unwrap().data());
+        assert!(c.passes(tolerance(convrs::DType::F16, convrs::DType::F16)), "{what}: {c}");
+    };
+    conv.run(&gpu, &dx, &mut y).unwrap();
+    check(&y, &w1, "first weights");
+    // The caller's buffer is overwritten in place with other weights, but the plan was not
+    // told: still w1.
+    let d2 = DeviceTensor::upload(&gpu, &w2).unwrap();
+    let dims = p.filter_shape();
+    relayout_into(&gpu, d2.data(), dims, Layout::Nchw, dw.data_mut(), dims, Layout::Nchw).unwrap();
+    conv.run(&gpu, &dx, &mut y).unwrap();
+    check(&y, &w1, "cached weights");
+    conv.set_filter(&gpu, &dw).unwrap();
+    conv.run(&gpu, &dx, &mut y).unwrap();
+    check(&y, &w2, "after set_filter");
+    // Tensors that do not match the plan are refused, not misread.
+    let nhwc = DeviceTensor::upload(&gpu, &x.to_layout(Layout::Nhwc).unwrap()).unwrap();
+    assert!(conv.run(&gpu, &nhwc, &mut y).unwrap_err().to_string().contains("does not match the planned"));
+    let small = DeviceTensor::upload(&gpu, &tensor([36, 20, 1, 1], 4)).unwrap();
+    assert!(conv.set_filter(&gpu, &small).is_err());
 }
 
 /// `relayout_into` on `src` (dims `from_dims` in `from`) into a NaN-poisoned buffer, downloaded.

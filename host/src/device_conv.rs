@@ -1,0 +1,133 @@
+//! A convolution planned once for device tensors in the layouts the caller holds (NCHW, NHWC or
+//! HWCN): the path a framework holding NCHW tensors takes to the NHWC kernels.
+//!
+//! Weights are constant across calls, so the filter is brought to the kernel's layout once,
+//! when the [`DeviceConv`] is made, and again only when the caller says the weights changed
+//! ([`DeviceConv::set_filter`]). The cache is the `DeviceConv` itself: it is keyed by the object
+//! (one per layer and filter buffer), never by a device pointer that could be reused or written
+//! in place behind its back, and invalidated only by `set_filter`. Each [`DeviceConv::run`]
+//! transforms the input into the kernel's layout, runs the kernel, and transforms the output
+//! into the caller's layout, all enqueued on the GPU's stream.
+//!
+//! ```no_run
+//! use convrs::device_conv::DeviceConv;
+//! use convrs::device_tensor::DeviceTensor;
+//! use convrs::{Algorithm, Conv2d, Gpu, Layout, Tensor};
+//! use half::f16;
+//! let gpu = Gpu::new(0)?;
+//! let p = Conv2d::new(1, 128, 64, 64, 128, 3, 3).with_pad(1);
+//! let w = DeviceTensor::upload(&gpu, &Tensor::random(p.filter_shape(), Layout::Nchw, 2)?.map(f16::from_f32))?;
+//! // NCHW in, NCHW out; the KCRS filter is transformed here, once.
+//! let mut conv: DeviceConv<f16> = DeviceConv::new(&gpu, Algorithm::Auto, &p, &w, Layout::Nchw, Layout::Nchw)?;
+//! let mut y = conv.new_output(&gpu)?;
+//! for seed in 0..3 {
+//!     let x = DeviceTensor::upload(&gpu, &Tensor::random(p.input_shape(), Layout::Nchw, seed)?.map(f16::from_f32))?;
+//!     conv.run(&gpu, &x, &mut y)?;
+//! }
+//! let host = y.download(&gpu)?; // NCHW
+//! # Ok::<(), convrs::Error>(())
+//! ```
+
+use crate::device_tensor::{relayout_into, DeviceTensor};
+use crate::prepared::{Prepared, Runnable};
+use crate::registry::KernelDesc;
+use crate::{Algorithm, Conv2d, Element, Error, Gpu, Layout, Result};
+
+/// A planned convolution on device tensors in the caller's layouts, its filter cached in the
+/// kernel's layout (see the module docs).
+pub struct DeviceConv<T: Element, O: Element = T> {
+    kernel: &'static KernelDesc,
+    prepared: Prepared<T, O>,
+    problem: Conv2d,
+    input_layout: Layout,
+    output_layout: Layout,
+}
+
+impl<T: Element, O: Element> DeviceConv<T, O> {
+    /// Plans `algo` ([`Algorithm::Auto`] chooses for `input_layout`, its transforms priced, among
+    /// the kernels on plain layouts), allocates the kernel's operands, and transforms `filter`
+    /// (`[K, C, R, S]` in any plain layout) into the kernel's layout, zero-padded to its multiples.
+    pub fn new(gpu: &Gpu, algo: Algorithm, problem: &Conv2d, filter: &DeviceTensor<T>, input_layout: Layout, output_layout: Layout) -> Result<Self> {
+        problem.validate()?;
+        for (what, l) in [("input", input_layout), ("output", output_layout)] {
+            if l.strides([1, 1, 1, 1]).is_none() {
+                return Err(Error::InvalidArgument(format!("device convolutions take NCHW, NHWC or HWCN {what}s, not {l}")));
+            }
+        }
+        let plain = |k: &KernelDesc| [k.layouts.0, k.layouts.1, k.layouts.2].iter().all(|l| l.strides([1, 1, 1, 1]).is_some());
+        let kernel = match algo {
+            Algorithm::Auto => {
+                let candidates = crate::select::candidates(problem, T::DTYPE, input_layout, gpu.model());
+                let pick = crate::select::pick(candidates.into_iter().filter(|c| plain(c.kernel)).collect(), T::DTYPE)?.pick;
+                pick.kernel().ok_or_else(|| Error::InvalidArgument("no kernel chosen".into()))?
+            }
+            a => a.kernel().filter(|k| plain(k)).ok_or_else(|| Error::InvalidArgument(format!("{a} cannot run on device tensors yet (its layouts are blocked)")))?,
+        };
+        let run = kernel.run_problem(problem);
+        run.validate()?;
+        run.check_device_memory(T::DTYPE.size(), O::DTYPE.size(), gpu.info().free_memory_bytes)?;
+        let (x, w) = (gpu.alloc_zeros::<T>(run.input_len())?, gpu.alloc_zeros::<T>(run.filter_len())?);
+        let mut prepared = Prepared::<T, O>::from_device(gpu, kernel.algorithm, problem, x, w)?;
+        // An output element the kernel failed to write must not come through as a stale value.
+        prepared.poison_output(gpu)?;
+        let mut conv = DeviceConv { kernel, prepared, problem: *problem, input_layout, output_layout };
+        conv.set_filter(gpu, filter)?;
+        Ok(conv)
+    }
+
+    /// Transforms new weights into the cached filter (the same buffer, so plans and captured
+    /// graphs that read it stay valid). Call it whenever the weights change.
+    pub fn set_filter(&mut self, gpu: &Gpu, filter: &DeviceTensor<T>) -> Result<()> {
+        if filter.dims() != self.problem.filter_shape() {
+            return Err(Error::InvalidArgument(format!("filter dims {:?} do not match the problem's {:?}", filter.dims(), self.problem.filter_shape())));
+        }
+        let run = *self.prepared.run_problem();
+        let (_, w) = self.prepared.operands_mut();
+        relayout_into(gpu, filter.data(), filter.dims(), filter.layout(), w, run.filter_shape(), self.kernel.layouts.1)
+    }
+
+    /// An output tensor of the problem's dims in the caller's output layout (zeros).
+    pub fn new_output(&self, gpu: &Gpu) -> Result<DeviceTensor<O>> {
+        DeviceTensor::from_slice(gpu.alloc_zeros::<O>(self.problem.output_len())?, self.problem.output_shape(), self.output_layout)
+    }
+
+    /// Enqueues one convolution of `input` (`[N, C, H, W]` in the input layout given at `new`)
+    /// into `output` (from [`DeviceConv::new_output`], or any tensor of the output's dims and
+    /// layout): input transform, kernel, output transform.
+    pub fn run(&mut self, gpu: &Gpu, input: &DeviceTensor<T>, output: &mut DeviceTensor<O>) -> Result<()> {
+        if (input.dims(), input.layout()) != (self.problem.input_shape(), self.input_layout) {
+            return Err(Error::InvalidArgument(format!(
+                "input {:?} in {} does not match the planned {:?} in {}",
+                input.dims(),
+                input.layout(),
+                self.problem.input_shape(),
+                self.input_layout
+            )));
+        }
+        if (output.dims(), output.layout()) != (self.problem.output_shape(), self.output_layout) {
+            return Err(Error::InvalidArgument(format!(
+                "output {:?} in {} does not match the planned {:?} in {}",
+                output.dims(),
+                output.layout(),
+                self.problem.output_shape(),
+                self.output_layout
+            )));
+        }
+        let run = *self.prepared.run_problem();
+        let (x, _) = self.prepared.operands_mut();
+        relayout_into(gpu, input.data(), input.dims(), input.layout(), x, run.input_shape(), self.kernel.layouts.0)?;
+        self.prepared.enqueue(gpu)?;
+        let dims = output.dims();
+        relayout_into(gpu, self.prepared.output_buffer(), run.output_shape(), self.kernel.layouts.2, output.data_mut(), dims, self.output_layout)
+    }
+
+    /// The kernel that runs.
+    pub fn algorithm(&self) -> Algorithm {
+        self.kernel.algorithm
+    }
+
+    /// The kernel's name with its entry (as the bench's rows name it).
+    pub fn name(&self) -> String {
+        self.prepared.name()
+    }
+}
