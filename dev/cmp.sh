@@ -11,6 +11,7 @@ algo_args() { for a in $1; do printf -- '--algo %s ' "$a"; done; }
 for v in old new; do
   d=target/gpu-bundle; [ $v = old ] && d=target/gpu-bundle-old
   b=$(mktemp -d); tar -C $b -xJf $d/payload.tar.xz
+  export CONVRS_COMMIT=$(cat $d/commit.txt 2>/dev/null || echo "$v bundle")
   if [ $v = new ] && [ -n "${TEST_FILTER:-}" ]; then OUT=$O/tests STEPS=tests bash target/gpu-bundle/run-gpu.sh > $O/tests.log 2>&1; echo "tests rc=$?"; tail -3 $O/tests.log; fi
   for dt in ${DTYPES:-fp16}; do
     if [ $dt = bf16 ]; then algos=${ALGOS_BF16:-wmma_patch}; [ $v = old ] && algos=${ALGOS_OLD_BF16:-$algos}
