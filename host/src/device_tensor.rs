@@ -20,8 +20,8 @@
 //! # Ok::<(), convrs::Error>(())
 //! ```
 
-use cudarc::driver::{CudaSlice, DeviceRepr, LaunchConfig, PushKernelArg, ValidAsZeroBits};
-use convrs_spec::transform::{transpose_smem_bytes, Relayout, Transpose, BLOCK_THREADS, TRANSPOSE_BLOCK, TRANSPOSE_TILE};
+use cudarc::driver::{CudaSlice, DevicePtr, DeviceRepr, LaunchConfig, PushKernelArg, ValidAsZeroBits};
+use convrs_spec::transform::{transpose_smem_bytes, PadChannels, Relayout, Transpose, BLOCK_THREADS, PAD_BLOCK_THREADS, PAD_CHANNELS, TRANSPOSE_BLOCK, TRANSPOSE_TILE};
 
 use crate::gpu::cuda_err;
 use crate::device_conv::DeviceConv;
@@ -86,9 +86,19 @@ impl<T: DeviceRepr + ValidAsZeroBits + Copy + Default> DeviceTensor<T> {
 }
 
 /// Enqueues the copy of `src` (`src_dims` in `src_layout`) into `dst` (`dst_dims` in
-/// `dst_layout`, zero-filled or cropped along the first two dims), on the device: by the tiled
-/// transpose where the pair is one ([`transpose_args`]), else by the element-wise `relayout`.
+/// `dst_layout`, zero-filled or cropped along the first two dims), on the device: 16-bit NCHW of
+/// at most 8 channels into NHWC of 8 by `pad_channels_b16` ([`pad_channels_args`]), other pairs
+/// that are a transpose by the tiled transpose ([`transpose_args`]), the rest by the element-wise
+/// `relayout`.
 pub fn relayout_into<T: DeviceRepr>(gpu: &Gpu, src: &CudaSlice<T>, src_dims: [usize; 4], src_layout: Layout, dst: &mut CudaSlice<T>, dst_dims: [usize; 4], dst_layout: Layout) -> Result<()> {
+    // The padding kernel stores 16 bytes per pixel: 16-bit elements and a 16-byte aligned
+    // destination (device allocations are; the check keeps that an observation, not a guess).
+    let aligned = || dst.device_ptr(gpu.stream()).0 % 16 == 0;
+    if std::mem::size_of::<T>() == 2 && aligned() {
+        if let Some(t) = pad_channels_args(src_dims, src_layout, dst_dims, dst_layout)? {
+            return pad_channels_into(gpu, src, dst, &t, dst_dims[0]);
+        }
+    }
     match transpose_args(src_dims, src_layout, dst_dims, dst_layout)? {
         Some(t) => transpose_into(gpu, src, dst, &t, dst_dims[0]),
         None => relayout_elementwise_into(gpu, src, src_dims, src_layout, dst, dst_dims, dst_layout),
@@ -151,6 +161,47 @@ pub fn transpose_args(src_dims: [usize; 4], src: Layout, dst_dims: [usize; 4], d
     // longer with the tile on the H100: BENCHMARKS.md, 2026-11-25).
     let worth_tiling = t.rows >= 4 && t.cols >= 4;
     Ok((grid_yz_fits && worth_tiling && nd > 0).then_some(t))
+}
+
+/// `pad_channels_b16`'s arguments where the copy is NCHW of at most 8 channels into NHWC of
+/// exactly 8 with the same pixels and a grid that fits the launch limits (the caller checks the
+/// element size: 16-bit); `None` otherwise. Checked as [`relayout_args`] checks.
+pub fn pad_channels_args(src_dims: [usize; 4], src: Layout, dst_dims: [usize; 4], dst: Layout) -> Result<Option<PadChannels>> {
+    relayout_args(src_dims, src, dst_dims, dst)?;
+    let ([ns, cs, h, w], [nd, cd, _, _]) = (src_dims, dst_dims);
+    let pixels = h * w;
+    let fits = pixels > 0 && (pixels as u32).div_ceil(PAD_BLOCK_THREADS) <= i32::MAX as u32 && (1..=65535).contains(&nd);
+    if (src, dst) != (Layout::Nchw, Layout::Nhwc) || cd != PAD_CHANNELS as usize || !fits {
+        return Ok(None);
+    }
+    // Every value is at most a tensor's length, which relayout_args kept within i32.
+    Ok(Some(PadChannels { pixels: pixels as i32, src_batches: ns.min(nd) as i32, channels: cs.min(cd) as i32, src_bs: (cs * pixels) as i32 }))
+}
+
+/// Enqueues `pad_channels_b16` over `batches` destination images.
+fn pad_channels_into<T: DeviceRepr>(gpu: &Gpu, src: &CudaSlice<T>, dst: &mut CudaSlice<T>, t: &PadChannels, batches: usize) -> Result<()> {
+    let need_src = if t.src_batches == 0 || t.channels == 0 { 0 } else { (t.src_batches as usize - 1) * t.src_bs as usize + (t.channels as usize - 1) * t.pixels as usize + t.pixels as usize };
+    let need_dst = batches * t.pixels as usize * PAD_CHANNELS as usize;
+    if src.len() < need_src {
+        return Err(Error::BufferSize { tensor: "layout transform source", expected: need_src, got: src.len() });
+    }
+    if dst.len() != need_dst {
+        return Err(Error::BufferSize { tensor: "layout transform", expected: need_dst, got: dst.len() });
+    }
+    let f = gpu.function("pad_channels_b16", 0)?;
+    let cfg = LaunchConfig { grid_dim: ((t.pixels as u32).div_ceil(PAD_BLOCK_THREADS), batches as u32, 1), block_dim: (PAD_BLOCK_THREADS, 1, 1), shared_mem_bytes: 0 };
+    let mut b = gpu.stream().launch_builder(&f);
+    b.arg(dst).arg(src);
+    let a = t.to_args();
+    for v in &a {
+        b.arg(v);
+    }
+    // SAFETY: 2-byte elements (the caller's check); the grid covers every destination pixel of
+    // `batches` images, each 8 elements below need_dst = dst.len(), 16-byte aligned because the
+    // buffer is (checked by the caller) and a pixel is 16 bytes;
+    // every source offset is below need_src <= src.len(); `&mut dst` cannot alias `src`.
+    unsafe { b.launch(cfg) }.map_err(cuda_err("pad_channels_b16"))?;
+    Ok(())
 }
 
 /// Enqueues the transpose `t` over `batches` destination batches.
@@ -302,6 +353,25 @@ mod tests {
         }
         assert_eq!(transpose_args([512, 2048, 1, 1], Layout::Nchw, [512, 2048, 1, 1], Layout::Nhwc).unwrap(), None);
         assert!(transpose_args([512, 2048, 3, 3], Layout::Nchw, [512, 2048, 3, 3], Layout::Nhwc).unwrap().is_some());
+    }
+
+    #[test]
+    fn channel_padding_matches_the_host_conversion() {
+        // C = 3 -> 8 and N = 2 -> 3, replayed with the kernel's index functions per pixel.
+        let t = Tensor::from_fn([2, 3, 5, 7], Layout::Nchw, |n, c, h, w| (((n * 10 + c) * 10 + h) * 10 + w) as f32).unwrap();
+        let a = pad_channels_args([2, 3, 5, 7], Layout::Nchw, [3, 8, 5, 7], Layout::Nhwc).unwrap().expect("a padding pair");
+        let mut data = vec![f32::NAN; 3 * 8 * 35];
+        for b in 0..3 {
+            for p in 0..a.pixels {
+                for c in 0..8 {
+                    data[(a.dest(b, p) + c) as usize] = a.source(b, p, c).map_or(0.0, |s| t.data()[s as usize]);
+                }
+            }
+        }
+        assert_eq!(data, t.zero_padded([3, 8, 5, 7], Layout::Nhwc).unwrap().data());
+        // Other targets are the transpose's or the element-wise kernel's.
+        assert_eq!(pad_channels_args([2, 3, 5, 7], Layout::Nchw, [2, 16, 5, 7], Layout::Nhwc).unwrap(), None);
+        assert_eq!(pad_channels_args([2, 8, 5, 7], Layout::Nhwc, [2, 8, 5, 7], Layout::Nchw).unwrap(), None);
     }
 
     #[test]

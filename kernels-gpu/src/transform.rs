@@ -5,8 +5,12 @@
 //! 2. `transpose`: the pairs that are a batched transpose (NCHW <-> NHWC), through a padded
 //!    shared-memory tile so that both sides are read and written a warp-wide run at a time;
 //!    the index math is `convrs_spec::transform::Transpose`.
+//! 3. `pad_channels`: NCHW -> NHWC for at most 8 channels padded to 8 (16-bit), one thread and
+//!    one 16-byte store per pixel; `convrs_spec::transform::PadChannels`.
 
-use convrs_spec::transform::{source_offset, transpose_smem_bytes, Relayout, Transpose, BLOCK_THREADS, TRANSPOSE_BLOCK, TRANSPOSE_TILE};
+use convrs_spec::transform::{
+    source_offset, transpose_smem_bytes, PadChannels, Relayout, Transpose, BLOCK_THREADS, PAD_BLOCK_THREADS, PAD_CHANNELS, TRANSPOSE_BLOCK, TRANSPOSE_TILE,
+};
 
 use crate::prelude::*;
 
@@ -164,3 +168,47 @@ macro_rules! transpose_entry {
 
 transpose_entry!(transpose_b16, u16);
 transpose_entry!(transpose_b32, u32);
+
+/// Writes destination pixel `blockIdx.x * PAD_BLOCK_THREADS + threadIdx.x` of image `blockIdx.y`:
+/// its (up to) 8 channels gathered from the channel planes (consecutive threads read consecutive
+/// pixels of a plane), the rest zeros, stored as one 16-byte vector.
+///
+/// # Safety
+/// Launched with `PAD_BLOCK_THREADS` threads, a grid covering `t.pixels` in x and the destination
+/// images in y; `dst` is 16-byte aligned and holds `PAD_CHANNELS` elements per pixel of every
+/// image, `src` every offset `t.source` gives; the two do not overlap.
+#[inline(always)]
+unsafe fn pad_channels(dst: *mut u16, src: *const u16, t: PadChannels) {
+    let p = block_x() * PAD_BLOCK_THREADS as i32 + thread_x();
+    if p >= t.pixels {
+        return;
+    }
+    let b = block_y();
+    let mut v = [0u16; PAD_CHANNELS as usize];
+    for (c, e) in v.iter_mut().enumerate() {
+        if let Some(s) = t.source(b, p, c as i32) {
+            // SAFETY: `t.source` gives offsets inside `src`, as the caller guarantees.
+            *e = unsafe { *src.add(s as usize) };
+        }
+    }
+    let word = |i: usize| f32::from_bits(v[2 * i] as u32 | (v[2 * i + 1] as u32) << 16);
+    // SAFETY: the pixel's 8 elements start 16-byte aligned (dst is, and each pixel is 16 bytes)
+    // and are this thread's alone.
+    unsafe { store_global_f32x4(dst.add(t.dest(b, p) as usize) as *mut f32, F32x4([word(0), word(1), word(2), word(3)])) };
+}
+
+/// Declares `pad_channels_b16`, its `i32` parameters from `convrs_spec::pad_channels_fields!`.
+macro_rules! pad_entry {
+    ($($field:ident $doc:literal),*) => {
+        /// NCHW -> NHWC with the channels zero-padded to 8, 16-bit elements (see the module docs).
+        ///
+        /// # Safety
+        /// As [`pad_channels`], with the arguments of `convrs_spec::transform::PadChannels::to_args`.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn pad_channels_b16(dst: *mut u16, src: *const u16, $($field: i32),*) {
+            // SAFETY: the host launches this with buffers, shape and arguments as documented.
+            unsafe { pad_channels(dst, src, PadChannels { $($field),* }) }
+        }
+    };
+}
+convrs_spec::pad_channels_fields!(pad_entry);

@@ -10,7 +10,10 @@
 //!    NHWC, KCRS -> KRSC) through a shared-memory tile, so reads and writes are both coalesced:
 //!    the path a caller holding NCHW tensors takes to and from the NHWC kernels.
 //!
-//! Both let device tensors reach a kernel's layout (and its channel multiples) and bring its
+//! 3. `pad_channels_b16` does NCHW -> NHWC for 16-bit tensors of at most 8 channels padded to 8
+//!    (first layers), a 16-byte store per pixel: the tile would be 7/8 idle there.
+//!
+//! They all let device tensors reach a kernel's layout (and its channel multiples) and bring its
 //! output back in the caller's, without a trip through the host.
 
 /// Threads per `relayout` block.
@@ -143,6 +146,64 @@ impl Transpose {
     #[inline(always)]
     pub fn dest(&self, b: i32, y: i32, x: i32) -> i32 {
         b * self.dst_bs + y * self.dst_ld + x
+    }
+}
+
+/// Channels a `pad_channels_b16` destination pixel holds: one 16-byte store of 16-bit elements.
+pub const PAD_CHANNELS: u32 = 8;
+/// Threads per `pad_channels_b16` block (one destination pixel each).
+pub const PAD_BLOCK_THREADS: u32 = 256;
+
+/// Calls `$callback! { $ctx... field "doc", ... }` with the `i32` arguments `pad_channels_b16`
+/// takes after its destination and source pointers, in order.
+#[macro_export]
+macro_rules! pad_channels_fields {
+    ($callback:path $(, $ctx:tt)*) => {
+        $callback! { $($ctx)*
+            pixels "Pixels (H*W) per image (grid x covers them).",
+            src_batches "Images the source has: destination images past it are zeros.",
+            channels "Channels the source has, at most 8: the rest of each pixel's 8 are zeros.",
+            src_bs "Source elements between images (C*H*W)."
+        }
+    };
+}
+
+macro_rules! declare_pad_channels {
+    ($($field:ident $doc:literal),*) => {
+        /// NCHW with at most 8 channels to NHWC with exactly 8 (16-bit elements), zero-filled: the
+        /// few-channel inputs the tensor-core kernels take padded to 8. One thread per destination
+        /// pixel, one 16-byte store each, the channel planes read a warp-wide run at a time.
+        /// (The tiled transpose would leave 56 of a tile's 64 columns idle here.)
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub struct PadChannels {
+            $(#[doc = $doc] pub $field: i32,)*
+        }
+
+        impl PadChannels {
+            /// The values in argument order: what the host pushes after the pointers.
+            pub const fn to_args(&self) -> [i32; [$(stringify!($field)),*].len()] {
+                [$(self.$field),*]
+            }
+        }
+    };
+}
+crate::pad_channels_fields!(declare_pad_channels);
+
+impl PadChannels {
+    /// The source offset of channel `c` of pixel `p` of image `b`, or `None` where it is zero.
+    #[inline(always)]
+    pub fn source(&self, b: i32, p: i32, c: i32) -> Option<i32> {
+        if b < self.src_batches && c < self.channels {
+            Some(b * self.src_bs + c * self.pixels + p)
+        } else {
+            None
+        }
+    }
+
+    /// The offset of pixel `p` of image `b`'s first channel in the destination.
+    #[inline(always)]
+    pub fn dest(&self, b: i32, p: i32) -> i32 {
+        (b * self.pixels + p) * PAD_CHANNELS as i32
     }
 }
 

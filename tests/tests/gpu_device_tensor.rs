@@ -143,12 +143,27 @@ fn transposes_copy_exactly<T: Element>(gpu: &Gpu) {
     }
 }
 
+/// Few channels padded to 8 (16-bit: `pad_channels_b16`; fp32: the element-wise kernel), N
+/// padded too, against the host and the element-wise kernel.
+fn channel_padding_copies_exactly<T: Element>(gpu: &Gpu) {
+    for c in [1, 3, 8] {
+        let t = Tensor::random([3, c, 37, 29], Layout::Nchw, 11 + c as u64).unwrap().map(T::from_f32);
+        let padded = [4, 8, 37, 29];
+        let got = transformed(gpu, &t, padded, Layout::Nhwc, false);
+        assert!(same_bits(&got, t.zero_padded(padded, Layout::Nhwc).unwrap().data()), "{} C = {c} -> 8", T::DTYPE);
+        assert!(same_bits(&got, &transformed(gpu, &t, padded, Layout::Nhwc, true)), "{} C = {c}: kernels differ", T::DTYPE);
+    }
+}
+
 #[test]
 fn transposes_copy_exactly_over_many_tiles() {
     let Some(gpu) = gpu_or_skip("transposes_copy_exactly_over_many_tiles") else { return };
     transposes_copy_exactly::<f32>(&gpu);
     transposes_copy_exactly::<f16>(&gpu);
     transposes_copy_exactly::<bf16>(&gpu);
+    channel_padding_copies_exactly::<f16>(&gpu);
+    channel_padding_copies_exactly::<bf16>(&gpu);
+    channel_padding_copies_exactly::<f32>(&gpu);
 }
 
 /// Dev measurement (run with --ignored on a GPU): bandwidth of the transforms an NCHW caller of
@@ -165,7 +180,7 @@ fn transform_bandwidth() {
         ("output 1,128,512,512 NHWC->NCHW", [1, 128, 512, 512], Layout::Nhwc, [1, 128, 512, 512], Layout::Nchw, 2),
         ("input 16,64,112,112 NCHW->NHWC", [16, 64, 112, 112], Layout::Nchw, [16, 64, 112, 112], Layout::Nhwc, 2),
         ("input 16,256,56,56 NCHW->NHWC fp32", [16, 256, 56, 56], Layout::Nchw, [16, 256, 56, 56], Layout::Nhwc, 4),
-        ("input 8,3,224,224 NCHW->NHWC C 3->8", [8, 3, 224, 224], Layout::Nchw, [8, 8, 224, 224], Layout::Nhwc, 2),
+        ("input 8,3,224,224 NCHW->NHWC C 3->8 (pad_channels for 16-bit)", [8, 3, 224, 224], Layout::Nchw, [8, 8, 224, 224], Layout::Nhwc, 2),
         ("input 16,512,7,7 NCHW->NHWC", [16, 512, 7, 7], Layout::Nchw, [16, 512, 7, 7], Layout::Nhwc, 2),
         ("output 16,512,7,7 NHWC->NCHW", [16, 512, 7, 7], Layout::Nhwc, [16, 512, 7, 7], Layout::Nchw, 2),
         ("filter 512,512,3,3 KCRS->KRSC", [512, 512, 3, 3], Layout::Nchw, [512, 512, 3, 3], Layout::Nhwc, 2),
