@@ -95,24 +95,15 @@ impl<T: Element, O: Element> DeviceConv<T, O> {
     /// into `output` (from [`DeviceConv::new_output`], or any tensor of the output's dims and
     /// layout): input transform, kernel, output transform.
     pub fn run(&mut self, gpu: &Gpu, input: &DeviceTensor<T>, output: &mut DeviceTensor<O>) -> Result<()> {
-        if (input.dims(), input.layout()) != (self.problem.input_shape(), self.input_layout) {
-            return Err(Error::InvalidArgument(format!(
-                "input {:?} in {} does not match the planned {:?} in {}",
-                input.dims(),
-                input.layout(),
-                self.problem.input_shape(),
-                self.input_layout
-            )));
-        }
-        if (output.dims(), output.layout()) != (self.problem.output_shape(), self.output_layout) {
-            return Err(Error::InvalidArgument(format!(
-                "output {:?} in {} does not match the planned {:?} in {}",
-                output.dims(),
-                output.layout(),
-                self.problem.output_shape(),
-                self.output_layout
-            )));
-        }
+        let matches = |what: &str, dims: [usize; 4], layout: Layout, want: [usize; 4], want_layout: Layout| {
+            if (dims, layout) == (want, want_layout) {
+                Ok(())
+            } else {
+                Err(Error::InvalidArgument(format!("{what} {dims:?} in {layout} does not match the planned {want:?} in {want_layout}")))
+            }
+        };
+        matches("input", input.dims(), input.layout(), self.problem.input_shape(), self.input_layout)?;
+        matches("output", output.dims(), output.layout(), self.problem.output_shape(), self.output_layout)?;
         let run = *self.prepared.run_problem();
         let (x, _) = self.prepared.operands_mut();
         relayout_into(gpu, input.data(), input.dims(), input.layout(), x, run.input_shape(), self.kernel.layouts.0)?;

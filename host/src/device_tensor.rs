@@ -120,16 +120,27 @@ pub fn relayout_elementwise_into<T: DeviceRepr>(gpu: &Gpu, src: &CudaSlice<T>, s
     if args.total == 0 {
         return Ok(());
     }
-    let f = gpu.function(entry, 0)?;
     let cfg = LaunchConfig { grid_dim: ((args.total as u32).div_ceil(BLOCK_THREADS), 1, 1), block_dim: (BLOCK_THREADS, 1, 1), shared_mem_bytes: 0 };
+    // SAFETY: `dst` holds `total` elements and `src` the source's (checked above), and every
+    // source offset lies in `src` (the limits are its extents).
+    unsafe { launch_transform(gpu, entry, cfg, dst, src, &args.to_args()) }
+}
+
+/// Enqueues transform `entry` on `dst` and `src` (its first two parameters) and `args` (the
+/// `i32`s after them).
+///
+/// # Safety
+/// `entry`, launched with `cfg` and these arguments, writes only inside `dst` and reads only
+/// inside `src` (and needs no more than `cfg`'s shared memory).
+unsafe fn launch_transform<T: DeviceRepr>(gpu: &Gpu, entry: &'static str, cfg: LaunchConfig, dst: &mut CudaSlice<T>, src: &CudaSlice<T>, args: &[i32]) -> Result<()> {
+    let f = gpu.function(entry, cfg.shared_mem_bytes)?;
     let mut b = gpu.stream().launch_builder(&f);
     b.arg(dst).arg(src);
-    let a = args.to_args();
-    for v in &a {
+    for v in args {
         b.arg(v);
     }
-    // SAFETY: `dst` holds `total` elements and `src` the source's (checked above), every source
-    // offset lies in `src` (the limits are its extents), and `&mut dst` cannot alias `src`.
+    // SAFETY: the caller guarantees the kernel stays inside the buffers; `&mut dst` cannot
+    // alias `src`.
     unsafe { b.launch(cfg) }.map_err(cuda_err(entry))?;
     Ok(())
 }
@@ -188,20 +199,12 @@ fn pad_channels_into<T: DeviceRepr>(gpu: &Gpu, src: &CudaSlice<T>, dst: &mut Cud
     if dst.len() != need_dst {
         return Err(Error::BufferSize { tensor: "layout transform", expected: need_dst, got: dst.len() });
     }
-    let f = gpu.function("pad_channels_b16", 0)?;
     let cfg = LaunchConfig { grid_dim: ((t.pixels as u32).div_ceil(PAD_BLOCK_THREADS), batches as u32, 1), block_dim: (PAD_BLOCK_THREADS, 1, 1), shared_mem_bytes: 0 };
-    let mut b = gpu.stream().launch_builder(&f);
-    b.arg(dst).arg(src);
-    let a = t.to_args();
-    for v in &a {
-        b.arg(v);
-    }
     // SAFETY: 2-byte elements (the caller's check); the grid covers every destination pixel of
     // `batches` images, each 8 elements below need_dst = dst.len(), 16-byte aligned because the
-    // buffer is (checked by the caller) and a pixel is 16 bytes;
-    // every source offset is below need_src <= src.len(); `&mut dst` cannot alias `src`.
-    unsafe { b.launch(cfg) }.map_err(cuda_err("pad_channels_b16"))?;
-    Ok(())
+    // buffer is (checked by the caller) and a pixel is 16 bytes; every source offset is below
+    // need_src <= src.len().
+    unsafe { launch_transform(gpu, "pad_channels_b16", cfg, dst, src, &t.to_args()) }
 }
 
 /// Enqueues the transpose `t` over `batches` destination batches.
@@ -221,24 +224,15 @@ fn transpose_into<T: DeviceRepr>(gpu: &Gpu, src: &CudaSlice<T>, dst: &mut CudaSl
     if dst.len() != need_dst {
         return Err(Error::BufferSize { tensor: "layout transform", expected: need_dst, got: dst.len() });
     }
-    let smem = transpose_smem_bytes(bytes as u32);
-    let f = gpu.function(entry, smem)?;
     let cfg = LaunchConfig {
         grid_dim: ((t.cols as u32).div_ceil(TRANSPOSE_TILE), (t.rows as u32).div_ceil(TRANSPOSE_TILE), batches as u32),
         block_dim: (TRANSPOSE_BLOCK.0, TRANSPOSE_BLOCK.1, 1),
-        shared_mem_bytes: smem,
+        shared_mem_bytes: transpose_smem_bytes(bytes as u32),
     };
-    let mut b = gpu.stream().launch_builder(&f);
-    b.arg(dst).arg(src);
-    let a = t.to_args();
-    for v in &a {
-        b.arg(v);
-    }
     // SAFETY: the grid covers the destination's rows, columns and batches; every offset
     // `Transpose::dest` gives there is below `need_dst` = dst.len() and every one `source` gives
-    // below `need_src` <= src.len() (checked above); `&mut dst` cannot alias `src`.
-    unsafe { b.launch(cfg) }.map_err(cuda_err(entry))?;
-    Ok(())
+    // below `need_src` <= src.len() (checked above).
+    unsafe { launch_transform(gpu, entry, cfg, dst, src, &t.to_args()) }
 }
 
 /// The transform kernels' arguments for copying a `src_dims` tensor in `src` layout into a

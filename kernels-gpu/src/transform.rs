@@ -30,28 +30,6 @@ unsafe fn relayout<T: Copy + Default>(dst: *mut T, src: *const T, r: Relayout) {
     unsafe { *dst.add(o as usize) = source_offset(&r, o).map_or(T::default(), |s| *src.add(s as usize)) };
 }
 
-/// Declares a transform entry for elements of type `$t`, its `i32` parameters from
-/// `convrs_spec::relayout_fields!`.
-macro_rules! entry {
-    ($name:ident, $t:ty) => {
-        convrs_spec::relayout_fields!(entry, [@params $name, $t]);
-    };
-    ([@params $name:ident, $t:ty] $($field:ident $doc:literal),*) => {
-        /// A layout copy of elements of this size (see the module docs).
-        ///
-        /// # Safety
-        /// As [`relayout`], with the arguments of `convrs_spec::transform::Relayout::to_args`.
-        #[unsafe(no_mangle)]
-        #[allow(clippy::too_many_arguments)]
-        pub unsafe extern "ptx-kernel" fn $name(dst: *mut $t, src: *const $t, $($field: i32),*) {
-            // SAFETY: the host launches this with buffers and arguments as documented.
-            unsafe { relayout(dst, src, Relayout { $($field),* }) }
-        }
-    };
-}
-
-entry!(relayout_b16, u16);
-entry!(relayout_b32, u32);
 
 /// An element the transpose moves through shared memory.
 trait Word: Copy + Default {
@@ -146,28 +124,6 @@ unsafe fn transpose<T: Word>(dst: *mut T, src: *const T, t: Transpose) {
     }
 }
 
-/// Declares a transpose entry for elements of type `$t`, its `i32` parameters from
-/// `convrs_spec::transpose_fields!`.
-macro_rules! transpose_entry {
-    ($name:ident, $t:ty) => {
-        convrs_spec::transpose_fields!(transpose_entry, [@params $name, $t]);
-    };
-    ([@params $name:ident, $t:ty] $($field:ident $doc:literal),*) => {
-        /// A batched transpose of elements of this size (see the module docs).
-        ///
-        /// # Safety
-        /// As [`transpose`], with the arguments of `convrs_spec::transform::Transpose::to_args`.
-        #[unsafe(no_mangle)]
-        #[allow(clippy::too_many_arguments)]
-        pub unsafe extern "ptx-kernel" fn $name(dst: *mut $t, src: *const $t, $($field: i32),*) {
-            // SAFETY: the host launches this with buffers, shape and arguments as documented.
-            unsafe { transpose(dst, src, Transpose { $($field),* }) }
-        }
-    };
-}
-
-transpose_entry!(transpose_b16, u16);
-transpose_entry!(transpose_b32, u32);
 
 /// Writes destination pixel `blockIdx.x * PAD_BLOCK_THREADS + threadIdx.x` of image `blockIdx.y`:
 /// its (up to) 8 channels gathered from the channel planes (consecutive threads read consecutive
@@ -197,18 +153,28 @@ unsafe fn pad_channels(dst: *mut u16, src: *const u16, t: PadChannels) {
     unsafe { store_global_f32x4(dst.add(t.dest(b, p) as usize) as *mut f32, F32x4([word(0), word(1), word(2), word(3)])) };
 }
 
-/// Declares `pad_channels_b16`, its `i32` parameters from `convrs_spec::pad_channels_fields!`.
-macro_rules! pad_entry {
-    ($($field:ident $doc:literal),*) => {
-        /// NCHW -> NHWC with the channels zero-padded to 8, 16-bit elements (see the module docs).
+/// Declares entry `$name` for elements of type `$t`: destination and source pointers, then the
+/// `i32` fields `convrs_spec::$fields!` lists, gathered into `$args` for the body `$body`.
+macro_rules! transform_entry {
+    ($fields:ident, $name:ident, $t:ty, $args:ident, $body:ident) => {
+        convrs_spec::$fields!(transform_entry, [@params $name, $t, $args, $body]);
+    };
+    ([@params $name:ident, $t:ty, $args:ident, $body:ident] $($field:ident $doc:literal),*) => {
+        /// A layout transform of elements of this size (see the module docs).
         ///
         /// # Safety
-        /// As [`pad_channels`], with the arguments of `convrs_spec::transform::PadChannels::to_args`.
+        #[doc = concat!("As [`", stringify!($body), "`], with the arguments of `convrs_spec::transform::", stringify!($args), "::to_args`.")]
         #[unsafe(no_mangle)]
-        pub unsafe extern "ptx-kernel" fn pad_channels_b16(dst: *mut u16, src: *const u16, $($field: i32),*) {
+        #[allow(clippy::too_many_arguments)]
+        pub unsafe extern "ptx-kernel" fn $name(dst: *mut $t, src: *const $t, $($field: i32),*) {
             // SAFETY: the host launches this with buffers, shape and arguments as documented.
-            unsafe { pad_channels(dst, src, PadChannels { $($field),* }) }
+            unsafe { $body(dst, src, $args { $($field),* }) }
         }
     };
 }
-convrs_spec::pad_channels_fields!(pad_entry);
+
+transform_entry!(relayout_fields, relayout_b16, u16, Relayout, relayout);
+transform_entry!(relayout_fields, relayout_b32, u32, Relayout, relayout);
+transform_entry!(transpose_fields, transpose_b16, u16, Transpose, transpose);
+transform_entry!(transpose_fields, transpose_b32, u32, Transpose, transpose);
+transform_entry!(pad_channels_fields, pad_channels_b16, u16, PadChannels, pad_channels);

@@ -43,15 +43,18 @@ macro_rules! relayout_fields {
     };
 }
 
-macro_rules! declare_relayout {
-    ($($field:ident $doc:literal),*) => {
-        /// One layout copy as the transform kernels see it (see the module docs).
+/// Declares a transform's argument struct (`[doc attributes, name]` from the caller, one `i32`
+/// field per name the fields macro gives) with `to_args`, the values in argument order: what
+/// the host pushes after the pointers.
+macro_rules! declare_args {
+    ([$(#[$m:meta])* $name:ident] $($field:ident $doc:literal),*) => {
+        $(#[$m])*
         #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-        pub struct Relayout {
+        pub struct $name {
             $(#[doc = $doc] pub $field: i32,)*
         }
 
-        impl Relayout {
+        impl $name {
             /// The values in argument order: what the host pushes after the pointers.
             pub const fn to_args(&self) -> [i32; [$(stringify!($field)),*].len()] {
                 [$(self.$field),*]
@@ -59,7 +62,10 @@ macro_rules! declare_relayout {
         }
     };
 }
-crate::relayout_fields!(declare_relayout);
+crate::relayout_fields!(declare_args, [
+    /// One layout copy as the transform kernels see it (see the module docs).
+    Relayout
+]);
 
 /// The source element destination element `o` copies, or `None` where it is padding. Every
 /// value is a named field, so the kernel keeps all of it in registers.
@@ -109,27 +115,14 @@ macro_rules! transpose_fields {
     };
 }
 
-macro_rules! declare_transpose {
-    ($($field:ident $doc:literal),*) => {
-        /// A batched transpose with zero fill and cropping: destination element (b, y, x) is
-        /// source element (b, x, y), or zero where the source has no such element. NCHW -> NHWC is
-        /// one per image (channel rows of H*W pixels become pixel rows of C channels), NHWC ->
-        /// NCHW the other way, KCRS filters -> KRSC per output channel; growing the channel count
-        /// or the batch zero-fills, shrinking it crops.
-        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-        pub struct Transpose {
-            $(#[doc = $doc] pub $field: i32,)*
-        }
-
-        impl Transpose {
-            /// The values in argument order: what the host pushes after the pointers.
-            pub const fn to_args(&self) -> [i32; [$(stringify!($field)),*].len()] {
-                [$(self.$field),*]
-            }
-        }
-    };
-}
-crate::transpose_fields!(declare_transpose);
+crate::transpose_fields!(declare_args, [
+    /// A batched transpose with zero fill and cropping: destination element (b, y, x) is
+    /// source element (b, x, y), or zero where the source has no such element. NCHW -> NHWC is
+    /// one per image (channel rows of H*W pixels become pixel rows of C channels), NHWC ->
+    /// NCHW the other way, KCRS filters -> KRSC per output channel; growing the channel count
+    /// or the batch zero-fills, shrinking it crops.
+    Transpose
+]);
 
 impl Transpose {
     /// The source offset destination element (b, y, x) copies, or `None` where it is zero.
@@ -168,26 +161,13 @@ macro_rules! pad_channels_fields {
     };
 }
 
-macro_rules! declare_pad_channels {
-    ($($field:ident $doc:literal),*) => {
-        /// NCHW with at most 8 channels to NHWC with exactly 8 (16-bit elements), zero-filled: the
-        /// few-channel inputs the tensor-core kernels take padded to 8. One thread per destination
-        /// pixel, one 16-byte store each, the channel planes read a warp-wide run at a time.
-        /// (The tiled transpose would leave 56 of a tile's 64 columns idle here.)
-        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-        pub struct PadChannels {
-            $(#[doc = $doc] pub $field: i32,)*
-        }
-
-        impl PadChannels {
-            /// The values in argument order: what the host pushes after the pointers.
-            pub const fn to_args(&self) -> [i32; [$(stringify!($field)),*].len()] {
-                [$(self.$field),*]
-            }
-        }
-    };
-}
-crate::pad_channels_fields!(declare_pad_channels);
+crate::pad_channels_fields!(declare_args, [
+    /// NCHW with at most 8 channels to NHWC with exactly 8 (16-bit elements), zero-filled: the
+    /// few-channel inputs the tensor-core kernels take padded to 8. One thread per destination
+    /// pixel, one 16-byte store each, the channel planes read a warp-wide run at a time.
+    /// (The tiled transpose would leave 56 of a tile's 64 columns idle here.)
+    PadChannels
+]);
 
 impl PadChannels {
     /// The source offset of channel `c` of pixel `p` of image `b`, or `None` where it is zero.

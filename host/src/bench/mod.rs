@@ -280,12 +280,12 @@ impl ShapeBench<'_> {
         let (x0, w0) = (&operands[0].0, &operands[0].1);
         let search = &self.opts.search;
         let built = GraphConv::new(gpu, p, layout, T::MATH, search, x0, w0, &mut y0).map(boxed);
-        group.cudnn.push(self.baseline("cudnn graph", false, built, &operands, &reference, progress)?);
+        group.cudnn.push(self.baseline("cudnn graph", T::CUDNN_LAYOUT, false, built, &operands, &reference, progress)?);
         let built = T::legacy(gpu, p, x0, w0, &mut y0).map(boxed);
-        group.cudnn.push(self.baseline("cudnn legacy", false, built, &operands, &reference, progress)?);
+        group.cudnn.push(self.baseline("cudnn legacy", T::CUDNN_LAYOUT, false, built, &operands, &reference, progress)?);
         if T::DTYPE == DType::F32 {
             let built = GraphConv::new(gpu, p, layout, Math::Tf32, search, x0, w0, &mut y0).map(boxed);
-            group.tf32_cudnn.push(self.baseline("cudnn graph tf32", true, built, &operands, &reference, progress)?);
+            group.tf32_cudnn.push(self.baseline("cudnn graph tf32", T::CUDNN_LAYOUT, true, built, &operands, &reference, progress)?);
             group.tf32_pytorch = Some(self.torch_row("tf32", "tf32"));
         }
         drop((operands, y0));
@@ -369,28 +369,16 @@ impl ShapeBench<'_> {
         let operands = self.upload(sets, (Layout::Nchw, Layout::Nchw), p)?;
         let mut y0 = gpu.alloc_zeros::<T>(p.output_len())?;
         let built = GraphConv::new(gpu, p, Layout::Nchw, T::MATH, &self.opts.search, &operands[0].0, &operands[0].1, &mut y0).map(boxed);
-        group.nchw_cudnn.push(self.baseline_in("cudnn graph", Layout::Nchw, false, built, &operands, reference, progress)?);
+        group.nchw_cudnn.push(self.baseline("cudnn graph", Layout::Nchw, false, built, &operands, reference, progress)?);
         let config = format!("{}_nchw", T::DTYPE.name());
         group.nchw_pytorch = Some(self.torch_row(&config, T::DTYPE.name()));
         Ok(())
     }
 
-    /// Checks and times one baseline (already planned, or why not) on the cuDNN-layout operands.
-    fn baseline<T: Element + CudnnBaseline>(
-        &self,
-        name: &str,
-        tf32: bool,
-        built: Result<Box<dyn Baseline<T>>>,
-        operands: &[(CudaSlice<T>, CudaSlice<T>)],
-        reference: &Tensor<f64>,
-        progress: &mut dyn FnMut(&str),
-    ) -> Result<Measurement> {
-        self.baseline_in(name, T::CUDNN_LAYOUT, tf32, built, operands, reference, progress)
-    }
-
-    /// [`Self::baseline`] on operands (input, filter, output) in `layout`.
+    /// Checks and times one baseline (already planned, or why not) on operands (input, filter,
+    /// output) in `layout`.
     #[allow(clippy::too_many_arguments)]
-    fn baseline_in<T: Element + CudnnBaseline>(
+    fn baseline<T: Element + CudnnBaseline>(
         &self,
         name: &str,
         layout: Layout,
