@@ -50,18 +50,17 @@ impl<T: Element, O: Element> DeviceConv<T, O> {
     pub fn new(gpu: &Gpu, algo: Algorithm, problem: &Conv2d, filter: &DeviceTensor<T>, input_layout: Layout, output_layout: Layout) -> Result<Self> {
         problem.validate()?;
         for (what, l) in [("input", input_layout), ("output", output_layout)] {
-            if l.strides([1, 1, 1, 1]).is_none() {
+            if !l.is_plain() {
                 return Err(Error::InvalidArgument(format!("device convolutions take NCHW, NHWC or HWCN {what}s, not {l}")));
             }
         }
-        let plain = |k: &KernelDesc| [k.layouts.0, k.layouts.1, k.layouts.2].iter().all(|l| l.strides([1, 1, 1, 1]).is_some());
         let kernel = match algo {
             Algorithm::Auto => {
                 let candidates = crate::select::candidates(problem, T::DTYPE, input_layout, gpu.model());
-                let pick = crate::select::pick(candidates.into_iter().filter(|c| plain(c.kernel)).collect(), T::DTYPE)?.pick;
+                let pick = crate::select::pick(candidates.into_iter().filter(|c| c.kernel.on_plain_layouts()).collect(), T::DTYPE)?.pick;
                 pick.kernel().ok_or_else(|| Error::InvalidArgument("no kernel chosen".into()))?
             }
-            a => a.kernel().filter(|k| plain(k)).ok_or_else(|| Error::InvalidArgument(format!("{a} cannot run on device tensors yet (its layouts are blocked)")))?,
+            a => a.kernel().filter(|k| k.on_plain_layouts()).ok_or_else(|| Error::InvalidArgument(format!("{a} cannot run on device tensors yet (its layouts are blocked)")))?,
         };
         let run = kernel.run_problem(problem);
         run.validate()?;

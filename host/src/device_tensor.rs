@@ -93,10 +93,11 @@ impl<T: DeviceRepr + ValidAsZeroBits + Copy + Default> DeviceTensor<T> {
 pub fn relayout_into<T: DeviceRepr>(gpu: &Gpu, src: &CudaSlice<T>, src_dims: [usize; 4], src_layout: Layout, dst: &mut CudaSlice<T>, dst_dims: [usize; 4], dst_layout: Layout) -> Result<()> {
     // The padding kernel stores 16 bytes per pixel: 16-bit elements and a 16-byte aligned
     // destination (device allocations are; the check keeps that an observation, not a guess).
-    let aligned = || dst.device_ptr(gpu.stream()).0 % 16 == 0;
-    if std::mem::size_of::<T>() == 2 && aligned() {
+    if std::mem::size_of::<T>() == 2 {
         if let Some(t) = pad_channels_args(src_dims, src_layout, dst_dims, dst_layout)? {
-            return pad_channels_into(gpu, src, dst, &t, dst_dims[0]);
+            if dst.device_ptr(gpu.stream()).0 % 16 == 0 {
+                return pad_channels_into(gpu, src, dst, &t, dst_dims[0]);
+            }
         }
     }
     match transpose_args(src_dims, src_layout, dst_dims, dst_layout)? {
@@ -269,16 +270,7 @@ pub fn conv2d_device<T: Element>(gpu: &Gpu, algo: Algorithm, problem: &Conv2d, i
 /// [`conv2d_device`] with the output in element type `O`: the input's type or `f32` (the
 /// accumulators unrounded); any other `O` is an error.
 pub fn conv2d_device_to<T: Element, O: Element>(gpu: &Gpu, algo: Algorithm, problem: &Conv2d, input: &DeviceTensor<T>, filter: &DeviceTensor<T>, out_layout: Layout) -> Result<DeviceTensor<O>> {
-    problem.validate()?;
-    if input.dims != problem.input_shape() || filter.dims != problem.filter_shape() {
-        return Err(Error::InvalidArgument(format!(
-            "device tensors of dims {:?} and {:?} do not match the problem's {:?} and {:?}",
-            input.dims,
-            filter.dims,
-            problem.input_shape(),
-            problem.filter_shape()
-        )));
-    }
+    // DeviceConv validates the problem and checks both tensors against it.
     let mut conv = DeviceConv::<T, O>::new(gpu, algo, problem, filter, input.layout, out_layout)?;
     let mut y = conv.new_output(gpu)?;
     conv.run(gpu, input, &mut y)?;

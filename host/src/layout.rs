@@ -96,6 +96,12 @@ impl Layout {
         }
     }
 
+    /// Whether it is a plain strided 4-D layout (NCHW, NHWC, HWCN), which the device transforms
+    /// reach, rather than a blocked one.
+    pub fn is_plain(&self) -> bool {
+        self.strides([1, 1, 1, 1]).is_some()
+    }
+
     /// The logical axes (0 = N, 1 = C, 2 = H, 3 = W) in memory order, slowest first, and each
     /// logical axis's element stride, for the plain layouts (`None` for the blocked ones, which
     /// are not strided 4-D arrays).

@@ -124,6 +124,12 @@ pub struct KernelDesc {
 }
 
 impl KernelDesc {
+    /// Whether input, filter and output are all in plain layouts ([`Layout::is_plain`]): the
+    /// kernels device tensors in the caller's layout can reach through the transforms.
+    pub fn on_plain_layouts(&self) -> bool {
+        [self.layouts.0, self.layouts.1, self.layouts.2].iter().all(Layout::is_plain)
+    }
+
     /// Whether it reads `dtype` data.
     pub fn reads(&self, dtype: DType) -> bool {
         self.dtypes.contains(&dtype)

@@ -341,8 +341,7 @@ impl ShapeBench<'_> {
     fn nchw_user<T: Element + CudnnBaseline>(&self, group: &GroupResult, sets: &[(Tensor<T>, Tensor<T>)], reference: &Tensor<f64>, progress: &mut dyn FnMut(&str)) -> Result<Option<Measurement>> {
         use crate::device_conv::DeviceConv;
         use crate::device_tensor::DeviceTensor;
-        let plain = |l: Layout| l.strides([1, 1, 1, 1]).is_some();
-        let Some(k) = group.best_kernel().and_then(|m| crate::registry::by_name(&m.name)).filter(|k| plain(k.layouts.0) && plain(k.layouts.1) && plain(k.layouts.2)) else {
+        let Some(k) = group.best_kernel().and_then(|m| crate::registry::by_name(&m.name)).filter(|k| k.on_plain_layouts()) else {
             return Ok(None);
         };
         progress(&format!("{}: {} for an NCHW caller", self.label, k.name));
