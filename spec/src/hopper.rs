@@ -234,8 +234,8 @@ macro_rules! declare_configs {
 }
 crate::hopper_configs!(declare_configs);
 
-/// Whether `s` starts with `prefix` (const).
-const fn starts_with(s: &str, prefix: &str) -> bool {
+/// Whether `s` starts with `prefix`, in const code (the table's checks here and the host's).
+pub const fn starts_with(s: &str, prefix: &str) -> bool {
     let (s, p) = (s.as_bytes(), prefix.as_bytes());
     if p.len() > s.len() {
         return false;

@@ -295,18 +295,7 @@ const _: () = {
 
 /// `a == b` for strings in const code.
 const fn eq(a: &str, b: &str) -> bool {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
-    if a.len() != b.len() {
-        return false;
-    }
-    let mut i = 0;
-    while i < a.len() {
-        if a[i] != b[i] {
-            return false;
-        }
-        i += 1;
-    }
-    true
+    a.len() == b.len() && convrs_spec::hopper::starts_with(a, b)
 }
 
 /// Every entry point the plans can name, fp16 then bf16 of each configuration.
