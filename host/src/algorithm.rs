@@ -196,7 +196,8 @@ pub(crate) fn conv_shape(p: &Conv2d, out: DType) -> ConvShape {
 /// [`Algorithm::layouts`] (asynchronous: call [`Gpu::synchronize`] before reading `output`).
 /// The plan comes from [`Algorithm::plan`] (fp32 output) or
 /// [`crate::registry::KernelDesc::plan_writing`]; `T` must be the plan's input type and `O` its
-/// output type. `workspace` must hold at least the plan's [`LaunchPlan::workspace_bytes`]
+/// output type; `filter` holds [`LaunchPlan::filter_buffer_len`] elements (a 3xTF32 plan reads
+/// the filter split by [`crate::device_tensor::split_tf32`]). `workspace` must hold at least the plan's [`LaunchPlan::workspace_bytes`]
 /// ([`Workspace::for_plan`]; [`Workspace::none`] for plans that take none) and stay
 /// allocated while the launch, or a CUDA graph that captured it, may run.
 ///
@@ -221,7 +222,7 @@ pub fn launch<T: Element, O: Element>(gpu: &Gpu, plan: &LaunchPlan, problem: &Co
         return Err(Error::InvalidArgument(format!("{} is planned to write {} outputs but a {} buffer was given", plan.kernel, plan.out_dtype, O::DTYPE)));
     }
     check_len("input", problem.input_len(), input.len())?;
-    check_len("filter", problem.filter_len(), filter.len())?;
+    check_len("filter", plan.filter_buffer_len(problem), filter.len())?;
     check_len("output", problem.output_len(), output.len())?;
     if workspace.bytes() < plan.workspace_bytes {
         return Err(Error::BufferSize { tensor: "workspace", expected: plan.workspace_bytes, got: workspace.bytes() });
@@ -229,7 +230,7 @@ pub fn launch<T: Element, O: Element>(gpu: &Gpu, plan: &LaunchPlan, problem: &Co
     let f = gpu.function(plan.kernel, plan.shared_bytes)?;
     let args = shape_args(problem, plan.out_dtype);
     let cfg = LaunchConfig { grid_dim: plan.grid, block_dim: plan.block, shared_mem_bytes: plan.shared_bytes };
-    let filter_map = plan.filter_map_rows.map(|rows| gpu.filter_map(filter, problem, rows)).transpose()?;
+    let filter_map = plan.filter_map_rows.map(|rows| gpu.filter_map(filter, &plan.filter_map_problem(problem), rows)).transpose()?;
     let input_map = plan.input_map.then(|| gpu.input_map(input, problem)).transpose()?;
     let mut b = gpu.stream().launch_builder(&f);
     b.arg(input).arg(filter).arg(output);

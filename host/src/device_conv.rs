@@ -82,7 +82,8 @@ impl<T: Element, O: Element> DeviceConv<T, O> {
         }
         let run = *self.prepared.run_problem();
         let (_, w) = self.prepared.operands_mut();
-        relayout_into(gpu, filter.data(), filter.dims(), filter.layout(), w, run.filter_shape(), self.kernel.layouts.1)
+        relayout_into(gpu, filter.data(), filter.dims(), filter.layout(), w, run.filter_shape(), self.kernel.layouts.1)?;
+        self.prepared.refresh_filter(gpu)
     }
 
     /// An output tensor of the problem's dims in the caller's output layout (zeros).

@@ -21,7 +21,7 @@
 //! ```
 
 use cudarc::driver::{CudaSlice, DevicePtr, DeviceRepr, LaunchConfig, PushKernelArg, ValidAsZeroBits};
-use convrs_spec::transform::{transpose_smem_bytes, PadChannels, Relayout, Transpose, BLOCK_THREADS, PAD_BLOCK_THREADS, PAD_CHANNELS, TRANSPOSE_BLOCK, TRANSPOSE_TILE};
+use convrs_spec::transform::{transpose_smem_bytes, PadChannels, Relayout, SplitTf32, Transpose, BLOCK_THREADS, PAD_BLOCK_THREADS, PAD_CHANNELS, TRANSPOSE_BLOCK, TRANSPOSE_TILE};
 
 use crate::gpu::cuda_err;
 use crate::device_conv::DeviceConv;
@@ -144,6 +144,33 @@ unsafe fn launch_transform<T: DeviceRepr>(gpu: &Gpu, entry: &'static str, cfg: L
     // alias `src`.
     unsafe { b.launch(cfg) }.map_err(cuda_err(entry))?;
     Ok(())
+}
+
+/// Splits the fp32 tensor `src` for the 3xTF32 kernels ([`LaunchPlan::split_filter`]): `dst`
+/// (twice `src`'s length) gets each element's TF32 high part, then each remainder, both
+/// rounded to nearest, so that hi + lo is within 2^-22 of the element (relative) and the
+/// tensor cores read both exactly.
+///
+/// [`LaunchPlan::split_filter`]: crate::plan::LaunchPlan::split_filter
+pub fn split_tf32<T: Element>(gpu: &Gpu, src: &CudaSlice<T>, dst: &mut CudaSlice<T>) -> Result<()> {
+    if T::DTYPE != crate::DType::F32 {
+        return Err(Error::InvalidArgument(format!("a 3xTF32 split is of fp32 data, not {}", T::DTYPE)));
+    }
+    let n = src.len();
+    if dst.len() != 2 * n {
+        return Err(Error::BufferSize { tensor: "split filter", expected: 2 * n, got: dst.len() });
+    }
+    if n == 0 {
+        return Ok(());
+    }
+    if 2 * n > i32::MAX as usize {
+        return Err(Error::InvalidArgument(format!("a split of {n} elements exceeds the kernel's i32 indices")));
+    }
+    let args = SplitTf32 { n: n as i32 };
+    let cfg = LaunchConfig { grid_dim: ((n as u32).div_ceil(BLOCK_THREADS), 1, 1), block_dim: (BLOCK_THREADS, 1, 1), shared_mem_bytes: 0 };
+    // SAFETY: n threads each read src[i] and write dst[i], dst[n + i]: inside the buffers
+    // (lengths checked above); dst is a distinct buffer (&mut).
+    unsafe { launch_transform(gpu, "split_tf32", cfg, dst, src, &args.to_args()) }
 }
 
 /// The transpose kernel's arguments where copying a `src_dims` tensor in `src` layout into a

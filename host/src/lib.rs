@@ -66,7 +66,7 @@ pub mod tune;
 pub mod workspace;
 
 pub use algorithm::{conv2d, conv2d_to, launch, Algorithm};
-pub use dtype::{DType, Element};
+pub use dtype::{DType, Element, Precision};
 pub use error::{Error, Result};
 pub use device::DeviceModel;
 pub use gpu::{DeviceInfo, Gpu};

@@ -158,6 +158,11 @@ struct ShapeArgs {
     shape: String,
     #[command(flatten)]
     geometry: Geometry,
+    /// How fp32 data may be multiplied: tf32 (TF32 tensor cores, PyTorch's default), fp32
+    /// (fp32 accuracy: 3xTF32 tensor cores or FMA) or fma (FMA kernels only). 16-bit data
+    /// ignores it.
+    #[arg(long, default_value = "fp32")]
+    precision: convrs::Precision,
 }
 
 #[derive(clap::Args)]
@@ -267,7 +272,7 @@ fn info(device: usize) -> convrs::Result<Outcome> {
 
 #[allow(clippy::too_many_arguments)]
 fn run(device: usize, algo: Algorithm, dtype: Option<DType>, layout: Layout, tune: bool, s: &ShapeArgs, timing: TimingConfig, seed: u64, f32_out: bool) -> convrs::Result<Outcome> {
-    let p = problem(&s.shape, &s.geometry)?;
+    let p = problem(&s.shape, &s.geometry)?.with_precision(s.precision);
     // The data's type: as given; else a named kernel's first, or fp32.
     let dtype = match (dtype, algo.dtypes().first()) {
         (Some(d), _) => d,
@@ -307,7 +312,7 @@ fn run(device: usize, algo: Algorithm, dtype: Option<DType>, layout: Layout, tun
 }
 
 fn explain(device: usize, s: &ShapeArgs, dtype: DType, layout: Layout, model: Option<&str>) -> convrs::Result<Outcome> {
-    let p = problem(&s.shape, &s.geometry)?;
+    let p = problem(&s.shape, &s.geometry)?.with_precision(s.precision);
     let model = match model {
         Some(name) => DeviceModel::named(name)?,
         None => match Gpu::new(device) {

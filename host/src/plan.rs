@@ -13,7 +13,7 @@ pub mod tensor_core;
 pub mod tiled;
 
 use crate::dtype::DType;
-use crate::{Algorithm, Conv2d, Error, Layout, Result};
+use crate::{Algorithm, Conv2d, Error, Layout, Precision, Result};
 
 /// How to launch one kernel on one problem.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -43,6 +43,10 @@ pub struct LaunchPlan {
     /// split-K schedule's, where the grid's z slices meet (`convrs_spec::split_k`); 0 for none.
     /// Whoever runs the plan owns it ([`crate::workspace::Workspace`]).
     pub workspace_bytes: usize,
+    /// Whether the kernel reads the fp32 filter split for 3xTF32: a buffer of twice the filter's
+    /// elements, its TF32 high parts then its remainders ([`crate::device_tensor::split_tf32`]),
+    /// the filter's tensor map over those 2K rows.
+    pub split_filter: bool,
 }
 
 impl LaunchPlan {
@@ -60,7 +64,24 @@ impl LaunchPlan {
     /// assert_eq!((plan.filter_map_rows, plan.input_map, plan.workspace_bytes), (Some(64), true, 1 << 20));
     /// ```
     pub fn new(kernel: &'static str, grid: (u32, u32, u32), block: (u32, u32, u32), shared_bytes: u32, dtype: DType, predicted_us: f64) -> Self {
-        LaunchPlan { kernel, grid, block, shared_bytes, dtype, out_dtype: DType::F32, predicted_us, filter_map_rows: None, input_map: false, workspace_bytes: 0 }
+        LaunchPlan { kernel, grid, block, shared_bytes, dtype, out_dtype: DType::F32, predicted_us, filter_map_rows: None, input_map: false, workspace_bytes: 0, split_filter: false }
+    }
+
+    /// The same plan reading the filter split for 3xTF32 ([`LaunchPlan::split_filter`]).
+    pub fn with_split_filter(self) -> Self {
+        LaunchPlan { split_filter: true, ..self }
+    }
+
+    /// Elements of the filter buffer the kernel reads for `problem`: twice the filter's when
+    /// it is split for 3xTF32.
+    pub fn filter_buffer_len(&self, problem: &Conv2d) -> usize {
+        if self.split_filter { 2 * problem.filter_len() } else { problem.filter_len() }
+    }
+
+    /// The problem whose KRSC filter the filter's tensor map describes: `problem`, with K
+    /// doubled when the filter is split (the remainders are rows K..2K).
+    pub fn filter_map_problem(&self, problem: &Conv2d) -> Conv2d {
+        if self.split_filter { Conv2d { k: 2 * problem.k, ..*problem } } else { *problem }
     }
 
     /// The same plan taking the filter's tensor map with boxes of `rows` output channels.
@@ -117,6 +138,9 @@ pub struct KernelDesc {
     pub layouts: (Layout, Layout, Layout),
     /// (N, C, K) must be multiples of these; the test generators draw problems from them.
     pub multiples: (usize, usize, usize),
+    /// How it multiplies fp32 data, if it reads any: a problem asking for more accuracy
+    /// ([`Conv2d::precision`]) is refused. [`Precision::Fma`] for kernels of 16-bit data only.
+    pub precision: Precision,
     /// The launch on a problem of an element type this kernel reads (checked before the call),
     /// with its predicted time, or why it cannot take it. It gets its own description, so one
     /// planner serves the kernels a table generates (the Hopper policies).
@@ -155,6 +179,12 @@ impl KernelDesc {
     pub fn plan(&self, problem: &Conv2d, dtype: DType, device: &DeviceModel) -> Result<LaunchPlan> {
         if !self.reads(dtype) {
             return Err(Error::InvalidArgument(format!("{} reads {} data, not {dtype}", self.name, self.dtypes_label())));
+        }
+        if dtype == DType::F32 && !problem.precision.admits(self.precision) {
+            return Err(Error::Unsupported {
+                algorithm: self.name,
+                reason: format!("it computes fp32 data in {}, and the problem asks for {} (Conv2d::with_precision, --precision)", self.precision, problem.precision),
+            });
         }
         (self.planner)(self, problem, dtype, device)
     }

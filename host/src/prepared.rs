@@ -49,7 +49,11 @@ pub struct Prepared<T: Element, O: Element = T> {
     /// The problem the kernel runs: `problem` zero-padded to the kernel's multiples.
     run: Conv2d,
     x: CudaSlice<T>,
+    /// The filter in the kernel's layout.
     w: CudaSlice<T>,
+    /// What a 3xTF32 kernel reads instead ([`LaunchPlan::split_filter`]): `w` split, made from
+    /// it at preparation and by [`Prepared::refresh_filter`].
+    w_split: Option<CudaSlice<T>>,
     y: CudaSlice<O>,
     ws: Workspace,
 }
@@ -95,15 +99,22 @@ impl<T: Element, O: Element> Prepared<T, O> {
             return Err(Error::BufferSize { tensor: "filter", expected: run.filter_len(), got: w.len() });
         }
         let y = gpu.alloc_zeros::<O>(run.output_len())?;
+        let w_split = if plan.split_filter {
+            let mut split = gpu.alloc_zeros::<T>(plan.filter_buffer_len(&run))?;
+            crate::device_tensor::split_tf32(gpu, &w, &mut split)?;
+            Some(split)
+        } else {
+            None
+        };
         // Built now, not in the first (maybe timed) launch.
         if let Some(rows) = plan.filter_map_rows {
-            gpu.filter_map(&w, &run, rows)?;
+            gpu.filter_map(w_split.as_ref().unwrap_or(&w), &plan.filter_map_problem(&run), rows)?;
         }
         if plan.input_map {
             gpu.input_map(&x, &run)?;
         }
         let ws = Workspace::for_plan(gpu, &plan)?;
-        Ok(Prepared { kernel, plan, problem: *problem, run, x, w, y, ws })
+        Ok(Prepared { kernel, plan, problem: *problem, run, x, w, w_split, y, ws })
     }
 
     pub fn algorithm(&self) -> Algorithm {
@@ -133,6 +144,16 @@ impl<T: Element, O: Element> Prepared<T, O> {
         (&mut self.x, &mut self.w)
     }
 
+    /// Makes what the kernel reads of the filter from the filter buffer again, after a caller
+    /// refilled it ([`Prepared::operands_mut`]): the 3xTF32 split (in place: the tensor map's
+    /// address stays); nothing for other kernels.
+    pub(crate) fn refresh_filter(&mut self, gpu: &Gpu) -> Result<()> {
+        match &mut self.w_split {
+            Some(split) => crate::device_tensor::split_tf32(gpu, &self.w, split),
+            None => Ok(()),
+        }
+    }
+
     /// The output buffer (the run problem's output in the kernel's layout).
     pub(crate) fn output_buffer(&self) -> &CudaSlice<O> {
         &self.y
@@ -160,7 +181,7 @@ impl<T: Element, O: Element> Runnable for Prepared<T, O> {
     }
 
     fn enqueue(&mut self, gpu: &Gpu) -> Result<()> {
-        launch(gpu, &self.plan, &self.run, &self.x, &self.w, &mut self.y, &mut self.ws)
+        launch(gpu, &self.plan, &self.run, &self.x, self.w_split.as_ref().unwrap_or(&self.w), &mut self.y, &mut self.ws)
     }
 
     fn poison_output(&mut self, gpu: &Gpu) -> Result<()> {

@@ -8,7 +8,7 @@
 
 use std::fmt;
 
-use crate::{Error, Result};
+use crate::{Error, Precision, Result};
 
 /// One 2-D convolution (cross-correlation, as in cuDNN and PyTorch): input `N x C x H x W`,
 /// filter `K x C x R x S`, output `N x K x P x Q`.
@@ -47,6 +47,9 @@ pub struct Conv2d {
     pub stride: (usize, usize),
     /// Step between filter taps, `(along H, along W)`; 1 is a dense filter.
     pub dilation: (usize, usize),
+    /// How fp32 data may be multiplied ([`Precision`]; ignored for 16-bit data): like cuDNN's
+    /// math type, part of the convolution's description. [`Precision::Fp32`] unless set.
+    pub precision: Precision,
 }
 
 /// Widest value every kernel index must stay within.
@@ -74,7 +77,18 @@ fn output_extent(size: usize, pad: usize, dilation: usize, taps: usize, stride: 
 impl Conv2d {
     /// A problem with no padding, unit stride and unit dilation.
     pub fn new(n: usize, c: usize, h: usize, w: usize, k: usize, r: usize, s: usize) -> Self {
-        Self { n, c, h, w, k, r, s, pad: (0, 0), stride: (1, 1), dilation: (1, 1) }
+        Self { n, c, h, w, k, r, s, pad: (0, 0), stride: (1, 1), dilation: (1, 1), precision: Precision::Fp32 }
+    }
+
+    /// The same problem computed at `precision` on fp32 data.
+    ///
+    /// ```
+    /// use convrs::{Conv2d, Precision};
+    /// let p = Conv2d::new(8, 64, 56, 56, 64, 3, 3).with_pad(1).with_precision(Precision::Tf32);
+    /// assert_eq!(p.to_string(), "N=8 C=64 H=56 W=56 -> K=64 R=3 S=3 pad=(1,1) stride=(1,1) dilation=(1,1) precision=tf32");
+    /// ```
+    pub fn with_precision(self, precision: Precision) -> Self {
+        Self { precision, ..self }
     }
 
     /// The same problem with `p` zero padding on every side.
@@ -260,7 +274,11 @@ impl fmt::Display for Conv2d {
             self.stride.1,
             self.dilation.0,
             self.dilation.1
-        )
+        )?;
+        if self.precision != Precision::Fp32 {
+            write!(f, " precision={}", self.precision)?;
+        }
+        Ok(())
     }
 }
 

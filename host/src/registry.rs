@@ -53,7 +53,7 @@ pub fn by_name(name: &str) -> Option<&'static KernelDesc> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Conv2d, DType, DeviceModel};
+    use crate::{Conv2d, DType, DeviceModel, Precision};
 
     #[test]
     fn every_algorithm_has_one_entry_and_names_are_unique() {
@@ -87,9 +87,19 @@ mod tests {
             let (n, c, kk) = k.multiples;
             for dtype in [DType::F32, DType::F16, DType::BF16] {
                 // At the multiples: accepted for the types it reads, refused for the others.
-                let ok = Conv2d::new(n.max(2), 2 * c, 9, 9, 2 * kk, 3, 3).with_pad(1);
+                // (TF32 admits every kernel's precision.)
+                let ok = Conv2d::new(n.max(2), 2 * c, 9, 9, 2 * kk, 3, 3).with_pad(1).with_precision(Precision::Tf32);
                 let plan = k.plan(&ok, dtype, &d);
                 assert_eq!(plan.is_ok(), k.reads(dtype), "{} on {dtype}: {plan:?}", k.name);
+                // A precision above the kernel's: refused with the reason, for fp32 data.
+                for asked in [Precision::Fp32, Precision::Fma] {
+                    let plan = k.plan(&ok.with_precision(asked), dtype, &d);
+                    if dtype == DType::F32 && k.reads(dtype) && !asked.admits(k.precision) {
+                        assert!(plan.unwrap_err().to_string().contains(&format!("asks for {asked}")), "{}", k.name);
+                    } else {
+                        assert_eq!(plan.is_ok(), k.reads(dtype), "{} on {dtype} at {asked}", k.name);
+                    }
+                }
                 let Ok(plan) = plan else { continue };
                 assert_eq!(plan.dtype, dtype, "{}", k.name);
                 // One channel off a multiple above 1: refused.

@@ -202,6 +202,7 @@ mod tests {
     use super::*;
 
     use crate::device::tests::h100;
+    use crate::Precision;
 
     #[test]
     fn picks_match_the_h100_measurements_on_the_seed_shapes() {
@@ -211,7 +212,14 @@ mod tests {
         let pick = |p: &Conv2d, t: DType, l: Layout| choose(p, t, l, &d).unwrap().pick.name();
         assert_eq!(pick(&Conv2d::new(1, 6, 768, 512, 6, 6, 6), DType::F32, Layout::Nchw), "direct_smem");
         let big = Conv2d::new(256, 256, 14, 14, 512, 3, 3).with_pad(1);
-        assert!(["tiled_hwcn", "tiled_nchw"].contains(&pick(&big, DType::F32, Layout::Nchw)));
+        let fma = big.with_precision(Precision::Fma);
+        assert!(["tiled_hwcn", "tiled_nchw"].contains(&pick(&fma, DType::F32, Layout::Nchw)));
+        // fp32 on Hopper's tensor cores: 3xTF32 at the default precision (3 TF32 products at half
+        // the fp16 rate against FMA's ~1/15 of it), one TF32 product when TF32 is enough.
+        assert_eq!(pick(&big, DType::F32, Layout::Nchw), "wgmma_ws_tma_persistent_3xtf32");
+        assert_eq!(pick(&big.with_precision(Precision::Tf32), DType::F32, Layout::Nchw), "wgmma_ws_tma_persistent_tf32");
+        let a100 = DeviceModel::named("a100").unwrap();
+        assert!(["tiled_hwcn", "tiled_nchw"].contains(&choose(&big, DType::F32, Layout::Nchw, &a100).unwrap().pick.name()));
         // On Hopper step 7, the persistent wgmma kernel with im2col TMA copies, which measured
         // fastest on this shape (BENCHMARKS.md, fourth session), before steps 6, 4, 3 and mma.sync.
         assert_eq!(pick(&big, DType::F16, Layout::Nhwc), "wgmma_ws_tma_persistent");
@@ -219,7 +227,6 @@ mod tests {
         // Blocked-layout holders: the blocked kernel where no wgmma runs; on Hopper the wgmma
         // kernels are predicted faster than it by about what the conversions to and from NHWC cost.
         assert!(["wmma_nhwcnc", "wgmma_ws_tma_persistent"].contains(&pick(&big, DType::F16, Layout::Nhwc16n16c)));
-        let a100 = DeviceModel::named("a100").unwrap();
         assert_eq!(choose(&big, DType::F16, Layout::Nhwc16n16c, &a100).unwrap().pick.name(), "wmma_nhwcnc");
         assert!(choose(&big, DType::F16, Layout::Nhwc, &DeviceModel::named("a100").unwrap()).unwrap().pick.name().starts_with("wmma_"));
         // C = 3 (the first layer of a network): the small-C kernel from a shared-memory patch,
@@ -261,13 +268,16 @@ mod tests {
         // Equal kernel predictions aside, a kernel in the caller's layout saves the conversions:
         // on a large batch-1 problem an NHWC caller's conversion cost must show in the totals.
         let d = h100();
-        let p = Conv2d::new(64, 64, 56, 56, 64, 3, 3).with_pad(1);
+        let p = Conv2d::new(64, 64, 56, 56, 64, 3, 3).with_pad(1).with_precision(Precision::Fma);
         let c = choose(&p, DType::F32, Layout::Nhwc, &d).unwrap();
         for cand in &c.candidates {
             if let Ok(e) = &cand.outcome {
-                assert!(e.conversion_us > 0.0, "{}: every fp32 kernel needs a conversion from NHWC", cand.kernel.name);
+                assert!(e.conversion_us > 0.0, "{}: every fp32 FMA kernel needs a conversion from NHWC", cand.kernel.name);
             }
         }
+        // The 3xTF32 kernel reads NHWC: nothing to convert for that caller.
+        let x3 = choose(&p.with_precision(Precision::Fp32), DType::F32, Layout::Nhwc, &d).unwrap();
+        assert_eq!((x3.pick.name(), x3.estimate().unwrap().conversion_us), ("wgmma_ws_tma_persistent_3xtf32", 0.0));
         let pick = c.estimate().unwrap().total_us();
         assert!(c.candidates.iter().filter_map(|c| c.outcome.as_ref().ok()).all(|e| e.total_us() >= pick));
     }

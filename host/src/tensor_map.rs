@@ -21,8 +21,13 @@ use cudarc::driver::CudaSlice;
 use crate::dtype::DType;
 use crate::{Conv2d, Error, Result};
 
-/// Channels per box row: one 128-byte swizzle row of 16-bit elements.
-const BOX_CHANNELS: u32 = 64;
+/// Bytes per box row: one 128-byte swizzle row (64 16-bit or 32 fp32 channels).
+const BOX_ROW_BYTES: u32 = convrs_spec::hopper::ROW_BYTES as u32;
+
+/// Channels of `dtype` per box row.
+fn box_channels(dtype: DType) -> u32 {
+    BOX_ROW_BYTES / dtype.size() as u32
+}
 /// Pixels (GEMM rows) per im2col box: the kernels' block tile rows.
 const BOX_PIXELS: u32 = convrs_spec::hopper::BLOCK_M as u32;
 
@@ -45,16 +50,17 @@ impl FilterMapKey {
         FilterMapKey { address, c: p.c as u64, taps: (p.r * p.s) as u64, k: p.k as u64, rows, dtype }
     }
 
-    /// The driver's encoding: a 3-D tensor {C, R*S, K} (innermost first) of 16-bit elements,
-    /// boxes of {64, 1, rows}, 128-byte swizzle (the layout the kernels' wgmma descriptors
+    /// The driver's encoding: a 3-D tensor {C, R*S, K} (innermost first), boxes of {128 bytes
+    /// of channels, 1, rows}, 128-byte swizzle (the layout the kernels' wgmma descriptors
     /// read), zeros for elements outside the tensor (channel and output-channel tails).
     pub fn encode(&self) -> Result<[u8; 128]> {
         let data_type = data_type(self.dtype)?;
         let dims = [self.c, self.taps, self.k];
         // Bytes from one index of dimensions 1 and 2 to the next (dimension 0 is contiguous);
         // the driver wants multiples of 16: C is a multiple of 8 in every plan that asks for a map.
-        let strides = [2 * self.c, 2 * self.c * self.taps];
-        let boxes = [BOX_CHANNELS, 1, self.rows];
+        let size = self.dtype.size() as u64;
+        let strides = [size * self.c, size * self.c * self.taps];
+        let boxes = [box_channels(self.dtype), 1, self.rows];
         let element_strides = [1u32; 3];
         let mut map = CUtensorMap { opaque: [0; 16] };
         // SAFETY: every pointer addresses an array of the rank (3, or 2 for the strides) the call
@@ -80,13 +86,14 @@ impl FilterMapKey {
     }
 }
 
-/// The driver's name for a 16-bit element type.
+/// The driver's name for an element type (fp32 copied as it is: the tensor cores read TF32
+/// from it).
 fn data_type(dtype: DType) -> Result<CUtensorMapDataType> {
-    match dtype {
-        DType::F16 => Ok(CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT16),
-        DType::BF16 => Ok(CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16),
-        DType::F32 => Err(Error::InvalidArgument("tensor maps are for 16-bit tensors".into())),
-    }
+    Ok(match dtype {
+        DType::F16 => CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+        DType::BF16 => CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+        DType::F32 => CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
+    })
 }
 
 /// The map's 128 bytes as the kernels read them.
@@ -152,13 +159,14 @@ impl InputMapKey {
     }
 
     /// The driver's encoding: a 4-D tensor {C, W, H, N} (innermost first) read in im2col mode,
-    /// 128 pixels of 64 channels a copy, 128-byte swizzle (as the filter's boxes), zeros outside
+    /// 128 pixels of 128 bytes of channels a copy, 128-byte swizzle (as the filter's boxes), zeros outside
     /// the tensor (padding, channel tails, rows past the last image).
     pub fn encode(&self) -> Result<[u8; 128]> {
         let data_type = data_type(self.dtype)?;
         let [n, h, w, c] = self.dims;
         let dims = [c, w, h, n];
-        let strides = [2 * c, 2 * c * w, 2 * c * w * h];
+        let size = self.dtype.size() as u64;
+        let strides = [size * c, size * c * w, size * c * w * h];
         let element_strides = [1, self.strides[0], self.strides[1], 1];
         let mut map = CUtensorMap { opaque: [0; 16] };
         // SAFETY: every pointer addresses an array of the length the rank-4 call reads (4; 3 for
@@ -174,7 +182,7 @@ impl InputMapKey {
                 strides.as_ptr(),
                 self.lower.as_ptr(),
                 self.upper.as_ptr(),
-                BOX_CHANNELS,
+                box_channels(self.dtype),
                 BOX_PIXELS,
                 element_strides.as_ptr(),
                 CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,

@@ -7,11 +7,14 @@
 //!    the index math is `convrs_spec::transform::Transpose`.
 //! 3. `pad_channels`: NCHW -> NHWC for at most 8 channels padded to 8 (16-bit), one thread and
 //!    one 16-byte store per pixel; `convrs_spec::transform::PadChannels`.
+//! 4. `split_tf32`: an fp32 filter into the TF32 high parts and remainders the 3xTF32 kernels
+//!    read; `convrs_spec::transform::SplitTf32`.
 
 use convrs_spec::transform::{
-    source_offset, transpose_smem_bytes, PadChannels, Relayout, Transpose, BLOCK_THREADS, PAD_BLOCK_THREADS, PAD_CHANNELS, TRANSPOSE_BLOCK, TRANSPOSE_TILE,
+    source_offset, transpose_smem_bytes, PadChannels, Relayout, SplitTf32, Transpose, BLOCK_THREADS, PAD_BLOCK_THREADS, PAD_CHANNELS, TRANSPOSE_BLOCK, TRANSPOSE_TILE,
 };
 
+use crate::prelude::matrix::tf32_rna;
 use crate::prelude::*;
 
 /// Copies destination element `blockIdx.x * BLOCK_THREADS + threadIdx.x` from its source
@@ -173,8 +176,29 @@ macro_rules! transform_entry {
     };
 }
 
+/// Splits source element `blockIdx.x * BLOCK_THREADS + threadIdx.x` into its TF32 high part
+/// (`dst[i]`) and remainder (`dst[n + i]`); `x - hi` is exact in fp32.
+///
+/// # Safety
+/// `src` holds `a.n` elements and `dst` 2 `a.n`, not overlapping.
+#[inline(always)]
+unsafe fn split(dst: *mut u32, src: *const u32, a: SplitTf32) {
+    let i = block_x() * BLOCK_THREADS as i32 + thread_x();
+    if i >= a.n {
+        return;
+    }
+    // SAFETY: i < n, as the caller guarantees the buffers.
+    unsafe {
+        let v = *src.add(i as usize);
+        let hi = tf32_rna(v);
+        *dst.add(i as usize) = hi;
+        *dst.add((a.n + i) as usize) = tf32_rna((f32::from_bits(v) - f32::from_bits(hi)).to_bits());
+    }
+}
+
 transform_entry!(relayout_fields, relayout_b16, u16, Relayout, relayout);
 transform_entry!(relayout_fields, relayout_b32, u32, Relayout, relayout);
 transform_entry!(transpose_fields, transpose_b16, u16, Transpose, transpose);
 transform_entry!(transpose_fields, transpose_b32, u32, Transpose, transpose);
 transform_entry!(pad_channels_fields, pad_channels_b16, u16, PadChannels, pad_channels);
+transform_entry!(split_tf32_fields, split_tf32, u32, SplitTf32, split);

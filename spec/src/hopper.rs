@@ -3,25 +3,28 @@
 //!
 //! A configuration is a *policy* (how the operand tiles reach shared memory, how the output tiles
 //! are scheduled, how many CTAs share a filter tile) and a block tile (128 x BN x 64 with STAGES
-//! k-tiles in the shared ring). The element type is a parameter: every row has an fp16 and a bf16
-//! entry point, the same code with the other `wgmma` type.
+//! k-tiles in the shared ring) and what the tensor cores compute ([`Math`]). The 16-bit rows of
+//! [`hopper_configs!`] have an fp16 and a bf16 entry point, the same code with the other `wgmma`
+//! type; the fp32 rows of [`hopper_f32_configs!`] one entry each, in TF32 or 3xTF32.
 //!
-//! Shared memory: each stage is the A tile (128 rows of 128 bytes: 64 16-bit channels, one
-//! 128-byte swizzle row) then the B tile (BN rows), each on a 1024-byte boundary, which the
-//! kernel finds by aligning the dynamic shared memory's start up (the launch asks for 1 KiB more
-//! than the stages); the warp-specialized kernels keep their mbarriers after the last stage.
+//! Shared memory: each stage is the A tile (128 rows of 128 bytes: 64 16-bit or 32 fp32
+//! channels, one 128-byte swizzle row) then the B tile (BN rows; 3xTF32: the filter's TF32 high
+//! parts, then its remainders), each on a 1024-byte boundary, which the kernel finds by aligning
+//! the dynamic shared memory's start up (the launch asks for 1 KiB more than the stages); the
+//! warp-specialized kernels keep their mbarriers after the last stage.
 //!
-//! Adding a configuration is one row of [`hopper_configs!`] (and its rate in the host's cost
-//! model); a row with a new policy also needs that policy's name in [`Policy::name`].
+//! Adding a configuration is one row of [`hopper_configs!`] or [`hopper_f32_configs!`] (and its
+//! rate in the host's cost model); a row with a new policy also needs that policy's name in
+//! [`Policy::name`].
 
 use crate::split_k;
 
 /// Block tile rows (GEMM M): two consumer warpgroups of m64.
 pub const BLOCK_M: usize = 128;
-/// Channels per k-tile: one 128-byte swizzle row of 16-bit elements.
-pub const K_TILE: usize = 64;
-/// Bytes of one shared row of a tile: [`K_TILE`] 16-bit channels.
-pub const ROW_BYTES: usize = 2 * K_TILE;
+/// Bytes of one shared row of a tile: one 128-byte swizzle row, [`Math::k_tile`] channels.
+pub const ROW_BYTES: usize = 128;
+/// Channels per k-tile of 16-bit data ([`Math::Half`]); fp32 k-tiles have half as many.
+pub const K_TILE: usize = ROW_BYTES / 2;
 /// Threads of a warpgroup (4 warps), the unit that issues `wgmma`.
 pub const WARPGROUP: usize = 128;
 /// Bytes of the warp-specialized kernels' barriers after the stages: a `full` and an `empty`
@@ -68,6 +71,76 @@ macro_rules! hopper_configs {
     };
 }
 
+/// Calls `$callback! { $ctx... (Math, Producer, Schedule, CLUSTER, BN, STAGES, entry) ... }`, one
+/// row per compiled fp32 configuration: the tensor cores on fp32 data, in TF32 or 3xTF32
+/// ([`Math`]). Each k-tile is 32 channels (the same 128 bytes a row as the 16-bit rows).
+#[macro_export]
+macro_rules! hopper_f32_configs {
+    ($callback:path $(, $ctx:tt)*) => {
+        $callback! { $($ctx)*
+            // math    producer schedule    cluster BN  stages entry
+            // Step 9: TF32, step 7's kernel with `wgmma .tf32` on 32-channel k-tiles.
+            (Tf32,     WsTma,   Persistent, 1,      256, 4, wgmma_ws_tma_persistent_tf32_128x256k32)
+            (Tf32,     WsTma,   Persistent, 1,      128, 6, wgmma_ws_tma_persistent_tf32_128x128k32)
+            (Tf32,     WsTma,   Persistent, 1,       64, 8, wgmma_ws_tma_persistent_tf32_128x64k32)
+            (Tf32,     WsTma,   Persistent, 1,       32, 8, wgmma_ws_tma_persistent_tf32_128x32k32)
+            // Step 10: 3xTF32, each stage with the filter's high and low TF32 parts, the
+            // activations split in registers: three wgmmas a step.
+            (Tf32x3,   WsTma,   Persistent, 1,      128, 4, wgmma_ws_tma_persistent_3xtf32_128x128k32)
+            (Tf32x3,   WsTma,   Persistent, 1,       64, 6, wgmma_ws_tma_persistent_3xtf32_128x64k32)
+            (Tf32x3,   WsTma,   Persistent, 1,       32, 8, wgmma_ws_tma_persistent_3xtf32_128x32k32)
+        }
+    };
+}
+
+/// What the tensor cores compute, on which data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Math {
+    /// fp16 or bf16 data as it is (an entry point for each), fp32 accumulation.
+    Half,
+    /// fp32 data read as TF32 (`wgmma .tf32`, which uses an element's upper 19 bits: sign,
+    /// exponent, 10 mantissa bits), fp32 accumulation: what PyTorch runs fp32 convolutions in
+    /// by default.
+    Tf32,
+    /// fp32 data to about fp32 accuracy by 3xTF32: each operand is a TF32 high part plus a TF32
+    /// remainder (both rounded to nearest), and each product is hi*hi + hi*lo + lo*hi (the
+    /// lo*lo term, below 2^-22 of the product, dropped). The filter is split once, before the
+    /// kernel runs (a 2K-row filter: the high parts, then the remainders); the activations are
+    /// split in registers, the `wgmma`'s A operand.
+    Tf32x3,
+}
+
+impl Math {
+    /// Bytes per element of the data.
+    pub const fn elem_bytes(self) -> usize {
+        match self {
+            Math::Half => 2,
+            Math::Tf32 | Math::Tf32x3 => 4,
+        }
+    }
+
+    /// Channels per k-tile: one 128-byte row.
+    pub const fn k_tile(self) -> usize {
+        ROW_BYTES / self.elem_bytes()
+    }
+
+    /// Filter tiles a stage holds: the high and low parts under 3xTF32, else one.
+    pub const fn b_tiles(self) -> usize {
+        match self {
+            Math::Tf32x3 => 2,
+            Math::Half | Math::Tf32 => 1,
+        }
+    }
+
+    /// Tensor-core MMAs per product: three under 3xTF32.
+    pub const fn passes(self) -> usize {
+        match self {
+            Math::Tf32x3 => 3,
+            Math::Half | Math::Tf32 => 1,
+        }
+    }
+}
+
 /// How the operand tiles reach shared memory, and which threads do what.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Producer {
@@ -107,21 +180,25 @@ pub struct Policy {
     /// CTAs per cluster, consecutive along M, sharing each filter tile by TMA multicast (compiled
     /// into the entries: `.reqnctapercluster`).
     pub cluster: usize,
+    /// What the tensor cores compute, on which data.
+    pub math: Math,
 }
 
 impl Policy {
     /// The policy's name, the host's kernel name for it; every entry of a configuration with
     /// this policy starts with it. Empty for combinations no configuration compiles.
     pub const fn name(self) -> &'static str {
-        match (self.producer, self.schedule, self.cluster) {
-            (Producer::Multistage, Schedule::Tile, 1) => "wgmma_multistage",
-            (Producer::WsCpAsync, Schedule::Tile, 1) => "wgmma_ws_cpasync",
-            (Producer::WsCpAsync, Schedule::Tile, 2) => "wgmma_ws_cpasync_cluster2",
-            (Producer::WsCpAsync, Schedule::Persistent, 1) => "wgmma_ws_cpasync_persistent",
-            (Producer::WsCpAsync, Schedule::Persistent, 2) => "wgmma_ws_cpasync_persistent_cluster2",
-            (Producer::WsTma, Schedule::Persistent, 1) => "wgmma_ws_tma_persistent",
-            (Producer::WsTma, Schedule::Persistent, 2) => "wgmma_ws_tma_persistent_cluster2",
-            (Producer::WsTma, Schedule::SplitK, 1) => "wgmma_ws_tma_splitk",
+        match (self.producer, self.schedule, self.cluster, self.math) {
+            (Producer::Multistage, Schedule::Tile, 1, Math::Half) => "wgmma_multistage",
+            (Producer::WsCpAsync, Schedule::Tile, 1, Math::Half) => "wgmma_ws_cpasync",
+            (Producer::WsCpAsync, Schedule::Tile, 2, Math::Half) => "wgmma_ws_cpasync_cluster2",
+            (Producer::WsCpAsync, Schedule::Persistent, 1, Math::Half) => "wgmma_ws_cpasync_persistent",
+            (Producer::WsCpAsync, Schedule::Persistent, 2, Math::Half) => "wgmma_ws_cpasync_persistent_cluster2",
+            (Producer::WsTma, Schedule::Persistent, 1, Math::Half) => "wgmma_ws_tma_persistent",
+            (Producer::WsTma, Schedule::Persistent, 2, Math::Half) => "wgmma_ws_tma_persistent_cluster2",
+            (Producer::WsTma, Schedule::SplitK, 1, Math::Half) => "wgmma_ws_tma_splitk",
+            (Producer::WsTma, Schedule::Persistent, 1, Math::Tf32) => "wgmma_ws_tma_persistent_tf32",
+            (Producer::WsTma, Schedule::Persistent, 1, Math::Tf32x3) => "wgmma_ws_tma_persistent_3xtf32",
             _ => "",
         }
     }
@@ -169,14 +246,15 @@ pub struct Config {
     pub bn: usize,
     /// k-tiles the shared ring holds.
     pub stages: usize,
-    /// The entry points: fp16, then bf16.
-    pub entries: [&'static str; 2],
+    /// The entry points: fp16, then bf16 ([`Math::Half`]); the one fp32 entry otherwise.
+    pub entries: &'static [&'static str],
 }
 
-/// Bytes of one pipeline stage with tiles `bn` wide: [`BLOCK_M`] + `bn` rows of [`ROW_BYTES`].
+/// Bytes of one pipeline stage with tiles `bn` wide under `math`: [`BLOCK_M`] rows of
+/// activations and `bn` rows per filter tile, of [`ROW_BYTES`] each.
 #[inline(always)]
-pub const fn stage_bytes(bn: usize) -> usize {
-    (BLOCK_M + bn) * ROW_BYTES
+pub const fn stage_bytes(bn: usize, math: Math) -> usize {
+    (BLOCK_M + math.b_tiles() * bn) * ROW_BYTES
 }
 
 /// Bytes one im2col copy delivers: [`BLOCK_M`] pixels of [`K_TILE`] channels (zero-filled ones
@@ -198,7 +276,7 @@ impl Config {
     /// Dynamic shared memory bytes per block: the stages, 1 KiB to align them to 1024, and the
     /// barriers of the warp-specialized kernels.
     pub const fn smem_bytes(&self) -> usize {
-        let ring = self.stages * stage_bytes(self.bn) + 1024;
+        let ring = self.stages * stage_bytes(self.bn, self.policy.math) + 1024;
         if self.policy.warp_specialized() { ring + BARRIER_BYTES } else { ring }
     }
 
@@ -208,9 +286,14 @@ impl Config {
         self.bn / self.policy.cluster
     }
 
-    /// The entry point for fp16 (`bf16` false) or bf16 data.
+    /// The entry point for fp16 (`bf16` false) or bf16 data; an fp32 configuration's one entry.
     pub const fn entry(&self, bf16: bool) -> &'static str {
-        self.entries[bf16 as usize]
+        if bf16 && self.entries.len() > 1 { self.entries[1] } else { self.entries[0] }
+    }
+
+    /// Channels per k-tile.
+    pub const fn k_tile(&self) -> usize {
+        self.policy.math.k_tile()
     }
 
     /// The most registers a thread may have for the block to fit the register file: the
@@ -223,16 +306,40 @@ impl Config {
 
 macro_rules! declare_configs {
     ($(($producer:ident, $schedule:ident, $cluster:literal, $bn:literal, $stages:literal, $fp16:ident, $bf16:ident))*) => {
-        /// Every compiled configuration, in the order of the progression.
-        pub const CONFIGS: [Config; [$($bn),*].len()] = [$(Config {
-            policy: Policy { producer: Producer::$producer, schedule: Schedule::$schedule, cluster: $cluster },
+        /// The 16-bit configurations, in the order of the progression.
+        const HALF_CONFIGS: [Config; [$($bn),*].len()] = [$(Config {
+            policy: Policy { producer: Producer::$producer, schedule: Schedule::$schedule, cluster: $cluster, math: Math::Half },
             bn: $bn,
             stages: $stages,
-            entries: [stringify!($fp16), stringify!($bf16)],
+            entries: &[stringify!($fp16), stringify!($bf16)],
         }),*];
     };
 }
 crate::hopper_configs!(declare_configs);
+
+macro_rules! declare_f32_configs {
+    ($(($math:ident, $producer:ident, $schedule:ident, $cluster:literal, $bn:literal, $stages:literal, $entry:ident))*) => {
+        /// The fp32 configurations, in the order of the progression.
+        const F32_CONFIGS: [Config; [$($bn),*].len()] = [$(Config {
+            policy: Policy { producer: Producer::$producer, schedule: Schedule::$schedule, cluster: $cluster, math: Math::$math },
+            bn: $bn,
+            stages: $stages,
+            entries: &[stringify!($entry)],
+        }),*];
+    };
+}
+crate::hopper_f32_configs!(declare_f32_configs);
+
+/// Every compiled configuration, in the order of the progression: the 16-bit ones, then fp32.
+pub const CONFIGS: [Config; HALF_CONFIGS.len() + F32_CONFIGS.len()] = {
+    let mut all = [HALF_CONFIGS[0]; HALF_CONFIGS.len() + F32_CONFIGS.len()];
+    let mut i = 0;
+    while i < all.len() {
+        all[i] = if i < HALF_CONFIGS.len() { HALF_CONFIGS[i] } else { F32_CONFIGS[i - HALF_CONFIGS.len()] };
+        i += 1;
+    }
+    all
+};
 
 /// Whether `s` starts with `prefix`, in const code (the table's checks here and the host's).
 pub const fn starts_with(s: &str, prefix: &str) -> bool {
@@ -255,7 +362,15 @@ pub const fn starts_with(s: &str, prefix: &str) -> bool {
 const fn check(c: &Config) {
     let p = c.policy;
     assert!(!p.name().is_empty(), "a configuration's policy has no name (Policy::name)");
-    assert!(starts_with(c.entries[0], p.name()) && starts_with(c.entries[1], p.name()), "an entry is not named after its policy");
+    let mut e = 0;
+    while e < c.entries.len() {
+        assert!(starts_with(c.entries[e], p.name()), "an entry is not named after its policy");
+        e += 1;
+    }
+    assert!(c.entries.len() == if matches!(p.math, Math::Half) { 2 } else { 1 }, "16-bit rows have an fp16 and a bf16 entry, fp32 rows one");
+    // The fp32 kernels are the im2col TMA producer's; 3xTF32's two filter copies are not multicast.
+    assert!(matches!(p.math, Math::Half) || matches!(p.producer, Producer::WsTma), "fp32 rows take the im2col TMA producer");
+    assert!(!matches!(p.math, Math::Tf32x3) || p.cluster == 1, "3xTF32 rows run without clusters");
     assert!(c.smem_bytes() <= MAX_SMEM_BYTES, "a configuration needs more shared memory than sm_90 gives a block");
     assert!(c.stages >= 2 && c.stages <= 8, "2 to 8 stages (the barrier region holds 8)");
     // The accumulator types the kernels implement: m64nBNk16 with BN / 2 registers a thread.
@@ -284,6 +399,7 @@ const _: () = {
             assert!(!(CONFIGS[i].policy.producer as u8 == CONFIGS[j].policy.producer as u8
                 && CONFIGS[i].policy.schedule as u8 == CONFIGS[j].policy.schedule as u8
                 && CONFIGS[i].policy.cluster == CONFIGS[j].policy.cluster
+                && CONFIGS[i].policy.math as u8 == CONFIGS[j].policy.math as u8
                 && CONFIGS[i].bn == CONFIGS[j].bn), "two configurations with one policy and tile width");
             j += 1;
         }
@@ -302,17 +418,24 @@ mod tests {
         let ws = CONFIGS.iter().find(|c| c.entries[0] == "wgmma_ws_cpasync_128x256k64").unwrap();
         assert_eq!((ws.threads(), ws.smem_bytes(), ws.register_cap()), (384, 4 * 48 * 1024 + 1024 + 128, 168));
         assert_eq!(b_tile_bytes(256), 32768);
+        // 3xTF32 stages hold two filter tiles: 128 + 2 x 128 rows.
+        let x3 = CONFIGS.iter().find(|c| c.entries[0] == "wgmma_ws_tma_persistent_3xtf32_128x128k32").unwrap();
+        assert_eq!((x3.smem_bytes(), x3.k_tile()), (4 * 384 * 128 + 1024 + 128, 32));
         assert_eq!(A_TILE_BYTES, 16384);
     }
 
     #[test]
     fn entries_are_unique_and_policies_named() {
         for (i, c) in CONFIGS.iter().enumerate() {
-            for e in c.entries {
+            for &e in c.entries {
                 assert!(CONFIGS[..i].iter().all(|o| !o.entries.contains(&e)), "{e} twice");
                 assert!(e.starts_with("wgmma_"), "{e}: the host loads entries named wgmma_* from the sm_90a module");
             }
-            assert!(c.entries[1].contains("_bf16_"), "{}", c.entries[1]);
+            if c.policy.math == Math::Half {
+                assert!(c.entries[1].contains("_bf16_"), "{}", c.entries[1]);
+            } else {
+                assert!(c.entries[0].ends_with("k32") && c.k_tile() == 32, "{}", c.entries[0]);
+            }
         }
         // Clusters share each filter tile: boxes of half the tile.
         let c2 = CONFIGS.iter().find(|c| c.policy.cluster == 2 && c.bn == 128).unwrap();

@@ -142,6 +142,24 @@ impl Transpose {
     }
 }
 
+/// Calls `$callback! { $ctx... field "doc", ... }` with the `i32` arguments `split_tf32` takes
+/// after its destination and source pointers, in order.
+#[macro_export]
+macro_rules! split_tf32_fields {
+    ($callback:path $(, $ctx:tt)*) => {
+        $callback! { $($ctx)*
+            n "Elements of the source; the destination holds 2n: the high parts, then the remainders."
+        }
+    };
+}
+
+crate::split_tf32_fields!(declare_args, [
+    /// An fp32 tensor split for 3xTF32 (one thread per source element, [`BLOCK_THREADS`] a
+    /// block): destination element i is tf32(x_i), element n + i is tf32(x_i - tf32(x_i)),
+    /// both rounded to nearest (ties away), so the tensor cores read each exactly.
+    SplitTf32
+]);
+
 /// Channels a `pad_channels_b16` destination pixel holds: one 16-byte store of 16-bit elements.
 pub const PAD_CHANNELS: u32 = 8;
 /// Threads per `pad_channels_b16` block (one destination pixel each).

@@ -58,7 +58,7 @@ pub fn ptxas_or_skip(test: &str) -> Option<PathBuf> {
     }
 }
 
-use convrs::{compare, conv2d, conv2d_cpu, conv2d_to, Algorithm, Comparison, Conv2d, DType, Gpu, Layout, Tensor};
+use convrs::{compare, conv2d, conv2d_cpu, conv2d_to, Algorithm, Comparison, Conv2d, DType, Gpu, Layout, Precision, Tensor};
 use half::f16;
 use proptest::prelude::*;
 
@@ -89,7 +89,7 @@ pub fn conv_problems_with((n_mult, c_mult, k_mult): (usize, usize, usize)) -> im
         any::<u64>(),
     )
         .prop_map(move |((n, c, h, w, k), (r, s), (pad, stride, dilation), seed)| {
-            (Conv2d { n: n * n_mult, c: c * c_mult, h, w, k: k * k_mult, r, s, pad, stride, dilation }, seed)
+            (Conv2d { n: n * n_mult, c: c * c_mult, h, w, k: k * k_mult, r, s, pad, stride, dilation, precision: Default::default() }, seed)
         })
         .prop_filter("filter must fit the padded input", |(p, _)| p.validate().is_ok())
 }
@@ -125,19 +125,44 @@ pub fn gpu_vs_cpu(gpu: &Gpu, algo: Algorithm, dtype: DType, p: &Conv2d, seed: u6
     gpu_vs_cpu_to(gpu, algo, dtype, p, seed, Out::Input)
 }
 
-/// [`gpu_vs_cpu`] with the output in `out`.
+/// [`gpu_vs_cpu`] with the output in `out`. A named kernel runs fp32 data at its own precision
+/// (`KernelDesc::precision`); for a TF32 kernel the reference sums the inputs as the tensor
+/// cores read them (each truncated to its upper 19 bits), so that, as for 16-bit data, only
+/// the kernel's accumulation is judged ([`tolerance_of`]).
 pub fn gpu_vs_cpu_to(gpu: &Gpu, algo: Algorithm, dtype: DType, p: &Conv2d, seed: u64, out: Out) -> convrs::Result<Comparison> {
     let x = Tensor::random(p.input_shape(), Layout::Nchw, seed)?;
     let w = Tensor::random(p.filter_shape(), Layout::Nchw, seed ^ 0x9E37_79B9_7F4A_7C15)?;
+    let p = &algo.kernel().map_or(*p, |k| p.with_precision(k.precision));
     match dtype {
-        DType::F32 => run_and_compare(gpu, algo, p, &x, &w, out),
-        DType::F16 => run_and_compare(gpu, algo, p, &x.map(f16::from_f32), &w.map(f16::from_f32), out),
-        DType::BF16 => run_and_compare(gpu, algo, p, &x.map(half::bf16::from_f32), &w.map(half::bf16::from_f32), out),
+        DType::F32 if p.precision == Precision::Tf32 => {
+            let tf32 = |t: &Tensor<f32>| t.map(|v| f32::from_bits(v.to_bits() & !0x1FFF));
+            run_and_compare(gpu, algo, p, &x, &w, (&tf32(&x), &tf32(&w)), out)
+        }
+        DType::F32 => run_and_compare(gpu, algo, p, &x, &w, (&x, &w), out),
+        DType::F16 => {
+            let (x, w) = (x.map(f16::from_f32), w.map(f16::from_f32));
+            run_and_compare(gpu, algo, p, &x, &w, (&x, &w), out)
+        }
+        DType::BF16 => {
+            let (x, w) = (x.map(half::bf16::from_f32), w.map(half::bf16::from_f32));
+            run_and_compare(gpu, algo, p, &x, &w, (&x, &w), out)
+        }
     }
 }
 
-fn run_and_compare<T: convrs::Element>(gpu: &Gpu, algo: Algorithm, p: &Conv2d, x: &Tensor<T>, w: &Tensor<T>, out: Out) -> convrs::Result<Comparison> {
-    let reference = conv2d_cpu(p, x, w)?;
+/// The tolerance of `algo` on `dtype` data writing `out`: [`tolerance`], except for a TF32
+/// kernel judged against the truncated inputs' reference ([`gpu_vs_cpu_to`]): its products of
+/// 11-bit significands are exact in fp32, so only the tensor cores' fp32 accumulation rounds, as
+/// for 16-bit inputs (`FP16_REL_L2_TOLERANCE`).
+pub fn tolerance_of(algo: Algorithm, dtype: DType, out: Out) -> f64 {
+    match (dtype, algo.kernel().map(|k| k.precision)) {
+        (DType::F32, Some(Precision::Tf32)) => convrs::bench::FP16_REL_L2_TOLERANCE,
+        _ => tolerance(dtype, out),
+    }
+}
+
+fn run_and_compare<T: convrs::Element>(gpu: &Gpu, algo: Algorithm, p: &Conv2d, x: &Tensor<T>, w: &Tensor<T>, reference_inputs: (&Tensor<T>, &Tensor<T>), out: Out) -> convrs::Result<Comparison> {
+    let reference = conv2d_cpu(p, reference_inputs.0, reference_inputs.1)?;
     Ok(match out {
         Out::Input => compare(conv2d(gpu, algo, p, x, w)?.data(), reference.data()),
         Out::F32 => compare(conv2d_to::<T, f32>(gpu, algo, p, x, w)?.data(), reference.data()),
@@ -152,7 +177,7 @@ pub fn check_shapes_both_outputs(gpu: &Gpu, algo: Algorithm, dtype: DType, shape
         for out in [Out::Input, Out::F32] {
             let c = gpu_vs_cpu_to(gpu, algo, dtype, p, seed, out).unwrap_or_else(|e| panic!("{algo} ({dtype}) on {p} ({out:?} output): {e}"));
             assert_eq!(c.non_finite, 0, "{algo} ({dtype}) on {p} ({out:?} output): {c}");
-            assert!(c.rel_l2_err <= tolerance(dtype, out), "{algo} ({dtype}) on {p} ({out:?} output): {c}");
+            assert!(c.rel_l2_err <= tolerance_of(algo, dtype, out), "{algo} ({dtype}) on {p} ({out:?} output): {c}");
         }
     }
 }
@@ -175,7 +200,7 @@ pub fn property_test_gpu(gpu: &Gpu, algo: Algorithm, dtype: DType, cases: u32) {
             Err(e) => return Err(TestCaseError::fail(format!("{algo} ({dtype}) on {p} ({out:?} output): {e}"))),
             Ok(c) => {
                 prop_assert_eq!(c.non_finite, 0, "{} ({}) on {} ({:?} output): {} outputs not written or not finite ({})", algo, dtype, p, out, c.non_finite, c);
-                prop_assert!(c.rel_l2_err <= tolerance(dtype, out), "{} ({}) on {} ({:?} output): {}", algo, dtype, p, out, c);
+                prop_assert!(c.rel_l2_err <= tolerance_of(algo, dtype, out), "{} ({}) on {} ({:?} output): {}", algo, dtype, p, out, c);
             }
         }
         ran.set(ran.get() + 1);

@@ -1,5 +1,5 @@
 //! GPU tests of the Hopper kernels (every policy of `convrs_spec::hopper`, from the registry, in
-//! fp16 and bf16: Hopper's warpgroup MMA, sm_90a) against the f64 CPU reference on the same
+//! fp16 and bf16, fp32 for the TF32 and 3xTF32 policies: Hopper's warpgroup MMA, sm_90a) against the f64 CPU reference on the same
 //! rounded inputs, both output types, NaN-poisoned outputs. They need compute capability 9.0:
 //! elsewhere each test announces that it was skipped (the plans refuse other devices, which
 //! `wgmma_plans_refuse_other_devices` checks on the CPU).
@@ -7,11 +7,18 @@
 use convrs::{Algorithm, Conv2d, DType, DeviceModel, Error};
 use convrs_tests::{check_shapes_both_outputs, hopper_or_skip, property_test_gpu};
 
-/// Every Hopper kernel of the registry with each element type it reads.
+/// Every Hopper kernel of the registry with each element type it reads (fp16 and bf16; fp32
+/// for the TF32 and 3xTF32 policies, run at their own precision).
 fn hopper() -> Vec<(Algorithm, DType)> {
     let all = convrs_tests::kernels(|k| matches!(k.algorithm, Algorithm::Wgmma(_)));
-    assert_eq!(all.len(), 2 * convrs::plan::hopper::POLICIES.len());
+    let half = convrs::plan::hopper::POLICIES.iter().filter(|p| p.math == convrs_spec::hopper::Math::Half).count();
+    assert_eq!(all.len(), 2 * half + (convrs::plan::hopper::POLICIES.len() - half));
     all
+}
+
+/// Every Hopper kernel that reads 16-bit data.
+fn hopper_16bit() -> Vec<(Algorithm, DType)> {
+    hopper().into_iter().filter(|(_, d)| *d != DType::F32).collect()
 }
 
 #[test]
@@ -33,7 +40,7 @@ fn wgmma_matches_cpu_on_named_shapes() {
         Conv2d::new(1, 24, 9, 7, 40, 3, 3),                 // ragged M, K not a tile multiple
         Conv2d::new(3, 40, 31, 29, 264, 1, 1).with_stride(2), // 1x1 stride 2, K spans two 256 tiles
         Conv2d::new(2, 96, 20, 23, 48, 3, 3).with_pad(2).with_dilation(2), // dilation 2, C = 1.5 k-tiles
-        Conv2d { n: 2, c: 48, h: 23, w: 64, k: 72, r: 3, s: 5, pad: (1, 2), stride: (2, 1), dilation: (1, 3) }, // per-axis values
+        Conv2d { n: 2, c: 48, h: 23, w: 64, k: 72, r: 3, s: 5, pad: (1, 2), stride: (2, 1), dilation: (1, 3), precision: Default::default() }, // per-axis values
         Conv2d::new(1, 8, 1, 1, 8, 1, 1),                   // the smallest problem
         Conv2d::new(1, 3, 33, 35, 6, 7, 7).with_pad(3),     // C = 3, K = 6: run zero-padded to 8
         // More tiles than an H100 has SMs: the persistent grids walk several tiles a block, the
@@ -51,7 +58,8 @@ fn wgmma_matches_cpu_on_named_shapes() {
     for (algo, dtype) in hopper() {
         // Split-K refuses what it cannot split (one k-tile, or tiles that fill the GPU): the
         // shapes it takes must all pass, and it must take the two built for it.
-        let taken: Vec<Conv2d> = shapes.iter().copied().filter(|p| algo.kernel().unwrap().plan(&algo.kernel().unwrap().run_problem(p), dtype, gpu.model()).is_ok()).collect();
+        let k = algo.kernel().unwrap();
+        let taken: Vec<Conv2d> = shapes.iter().copied().filter(|p| k.plan(&k.run_problem(&p.with_precision(k.precision)), dtype, gpu.model()).is_ok()).collect();
         if let Algorithm::Wgmma(policy) = algo {
             if policy.split_k() {
                 assert!(taken.contains(&shapes[13]) && taken.contains(&shapes[14]), "{algo} refused a shape built for it");
@@ -67,7 +75,7 @@ fn wgmma_matches_cpu_on_named_shapes() {
 #[test]
 fn wgmma_sixteen_bit_outputs_are_the_rounded_fp32_outputs() {
     let Some(gpu) = hopper_or_skip("wgmma_sixteen_bit_outputs_are_the_rounded_fp32_outputs") else { return };
-    for (algo, dtype) in hopper() {
+    for (algo, dtype) in hopper_16bit() {
         convrs_tests::check_sixteen_bit_rounding(&gpu, algo, dtype);
     }
 }
@@ -75,8 +83,8 @@ fn wgmma_sixteen_bit_outputs_are_the_rounded_fp32_outputs() {
 /// CPU-only: other devices are refused with the reason, so the automatic choice falls back.
 #[test]
 fn wgmma_plans_refuse_other_devices() {
-    let p = Conv2d::new(2, 64, 9, 9, 64, 3, 3).with_pad(1);
     for (algo, dtype) in hopper() {
+        let p = Conv2d::new(2, 64, 9, 9, 64, 3, 3).with_pad(1).with_precision(algo.kernel().unwrap().precision);
         assert!(algo.plan(&p, dtype, &DeviceModel::named("h100").unwrap()).is_ok(), "{algo}");
         match algo.plan(&p, dtype, &DeviceModel::named("a100").unwrap()) {
             Err(Error::Unsupported { reason, .. }) => assert!(reason.contains("compute capability 9.0"), "{reason}"),
@@ -92,7 +100,7 @@ fn wgmma_plans_refuse_other_devices() {
 #[test]
 fn wgmma_kernels_take_the_rounding_shapes() {
     let d = DeviceModel::named("h100").unwrap();
-    for (algo, dtype) in hopper() {
+    for (algo, dtype) in hopper_16bit() {
         let k = algo.kernel().unwrap();
         for p in convrs_tests::sixteen_bit_rounding_shapes() {
             if let Err(e) = k.plan(&k.run_problem(&p), dtype, &d) {
@@ -114,7 +122,7 @@ fn wgmma_kernels_take_most_random_problems() {
         let k = algo.kernel().unwrap();
         let strategy = convrs_tests::conv_problems_with(k.multiples);
         let mut runner = TestRunner::deterministic();
-        let refused = (0..400).filter(|_| k.plan(&k.run_problem(&strategy.new_tree(&mut runner).unwrap().current().0), dtype, &d).is_err()).count();
+        let refused = (0..400).filter(|_| k.plan(&k.run_problem(&strategy.new_tree(&mut runner).unwrap().current().0.with_precision(k.precision)), dtype, &d).is_err()).count();
         assert!(refused * 5 <= 400, "{algo} ({dtype}) refuses {refused} of 400 random problems");
     }
 }

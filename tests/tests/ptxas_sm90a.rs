@@ -8,7 +8,7 @@
 use convrs::plan::hopper::registers;
 use convrs::plan::model::blocks_per_sm;
 use convrs::DeviceModel;
-use convrs_spec::hopper::{Producer, CONFIGS};
+use convrs_spec::hopper::{Math, Producer, CONFIGS};
 use convrs_tests::ptxas_or_skip;
 
 /// The body of entry `name` in `ptx`: from `.entry name(` to LLVM's end-of-function comment (the
@@ -23,17 +23,30 @@ fn entry_body<'a>(ptx: &'a str, name: &str) -> &'a str {
 fn wgmma_entries_hold_their_policy_and_nothing_else_is_in_the_module() {
     let ptx = convrs::ptx::SM90A;
     assert!(ptx.contains(".target sm_90a"), "not sm_90a PTX");
-    assert_eq!(ptx.matches(".visible .entry ").count(), 2 * CONFIGS.len(), "the sm_90a module should hold the Hopper entries alone");
+    let entries: usize = CONFIGS.iter().map(|c| c.entries.len()).sum();
+    assert_eq!(ptx.matches(".visible .entry ").count(), entries, "the sm_90a module should hold the Hopper entries alone");
     for c in &CONFIGS {
         let p = c.policy;
-        for (name, ty) in [(c.entries[0], "f16"), (c.entries[1], "bf16")] {
+        let typed: Vec<(&str, &str)> = match p.math {
+            Math::Half => vec![(c.entries[0], "f16"), (c.entries[1], "bf16")],
+            Math::Tf32 | Math::Tf32x3 => vec![(c.entries[0], "tf32")],
+        };
+        for (name, ty) in typed {
             let body = entry_body(ptx, name);
             let count = |needle: &str| body.matches(needle).count();
-            // One per k16 step of a loop that ptxas unrolls (4 HGMMA a k-tile in the SASS).
-            let mma = format!("wgmma.mma_async.sync.aligned.m64n{}k16.f32.{ty}.{ty}", c.bn);
+            // One per 32-byte step of a loop that ptxas unrolls (4 HGMMA a k-tile in the SASS;
+            // 12 for 3xTF32).
+            let k = if ty == "tf32" { 8 } else { 16 };
+            let mma = format!("wgmma.mma_async.sync.aligned.m64n{}k{k}.f32.{ty}.{ty}", c.bn);
             assert!(count(&mma) >= 1, "{name}: no {mma}");
-            let other = if ty == "f16" { ".bf16.bf16" } else { ".f32.f16.f16" };
-            assert_eq!(count(other), 0, "{name}: a wgmma of the other type");
+            for other in [".f16.f16", ".bf16.bf16", ".tf32.tf32"].into_iter().filter(|o| *o != format!(".{ty}.{ty}")) {
+                assert_eq!(count(other), 0, "{name}: a wgmma of another type ({other})");
+            }
+            // 3xTF32: A from registers (ldmatrix, split by cvt.rna.tf32), three wgmmas a step,
+            // and the filter's high and low tiles by two TMA copies.
+            let x3 = p.math == Math::Tf32x3;
+            assert_eq!(count("ldmatrix.sync.aligned.m8n8.x4") >= 1 && count("cvt.rna.tf32.f32") >= 2, x3, "{name}: register A fragments split in TF32");
+            assert!(!x3 || count("cp.async.bulk.tensor.3d") >= 2, "{name}: two filter copies a k-tile");
             for needle in ["wgmma.fence.sync.aligned", "wgmma.commit_group.sync.aligned", "wgmma.wait_group.sync.aligned"] {
                 assert!(count(needle) >= 1, "{name}: no {needle}");
             }
@@ -52,8 +65,13 @@ fn wgmma_entries_hold_their_policy_and_nothing_else_is_in_the_module() {
             assert_eq!(count("atom.acq_rel.gpu.global.add.u32") >= 1, p.split_k(), "{name}: split-K counters");
             // The 16-bit epilogue of its type (ConvShape::y_bits) beside the fp32 one; the
             // warp-specialized steps store 16 bytes a lane after quad shuffles.
-            let wide = if p.warp_specialized() { "st.global.v4.b32" } else { "st.global.v2.f32" };
-            assert!(count(&format!("cvt.rn.{ty}x2.f32")) >= 1 && count(wide) >= 1, "{name}: an output path is missing");
+            if p.math == Math::Half {
+                let wide = if p.warp_specialized() { "st.global.v4.b32" } else { "st.global.v2.f32" };
+                assert!(count(&format!("cvt.rn.{ty}x2.f32")) >= 1 && count(wide) >= 1, "{name}: an output path is missing");
+            } else {
+                // fp32 data writes fp32 only.
+                assert!(count("st.global.v2.f32") >= 1 && count("cvt.rn.f16x2.f32") + count("cvt.rn.bf16x2.f32") == 0, "{name}: fp32 outputs only");
+            }
             assert_eq!(count("ld.local") + count("st.local"), 0, "{name}: local memory in the PTX");
             // Launch bounds (inserted by the link step) on the warp-specialized entries alone:
             // `setmaxnreg` needs ptxas to know the register count at entry.
@@ -78,7 +96,7 @@ fn wgmma_entries_assemble_without_spills_at_the_modelled_occupancy() {
     std::fs::remove_file(&file).ok();
     for d in ["h100", "h200"].map(|n| DeviceModel::named(n).unwrap()) {
         for c in &CONFIGS {
-            for name in c.entries {
+            for &name in c.entries {
                 let k = report.iter().find(|k| k.name == name).unwrap_or_else(|| panic!("{name} not in ptxas's report"));
                 assert!(!k.spills() && k.stack_frame_bytes == 0, "{name} spills or uses a stack frame on sm_90a: {k:?}");
                 assert!(!k.wgmma_serialized, "{name}: ptxas serialized its wgmmas (C7518)");

@@ -202,7 +202,7 @@ mod tests {
         assert_eq!(add_launch_bounds(mc, "sm_90a"), want);
         // Every warp-specialized configuration's entries have bounds; names not in the table none.
         for c in convrs_spec::hopper::CONFIGS {
-            for e in c.entries {
+            for &e in c.entries {
                 assert_eq!(bounds(e).is_some(), c.policy.warp_specialized(), "{e}");
             }
         }

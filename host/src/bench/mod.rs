@@ -26,7 +26,7 @@ use crate::cudnn::CudnnConv;
 use crate::cudnn_graph::{GraphConv, Math, SearchBudget};
 use crate::prepared::{Prepared, Rotation, Runnable};
 use crate::timing::{time_runs, TimingConfig, TimingMethod};
-use crate::{compare, conv2d_cpu, Algorithm, Comparison, Conv2d, DType, Element, Gpu, Layout, Result, Tensor};
+use crate::{compare, conv2d_cpu, Algorithm, Comparison, Conv2d, DType, Element, Gpu, Layout, Precision, Result, Tensor};
 use pytorch::{TorchOutcome, TorchShape};
 use report::{GroupResult, Measurement};
 
@@ -40,6 +40,31 @@ pub const FP32_REL_L2_TOLERANCE: f64 = 1e-5;
 /// C*R*S in the thousands). Accumulating in fp16 instead would give about 2^-11 = 5e-4, so
 /// this tolerance also proves that the accumulators are fp32.
 pub const FP16_REL_L2_TOLERANCE: f64 = 1e-4;
+
+/// TF32 reading ([`Precision::Tf32`]): each fp32 operand keeps its upper 19 bits (10 mantissa
+/// bits), losing less than 2^-10 of itself, so a product is within 2^-9 of the exact one; the
+/// products of the kept values are exact in fp32 and only the accumulation rounds after that.
+/// Against the reference on the unrounded data the output's relative L2 error is therefore at
+/// most about 2^-9 where the sums do not cancel (about 2^-10 on the bench's zero-mean data).
+pub const TF32_REL_L2_TOLERANCE: f64 = 1.0 / 512.0;
+
+/// [`tolerance`] for a kernel computing fp32 data at `precision` ([`crate::registry::KernelDesc::precision`]):
+/// TF32 adds [`TF32_REL_L2_TOLERANCE`] to the tensor cores' accumulation ([`FP16_REL_L2_TOLERANCE`]);
+/// 3xTF32 and FMA keep fp32's (3xTF32's products are within about 2^-21 of the exact ones,
+/// under the fp32 accumulation's rounding). 16-bit inputs ignore `precision`.
+///
+/// ```
+/// use convrs::bench::{tolerance, tolerance_at, FP16_REL_L2_TOLERANCE, TF32_REL_L2_TOLERANCE};
+/// use convrs::{DType, Precision};
+/// assert_eq!(tolerance_at(DType::F32, DType::F32, Precision::Tf32), FP16_REL_L2_TOLERANCE + TF32_REL_L2_TOLERANCE);
+/// assert_eq!(tolerance_at(DType::F32, DType::F32, Precision::Fp32), tolerance(DType::F32, DType::F32));
+/// ```
+pub fn tolerance_at(input: DType, output: DType, precision: Precision) -> f64 {
+    match (input, precision) {
+        (DType::F32, Precision::Tf32) => FP16_REL_L2_TOLERANCE + TF32_REL_L2_TOLERANCE + unit_roundoff(output),
+        _ => tolerance(input, output),
+    }
+}
 
 /// The relative L2 tolerance for a kernel reading `input` and writing `output` elements.
 ///
@@ -298,6 +323,9 @@ impl ShapeBench<'_> {
             let mut row = Measurement::new(k.name, k.family.name(), in_layout.name(), precision);
             // A kernel that needs N, C or K multiples runs the problem zero-padded; the padding
             // is done with the layout conversion, outside the timed runs, and the row says so.
+            // Each kernel at its own precision (fp32 data: TF32, 3xTF32 or FMA; the report
+            // judges each against the baselines of that precision).
+            let p = &p.with_precision(k.precision);
             let run = k.run_problem(p);
             if let Err(e) = algo.plan(&run, T::DTYPE, gpu.model()) {
                 group.kernels.push(row.not_run(e.to_string()));
@@ -319,7 +347,7 @@ impl ShapeBench<'_> {
             // Outputs in the input's type, as cuDNN's baselines write them.
             let preps = operands.into_iter().map(|(x, w)| Prepared::<T, T>::from_device(gpu, algo, p, x, w)).collect::<Result<Vec<_>>>()?;
             let mut rotation = Rotation::new(preps)?;
-            let row = self.measure(row, &reference, tolerance(T::DTYPE, T::DTYPE), &mut rotation);
+            let row = self.measure(row, &reference, tolerance_at(T::DTYPE, T::DTYPE, k.precision), &mut rotation);
             uploaded = Some((layouts, rotation.into_inner().into_iter().map(Prepared::into_operands).collect()));
             group.kernels.push(row?);
         }

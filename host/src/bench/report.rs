@@ -96,14 +96,28 @@ pub struct GroupResult {
     pub heuristic_pick: Option<String>,
 }
 
+/// Whether row `m` is one of a kernel that reads fp32 data as TF32 ([`crate::Precision::Tf32`]):
+/// judged against the TF32 baselines only.
+fn reads_tf32(m: &Measurement) -> bool {
+    crate::registry::by_name(&m.name).is_some_and(|k| k.precision == crate::Precision::Tf32 && k.dtypes == [crate::DType::F32])
+}
+
 impl GroupResult {
-    /// The fastest kernel in any layout (its conversion untimed).
+    /// The fastest kernel in any layout (its conversion untimed), at this precision (TF32
+    /// kernels left out: they meet the TF32 baselines in [`GroupResult::ratio_tf32`]).
     pub fn best_kernel(&self) -> Option<&Measurement> {
-        fastest(&self.kernels)
+        fastest(self.kernels.iter().filter(|k| !reads_tf32(k)))
     }
 
-    /// The fastest kernel in the caller's layouts ([`Measurement::user_layout`]): the judged one.
+    /// The fastest kernel in the caller's layouts ([`Measurement::user_layout`]) at this
+    /// precision: the judged one.
     pub fn best_user_kernel(&self) -> Option<&Measurement> {
+        fastest(self.kernels.iter().filter(|k| k.user_layout && !reads_tf32(k)))
+    }
+
+    /// The fastest kernel of any precision down to TF32, in the caller's layouts (fp32 groups:
+    /// what a caller asking for [`crate::Precision::Tf32`] gets).
+    pub fn best_tf32_kernel(&self) -> Option<&Measurement> {
         fastest(self.kernels.iter().filter(|k| k.user_layout))
     }
 
@@ -148,9 +162,10 @@ impl GroupResult {
         Some(self.best_baseline()?.ms()? / self.nchw_user.as_ref()?.ms()?)
     }
 
-    /// The same against the TF32 baselines (fp32 groups only).
+    /// The TF32 baselines against our fastest kernel at TF32 precision or better, in the
+    /// caller's layouts (fp32 groups only).
     pub fn ratio_tf32(&self) -> Option<f64> {
-        Some(self.best_tf32()?.ms()? / self.best_kernel()?.ms()?)
+        Some(self.best_tf32()?.ms()? / self.best_tf32_kernel()?.ms()?)
     }
 
     /// The heuristic pick's measured time over the fastest kernel's (1 = it picked the fastest).
@@ -222,7 +237,8 @@ pub struct Summary {
     pub geomean_nchw_user_vs_nhwc: Option<f64>,
 }
 
-/// Per precision (in the order first seen), the suite's summary.
+/// Per precision (in the order first seen), the suite's summary; for fp32 groups with TF32
+/// baselines also a `tf32` line: our fastest kernel at TF32 precision or better against them.
 pub fn summarize(suite: &str, groups: &[GroupResult]) -> Vec<Summary> {
     let mut precisions: Vec<&str> = Vec::new();
     for g in groups {
@@ -230,32 +246,40 @@ pub fn summarize(suite: &str, groups: &[GroupResult]) -> Vec<Summary> {
             precisions.push(&g.precision);
         }
     }
-    precisions
-        .into_iter()
-        .map(|prec| {
-            let of: Vec<&GroupResult> = groups.iter().filter(|g| g.precision == prec).collect();
-            let ratios: Vec<(&str, f64)> = of.iter().filter_map(|g| Some((g.shape.as_str(), g.ratio()?))).collect();
-            let values: Vec<f64> = ratios.iter().map(|r| r.1).collect();
-            let picks: Vec<(&str, f64)> = of.iter().filter_map(|g| Some((g.shape.as_str(), g.heuristic_ratio()?))).collect();
-            Summary {
-                suite: suite.into(),
-                precision: prec.into(),
-                shapes: of.len(),
-                compared: ratios.len(),
-                geomean: geomean(&values),
-                geomean_any_layout: geomean(&of.iter().filter_map(|g| g.ratio_any_layout()).collect::<Vec<_>>()),
-                at_or_above_1: values.iter().filter(|&&r| r >= 1.0).count(),
-                worst: ratios.iter().min_by(|a, b| a.1.total_cmp(&b.1)).map(|(s, r)| (s.to_string(), *r)),
-                no_kernel: of.iter().filter(|g| g.best_kernel().is_none()).count(),
-                flagged: of.iter().filter(|g| !g.flags().is_empty()).count(),
-                heuristic_within_10pct: picks.iter().filter(|p| p.1 <= 1.1).count(),
-                heuristic_compared: picks.len(),
-                heuristic_worst: picks.iter().max_by(|a, b| a.1.total_cmp(&b.1)).map(|(s, r)| (s.to_string(), *r)),
-                geomean_nchw_user: geomean(&of.iter().filter_map(|g| g.ratio_nchw_user()).collect::<Vec<_>>()),
-                geomean_nchw_user_vs_nhwc: geomean(&of.iter().filter_map(|g| g.ratio_nchw_user_vs_nhwc()).collect::<Vec<_>>()),
-            }
-        })
-        .collect()
+    let mut out = Vec::new();
+    for prec in precisions {
+        let of: Vec<&GroupResult> = groups.iter().filter(|g| g.precision == prec).collect();
+        out.push(summary_of(suite, prec, &of, GroupResult::ratio));
+        if of.iter().any(|g| !g.tf32_cudnn.is_empty() || g.tf32_pytorch.is_some()) {
+            let tf32 = Summary { geomean_any_layout: None, heuristic_within_10pct: 0, heuristic_compared: 0, heuristic_worst: None, ..summary_of(suite, "tf32", &of, GroupResult::ratio_tf32) };
+            out.push(Summary { flagged: of.iter().filter(|g| g.flags().iter().any(|f| f == "tf32")).count(), no_kernel: of.iter().filter(|g| g.best_tf32_kernel().is_none()).count(), ..tf32 });
+        }
+    }
+    out
+}
+
+/// The summary of groups `of` under the name `prec`, judged by `ratio`.
+fn summary_of(suite: &str, prec: &str, of: &[&GroupResult], ratio: fn(&GroupResult) -> Option<f64>) -> Summary {
+    let ratios: Vec<(&str, f64)> = of.iter().filter_map(|g| Some((g.shape.as_str(), ratio(g)?))).collect();
+    let values: Vec<f64> = ratios.iter().map(|r| r.1).collect();
+    let picks: Vec<(&str, f64)> = of.iter().filter_map(|g| Some((g.shape.as_str(), g.heuristic_ratio()?))).collect();
+    Summary {
+        suite: suite.into(),
+        precision: prec.into(),
+        shapes: of.len(),
+        compared: ratios.len(),
+        geomean: geomean(&values),
+        geomean_any_layout: geomean(&of.iter().filter_map(|g| g.ratio_any_layout()).collect::<Vec<_>>()),
+        at_or_above_1: values.iter().filter(|&&r| r >= 1.0).count(),
+        worst: ratios.iter().min_by(|a, b| a.1.total_cmp(&b.1)).map(|(s, r)| (s.to_string(), *r)),
+        no_kernel: of.iter().filter(|g| g.best_kernel().is_none()).count(),
+        flagged: of.iter().filter(|g| !g.flags().is_empty()).count(),
+        heuristic_within_10pct: picks.iter().filter(|p| p.1 <= 1.1).count(),
+        heuristic_compared: picks.len(),
+        heuristic_worst: picks.iter().max_by(|a, b| a.1.total_cmp(&b.1)).map(|(s, r)| (s.to_string(), *r)),
+        geomean_nchw_user: geomean(&of.iter().filter_map(|g| g.ratio_nchw_user()).collect::<Vec<_>>()),
+        geomean_nchw_user_vs_nhwc: geomean(&of.iter().filter_map(|g| g.ratio_nchw_user_vs_nhwc()).collect::<Vec<_>>()),
+    }
 }
 
 /// A baseline's median, or "not run" (the reason is in the run's header line and the JSON).
@@ -337,6 +361,7 @@ pub fn table(groups: &[GroupResult], all_kernels: bool) -> String {
             );
         }
         if !g.tf32_cudnn.is_empty() || g.tf32_pytorch.is_some() {
+            let best = g.best_tf32_kernel();
             let kernel = best.map(|k| format!("{} ({})", k.name, k.layout)).unwrap_or_else(|| "none".into());
             let ms = best.and_then(Measurement::ms).map(|ms| format!("{ms:.4}")).unwrap_or_else(|| "-".into());
             out += &format!(

@@ -8,14 +8,14 @@
 //! lowest predicted time. The cost model is `wmma_nhwc`'s wave model (`plan::model`) with one
 //! rate per configuration ([`RATES`]), fitted to the H100.
 
-use convrs_spec::hopper::{Config, Policy, Producer, Schedule, BLOCK_M, CONFIGS, K_TILE};
+use convrs_spec::hopper::{Config, Math, Policy, Producer, Schedule, BLOCK_M, CONFIGS};
 use convrs_spec::split_k;
 
 use super::tensor_core::gemm_m;
 use crate::dtype::DType;
 use crate::plan::model::{blocks_per_sm, memory_us, waves, LAUNCH_US};
 use crate::plan::{DeviceModel, Family, KernelDesc, LaunchPlan};
-use crate::{Algorithm, Conv2d, Error, Layout, Result};
+use crate::{Algorithm, Conv2d, Error, Layout, Precision, Result};
 
 /// Measured time over the modelled MAC time at the device's stated fp16 tensor peak (less
 /// launch and the output write), per configuration, by its fp16 entry: the policy's scale over
@@ -23,7 +23,7 @@ use crate::{Algorithm, Conv2d, Error, Layout, Result};
 /// (the 128x256 tiles), and to the layers each narrower tile was built for (BENCHMARKS.md,
 /// 2026-11-23 sessions one to six): the 128x128 tiles run at 0.78 (0.81 for multistage) of the
 /// 128x256 tile's rate, 128x64 at 0.66 and 128x32 at 0.37.
-pub const RATES: [(&str, f64); 19] = [
+pub const RATES: [(&str, f64); 26] = [
     ("wgmma_multistage_128x256k64", 1.42),
     ("wgmma_multistage_128x128k64", 1.42 / 0.81),
     ("wgmma_ws_cpasync_128x256k64", 1.10),
@@ -46,6 +46,15 @@ pub const RATES: [(&str, f64); 19] = [
     ("wgmma_ws_tma_splitk_128x128k64", 1.0 / 0.78),
     ("wgmma_ws_tma_splitk_128x64k64", 1.0 / 0.66),
     ("wgmma_ws_tma_splitk_128x32k64", 1.0 / 0.37),
+    // fp32 rows: the 16-bit tiles' rates at the tf32 peak (half the fp16 one), 3xTF32 three
+    // products a step (not yet fitted to measurements).
+    ("wgmma_ws_tma_persistent_tf32_128x256k32", 1.0),
+    ("wgmma_ws_tma_persistent_tf32_128x128k32", 1.0 / 0.78),
+    ("wgmma_ws_tma_persistent_tf32_128x64k32", 1.0 / 0.66),
+    ("wgmma_ws_tma_persistent_tf32_128x32k32", 1.0 / 0.37),
+    ("wgmma_ws_tma_persistent_3xtf32_128x128k32", 1.0 / 0.78),
+    ("wgmma_ws_tma_persistent_3xtf32_128x64k32", 1.0 / 0.66),
+    ("wgmma_ws_tma_persistent_3xtf32_128x32k32", 1.0 / 0.37),
 ];
 
 /// The rate of configuration `c` ([`RATES`]; every configuration has one, checked below).
@@ -73,18 +82,23 @@ const SPLIT_US: f64 = 3.0;
 const MAX_SPLITS: usize = 32;
 
 /// Modelled microseconds of configuration `c` on `d` for `m x n` GEMM outputs over `taps` taps
-/// of `k` channels (the last 64-channel k-tile of each tap charged in full), each tile's
-/// reduction split over `splits` slices (1: not split).
+/// of `ch` channels (the last k-tile of each tap charged in full), each tile's reduction split
+/// over `splits` slices (1: not split). fp32 rows run at the tf32 peak, half the fp16 one, and
+/// 3xTF32 three products a step.
 #[allow(clippy::too_many_arguments)]
 fn cost(c: &Config, d: &DeviceModel, m: usize, n: usize, ch: usize, taps: usize, splits: usize) -> f64 {
     let bps = blocks_per_sm(d, c.threads(), registers(c), c.smem_bytes()) as f64;
     let blocks = (tiles(c, m, n) * splits) as f64;
-    let ktiles = (ch.div_ceil(K_TILE) * taps).div_ceil(splits);
-    let macs = (BLOCK_M * c.bn * K_TILE) as f64 * ktiles as f64;
+    let kc = c.k_tile();
+    let ktiles = (ch.div_ceil(kc) * taps).div_ceil(splits);
+    let math = c.policy.math;
+    // In fp16-peak MAC units: a tf32 MAC takes two, 3xTF32 three of those.
+    let per_mac = (math.elem_bytes() / 2 * math.passes()) as f64;
+    let macs = (BLOCK_M * c.bn * kc) as f64 * ktiles as f64 * per_mac;
     // The im2col copies cost per pixel, not per byte: with C < 64 a k-tile's copy brings C
     // channels a pixel for the time of 64. Measured (H100): 16,16,24,240->32 3x3 and
     // 32,32,79,341->32 5x10 s2 ran about 64 / C times the model without this factor.
-    let macs = if c.policy.input_map() && ch < K_TILE { macs * K_TILE as f64 / ch as f64 } else { macs };
+    let macs = if c.policy.input_map() && ch < kc { macs * kc as f64 / ch as f64 } else { macs };
     let macs_per_sm = waves(d, blocks, bps, |b| b * macs);
     let macs_per_sm_us = d.f16_tflops * 1e6 / 2.0 / d.sms.max(1) as f64;
     // Plus the fp32 output written once, as the mma.sync plans charge it (plan::tensor_core::nhwc);
@@ -144,17 +158,20 @@ fn plan(desc: &KernelDesc, problem: &Conv2d, dtype: DType, device: &DeviceModel)
         return refuse("the sm_90a PTX module did not load on this device (see the warning at start-up)".into());
     }
     if p.c % 8 != 0 || p.k % 8 != 0 {
-        return refuse(format!("C = {} and K = {} must be multiples of 8: the kernel moves channels in 16-byte (8 x fp16) pieces", p.c, p.k));
+        return refuse(format!("C = {} and K = {} must be multiples of 8: the kernel moves channels in 16-byte pieces and writes 8-column groups", p.c, p.k));
     }
     if policy.input_map() {
-        if let Err(reason) = crate::tensor_map::InputMapKey::new(0, p, DType::F16) {
+        if let Err(reason) = crate::tensor_map::InputMapKey::new(0, p, dtype) {
             return refuse(reason);
         }
+    }
+    if policy.math == Math::Tf32x3 && 2 * p.k > i32::MAX as usize {
+        return refuse("the split filter's 2K rows exceed the tensor map's i32 coordinates".into());
     }
     let m = gemm_m(p);
     let configs = || CONFIGS.iter().filter(move |c| c.policy == policy);
     let fits = |c: &&Config| c.smem_bytes() <= device.smem_per_block as usize && tiles(c, m, p.k) <= i32::MAX as usize;
-    let ktiles = p.c.div_ceil(K_TILE) * p.r * p.s;
+    let ktiles = p.c.div_ceil(policy.math.k_tile()) * p.r * p.s;
     // Split-K tries every split from 2 up to one k-tile a slice, where the launch's counters
     // have room for its strips of 16 rows; the other schedules take the reduction whole. Splits
     // stop where every CTA would have one tile of one slice: a persistent CTA that walks
@@ -199,6 +216,7 @@ fn plan(desc: &KernelDesc, problem: &Conv2d, dtype: DType, device: &DeviceModel)
     );
     let plan = if policy.filter_map() { plan.with_filter_map(c.filter_box_rows() as u32) } else { plan };
     let plan = if policy.input_map() { plan.with_input_map() } else { plan };
+    let plan = if policy.math == Math::Tf32x3 { plan.with_split_filter() } else { plan };
     Ok(if policy.split_k() { plan.with_workspace(split_k::workspace_bytes(tiles(c, m, p.k), c.bn, z)) } else { plan })
 }
 
@@ -215,7 +233,12 @@ pub fn describe(policy: Policy) -> String {
         Schedule::SplitK => "a persistent grid with each tile's reduction split over z slices meeting in a workspace",
     };
     let cluster = if policy.cluster > 1 { format!("; clusters of {} sharing each filter tile by TMA multicast", policy.cluster) } else { String::new() };
-    format!("{producer}; {schedule}{cluster}")
+    let math = match policy.math {
+        Math::Half => "",
+        Math::Tf32 => "; fp32 data read as TF32",
+        Math::Tf32x3 => "; fp32 accuracy by 3xTF32 (the filter split once into TF32 high and low parts, the activations in registers)",
+    };
+    format!("{producer}; {schedule}{cluster}{math}")
 }
 
 /// Every distinct policy of [`CONFIGS`], in order of first appearance.
@@ -242,11 +265,11 @@ const fn policies<const N: usize>() -> [Policy; N] {
 
 /// `a == b` in const code.
 const fn same(a: Policy, b: Policy) -> bool {
-    a.producer as u8 == b.producer as u8 && a.schedule as u8 == b.schedule as u8 && a.cluster == b.cluster
+    a.producer as u8 == b.producer as u8 && a.schedule as u8 == b.schedule as u8 && a.cluster == b.cluster && a.math as u8 == b.math as u8
 }
 
 /// The policies, in the progression's order: one registry kernel each.
-pub const POLICIES: [Policy; 8] = policies();
+pub const POLICIES: [Policy; 10] = policies();
 
 /// What the registry lists for `policy`.
 const fn kernel(policy: Policy) -> KernelDesc {
@@ -254,12 +277,22 @@ const fn kernel(policy: Policy) -> KernelDesc {
         algorithm: Algorithm::Wgmma(policy),
         name: policy.name(),
         family: Family::TensorCore,
-        summary: match policy.schedule {
-            Schedule::Tile => "family 3 on Hopper: wgmma.mma_async implicit GEMM on plain channels-last data",
-            Schedule::Persistent => "family 3 on Hopper: wgmma implicit GEMM on a persistent grid",
-            Schedule::SplitK => "family 3 on Hopper: wgmma implicit GEMM with split-K, for layers with few output tiles",
+        summary: match (policy.schedule, policy.math) {
+            (_, Math::Tf32) => "family 3 on Hopper: wgmma implicit GEMM on fp32 data in TF32 (PyTorch's default precision)",
+            (_, Math::Tf32x3) => "family 3 on Hopper: wgmma implicit GEMM on fp32 data to fp32 accuracy (3xTF32)",
+            (Schedule::Tile, _) => "family 3 on Hopper: wgmma.mma_async implicit GEMM on plain channels-last data",
+            (Schedule::Persistent, _) => "family 3 on Hopper: wgmma implicit GEMM on a persistent grid",
+            (Schedule::SplitK, _) => "family 3 on Hopper: wgmma implicit GEMM with split-K, for layers with few output tiles",
         },
-        dtypes: &[DType::F16, DType::BF16],
+        dtypes: match policy.math {
+            Math::Half => &[DType::F16, DType::BF16],
+            Math::Tf32 | Math::Tf32x3 => &[DType::F32],
+        },
+        precision: match policy.math {
+            Math::Half => Precision::Fma,
+            Math::Tf32 => Precision::Tf32,
+            Math::Tf32x3 => Precision::Fp32,
+        },
         layouts: (Layout::Nhwc, Layout::Nhwc, Layout::Nhwc),
         multiples: (1, 8, 8),
         planner: plan,
@@ -298,9 +331,10 @@ const fn eq(a: &str, b: &str) -> bool {
     a.len() == b.len() && convrs_spec::hopper::starts_with(a, b)
 }
 
-/// Every entry point the plans can name, fp16 then bf16 of each configuration.
+/// Every entry point the plans can name: fp16 then bf16 of each 16-bit configuration, the
+/// fp32 configurations' one each.
 pub fn kernel_names() -> Vec<&'static str> {
-    CONFIGS.iter().flat_map(|c| c.entries).collect()
+    CONFIGS.iter().flat_map(|c| c.entries.iter().copied()).collect()
 }
 
 #[cfg(test)]
@@ -396,7 +430,7 @@ mod tests {
 
     #[test]
     fn every_policy_is_one_kernel_and_every_entry_plannable() {
-        assert_eq!(kernel_names().len(), 2 * CONFIGS.len());
+        assert_eq!(kernel_names().len(), CONFIGS.iter().map(|c| c.entries.len()).sum::<usize>());
         for (i, k) in KERNELS.iter().enumerate() {
             assert!(KERNELS[..i].iter().all(|o| o.name != k.name));
             assert!(!describe(POLICIES[i]).is_empty());
@@ -408,8 +442,9 @@ mod tests {
         for k in [32, 64, 128, 256, 512] {
             for (n, c, hw, r) in [(1, 256, 14, 3), (64, 256, 14, 3), (16, 832, 7, 5)] {
                 for kernel in &KERNELS {
-                    for dtype in [DType::F16, DType::BF16] {
-                        if let Ok(p) = kernel.plan(&Conv2d::new(n, c, hw, hw, k, r, r).with_pad(r / 2), dtype, &d) {
+                    for dtype in [DType::F16, DType::BF16, DType::F32] {
+                        let p = Conv2d::new(n, c, hw, hw, k, r, r).with_pad(r / 2).with_precision(Precision::Tf32);
+                        if let Ok(p) = kernel.plan(&p, dtype, &d) {
                             picked.insert(p.kernel);
                         }
                     }

@@ -1,6 +1,6 @@
 //! Warp-level matrix instructions (sm_80+) for the tensor-core kernels: `mma.sync` m16n8k16
 //! (fp16 or bf16 x the same + fp32 -> fp32), `ldmatrix.x4`, and global stores of fp32
-//! accumulator pairs: 8 bytes as fp32, or 4 bytes rounded to the input's 16-bit type.
+//! accumulator pairs: 8 bytes as fp32, or 4 bytes rounded to the input's 16-bit type; TF32 rounding.
 //!
 //! Fragments are `u32` registers holding two fp16 values each (the low half is the lower
 //! column), exactly as the PTX ISA lays out the `.f16x2` operands; accumulators are `f32`.
@@ -185,5 +185,14 @@ pub unsafe fn shfl_idx(v: u32, src: u32) -> u32 {
     let r: u32;
     // SAFETY: the caller guarantees the whole warp participates; registers only.
     unsafe { asm!("shfl.sync.idx.b32 {r}, {v}, {s}, 0x1f, 0xffffffff;", r = out(reg32) r, v = in(reg32) v, s = in(reg32) src, options(nomem, nostack)) };
+    r
+}
+
+/// Rounds an `f32` to TF32 (to nearest, ties away: `cvt.rna.tf32.f32`), the low 13 bits zero.
+#[inline(always)]
+pub fn tf32_rna(v: u32) -> u32 {
+    let r: u32;
+    // SAFETY: register arithmetic only.
+    unsafe { asm!("cvt.rna.tf32.f32 {r}, {v};", r = out(reg32) r, v = in(reg32) v, options(pure, nomem, nostack)) };
     r
 }

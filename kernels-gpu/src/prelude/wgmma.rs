@@ -1,5 +1,6 @@
-//! Hopper warpgroup matrix instructions (sm_90a only): `wgmma.mma_async` m64nNk16 with both
-//! operands in shared memory, its fences and group waits, the shared-memory matrix descriptor
+//! Hopper warpgroup matrix instructions (sm_90a only): `wgmma.mma_async` m64nNk16 (fp16, bf16)
+//! and m64nNk8 (tf32) with both operands in shared memory or (tf32) A in registers, its fences
+//! and group waits, the shared-memory matrix descriptor
 //! and the generic-to-async proxy fence. notes/hopper.md has the sources (PTX ISA, CUTLASS) for
 //! every field and rule used here.
 //!
@@ -32,8 +33,27 @@ pub const fn desc_sw128(start: u32) -> u64 {
     ((start as u64 >> 4) & 0x3FFF) | (1 << 16) | (64 << 32) | (1 << 62)
 }
 
-/// What to add to a [`desc_sw128`] descriptor to move 16 elements (32 bytes) along K.
+/// What to add to a [`desc_sw128`] descriptor to move one wgmma step along K: 32 bytes, 16
+/// 16-bit or 8 fp32 elements.
 pub const DESC_K16: u64 = 32 >> 4;
+
+/// The element types `wgmma` reads: [`Accumulators::mma`]'s `TY`.
+pub mod ty {
+    /// fp16 operands, m64nNk16.
+    pub const F16: u32 = 0;
+    /// bf16 operands, m64nNk16.
+    pub const BF16: u32 = 1;
+    /// tf32 operands (fp32 data, of which the upper 19 bits are read), m64nNk8.
+    pub const TF32: u32 = 2;
+}
+
+/// Keeps the compiler from moving the computation of `v` past this point (a `wgmma.fence` that
+/// follows must come after every register write of an A fragment); emits no instruction.
+#[inline(always)]
+pub fn pin4(v: &mut [u32; 4]) {
+    // SAFETY: an empty template; the registers are only named in the comment.
+    unsafe { asm!("// pin {0} {1} {2} {3}", inout(reg32) v[0], inout(reg32) v[1], inout(reg32) v[2], inout(reg32) v[3], options(nostack)) };
+}
 
 /// `wgmma.commit_group.sync.aligned`: closes the group of wgmmas this warp issued since the
 /// last commit (an empty group is allowed).
@@ -81,15 +101,23 @@ pub trait Accumulators: IndexMut<usize, Output = f32> + Copy {
     /// # Safety
     /// All threads of the warpgroup execute it together.
     unsafe fn wait_0(&mut self);
-    /// `D = A * B + (scale_d != 0 ? D : 0)` on one m64nNk16 step, A (64 x 16) and B (N x 16,
-    /// i.e. K-major) from shared-memory descriptors; bf16 operands if `BF16`, else fp16.
+    /// `D = A * B + (scale_d != 0 ? D : 0)` on one step of 32 bytes along K (m64nNk16 for
+    /// 16-bit types, m64nNk8 for tf32), A (64 rows) and B (N rows, i.e. K-major) from
+    /// shared-memory descriptors; operands of type `TY` ([`ty`]).
     ///
     /// # Safety
     /// All threads of the warpgroup execute it together with the same descriptors, which
     /// describe shared memory written and made visible to the async proxy before (see
     /// [`fence_proxy_async_shared`]) and left alone until a wait retires this wgmma; a
     /// [`Accumulators::fence`] precedes it since the accumulators were last touched otherwise.
-    unsafe fn mma<const BF16: bool>(&mut self, a: u64, b: u64, scale_d: u32);
+    unsafe fn mma<const TY: u32>(&mut self, a: u64, b: u64, scale_d: u32);
+    /// The same on tf32 with A from registers (m64nNk8): register i of thread (warp, lane)
+    /// holds A[16*warp + lane/4 + 8*(i%2)][lane%4 + 4*(i/2)].
+    ///
+    /// # Safety
+    /// As [`Accumulators::mma`] for B; a [`Accumulators::fence`] comes after the last write of
+    /// `a`'s registers (see [`pin4`]), which stay unchanged until a wait retires this wgmma.
+    unsafe fn mma_tf32_ra(&mut self, a: [u32; 4], b: u64, scale_d: u32);
 }
 
 /// `asm!` of `$pre {acc0, ..., acc(R-1)}$post` with the R registers of `$d` as operands 0..R-1,
@@ -124,23 +152,38 @@ macro_rules! accumulators {
                 unsafe { with_regs!(self, "wgmma.wait_group.sync.aligned 0; // ", "", [$($i)*] options(nostack)) };
             }
             #[inline(always)]
-            unsafe fn mma<const BF16: bool>(&mut self, a: u64, b: u64, scale_d: u32) {
+            unsafe fn mma<const TY: u32>(&mut self, a: u64, b: u64, scale_d: u32) {
                 // scale-d is a predicate, which Rust's asm has no class for: built inside the
                 // block (scoped braces keep the `.reg` local to each expansion).
                 // SAFETY: the caller guarantees convergence, uniform descriptors of visible
                 // shared memory, and the fence; it only reads shared memory.
                 unsafe {
-                    if BF16 {
-                        with_regs!(self,
+                    match TY {
+                        ty::BF16 => with_regs!(self,
                             concat!("{{\n.reg .pred p;\nsetp.ne.b32 p, {s}, 0;\nwgmma.mma_async.sync.aligned.m64n", $n, "k16.f32.bf16.bf16 "),
                             ", {a}, {b}, p, 1, 1, 0, 0;\n}}", [$($i)*]
-                            a = in(reg64) a, b = in(reg64) b, s = in(reg32) scale_d, options(nostack))
-                    } else {
-                        with_regs!(self,
+                            a = in(reg64) a, b = in(reg64) b, s = in(reg32) scale_d, options(nostack)),
+                        // tf32 takes no transpose immediates (K-major only).
+                        ty::TF32 => with_regs!(self,
+                            concat!("{{\n.reg .pred p;\nsetp.ne.b32 p, {s}, 0;\nwgmma.mma_async.sync.aligned.m64n", $n, "k8.f32.tf32.tf32 "),
+                            ", {a}, {b}, p, 1, 1;\n}}", [$($i)*]
+                            a = in(reg64) a, b = in(reg64) b, s = in(reg32) scale_d, options(nostack)),
+                        _ => with_regs!(self,
                             concat!("{{\n.reg .pred p;\nsetp.ne.b32 p, {s}, 0;\nwgmma.mma_async.sync.aligned.m64n", $n, "k16.f32.f16.f16 "),
                             ", {a}, {b}, p, 1, 1, 0, 0;\n}}", [$($i)*]
-                            a = in(reg64) a, b = in(reg64) b, s = in(reg32) scale_d, options(nostack))
+                            a = in(reg64) a, b = in(reg64) b, s = in(reg32) scale_d, options(nostack)),
                     }
+                }
+            }
+            #[inline(always)]
+            unsafe fn mma_tf32_ra(&mut self, a: [u32; 4], b: u64, scale_d: u32) {
+                // SAFETY: as `mma`; the A registers are the caller's fenced fragment.
+                unsafe {
+                    with_regs!(self,
+                        concat!("{{\n.reg .pred p;\nsetp.ne.b32 p, {s}, 0;\nwgmma.mma_async.sync.aligned.m64n", $n, "k8.f32.tf32.tf32 "),
+                        ", {{{a0}, {a1}, {a2}, {a3}}}, {b}, p, 1, 1;\n}}", [$($i)*]
+                        a0 = in(reg32) a[0], a1 = in(reg32) a[1], a2 = in(reg32) a[2], a3 = in(reg32) a[3],
+                        b = in(reg64) b, s = in(reg32) scale_d, options(nostack))
                 }
             }
         }

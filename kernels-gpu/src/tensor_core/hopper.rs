@@ -19,6 +19,7 @@
 pub mod consumer;
 pub mod epilogue;
 pub mod kernel;
+pub mod math;
 pub mod multistage;
 pub mod producer;
 pub mod scheduler;
@@ -30,34 +31,48 @@ pub mod split_k;
 macro_rules! entries {
     ($ops:ident $(($producer:ident, $schedule:ident, $cluster:tt, $bn:tt, $stages:tt, $fp16:ident, $bf16:ident))*) => {
         $(
-            entries!(@one $ops $producer $schedule $cluster $bn $stages $fp16 false);
-            entries!(@one $ops $producer $schedule $cluster $bn $stages $bf16 true);
+            entries!(@one $ops $producer $schedule $cluster $bn $stages $fp16 F16);
+            entries!(@one $ops $producer $schedule $cluster $bn $stages $bf16 Bf16);
         )*
     };
-    (@one $ops:ident Multistage Tile 1 $bn:tt $stages:tt $name:ident $bf16:tt) => {
+    (@one $ops:ident Multistage Tile 1 $bn:tt $stages:tt $name:ident $math:ident) => {
         $crate::conv_kernel!(
-            fn $name(x: *const u16, w: *const u16, y: *mut f32) => $crate::tensor_core::hopper::multistage::conv::<$ops, [f32; $bn / 2], $stages, $bf16>
+            fn $name(x: *const u16, w: *const u16, y: *mut f32) => $crate::tensor_core::hopper::multistage::conv::<$ops, [f32; $bn / 2], $stages, math::$math>
         );
     };
-    (@one $ops:ident WsCpAsync $schedule:ident $cluster:tt $bn:tt $stages:tt $name:ident $bf16:tt) => {
+    (@one $ops:ident WsCpAsync $schedule:ident $cluster:tt $bn:tt $stages:tt $name:ident $math:ident) => {
         $crate::conv_kernel!(
             fn $name(x: *const u16, w: *const u16, y: *mut f32, wmap: *const u8) => $crate::tensor_core::hopper::kernel::conv_cp_async::<
-                $ops, [f32; $bn / 2], $stages, $cluster, { matches!(convrs_spec::hopper::Schedule::$schedule, convrs_spec::hopper::Schedule::Persistent) }, $bf16>
+                $ops, [f32; $bn / 2], $stages, $cluster, { matches!(convrs_spec::hopper::Schedule::$schedule, convrs_spec::hopper::Schedule::Persistent) }, math::$math>
         );
     };
-    (@one $ops:ident WsTma SplitK 1 $bn:tt $stages:tt $name:ident $bf16:tt) => {
+    (@one $ops:ident WsTma SplitK 1 $bn:tt $stages:tt $name:ident $math:ident) => {
         $crate::conv_kernel!(
             fn $name(x: *const u16, w: *const u16, y: *mut f32, wmap: *const u8, xmap: *const u8, ws: *mut u32) => $crate::tensor_core::hopper::kernel::conv_split_k::<
-                $ops, [f32; $bn / 2], $stages, $bf16>
+                $ops, [f32; $bn / 2], $stages, math::$math>
         );
     };
-    (@one $ops:ident WsTma $schedule:ident $cluster:tt $bn:tt $stages:tt $name:ident $bf16:tt) => {
+    (@one $ops:ident WsTma $schedule:ident $cluster:tt $bn:tt $stages:tt $name:ident $math:ident) => {
         $crate::conv_kernel!(
             fn $name(x: *const u16, w: *const u16, y: *mut f32, wmap: *const u8, xmap: *const u8) => $crate::tensor_core::hopper::kernel::conv_tma::<
-                $ops, [f32; $bn / 2], $stages, $cluster, { matches!(convrs_spec::hopper::Schedule::$schedule, convrs_spec::hopper::Schedule::Persistent) }, $bf16>
+                $ops, [f32; $bn / 2], $stages, $cluster, { matches!(convrs_spec::hopper::Schedule::$schedule, convrs_spec::hopper::Schedule::Persistent) }, math::$math>
         );
+    };
+}
+
+/// Declares the entry of every row of `convrs_spec::hopper_f32_configs!` on operands `$ops`:
+/// the im2col TMA producer on a persistent grid, fp32 data.
+macro_rules! f32_entries {
+    ($ops:ident $(($math:ident, WsTma, Persistent, 1, $bn:tt, $stages:tt, $name:ident))*) => {
+        $(
+            $crate::conv_kernel!(
+                fn $name(x: *const f32, w: *const f32, y: *mut f32, wmap: *const u8, xmap: *const u8) => $crate::tensor_core::hopper::kernel::conv_tma_f32::<
+                    $ops, [f32; $bn / 2], $stages, math::$math>
+            );
+        )*
     };
 }
 
 use super::nhwc::Nhwc;
 convrs_spec::hopper_configs!(entries, Nhwc);
+convrs_spec::hopper_f32_configs!(f32_entries, Nhwc);

@@ -67,6 +67,7 @@ pub const KERNEL: KernelDesc = KernelDesc {
     dtypes: &[DType::F16, DType::BF16],
     layouts: (Layout::Nhwc16n16c, Layout::Hwcn16n16c, Layout::Nhwc16n16c),
     multiples: (16, 16, 16),
+    precision: crate::Precision::Fma,
     planner: |_, p, dtype, d| if dtype == DType::BF16 { plan_bf16(p, d) } else { plan(p, d) },
 };
 

@@ -137,6 +137,7 @@ pub const KERNEL: KernelDesc = KernelDesc {
     dtypes: &[DType::F16, DType::BF16],
     layouts: (Layout::Nhwc, Layout::Nhwc, Layout::Nhwc),
     multiples: (1, 1, 8),
+    precision: crate::Precision::Fma,
     planner: |_, p, dtype, d| if dtype == DType::BF16 { plan_bf16(p, d) } else { plan(p, d) },
 };
 

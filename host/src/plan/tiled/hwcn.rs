@@ -174,6 +174,7 @@ pub const KERNEL: KernelDesc = KernelDesc {
     dtypes: &[DType::F32],
     layouts: (Layout::Hwcn, Layout::Hwcn, Layout::Hwcn),
     multiples: (1, 1, 1),
+    precision: crate::Precision::Fma,
     planner: |_, p, _, d| plan(p, d),
 };
 

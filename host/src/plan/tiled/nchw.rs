@@ -31,6 +31,7 @@ pub const KERNEL: KernelDesc = KernelDesc {
     dtypes: &[DType::F32],
     layouts: (Layout::Nchw, Layout::Nchw, Layout::Nchw),
     multiples: (1, 1, 1),
+    precision: crate::Precision::Fma,
     planner: |_, p, _, d| plan(p, d),
 };
 

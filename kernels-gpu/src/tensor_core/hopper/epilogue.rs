@@ -6,9 +6,10 @@
 //! Register 4j+e' (e' < 2) of a consumer thread is D[16*warp + lane/4][8j + 2*(lane%4) + e'],
 //! 4j+2+e' the same 8 rows further (notes/hopper.md §1.4), warp and lane within the warpgroup.
 
-use convrs_spec::hopper::WARPGROUP;
+use convrs_spec::hopper::{Math as Spec, WARPGROUP};
 
-use crate::prelude::matrix::{pack_16x2, shfl_xor, store_global_f32x2, store_global_v4, store_global_v4_if};
+use super::math::{pack, Math};
+use crate::prelude::matrix::{shfl_xor, store_global_f32x2, store_global_v4, store_global_v4_if};
 use crate::prelude::wgmma::Accumulators;
 use crate::prelude::*;
 use crate::tensor_core::implicit_gemm::Operands;
@@ -26,13 +27,14 @@ const WG: u32 = WARPGROUP as u32;
 /// `y` and `sh` as the kernel requires; each (row, column) of the output is written by one
 /// thread of one CTA. Every lane of the warp calls it together (shuffles).
 #[inline(always)]
-pub(super) unsafe fn store_tile<O: Operands, Acc: Accumulators, const BF16: bool>(sh: &ConvShape, y: *mut f32, acc: &Acc, m0: u32, n0: u32, cw: u32, tid: u32) {
+pub(super) unsafe fn store_tile<O: Operands, Acc: Accumulators, M: Math>(sh: &ConvShape, y: *mut f32, acc: &Acc, m0: u32, n0: u32, cw: u32, tid: u32) {
     let gemm_m = (sh.n * sh.p * sh.q) as u32;
     let gemm_n = sh.k as u32;
     let (warp, lane) = ((tid % WG) / 32, tid % 32);
     let q = lane % 4;
     let row0 = m0 + cw * 64 + warp * 16 + lane / 4;
-    if sh.y_bits == 16 {
+    // fp32 data is written as fp32 only (the host plans it so).
+    if M::SPEC == Spec::Half && sh.y_bits == 16 {
         unroll!(4: 2, e => {
             let row = row0 + 8 * e as u32;
             // Chunks 4g..4g+4: lane q ends with chunk 4g+q whole.
@@ -40,7 +42,7 @@ pub(super) unsafe fn store_tile<O: Operands, Acc: Accumulators, const BF16: bool
                 let mut v = [0u32; 4];
                 unroll!(4: 4, t => {
                     let j = 4 * g + t;
-                    v[t] = pack_16x2::<BF16>(acc[4 * j + 2 * e], acc[4 * j + 2 * e + 1]);
+                    v[t] = pack::<M>(acc[4 * j + 2 * e], acc[4 * j + 2 * e + 1]);
                 });
                 // SAFETY: the whole warp, in uniform control flow.
                 let v = unsafe { quad_transpose(v, q) };
@@ -112,11 +114,11 @@ impl Pending {
 /// `min(ktiles, SLICES)..` are unwritten.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-pub(super) unsafe fn store_deferring<O: Operands, Acc: Accumulators, const BF16: bool>(sh: &ConvShape, y: *mut f32, last: &Pending, acc: &Acc, m0: u32, n0: u32, cw: u32, tid: u32, ktiles: i32) -> Pending {
+pub(super) unsafe fn store_deferring<O: Operands, Acc: Accumulators, M: Math>(sh: &ConvShape, y: *mut f32, last: &Pending, acc: &Acc, m0: u32, n0: u32, cw: u32, tid: u32, ktiles: i32) -> Pending {
     // SAFETY: as above; the slices the k-tiles did not reach.
     unsafe { store_pending::<O, Acc>(sh, y, last, cw, tid, (ktiles as u32).min(SLICES), SLICES) };
     // SAFETY: the whole warp together.
-    let v = unsafe { pack_tile::<Acc, BF16>(acc, tid % 4) };
+    let v = unsafe { pack_tile::<Acc, M>(acc, tid % 4) };
     let first = Acc::N / 16 - deferred::<Acc>();
     unroll!(16: first, i => {
         // SAFETY: as `store_tile`; the stores not deferred, now.
@@ -130,14 +132,14 @@ pub(super) unsafe fn store_deferring<O: Operands, Acc: Accumulators, const BF16:
 /// # Safety
 /// Every lane of the warp calls it together (shuffles); `q` is the lane's index in its quad.
 #[inline(always)]
-unsafe fn pack_tile<Acc: Accumulators, const BF16: bool>(acc: &Acc, q: u32) -> [[u32; 4]; 16] {
+unsafe fn pack_tile<Acc: Accumulators, M: Math>(acc: &Acc, q: u32) -> [[u32; 4]; 16] {
     let mut out = [[0u32; 4]; 16];
     unroll!(4: 2, e => {
         unroll!(8: Acc::N / 32, g => {
             let mut v = [0u32; 4];
             unroll!(4: 4, t => {
                 let j = 4 * g + t;
-                v[t] = pack_16x2::<BF16>(acc[4 * j + 2 * e], acc[4 * j + 2 * e + 1]);
+                v[t] = pack::<M>(acc[4 * j + 2 * e], acc[4 * j + 2 * e + 1]);
             });
             // SAFETY: as the caller guarantees.
             out[e * (Acc::N / 32) + g] = unsafe { quad_transpose(v, q) };

@@ -36,10 +36,11 @@
 //!   stage ([`super::consumer`]). After the last k-tile of a tile, `wait_group 0`, release the
 //!   last stage, and the epilogue ([`super::epilogue`]), or under split-K the meeting first.
 
-use convrs_spec::hopper::{stage_bytes, BARRIER_BYTES, BLOCK_M, K_TILE, WARPGROUP};
+use convrs_spec::hopper::{stage_bytes, Math as Spec, BARRIER_BYTES, BLOCK_M, WARPGROUP};
 use convrs_spec::split_k;
 
 use super::consumer::consume;
+use super::math::Math;
 use super::epilogue::{store_deferring, store_pending, store_tile, Pending, SLICES};
 use super::producer::{produce_cp_async, produce_tma};
 use super::scheduler::Tiles;
@@ -58,7 +59,7 @@ const WG: u32 = WARPGROUP as u32;
 /// # Safety
 /// As [`conv`].
 #[inline(always)]
-pub unsafe fn conv_cp_async<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTER: u32, const PERSISTENT: bool, const BF16: bool>(
+pub unsafe fn conv_cp_async<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTER: u32, const PERSISTENT: bool, M: Math>(
     x: *const u16,
     w: *const u16,
     y: *mut f32,
@@ -67,7 +68,7 @@ pub unsafe fn conv_cp_async<O: Operands, Acc: Accumulators, const STAGES: usize,
 ) {
     // SAFETY: as the caller guarantees; without IM2COL the input map is not read, without SPLIT
     // the workspace.
-    unsafe { conv::<O, Acc, STAGES, CLUSTER, PERSISTENT, BF16, false, false>(x, w, y, wmap, core::ptr::null(), core::ptr::null_mut(), sh) }
+    unsafe { conv::<O, Acc, STAGES, CLUSTER, PERSISTENT, M, false, false>(x, w, y, wmap, core::ptr::null(), core::ptr::null_mut(), sh) }
 }
 
 /// `Producer::WsTma` entries: [`conv`] with activations by im2col TMA copies through `xmap`.
@@ -75,7 +76,7 @@ pub unsafe fn conv_cp_async<O: Operands, Acc: Accumulators, const STAGES: usize,
 /// # Safety
 /// As [`conv`].
 #[inline(always)]
-pub unsafe fn conv_tma<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTER: u32, const PERSISTENT: bool, const BF16: bool>(
+pub unsafe fn conv_tma<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTER: u32, const PERSISTENT: bool, M: Math>(
     x: *const u16,
     w: *const u16,
     y: *mut f32,
@@ -84,7 +85,25 @@ pub unsafe fn conv_tma<O: Operands, Acc: Accumulators, const STAGES: usize, cons
     sh: ConvShape,
 ) {
     // SAFETY: as the caller guarantees; without SPLIT the workspace is not read.
-    unsafe { conv::<O, Acc, STAGES, CLUSTER, PERSISTENT, BF16, true, false>(x, w, y, wmap, xmap, core::ptr::null_mut(), sh) }
+    unsafe { conv::<O, Acc, STAGES, CLUSTER, PERSISTENT, M, true, false>(x, w, y, wmap, xmap, core::ptr::null_mut(), sh) }
+}
+
+/// The fp32 entries (`Math::Tf32`, `Math::Tf32x3`; persistent, no cluster): [`conv_tma`] on
+/// fp32 data, which only the tensor maps address.
+///
+/// # Safety
+/// As [`conv`].
+#[inline(always)]
+pub unsafe fn conv_tma_f32<O: Operands, Acc: Accumulators, const STAGES: usize, M: Math>(
+    x: *const f32,
+    w: *const f32,
+    y: *mut f32,
+    wmap: *const u8,
+    xmap: *const u8,
+    sh: ConvShape,
+) {
+    // SAFETY: as the caller guarantees; x and w are not read.
+    unsafe { conv::<O, Acc, STAGES, 1, true, M, true, false>(x as *const u16, w as *const u16, y, wmap, xmap, core::ptr::null_mut(), sh) }
 }
 
 /// `Schedule::SplitK` entries (always `Producer::WsTma`, persistent, no cluster): [`conv`] with
@@ -93,7 +112,7 @@ pub unsafe fn conv_tma<O: Operands, Acc: Accumulators, const STAGES: usize, cons
 /// # Safety
 /// As [`conv`].
 #[inline(always)]
-pub unsafe fn conv_split_k<O: Operands, Acc: Accumulators, const STAGES: usize, const BF16: bool>(
+pub unsafe fn conv_split_k<O: Operands, Acc: Accumulators, const STAGES: usize, M: Math>(
     x: *const u16,
     w: *const u16,
     y: *mut f32,
@@ -103,12 +122,13 @@ pub unsafe fn conv_split_k<O: Operands, Acc: Accumulators, const STAGES: usize, 
     sh: ConvShape,
 ) {
     // SAFETY: as the caller guarantees.
-    unsafe { conv::<O, Acc, STAGES, 1, true, BF16, true, true>(x, w, y, wmap, xmap, ws, sh) }
+    unsafe { conv::<O, Acc, STAGES, 1, true, M, true, true>(x, w, y, wmap, xmap, ws, sh) }
 }
 
-/// The kernel; see the module docs. Block tile 128 x `Acc::N` x 64, `STAGES` k-tiles in the
-/// ring, operands addressed by `O` (plain NHWC), clusters of `CLUSTER` CTAs sharing the filter
-/// tile, a persistent grid if `PERSISTENT`, bf16 data if `BF16`, activations by im2col TMA
+/// The kernel; see the module docs. Block tile 128 x `Acc::N` x one 128-byte row of channels,
+/// `STAGES` k-tiles in the ring, operands addressed by `O` (plain NHWC), clusters of `CLUSTER`
+/// CTAs sharing the filter tile, a persistent grid if `PERSISTENT`, the data and arithmetic of
+/// `M`, activations by im2col TMA
 /// copies if `IM2COL`, the reduction split over the grid's z slices if `SPLIT`.
 ///
 /// # Safety
@@ -118,7 +138,7 @@ pub unsafe fn conv_split_k<O: Operands, Acc: Accumulators, const STAGES: usize, 
 /// them with every index in `i32`.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTER: u32, const PERSISTENT: bool, const BF16: bool, const IM2COL: bool, const SPLIT: bool>(
+unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTER: u32, const PERSISTENT: bool, M: Math, const IM2COL: bool, const SPLIT: bool>(
     x: *const u16,
     _w: *const u16,
     y: *mut f32,
@@ -136,15 +156,19 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
         // Split-K: persistent im2col tiles without clusters (the last cluster's M tiles would lie
         // past M, where no units are counted), no wider than the split path's registers allow.
         assert!(!SPLIT || (IM2COL && PERSISTENT && CLUSTER == 1 && Acc::N <= split_k::MAX_BN));
+        // fp32 data comes by TMA only (the cp.async producer copies 16-bit chunks); 3xTF32's
+        // two filter copies are not multicast.
+        assert!(matches!(M::SPEC, Spec::Half) || IM2COL);
+        assert!(!matches!(M::SPEC, Spec::Tf32x3) || CLUSTER == 1);
     }
     let raw = dynamic_smem_u32();
     // 1024-byte aligned start of the ring: the swizzle pattern repeats every 1024 bytes and
     // the descriptors and the TMA assume it starts on that boundary.
     let smem = (raw + 1023) & !1023;
-    if block_dim_x() != 3 * WG as i32 || dynamic_smem_bytes() + raw < smem + (STAGES * stage_bytes(Acc::N) + BARRIER_BYTES) as u32 {
+    if block_dim_x() != 3 * WG as i32 || dynamic_smem_bytes() + raw < smem + (STAGES * stage_bytes(Acc::N, M::SPEC) + BARRIER_BYTES) as u32 {
         trap();
     }
-    let ring = Ring::<STAGES> { smem, stage: stage_bytes(Acc::N) as u32 };
+    let ring = Ring::<STAGES> { smem, stage: stage_bytes(Acc::N, M::SPEC) as u32 };
     let tid = thread_x() as u32;
     if tid == 0 {
         // SAFETY: the slots after the stages are inside the launch's shared memory (checked
@@ -174,7 +198,8 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
     let gemm_n = sh.k as u32;
     let tiles = Tiles::of::<CLUSTER, PERSISTENT>(gemm_m, gemm_n, Acc::N as u32);
     let n_tiles = tiles.n_tiles;
-    let cchunks = (sh.c + K_TILE as i32 - 1) / K_TILE as i32;
+    let kc = M::SPEC.k_tile() as i32;
+    let cchunks = (sh.c + kc - 1) / kc;
     // Split-K: slice z reduces its share of every tile's k-tiles, and the slices meet in the
     // workspace (`convrs_spec::split_k`).
     let all = sh.r * sh.s * cchunks;
@@ -195,7 +220,7 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
         // SAFETY: the whole warpgroup; the caller's contract.
         unsafe {
             if IM2COL {
-                produce_tma::<O, STAGES, CLUSTER>(xmap, wmap, &sh, ring, tiles, kt0, ktiles, tid);
+                produce_tma::<O, STAGES, CLUSTER>(M::SPEC, xmap, wmap, &sh, ring, tiles, kt0, ktiles, tid);
             } else {
                 produce_cp_async::<O, STAGES, CLUSTER>(x, wmap, &sh, ring, tiles, ktiles, tid);
             }
@@ -210,13 +235,13 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
     let mut at = Position::START;
     // With im2col copies and 16-bit outputs each tile's last stores go under the next tile's
     // first k-tiles.
-    let defer = IM2COL && !SPLIT && sh.y_bits == 16;
+    let defer = matches!(M::SPEC, Spec::Half) && IM2COL && !SPLIT && sh.y_bits == 16;
     let mut pending = Pending::NONE;
     while let Some((m0, n0)) = tiles.next::<CLUSTER>() {
         // SAFETY: the whole warpgroup, for every tile the producer fills; the stores as
         // `store_pending` requires (the previous tile's, this thread's part).
         let acc = unsafe {
-            consume::<Acc, STAGES, CLUSTER, BF16, IM2COL>(ring, cw, ktiles, &mut at, |kt| {
+            consume::<Acc, M, STAGES, CLUSTER, IM2COL>(ring, cw, tid, ktiles, &mut at, |kt| {
                 if defer {
                     store_pending::<O, Acc>(&sh, y, &pending, cw, tid, kt, kt + 1);
                 }
@@ -231,14 +256,14 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
             if unsafe { split.meet(&mut acc, unit, tid % 32) } {
                 // SAFETY: as below (each warp writes its own 16 rows; shuffles within the
                 // warp); of the slices, only this warp writes them.
-                unsafe { store_tile::<O, Acc, BF16>(&sh, y, &acc, m0, n0, cw, tid) };
+                unsafe { store_tile::<O, Acc, M>(&sh, y, &acc, m0, n0, cw, tid) };
             }
         } else if defer {
             // SAFETY: the caller's contract; this CTA's tile, the last tile's remaining stores.
-            pending = unsafe { store_deferring::<O, Acc, BF16>(&sh, y, &pending, &acc, m0, n0, cw, tid, ktiles) };
+            pending = unsafe { store_deferring::<O, Acc, M>(&sh, y, &pending, &acc, m0, n0, cw, tid, ktiles) };
         } else {
             // SAFETY: the caller's contract; this CTA's tile.
-            unsafe { store_tile::<O, Acc, BF16>(&sh, y, &acc, m0, n0, cw, tid) };
+            unsafe { store_tile::<O, Acc, M>(&sh, y, &acc, m0, n0, cw, tid) };
         }
     }
     // SAFETY: the last tile's stores, as above.

@@ -46,7 +46,7 @@
 
 use convrs_spec::hopper::{stage_bytes, BLOCK_M, K_TILE, ROW_BYTES, WARPGROUP};
 
-use super::consumer::k_tile;
+use super::math::Math;
 use crate::prelude::wgmma::{desc_sw128, fence_proxy_async_shared, Accumulators};
 use crate::prelude::*;
 use crate::tensor_core::implicit_gemm::{a_rows, b_rows, chan, divmod, store_pair, Operands, Tap};
@@ -57,7 +57,7 @@ const ROW: u32 = ROW_BYTES as u32;
 const THREADS: usize = 2 * WARPGROUP;
 
 /// The kernel: block tile 128 x `Acc::N` x 64, `STAGES` k-tiles in the ring, operands
-/// addressed by `O` (a rows layout, not `TILED`), bf16 data if `BF16`. Launched with 256 threads,
+/// addressed by `O` (a rows layout, not `TILED`), the 16-bit type of `M`. Launched with 256 threads,
 /// a 1-D grid of `ceil(M / 128) * ceil(K / N)` blocks and `Config::smem_bytes` of dynamic shared
 /// memory (`convrs_spec::hopper`).
 ///
@@ -65,15 +65,17 @@ const THREADS: usize = 2 * WARPGROUP;
 /// `x`, `w`, `y` hold N*H*W*C, K*R*S*C and N*P*Q*K elements in `O`'s layouts, 16-byte aligned,
 /// C and K are multiples of 8, and `sh` describes them with every index in `i32`.
 #[inline(always)]
-pub unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const BF16: bool>(x: *const u16, w: *const u16, y: *mut f32, sh: ConvShape) {
+pub unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, M: Math>(x: *const u16, w: *const u16, y: *mut f32, sh: ConvShape) {
     const {
         assert!(!O::TILED);
         assert!(STAGES >= 3 && STAGES <= 8);
         assert!(Acc::N == 128 || Acc::N == 256);
+        // 16-bit data: the copies move 8-element chunks.
+        assert!(matches!(M::SPEC, convrs_spec::hopper::Math::Half));
     }
     let bm = BLOCK_M as u32;
     let bn = Acc::N as u32;
-    let stage = stage_bytes(Acc::N) as u32;
+    let stage = stage_bytes(Acc::N, convrs_spec::hopper::Math::Half) as u32;
     // Rows each thread copies: 4 threads a row, 2 chunks each.
     let (a_loads, b_loads) = (BLOCK_M * 4 / THREADS, Acc::N * 4 / THREADS);
     let raw = dynamic_smem_u32();
@@ -159,7 +161,7 @@ pub unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const BF
         // descriptors are the same in the whole warpgroup and describe stage rd, which the
         // barrier above made visible (after each writer's proxy fence) and which no copy
         // overwrites before the next two barriers.
-        unsafe { k_tile::<Acc, BF16>(&mut acc, a_desc, b_desc, rd * stage, kt) };
+        unsafe { M::k_tile(&mut acc, a_desc, b_desc, 0, rd * stage, kt) };
         // The copies go after the wgmmas so that the tensor cores start at once; their stage is
         // another one (k-tile kt-2's).
         if kt + (STAGES as i32 - 2) < ktiles {
@@ -187,12 +189,25 @@ pub unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const BF
             if row < gemm_m {
                 // SAFETY: row < M, col + 1 < K (K and col's 8-column group multiples of 8); each
                 // (row, col) belongs to one thread of one block.
-                unsafe { store_pair::<O, BF16>(&sh, y, half, row, col, acc[4 * j], acc[4 * j + 1]) };
+                unsafe { store::<O, M>(&sh, y, half, row, col, acc[4 * j], acc[4 * j + 1]) };
             }
             if row + 8 < gemm_m {
                 // SAFETY: as above, for row + 8.
-                unsafe { store_pair::<O, BF16>(&sh, y, half, row + 8, col, acc[4 * j + 2], acc[4 * j + 3]) };
+                unsafe { store::<O, M>(&sh, y, half, row + 8, col, acc[4 * j + 2], acc[4 * j + 3]) };
             }
         }
     });
+}
+
+/// `store_pair` in `M`'s 16-bit type.
+///
+/// # Safety
+/// As `store_pair`.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn store<O: Operands, M: Math>(sh: &ConvShape, y: *mut f32, half: bool, row: u32, col: u32, a: f32, b: f32) {
+    // SAFETY: as the caller guarantees.
+    unsafe {
+        if M::BF16 { store_pair::<O, true>(sh, y, half, row, col, a, b) } else { store_pair::<O, false>(sh, y, half, row, col, a, b) }
+    }
 }

@@ -12,7 +12,7 @@
 //! In a cluster each CTA copies its `bn / CLUSTER` rows of the filter tile into every CTA of the
 //! cluster ([`load_filter_tile`]).
 
-use convrs_spec::hopper::{b_tile_bytes, A_TILE_BYTES, BLOCK_M, K_TILE, ROW_BYTES, WARPGROUP};
+use convrs_spec::hopper::{b_tile_bytes, Math, A_TILE_BYTES, BLOCK_M, K_TILE, ROW_BYTES, WARPGROUP};
 
 use super::scheduler::Tiles;
 use crate::prelude::mbarrier::{cp_async_mbar_arrive_noinc, mbar_arrive_expect_tx, setmaxnreg_dec_56, tma_load_3d, tma_load_3d_multicast, tma_load_im2col_4d};
@@ -130,8 +130,9 @@ unsafe fn load_filter_tile<const CLUSTER: u32>(stage: u32, wmap: *const u8, c0: 
     }
 }
 
-/// The TMA producer: one thread issues both copies of each k-tile. Each tile's reduction is its
-/// `ktiles` k-tiles from k-tile `kt0` on (a slice's share under the split-K schedule).
+/// The TMA producer: one thread issues both copies of each k-tile (three under 3xTF32), k-tiles
+/// of `math.k_tile()` channels. Each tile's reduction is its `ktiles` k-tiles from k-tile `kt0`
+/// on (a slice's share under the split-K schedule).
 ///
 /// # Safety
 /// As [`produce_cp_async`], with `full` expecting one arrival and `xmap` the input's im2col
@@ -139,6 +140,7 @@ unsafe fn load_filter_tile<const CLUSTER: u32>(stage: u32, wmap: *const u8, c0: 
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub(super) unsafe fn produce_tma<O: Operands, const STAGES: usize, const CLUSTER: u32>(
+    math: Math,
     xmap: *const u8,
     wmap: *const u8,
     sh: &ConvShape,
@@ -156,9 +158,11 @@ pub(super) unsafe fn produce_tma<O: Operands, const STAGES: usize, const CLUSTER
     let gemm_m = (sh.n * sh.p * sh.q) as u32;
     // Every tile's reduction starts at the same k-tile: its tap and channel, found once.
     // SAFETY: C >= 1 and S >= 1 (validated problems).
-    let (rs0, cc) = unsafe { divmod(kt0, (sh.c as u32).div_ceil(K_TILE as u32)) };
+    let kc = math.k_tile() as u32;
+    let (rs0, cc) = unsafe { divmod(kt0, (sh.c as u32).div_ceil(kc)) };
     // SAFETY: S >= 1.
-    let start = unsafe { Tap::at::<O>(sh, rs0, (cc * K_TILE as u32) as i32) };
+    let start = unsafe { Tap::at::<O>(sh, rs0, (cc * kc) as i32) };
+    let b_bytes = math.b_tiles() * b_tile_bytes(tiles.bn as usize);
     let mut at = Position::START;
     let bn = tiles.bn;
     while let Some((m0, n0)) = tiles.next::<CLUSTER>() {
@@ -177,14 +181,20 @@ pub(super) unsafe fn produce_tma<O: Operands, const STAGES: usize, const CLUSTER
             let stage = ring.stage_addr(at.stage);
             let full = ring.full(at.stage);
             // SAFETY: the stage is free; its A tile (1024-aligned, 128 rows of 128 bytes) and B
-            // tile receive exactly the announced bytes; tap offsets fit u16 (the host's map
+            // tile(s) receive exactly the announced bytes; tap offsets fit u16 (the host's map
             // requires them within the bounding box's range).
             unsafe {
-                mbar_arrive_expect_tx(full, (A_TILE_BYTES + b_tile_bytes(bn as usize)) as u32);
+                mbar_arrive_expect_tx(full, (A_TILE_BYTES + b_bytes) as u32);
                 tma_load_im2col_4d(stage, xmap, tap.c0, iw, ih, n as i32, tap.sdw as u16, tap.rdh as u16, full);
                 load_filter_tile::<CLUSTER>(stage, wmap, tap.c0, rs, n0, bn, tiles.rank, full);
+                if math.b_tiles() == 2 {
+                    // 3xTF32: the remainders, rows K.. of the split filter, into the second B
+                    // tile (no clusters). The high tile's rows past K (outputs never stored)
+                    // read remainders, not zeros.
+                    tma_load_3d(stage + (BLOCK_M as u32 + bn) * ROW, wmap, tap.c0, rs, sh.k + n0 as i32, full);
+                }
             }
-            tap.advance::<O>(sh, K_TILE as i32);
+            tap.advance::<O>(sh, kc as i32);
             if tap.c0 == 0 {
                 rs += 1;
             }

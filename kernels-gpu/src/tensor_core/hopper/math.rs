@@ -1,0 +1,154 @@
+//! What the consumers compute on one k-tile (`convrs_spec::hopper::Math`): [`F16`] and [`Bf16`]
+//! (both operands from shared-memory descriptors, 4 m64nNk16 steps), [`Tf32`] (the same bytes
+//! read as tf32: 4 m64nNk8 steps) and [`Tf32x3`] (fp32 accuracy from three tf32 products a
+//! step: the activations split into high and low TF32 parts in registers, the filter's parts
+//! already split into two tiles of the stage).
+//!
+//! Each k-tile is one 128-byte row per GEMM row in the 128B swizzle, whatever the type: a step
+//! of 32 bytes is k16 for 16-bit types and k8 for tf32, so the descriptors step alike.
+
+use convrs_spec::hopper::{Math as Spec, ROW_BYTES, WARPGROUP};
+
+use crate::prelude::matrix::{ldmatrix_x4, pack_16x2, tf32_rna};
+use crate::prelude::wgmma::{commit_group, pin4, ty, Accumulators, DESC_K16};
+use crate::prelude::*;
+
+/// One k-tile's MMAs of a consumer warpgroup.
+pub trait Math {
+    /// The table's name for it.
+    const SPEC: Spec;
+    /// bf16 data (for the 16-bit output rounding; false for every other type).
+    const BF16: bool;
+    /// Issues k-tile `kt`'s wgmmas on a stage `offset` bytes into the ring whose A and B tiles
+    /// the descriptors `a_desc`, `b_desc` describe at offset 0 (`a_desc` at this warpgroup's 64
+    /// rows; `a_row` the shared address of this thread's `ldmatrix` row there, see [`a_row`]):
+    /// a fence, the k-tile's steps (the very first, of k-tile 0, with scale-d 0: the
+    /// accumulators start from A * B), one commit group.
+    ///
+    /// # Safety
+    /// All 128 threads of the warpgroup call it together (uniform control flow) with the same
+    /// descriptors, which describe a stage written and made visible to the async proxy (and,
+    /// for [`Tf32x3`], to this thread), left alone until a wait retires these wgmmas; nothing
+    /// else touches the accumulators until then.
+    unsafe fn k_tile<Acc: Accumulators>(acc: &mut Acc, a_desc: u64, b_desc: u64, a_row: u32, offset: u32, kt: i32);
+}
+
+/// Two accumulators rounded to `M`'s 16-bit type and packed, `a` in the lower half.
+#[inline(always)]
+pub(super) fn pack<M: Math>(a: f32, b: f32) -> u32 {
+    if M::BF16 { pack_16x2::<true>(a, b) } else { pack_16x2::<false>(a, b) }
+}
+
+/// The shared address of the A-tile row whose 16 bytes thread `tid` gives `ldmatrix.x4` in
+/// warpgroup `cw`'s rows of a stage at `smem`, before the swizzle: rows 16*warp + lane%8 +
+/// 8*((lane/8)%2) (matrices 0 and 1: rows 0-7 and 8-15 of the warp's 16; 2 and 3: the same rows
+/// 16 bytes further along K, see [`Tf32x3`]).
+#[inline(always)]
+pub(super) fn a_row(smem: u32, cw: u32, tid: u32) -> u32 {
+    let (warp, lane) = ((tid % WARPGROUP as u32) / 32, tid % 32);
+    smem + (cw * 64 + warp * 16 + lane % 8 + 8 * ((lane / 8) % 2)) * ROW_BYTES as u32
+}
+
+/// Four steps of 32 bytes with both operands from shared memory, in wgmma type `TY`.
+///
+/// # Safety
+/// As [`Math::k_tile`].
+#[inline(always)]
+unsafe fn ss_k_tile<Acc: Accumulators, const TY: u32>(acc: &mut Acc, a_desc: u64, b_desc: u64, offset: u32, kt: i32) {
+    // Descriptor start fields count 16-byte units.
+    let at = (offset >> 4) as u64;
+    // SAFETY (the blocks below): as the caller guarantees; the fence orders the accumulator
+    // accesses before.
+    unsafe { acc.fence() };
+    unroll!(4: 4, ks => {
+        let step = at + ks as u64 * DESC_K16;
+        let scale = if ks == 0 { (kt != 0) as u32 } else { 1 };
+        unsafe { acc.mma::<TY>(a_desc + step, b_desc + step, scale) };
+    });
+    unsafe { commit_group() };
+}
+
+/// fp16 data.
+pub struct F16;
+/// bf16 data.
+pub struct Bf16;
+/// fp32 data as tf32.
+pub struct Tf32;
+/// fp32 data to fp32 accuracy by 3xTF32.
+pub struct Tf32x3;
+
+impl Math for F16 {
+    const SPEC: Spec = Spec::Half;
+    const BF16: bool = false;
+    #[inline(always)]
+    unsafe fn k_tile<Acc: Accumulators>(acc: &mut Acc, a_desc: u64, b_desc: u64, _a_row: u32, offset: u32, kt: i32) {
+        // SAFETY: as the caller guarantees.
+        unsafe { ss_k_tile::<Acc, { ty::F16 }>(acc, a_desc, b_desc, offset, kt) }
+    }
+}
+
+impl Math for Bf16 {
+    const SPEC: Spec = Spec::Half;
+    const BF16: bool = true;
+    #[inline(always)]
+    unsafe fn k_tile<Acc: Accumulators>(acc: &mut Acc, a_desc: u64, b_desc: u64, _a_row: u32, offset: u32, kt: i32) {
+        // SAFETY: as the caller guarantees.
+        unsafe { ss_k_tile::<Acc, { ty::BF16 }>(acc, a_desc, b_desc, offset, kt) }
+    }
+}
+
+impl Math for Tf32 {
+    const SPEC: Spec = Spec::Tf32;
+    const BF16: bool = false;
+    #[inline(always)]
+    unsafe fn k_tile<Acc: Accumulators>(acc: &mut Acc, a_desc: u64, b_desc: u64, _a_row: u32, offset: u32, kt: i32) {
+        // SAFETY: as the caller guarantees.
+        unsafe { ss_k_tile::<Acc, { ty::TF32 }>(acc, a_desc, b_desc, offset, kt) }
+    }
+}
+
+impl Math for Tf32x3 {
+    const SPEC: Spec = Spec::Tf32x3;
+    const BF16: bool = false;
+    /// Per step (8 channels, 32 bytes): `ldmatrix.x4` brings the thread's A fragment (as
+    /// [`Accumulators::mma_tf32_ra`] wants it: 8x8 "b16" matrices are 8 rows of 4 fp32, lane l
+    /// receiving row l/4, element l%4), split into hi = tf32(a) and lo = tf32(a - hi) (a - hi is
+    /// exact in fp32); then lo * B_hi, hi * B_lo, hi * B_hi, the small terms first. The B_lo
+    /// tile follows the B_hi tile (`Acc::N` rows further).
+    #[inline(always)]
+    unsafe fn k_tile<Acc: Accumulators>(acc: &mut Acc, _a_desc: u64, b_desc: u64, a_row: u32, offset: u32, kt: i32) {
+        let at = (offset >> 4) as u64;
+        let b_lo = b_desc + ((Acc::N * ROW_BYTES) >> 4) as u64;
+        let lane = thread_x() as u32 % 32;
+        // The thread's row sits at lane%8 within its 8-row swizzle group; its 16-byte chunk of
+        // step ks is 2ks (matrices 0, 1) or 2ks + 1 (2, 3).
+        let (r7, half) = (lane % 8, lane / 16);
+        let mut hi = [[0u32; 4]; 4];
+        let mut lo = [[0u32; 4]; 4];
+        unroll!(4: 4, ks => {
+            let chunk = 2 * ks as u32 + half;
+            // SAFETY: the whole warp together; a 16-byte aligned row chunk of the stage's A tile,
+            // which the full barrier made visible.
+            let raw = unsafe { ldmatrix_x4(a_row + offset + ((chunk ^ r7) << 4)) };
+            unroll!(4: 4, i => {
+                hi[ks][i] = tf32_rna(raw[i]);
+                lo[ks][i] = tf32_rna((f32::from_bits(raw[i]) - f32::from_bits(hi[ks][i])).to_bits());
+            });
+            pin4(&mut hi[ks]);
+            pin4(&mut lo[ks]);
+        });
+        // SAFETY (the blocks below): as the caller guarantees; the fence follows every write of
+        // the fragments and precedes the wgmmas that read them.
+        unsafe { acc.fence() };
+        unroll!(4: 4, ks => {
+            let step = at + ks as u64 * DESC_K16;
+            let scale = if ks == 0 { (kt != 0) as u32 } else { 1 };
+            unsafe {
+                acc.mma_tf32_ra(lo[ks], b_desc + step, scale);
+                acc.mma_tf32_ra(hi[ks], b_lo + step, 1);
+                acc.mma_tf32_ra(hi[ks], b_desc + step, 1);
+            }
+        });
+        unsafe { commit_group() };
+    }
+}
