@@ -159,10 +159,10 @@ struct ShapeArgs {
     #[command(flatten)]
     geometry: Geometry,
     /// How fp32 data may be multiplied: tf32 (TF32 tensor cores, PyTorch's default), fp32
-    /// (fp32 accuracy: 3xTF32 tensor cores or FMA) or fma (FMA kernels only). 16-bit data
-    /// ignores it.
-    #[arg(long, default_value = "fp32")]
-    precision: convrs::Precision,
+    /// (fp32 accuracy: 3xTF32 tensor cores or FMA) or fma (FMA kernels only). Default: a named
+    /// kernel's own (`convrs list`), fp32 for auto. 16-bit data ignores it.
+    #[arg(long)]
+    precision: Option<convrs::Precision>,
 }
 
 #[derive(clap::Args)]
@@ -272,7 +272,8 @@ fn info(device: usize) -> convrs::Result<Outcome> {
 
 #[allow(clippy::too_many_arguments)]
 fn run(device: usize, algo: Algorithm, dtype: Option<DType>, layout: Layout, tune: bool, s: &ShapeArgs, timing: TimingConfig, seed: u64, f32_out: bool) -> convrs::Result<Outcome> {
-    let p = problem(&s.shape, &s.geometry)?.with_precision(s.precision);
+    let own = algo.kernel().filter(|_| !tune).map_or(convrs::Precision::Fp32, |k| k.precision);
+    let p = problem(&s.shape, &s.geometry)?.with_precision(s.precision.unwrap_or(own));
     // The data's type: as given; else a named kernel's first, or fp32.
     let dtype = match (dtype, algo.dtypes().first()) {
         (Some(d), _) => d,
@@ -312,7 +313,7 @@ fn run(device: usize, algo: Algorithm, dtype: Option<DType>, layout: Layout, tun
 }
 
 fn explain(device: usize, s: &ShapeArgs, dtype: DType, layout: Layout, model: Option<&str>) -> convrs::Result<Outcome> {
-    let p = problem(&s.shape, &s.geometry)?.with_precision(s.precision);
+    let p = problem(&s.shape, &s.geometry)?.with_precision(s.precision.unwrap_or_default());
     let model = match model {
         Some(name) => DeviceModel::named(name)?,
         None => match Gpu::new(device) {
@@ -374,7 +375,9 @@ fn run_typed<T: Element, O: Element>(gpu: &Gpu, algo: Algorithm, p: &Conv2d, tim
     let reference = conv2d_cpu(p, &x, &w)?;
     let check = compare(y.data(), reference.data());
     let t = time_runs(gpu, timing, |_| prepared.enqueue(gpu))?;
-    let tol = bench::tolerance(T::DTYPE, O::DTYPE);
+    // At the precision of the kernel that ran (TF32 reads fp32 data with 10 mantissa bits).
+    let precision = prepared.algorithm().kernel().map_or(p.precision, |k| k.precision);
+    let tol = bench::tolerance_at(T::DTYPE, O::DTYPE, precision);
     println!("time      {:.4} ms (median of {} {}; min {:.4}, max {:.4})", t.median_ms, t.runs, sample_words(&t), t.min_ms, t.max_ms);
     println!("speed     {:.2} TFLOP/s", p.flops() / (t.median_ms * 1e-3) / 1e12);
     println!("max abs   {:.3e}", check.max_abs_err);

@@ -31,6 +31,8 @@ pub(super) unsafe fn consume<Acc: Accumulators, M: Math, const STAGES: usize, co
     let b_desc = desc_sw128(ring.smem + (BLOCK_M * ROW_BYTES) as u32);
     let a_row = a_row(ring.smem, cw, tid);
     let mut acc = Acc::ZERO;
+    // The running sum of `Math::finish` (3xTF32 only; unused otherwise).
+    let mut total = Acc::ZERO;
     let mut prev = 0u32;
     let mut kt = 0;
     while kt < ktiles {
@@ -45,7 +47,7 @@ pub(super) unsafe fn consume<Acc: Accumulators, M: Math, const STAGES: usize, co
         }
         // SAFETY: uniform control flow (every thread of the warpgroup runs every k-tile); stage
         // `at` is full and fenced, and the producer leaves it alone until its release below.
-        unsafe { M::k_tile(&mut acc, a_desc, b_desc, a_row, at.stage * ring.stage, kt) };
+        unsafe { M::k_tile(&mut acc, &mut total, a_desc, b_desc, a_row, at.stage * ring.stage, kt) };
         // Every k-tile, branch-free (`under` predicates its own work on kt).
         under(kt as u32);
         unsafe { acc.wait_1() };
@@ -61,5 +63,5 @@ pub(super) unsafe fn consume<Acc: Accumulators, M: Math, const STAGES: usize, co
     unsafe { acc.wait_0() };
     // SAFETY: the last k-tile's wgmmas retired with the others.
     unsafe { ring.release::<CLUSTER>(prev) };
-    acc
+    M::finish(acc, &total)
 }
