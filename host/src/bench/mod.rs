@@ -352,9 +352,13 @@ impl ShapeBench<'_> {
             group.kernels.push(row?);
         }
         drop(uploaded);
-        if T::DTYPE != DType::F32 {
-            group.nchw_user = self.nchw_user(&group, sets, &reference, progress)?;
-            if group.nchw_user.is_some() {
+        group.nchw_user = self.nchw_user(&group, sets, &reference, progress)?;
+        if group.nchw_user.is_some() {
+            if T::DTYPE == DType::F32 {
+                // The fp32 baselines above were given NCHW tensors already.
+                group.nchw_cudnn = group.cudnn.clone();
+                group.nchw_pytorch = Some(group.pytorch.clone());
+            } else {
                 self.nchw_baselines(&mut group, sets, &reference, progress)?;
             }
         }
