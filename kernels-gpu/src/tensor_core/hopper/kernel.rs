@@ -19,6 +19,9 @@
 //!   element strides {1, stride_w, stride_h, 1}, 64 channels per pixel, 128 pixels per column,
 //!   128B swizzle, zero fill; so the copy for output row m0 and tap (r, s) brings rows m0.. of
 //!   the im2col matrix, exactly the A tile step 3's addressing builds.
+//! - fp32 entries (`Math::Tf32`, `Math::Tf32x3`): both maps of FLOAT32 tensors, boxes of 32
+//!   channels (the same 128 bytes a row); under 3xTF32 the filter map is over the split filter,
+//!   {C, R*S, 2K}: rows 0..K the TF32 high parts, K..2K the remainders.
 //! - With `Schedule::SplitK`, `ws`, the workspace (`convrs_spec::split_k::workspace_bytes` for
 //!   the launch, its counters zero), where the grid's z slices meet.
 //!
