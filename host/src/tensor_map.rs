@@ -54,7 +54,7 @@ impl FilterMapKey {
     /// of channels, 1, rows}, 128-byte swizzle (the layout the kernels' wgmma descriptors
     /// read), zeros for elements outside the tensor (channel and output-channel tails).
     pub fn encode(&self) -> Result<[u8; 128]> {
-        let data_type = data_type(self.dtype)?;
+        let data_type = data_type(self.dtype);
         let dims = [self.c, self.taps, self.k];
         // Bytes from one index of dimensions 1 and 2 to the next (dimension 0 is contiguous);
         // the driver wants multiples of 16: C is a multiple of 8 in every plan that asks for a map.
@@ -88,12 +88,12 @@ impl FilterMapKey {
 
 /// The driver's name for an element type (fp32 copied as it is: the tensor cores read TF32
 /// from it).
-fn data_type(dtype: DType) -> Result<CUtensorMapDataType> {
-    Ok(match dtype {
+fn data_type(dtype: DType) -> CUtensorMapDataType {
+    match dtype {
         DType::F16 => CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
         DType::BF16 => CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
         DType::F32 => CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
-    })
+    }
 }
 
 /// The map's 128 bytes as the kernels read them.
@@ -162,7 +162,7 @@ impl InputMapKey {
     /// 128 pixels of 128 bytes of channels a copy, 128-byte swizzle (as the filter's boxes), zeros outside
     /// the tensor (padding, channel tails, rows past the last image).
     pub fn encode(&self) -> Result<[u8; 128]> {
-        let data_type = data_type(self.dtype)?;
+        let data_type = data_type(self.dtype);
         let [n, h, w, c] = self.dims;
         let dims = [c, w, h, n];
         let size = self.dtype.size() as u64;

@@ -57,61 +57,34 @@ pub(super) fn a_row(smem: u32, cw: u32, tid: u32) -> u32 {
     smem + (cw * 64 + warp * 16 + lane % 8 + 8 * ((lane / 8) % 2)) * ROW_BYTES as u32
 }
 
-/// Four steps of 32 bytes with both operands from shared memory, in wgmma type `TY`.
-///
-/// # Safety
-/// As [`Math::k_tile`].
-#[inline(always)]
-unsafe fn ss_k_tile<Acc: Accumulators, const TY: u32>(acc: &mut Acc, a_desc: u64, b_desc: u64, offset: u32, kt: i32) {
-    // Descriptor start fields count 16-byte units.
-    let at = (offset >> 4) as u64;
-    // SAFETY (the blocks below): as the caller guarantees; the fence orders the accumulator
-    // accesses before.
-    unsafe { acc.fence() };
-    unroll!(4: 4, ks => {
-        let step = at + ks as u64 * DESC_K16;
-        let scale = if ks == 0 { (kt != 0) as u32 } else { 1 };
-        unsafe { acc.mma::<TY>(a_desc + step, b_desc + step, scale) };
-    });
-    unsafe { commit_group() };
-}
-
+/// fp16, bf16 or tf32 data with both operands from shared memory (wgmma type `TY`, [`ty`]):
+/// four steps of 32 bytes a k-tile. One type for the three, which differ only in `TY`.
+pub struct SharedOperands<const TY: u32>;
 /// fp16 data.
-pub struct F16;
+pub type F16 = SharedOperands<{ ty::F16 }>;
 /// bf16 data.
-pub struct Bf16;
+pub type Bf16 = SharedOperands<{ ty::BF16 }>;
 /// fp32 data as tf32.
-pub struct Tf32;
+pub type Tf32 = SharedOperands<{ ty::TF32 }>;
 /// fp32 data to fp32 accuracy by 3xTF32.
 pub struct Tf32x3;
 
-impl Math for F16 {
-    const SPEC: Spec = Spec::Half;
-    const BF16: bool = false;
+impl<const TY: u32> Math for SharedOperands<TY> {
+    const SPEC: Spec = if TY == ty::TF32 { Spec::Tf32 } else { Spec::Half };
+    const BF16: bool = TY == ty::BF16;
     #[inline(always)]
     unsafe fn k_tile<Acc: Accumulators>(acc: &mut Acc, _total: &mut Acc, a_desc: u64, b_desc: u64, _a_row: u32, offset: u32, kt: i32) {
-        // SAFETY: as the caller guarantees.
-        unsafe { ss_k_tile::<Acc, { ty::F16 }>(acc, a_desc, b_desc, offset, kt) }
-    }
-}
-
-impl Math for Bf16 {
-    const SPEC: Spec = Spec::Half;
-    const BF16: bool = true;
-    #[inline(always)]
-    unsafe fn k_tile<Acc: Accumulators>(acc: &mut Acc, _total: &mut Acc, a_desc: u64, b_desc: u64, _a_row: u32, offset: u32, kt: i32) {
-        // SAFETY: as the caller guarantees.
-        unsafe { ss_k_tile::<Acc, { ty::BF16 }>(acc, a_desc, b_desc, offset, kt) }
-    }
-}
-
-impl Math for Tf32 {
-    const SPEC: Spec = Spec::Tf32;
-    const BF16: bool = false;
-    #[inline(always)]
-    unsafe fn k_tile<Acc: Accumulators>(acc: &mut Acc, _total: &mut Acc, a_desc: u64, b_desc: u64, _a_row: u32, offset: u32, kt: i32) {
-        // SAFETY: as the caller guarantees.
-        unsafe { ss_k_tile::<Acc, { ty::TF32 }>(acc, a_desc, b_desc, offset, kt) }
+        // Descriptor start fields count 16-byte units.
+        let at = (offset >> 4) as u64;
+        // SAFETY (the blocks below): as the caller guarantees; the fence orders the accumulator
+        // accesses before.
+        unsafe { acc.fence() };
+        unroll!(4: 4, ks => {
+            let step = at + ks as u64 * DESC_K16;
+            let scale = if ks == 0 { (kt != 0) as u32 } else { 1 };
+            unsafe { acc.mma::<TY>(a_desc + step, b_desc + step, scale) };
+        });
+        unsafe { commit_group() };
     }
 }
 
