@@ -231,7 +231,7 @@ pub fn launch<T: Element, O: Element>(gpu: &Gpu, plan: &LaunchPlan, problem: &Co
     let args = shape_args(problem, plan.out_dtype);
     let cfg = LaunchConfig { grid_dim: plan.grid, block_dim: plan.block, shared_mem_bytes: plan.shared_bytes };
     let filter_map = plan.filter_map_rows.map(|rows| gpu.filter_map(filter, &plan.filter_map_problem(problem), rows)).transpose()?;
-    let input_map = plan.input_map.then(|| gpu.input_map(input, problem)).transpose()?;
+    let input_map = plan.input_map.map(|kind| gpu.input_map(input, problem, kind)).transpose()?;
     let mut b = gpu.stream().launch_builder(&f);
     b.arg(input).arg(filter).arg(output);
     if let Some(map) = &filter_map {

@@ -7,7 +7,9 @@
 //! (one per layer and filter buffer), never by a device pointer that could be reused or written
 //! in place behind its back, and invalidated only by `set_filter`. Each [`DeviceConv::run`]
 //! transforms the input into the kernel's layout, runs the kernel, and transforms the output
-//! into the caller's layout, all enqueued on the GPU's stream.
+//! into the caller's layout, all enqueued on the GPU's stream; a kernel that reads the caller's
+//! layout as it is (`wgmma_nchw1x1_persistent` on NCHW) runs on the caller's tensors directly,
+//! with no transform and no copy ([`DeviceConv::direct`]).
 //!
 //! ```no_run
 //! use convrs::device_conv::DeviceConv;
@@ -105,11 +107,28 @@ impl<T: Element, O: Element> DeviceConv<T, O> {
         matches("input", input.dims(), input.layout(), self.problem.input_shape(), self.input_layout)?;
         matches("output", output.dims(), output.layout(), self.problem.output_shape(), self.output_layout)?;
         let run = *self.prepared.run_problem();
-        let (x, _) = self.prepared.operands_mut();
-        relayout_into(gpu, input.data(), input.dims(), input.layout(), x, run.input_shape(), self.kernel.layouts.0)?;
-        self.prepared.enqueue(gpu)?;
+        let (direct_in, direct_out) = self.direct();
+        if direct_in && direct_out {
+            return self.prepared.enqueue_with(gpu, Some(input.data()), Some(output.data_mut()));
+        }
+        if !direct_in {
+            let (x, _) = self.prepared.operands_mut();
+            relayout_into(gpu, input.data(), input.dims(), input.layout(), x, run.input_shape(), self.kernel.layouts.0)?;
+        }
+        if direct_out {
+            return self.prepared.enqueue_with(gpu, direct_in.then(|| input.data()), Some(output.data_mut()));
+        }
+        self.prepared.enqueue_with(gpu, direct_in.then(|| input.data()), None)?;
         let dims = output.dims();
         relayout_into(gpu, self.prepared.output_buffer(), run.output_shape(), self.kernel.layouts.2, output.data_mut(), dims, self.output_layout)
+    }
+
+    /// Whether the kernel reads the caller's input and writes the caller's output where they
+    /// are, with no transform: each where the kernel's layout is the caller's and nothing is
+    /// padded to the kernel's multiples.
+    pub fn direct(&self) -> (bool, bool) {
+        let same = *self.prepared.run_problem() == self.problem;
+        (same && self.kernel.layouts.0 == self.input_layout, same && self.kernel.layouts.2 == self.output_layout)
     }
 
     /// The kernel that runs.

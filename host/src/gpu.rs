@@ -202,13 +202,18 @@ impl Gpu {
         self.tensor_map(crate::tensor_map::MapKey::Filter(key))
     }
 
-    /// The device address of the im2col TMA tensor map of `input` (NHWC, `problem`'s sizes and
-    /// geometry), encoded and uploaded at the first request for it.
-    pub(crate) fn input_map<T: Element>(&self, input: &CudaSlice<T>, problem: &crate::Conv2d) -> Result<u64> {
+    /// The device address of the TMA tensor map of `input` of the given kind (im2col: NHWC,
+    /// `problem`'s sizes and geometry; planes: NCHW), encoded and uploaded at the first request
+    /// for it.
+    pub(crate) fn input_map<T: Element>(&self, input: &CudaSlice<T>, problem: &crate::Conv2d, kind: crate::plan::InputMap) -> Result<u64> {
+        use crate::tensor_map::{InputMapKey, MapKey, PlaneMapKey};
         use cudarc::driver::DevicePtr;
         let (address, _sync) = input.device_ptr(&self.stream);
-        let key = crate::tensor_map::InputMapKey::new(address, problem, T::DTYPE).map_err(Error::InvalidArgument)?;
-        self.tensor_map(crate::tensor_map::MapKey::Input(key))
+        let key = match kind {
+            crate::plan::InputMap::Im2col => MapKey::Input(InputMapKey::new(address, problem, T::DTYPE).map_err(Error::InvalidArgument)?),
+            crate::plan::InputMap::Planes => MapKey::Planes(PlaneMapKey::new(address, problem, T::DTYPE)),
+        };
+        self.tensor_map(key)
     }
 
     fn tensor_map(&self, key: crate::tensor_map::MapKey) -> Result<u64> {

@@ -36,9 +36,9 @@ pub struct LaunchPlan {
     /// the filter (KRSC, the input's 16-bit type) whose boxes are `rows` output channels by 64
     /// channels ([`crate::tensor_map`]); [`crate::launch`] builds it once per filter buffer.
     pub filter_map_rows: Option<u32>,
-    /// Whether the kernel takes one more pointer after the filter's map: an im2col TMA tensor
-    /// map of the input (NHWC, boxes of 128 pixels by 64 channels, [`crate::tensor_map`]).
-    pub input_map: bool,
+    /// `Some` if the kernel takes one more pointer after the filter's map: a TMA tensor map of
+    /// the input, of the kind given ([`crate::tensor_map`]).
+    pub input_map: Option<InputMap>,
     /// Bytes of workspace the kernel takes as its last pointer argument (after the maps): the
     /// split-K schedule's, where the grid's z slices meet (`convrs_spec::split_k`); 0 for none.
     /// Whoever runs the plan owns it ([`crate::workspace::Workspace`]).
@@ -49,22 +49,33 @@ pub struct LaunchPlan {
     pub split_filter: bool,
 }
 
+/// The kinds of TMA tensor map of the input a kernel may take.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum InputMap {
+    /// NHWC read in im2col mode for the problem's geometry: boxes of 128 output pixels' taps by
+    /// 128 bytes of channels.
+    Im2col,
+    /// NCHW read as planes: a 3-D tensor {H*W, C, N}, boxes of 64 pixels by 64 channels of one
+    /// image (`convrs_spec::hopper::Producer::Planes`).
+    Planes,
+}
+
 impl LaunchPlan {
     /// A plan that launches `kernel` on `grid` blocks of `block` threads with `shared_bytes` of
     /// dynamic shared memory, reading `dtype` and writing fp32, predicted to take `predicted_us`;
     /// no tensor maps, no workspace.
     ///
     /// ```
-    /// use convrs::plan::LaunchPlan;
+    /// use convrs::plan::{InputMap, LaunchPlan};
     /// use convrs::DType;
     /// let plan = LaunchPlan::new("wgmma_ws_tma_splitk_128x64k64", (12, 1, 4), (384, 1, 1), 197_760, DType::F16, 9.5)
     ///     .with_filter_map(64)
     ///     .with_input_map()
     ///     .with_workspace(1 << 20);
-    /// assert_eq!((plan.filter_map_rows, plan.input_map, plan.workspace_bytes), (Some(64), true, 1 << 20));
+    /// assert_eq!((plan.filter_map_rows, plan.input_map, plan.workspace_bytes), (Some(64), Some(InputMap::Im2col), 1 << 20));
     /// ```
     pub fn new(kernel: &'static str, grid: (u32, u32, u32), block: (u32, u32, u32), shared_bytes: u32, dtype: DType, predicted_us: f64) -> Self {
-        LaunchPlan { kernel, grid, block, shared_bytes, dtype, out_dtype: DType::F32, predicted_us, filter_map_rows: None, input_map: false, workspace_bytes: 0, split_filter: false }
+        LaunchPlan { kernel, grid, block, shared_bytes, dtype, out_dtype: DType::F32, predicted_us, filter_map_rows: None, input_map: None, workspace_bytes: 0, split_filter: false }
     }
 
     /// The same plan reading the filter split for 3xTF32 ([`LaunchPlan::split_filter`]).
@@ -91,7 +102,12 @@ impl LaunchPlan {
 
     /// The same plan taking the input's im2col tensor map.
     pub fn with_input_map(self) -> Self {
-        LaunchPlan { input_map: true, ..self }
+        LaunchPlan { input_map: Some(InputMap::Im2col), ..self }
+    }
+
+    /// The same plan taking the input's plane map ([`InputMap::Planes`]).
+    pub fn with_plane_map(self) -> Self {
+        LaunchPlan { input_map: Some(InputMap::Planes), ..self }
     }
 
     /// The same plan taking a workspace of `bytes` (none for 0).

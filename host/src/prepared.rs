@@ -110,8 +110,8 @@ impl<T: Element, O: Element> Prepared<T, O> {
         if let Some(rows) = plan.filter_map_rows {
             gpu.filter_map(w_split.as_ref().unwrap_or(&w), &plan.filter_map_problem(&run), rows)?;
         }
-        if plan.input_map {
-            gpu.input_map(&x, &run)?;
+        if let Some(kind) = plan.input_map {
+            gpu.input_map(&x, &run, kind)?;
         }
         let ws = Workspace::for_plan(gpu, &plan)?;
         Ok(Prepared { kernel, plan, problem: *problem, run, x, w, w_split, y, ws })
@@ -152,6 +152,19 @@ impl<T: Element, O: Element> Prepared<T, O> {
             Some(split) => crate::device_tensor::split_tf32(gpu, &self.w, split),
             None => Ok(()),
         }
+    }
+
+    /// Enqueues one run that reads `x` in place of the own input buffer and writes `y` in place
+    /// of the own output buffer (each `None`: the own), both in the kernel's layouts and sized for
+    /// the run problem: [`crate::launch`] checks the lengths and builds an input map for `x`.
+    pub(crate) fn enqueue_with(&mut self, gpu: &Gpu, x: Option<&CudaSlice<T>>, y: Option<&mut CudaSlice<O>>) -> Result<()> {
+        let x = x.unwrap_or(&self.x);
+        let w = self.w_split.as_ref().unwrap_or(&self.w);
+        let y = match y {
+            Some(y) => y,
+            None => &mut self.y,
+        };
+        launch(gpu, &self.plan, &self.run, x, w, y, &mut self.ws)
     }
 
     /// The output buffer (the run problem's output in the kernel's layout).

@@ -1,8 +1,8 @@
 //! TMA tensor maps of filters, for the kernels whose plans set
 //! [`LaunchPlan::filter_map_rows`](crate::plan::LaunchPlan::filter_map_rows) (the
-//! warp-specialized Hopper kernels, `wgmma_ws_nhwc*`), and of inputs in im2col mode, for those
-//! that set [`LaunchPlan::input_map`](crate::plan::LaunchPlan::input_map) (step 7,
-//! `wgmma_tma_nhwc*`).
+//! warp-specialized Hopper kernels), and of inputs, for those that set
+//! [`LaunchPlan::input_map`](crate::plan::LaunchPlan::input_map): in im2col mode (NHWC, step 7
+//! on) or as NCHW planes (step 9, `wgmma_nchw1x1_persistent`).
 //!
 //! A map is 128 opaque bytes that the driver encodes (`cuTensorMapEncodeTiled`,
 //! `cuTensorMapEncodeIm2col`) from the tensor's address, sizes and strides and the box one copy
@@ -196,11 +196,64 @@ impl InputMapKey {
     }
 }
 
+/// What a plane map encodes: an NCHW input read as C x H*W planes
+/// (`convrs_spec::hopper::Producer::Planes`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct PlaneMapKey {
+    /// The NCHW input's device address.
+    pub address: u64,
+    /// H*W, C, N.
+    pub dims: [u64; 3],
+    pub dtype: DType,
+}
+
+impl PlaneMapKey {
+    pub fn new(address: u64, problem: &Conv2d, dtype: DType) -> Self {
+        let p = problem;
+        PlaneMapKey { address, dims: [(p.h * p.w) as u64, p.c as u64, p.n as u64], dtype }
+    }
+
+    /// The driver's encoding: a 3-D tensor {H*W, C, N} (innermost first), boxes of {128 bytes
+    /// of pixels, 128 bytes' worth of channels, 1 image}, 128-byte swizzle (the MN-major layout
+    /// the kernels' B descriptors read), zeros outside the tensor (pixel and channel tails,
+    /// images past N). The byte strides must be multiples of 16: H*W is a multiple of 8 in every
+    /// plan that asks for this map.
+    pub fn encode(&self) -> Result<[u8; 128]> {
+        let size = self.dtype.size() as u64;
+        let [hw, c, _] = self.dims;
+        let strides = [size * hw, size * hw * c];
+        let boxes = [box_channels(self.dtype), box_channels(self.dtype), 1];
+        let element_strides = [1u32; 3];
+        let mut map = CUtensorMap { opaque: [0; 16] };
+        // SAFETY: every pointer addresses an array of the rank (3, or 2 for the strides) the call
+        // is given; `map` is a 64-byte aligned CUtensorMap the driver writes and nothing else.
+        let r = unsafe {
+            cuTensorMapEncodeTiled(
+                &mut map,
+                data_type(self.dtype),
+                3,
+                self.address as *mut core::ffi::c_void,
+                self.dims.as_ptr(),
+                strides.as_ptr(),
+                boxes.as_ptr(),
+                element_strides.as_ptr(),
+                CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
+                CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
+                CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+                CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+            )
+        };
+        r.result().map_err(|e| Error::Cuda(format!("encoding the input's plane tensor map ({self:?}): {e}")))?;
+        Ok(bytes_of(map))
+    }
+}
+
 /// Any map's key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum MapKey {
     Filter(FilterMapKey),
     Input(InputMapKey),
+    Planes(PlaneMapKey),
 }
 
 impl MapKey {
@@ -208,6 +261,7 @@ impl MapKey {
         match self {
             MapKey::Filter(k) => k.encode(),
             MapKey::Input(k) => k.encode(),
+            MapKey::Planes(k) => k.encode(),
         }
     }
 }

@@ -67,6 +67,11 @@ macro_rules! hopper_configs {
             (WsTma,      SplitK,     1,      128, 6, wgmma_ws_tma_splitk_128x128k64, wgmma_ws_tma_splitk_bf16_128x128k64)
             (WsTma,      SplitK,     1,       64, 8, wgmma_ws_tma_splitk_128x64k64, wgmma_ws_tma_splitk_bf16_128x64k64)
             (WsTma,      SplitK,     1,       32, 8, wgmma_ws_tma_splitk_128x32k64, wgmma_ws_tma_splitk_bf16_128x32k64)
+            // Step 9: NCHW data, 1x1 stride 1: a GEMM per image, the filter as A and the image's
+            // C x HW plane as an MN-major B, both by tiled TMA; NCHW out, no transform.
+            (Planes,     Persistent, 1,      256, 4, wgmma_nchw1x1_persistent_128x256k64, wgmma_nchw1x1_persistent_bf16_128x256k64)
+            (Planes,     Persistent, 1,      128, 6, wgmma_nchw1x1_persistent_128x128k64, wgmma_nchw1x1_persistent_bf16_128x128k64)
+            (Planes,     Persistent, 1,       64, 8, wgmma_nchw1x1_persistent_128x64k64, wgmma_nchw1x1_persistent_bf16_128x64k64)
         }
     };
 }
@@ -79,12 +84,12 @@ macro_rules! hopper_f32_configs {
     ($callback:path $(, $ctx:tt)*) => {
         $callback! { $($ctx)*
             // math    producer schedule    cluster BN  stages entry
-            // Step 9: TF32, step 7's kernel with `wgmma .tf32` on 32-channel k-tiles.
+            // Step 10: TF32, step 7's kernel with `wgmma .tf32` on 32-channel k-tiles.
             (Tf32,     WsTma,   Persistent, 1,      256, 4, wgmma_ws_tma_persistent_tf32_128x256k32)
             (Tf32,     WsTma,   Persistent, 1,      128, 6, wgmma_ws_tma_persistent_tf32_128x128k32)
             (Tf32,     WsTma,   Persistent, 1,       64, 8, wgmma_ws_tma_persistent_tf32_128x64k32)
             (Tf32,     WsTma,   Persistent, 1,       32, 8, wgmma_ws_tma_persistent_tf32_128x32k32)
-            // Step 10: 3xTF32, each stage with the filter's high and low TF32 parts, the
+            // Step 11: 3xTF32, each stage with the filter's high and low TF32 parts, the
             // activations split in registers: three wgmmas a step.
             (Tf32x3,   WsTma,   Persistent, 1,      128, 4, wgmma_ws_tma_persistent_3xtf32_128x128k32)
             (Tf32x3,   WsTma,   Persistent, 1,       64, 6, wgmma_ws_tma_persistent_3xtf32_128x64k32)
@@ -155,6 +160,24 @@ pub enum Producer {
     /// Warp-specialized, one producer thread issuing both copies by TMA, the activations in
     /// im2col mode. Arguments `(x, w, y, wmap, xmap, shape)`: `xmap` the input's im2col map.
     WsTma,
+    /// Warp-specialized, one producer thread issuing tiled TMA copies of NCHW data for a 1x1,
+    /// stride-1, unpadded convolution, which is a GEMM per image: Y[n] (K x HW) = W (K x C) *
+    /// X[n] (C x HW). The GEMM's rows are output channels (the filter, K-major, is A) and its
+    /// columns pixels (the image's C x HW plane, pixels contiguous, is an MN-major B), so the
+    /// output tile is NCHW as it stands. Arguments as [`Producer::WsTma`], `xmap` the input's
+    /// plane map ([`PLANE_BOX_PIXELS`]).
+    Planes,
+}
+
+/// Pixels of one plane-map copy ([`Producer::Planes`]): one 128-byte swizzle row of 16-bit
+/// data. A tile `bn` pixels wide is `bn / 64` copies, and each image's pixels are padded to a
+/// multiple of it in the GEMM's columns ([`plane_columns`]), so that no copy crosses images.
+pub const PLANE_BOX_PIXELS: usize = 64;
+
+/// GEMM columns per image of the [`Producer::Planes`] kernels: H*W rounded up to whole
+/// [`PLANE_BOX_PIXELS`].
+pub const fn plane_columns(hw: usize) -> usize {
+    hw.div_ceil(PLANE_BOX_PIXELS) * PLANE_BOX_PIXELS
 }
 
 /// How the output tiles are handed to the CTAs.
@@ -197,6 +220,7 @@ impl Policy {
             (Producer::WsTma, Schedule::Persistent, 1, Math::Half) => "wgmma_ws_tma_persistent",
             (Producer::WsTma, Schedule::Persistent, 2, Math::Half) => "wgmma_ws_tma_persistent_cluster2",
             (Producer::WsTma, Schedule::SplitK, 1, Math::Half) => "wgmma_ws_tma_splitk",
+            (Producer::Planes, Schedule::Persistent, 1, Math::Half) => "wgmma_nchw1x1_persistent",
             (Producer::WsTma, Schedule::Persistent, 1, Math::Tf32) => "wgmma_ws_tma_persistent_tf32",
             (Producer::WsTma, Schedule::Persistent, 1, Math::Tf32x3) => "wgmma_ws_tma_persistent_3xtf32",
             _ => "",
@@ -207,7 +231,7 @@ impl Policy {
     pub const fn threads(self) -> usize {
         match self.producer {
             Producer::Multistage => 2 * WARPGROUP,
-            Producer::WsCpAsync | Producer::WsTma => 3 * WARPGROUP,
+            Producer::WsCpAsync | Producer::WsTma | Producer::Planes => 3 * WARPGROUP,
         }
     }
 
@@ -221,9 +245,10 @@ impl Policy {
         self.warp_specialized()
     }
 
-    /// Whether the kernel takes the input's im2col TMA map after the filter's.
+    /// Whether the kernel takes the input's TMA map (im2col, or [`Producer::Planes`]'s tiled
+    /// map of NCHW planes) after the filter's.
     pub const fn input_map(self) -> bool {
-        matches!(self.producer, Producer::WsTma)
+        matches!(self.producer, Producer::WsTma | Producer::Planes)
     }
 
     /// Whether a grid walks the tiles on fewer CTAs than tiles.
@@ -242,7 +267,7 @@ impl Policy {
 pub struct Config {
     /// What the kernel does.
     pub policy: Policy,
-    /// Block tile columns (GEMM N = output channels).
+    /// Block tile columns (GEMM N: output channels; pixels under [`Producer::Planes`]).
     pub bn: usize,
     /// k-tiles the shared ring holds.
     pub stages: usize,
@@ -281,9 +306,9 @@ impl Config {
     }
 
     /// Output channels per filter copy (the filter map's box rows): the tile's share of one CTA
-    /// of its cluster.
+    /// of its cluster; under [`Producer::Planes`] the filter is the A tile, [`BLOCK_M`] rows.
     pub const fn filter_box_rows(&self) -> usize {
-        self.bn / self.policy.cluster
+        if matches!(self.policy.producer, Producer::Planes) { BLOCK_M } else { self.bn / self.policy.cluster }
     }
 
     /// The entry point for fp16 (`bf16` false) or bf16 data; an fp32 configuration's one entry.
@@ -384,6 +409,8 @@ const fn check(c: &Config) {
         // The 128-thread cp.async producer copies 4 rows a thread; narrow tiles only with TMA.
         Producer::WsCpAsync => assert!(c.bn >= 128, "cp.async producers take tiles 128 or 256 wide"),
         Producer::WsTma => {}
+        // Each tile is whole plane copies; the filter copy is the A tile (no multicast).
+        Producer::Planes => assert!(c.bn % PLANE_BOX_PIXELS == 0 && p.cluster == 1 && matches!(p.math, Math::Half) && !p.split_k(), "plane producers: tiles of whole 64-pixel copies, no cluster, 16-bit, unsplit"),
     }
     if p.split_k() {
         assert!(p.cluster == 1 && matches!(p.producer, Producer::WsTma) && c.bn <= split_k::MAX_BN, "split-K: im2col TMA, no cluster, BN <= split_k::MAX_BN");

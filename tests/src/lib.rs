@@ -94,6 +94,28 @@ pub fn conv_problems_with((n_mult, c_mult, k_mult): (usize, usize, usize)) -> im
         .prop_filter("filter must fit the padded input", |(p, _)| p.validate().is_ok())
 }
 
+/// Whether `algo` is the Hopper kernel on NCHW planes (`Producer::Planes`), which takes only
+/// 1x1 filters at stride 1 without padding, on H*W a multiple of 8.
+pub fn is_planes(algo: Algorithm) -> bool {
+    matches!(algo, Algorithm::Wgmma(p) if p.producer == convrs_spec::hopper::Producer::Planes)
+}
+
+/// Random problems of the plane kernel's kind: 1x1, stride 1, unpadded, batch 1 to 20, C and K
+/// odd as often as not (C runs zero-padded to 8), H*W a multiple of 8 with H or W odd, dilation
+/// (which a 1x1 filter ignores) 1 to 3.
+pub fn conv_1x1_plane_problems() -> impl Strategy<Value = (Conv2d, u64)> {
+    (1usize..=20, 1usize..=200, 1usize..=300, (1usize..=24, 1usize..=6, any::<bool>()), 1usize..=3, any::<u64>()).prop_map(|(n, c, k, (free, eights, flip), dil, seed)| {
+        let (h, w) = if flip { (free, 8 * eights) } else { (8 * eights, free) };
+        (Conv2d { n, c, h, w, k, r: 1, s: 1, pad: (0, 0), stride: (1, 1), dilation: (dil, dil), precision: Default::default() }, seed)
+    })
+}
+
+/// The random problems a property test of `algo` draws: [`conv_problems_with`] its multiples,
+/// or for the plane kernel [`conv_1x1_plane_problems`].
+pub fn problems_for(algo: Algorithm) -> BoxedStrategy<(Conv2d, u64)> {
+    if is_planes(algo) { conv_1x1_plane_problems().boxed() } else { conv_problems_with(size_multiples(algo)).boxed() }
+}
+
 /// The output element type a GPU check asks of a kernel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Out {
@@ -182,8 +204,7 @@ pub fn check_shapes_both_outputs(gpu: &Gpu, algo: Algorithm, dtype: DType, shape
     }
 }
 
-/// Property test: `cases` random problems (see [`conv_problems_with`], with the sizes `algo`
-/// needs) through `algo` on `dtype` data, each within [`tolerance`] of the CPU reference with
+/// Property test: `cases` random problems (see [`problems_for`]) through `algo` on `dtype` data, each within [`tolerance`] of the CPU reference with
 /// every output written; the output type alternates with the case's seed (the input's type, or
 /// fp32), so a 16-bit kernel is checked writing both. Problems the algorithm reports as
 /// unsupported are counted and must stay a minority.
@@ -193,7 +214,7 @@ pub fn property_test_gpu(gpu: &Gpu, algo: Algorithm, dtype: DType, cases: u32) {
     let ran = std::cell::Cell::new(0u32);
     let unsupported = std::cell::Cell::new(0u32);
     let f32_outputs = std::cell::Cell::new(0u32);
-    let result = runner.run(&conv_problems_with(size_multiples(algo)), |(p, seed)| {
+    let result = runner.run(&problems_for(algo), |(p, seed)| {
         let out = if seed & 1 == 1 { Out::F32 } else { Out::Input };
         match gpu_vs_cpu_to(gpu, algo, dtype, &p, seed, out) {
             Err(convrs::Error::Unsupported { .. }) => unsupported.set(unsupported.get() + 1),
@@ -239,8 +260,18 @@ pub fn sixteen_bit_rounding_shapes() -> [Conv2d; 3] {
     [Conv2d::new(3, 24, 13, 11, 40, 3, 3).with_pad(1), Conv2d::new(2, 136, 20, 20, 136, 1, 1), Conv2d::new(1, 5, 9, 9, 7, 3, 3)]
 }
 
+/// Which of [`sixteen_bit_rounding_shapes`] `algo` is checked on: all, but the plane kernel's
+/// the 1x1 one.
+pub fn rounding_shapes_taken(algo: Algorithm) -> Vec<usize> {
+    if is_planes(algo) { vec![1] } else { vec![0, 1, 2] }
+}
+
 fn sixteen_bit_rounding<T: convrs::Element>(gpu: &Gpu, algo: Algorithm) {
     for (i, p) in sixteen_bit_rounding_shapes().iter().enumerate() {
+        // The plane kernel takes only the 1x1 shape ([`rounding_shapes_taken`]).
+        if !rounding_shapes_taken(algo).contains(&i) {
+            continue;
+        }
         let x = Tensor::random(p.input_shape(), Layout::Nchw, 50 + i as u64).unwrap().map(T::from_f32);
         let w = Tensor::random(p.filter_shape(), Layout::Nchw, 60 + i as u64).unwrap().map(T::from_f32);
         let y32 = conv2d_to::<T, f32>(gpu, algo, p, &x, &w).unwrap();

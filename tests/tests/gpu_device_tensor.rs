@@ -212,3 +212,26 @@ fn time_one<T: Element>(
     let t = convrs::timing::time_runs(&gpu, convrs::timing::TimingConfig::new(3, 20), |i| f(gpu, &srcs[i % sets], sd, sl, &mut dsts[i % sets], dd, dl)).unwrap();
     t.median_ms
 }
+
+/// The NCHW plane kernel runs on the caller's NCHW tensors where they are (`DeviceConv::direct`:
+/// no transform, no copy), and through the padded copy where C is not a multiple of 8; both
+/// against the CPU reference, the caller's output poisoned first so that nothing stale passes.
+#[test]
+fn device_conv_runs_the_plane_kernel_on_the_callers_tensors() {
+    let Some(gpu) = convrs_tests::hopper_or_skip("device_conv_runs_the_plane_kernel_on_the_callers_tensors") else { return };
+    let planes: Algorithm = "wgmma_nchw1x1_persistent".parse().unwrap();
+    for (p, direct) in [(Conv2d::new(3, 72, 12, 10, 40, 1, 1), (true, true)), (Conv2d::new(2, 20, 8, 5, 264, 1, 1), (false, false))] {
+        for seed in [1, 2] {
+            let x = Tensor::random(p.input_shape(), Layout::Nchw, seed).unwrap().map(bf16::from_f32);
+            let w = Tensor::random(p.filter_shape(), Layout::Nchw, seed + 10).unwrap().map(bf16::from_f32);
+            let (dx, dw) = (DeviceTensor::upload(&gpu, &x).unwrap(), DeviceTensor::upload(&gpu, &w).unwrap());
+            let mut conv = DeviceConv::<bf16>::new(&gpu, planes, &p, &dw, Layout::Nchw, Layout::Nchw).unwrap();
+            assert_eq!(conv.direct(), direct, "{p}");
+            let mut y = conv.new_output(&gpu).unwrap();
+            gpu.poison(y.data_mut()).unwrap();
+            conv.run(&gpu, &dx, &mut y).unwrap();
+            let c = compare(y.download(&gpu).unwrap().data(), conv2d_cpu(&p, &x, &w).unwrap().data());
+            assert!(c.non_finite == 0 && c.passes(tolerance(convrs::DType::BF16, convrs::DType::BF16)), "{p}, seed {seed}: {c}");
+        }
+    }
+}

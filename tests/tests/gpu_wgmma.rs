@@ -57,18 +57,38 @@ fn wgmma_matches_cpu_on_named_shapes() {
     ];
     for (algo, dtype) in hopper() {
         // Split-K refuses what it cannot split (one k-tile, or tiles that fill the GPU): the
-        // shapes it takes must all pass, and it must take the two built for it.
+        // shapes it takes must all pass, and it must take the two built for it. The plane kernel
+        // takes the 1x1 stride-1 shapes on H*W a multiple of 8, and has its own.
         let k = algo.kernel().unwrap();
-        let taken: Vec<Conv2d> = shapes.iter().copied().filter(|p| k.plan(&k.run_problem(&p.with_precision(k.precision)), dtype, gpu.model()).is_ok()).collect();
+        let takes = |p: &Conv2d| k.plan(&k.run_problem(&p.with_precision(k.precision)), dtype, gpu.model()).is_ok();
+        let mut taken: Vec<Conv2d> = shapes.iter().copied().filter(takes).collect();
         if let Algorithm::Wgmma(policy) = algo {
             if policy.split_k() {
                 assert!(taken.contains(&shapes[13]) && taken.contains(&shapes[14]), "{algo} refused a shape built for it");
+            } else if convrs_tests::is_planes(algo) {
+                assert_eq!(taken, [shapes[10]], "{algo}");
+                assert!(plane_shapes().iter().all(takes), "{algo} refused a plane shape");
+                taken.extend(plane_shapes());
             } else {
                 assert_eq!(taken.len(), shapes.len(), "{algo} refused a named shape");
             }
         }
         check_shapes_both_outputs(&gpu, algo, dtype, &taken, 11);
     }
+}
+
+/// The plane kernel's named shapes (1x1, stride 1, H*W a multiple of 8): every tile width and
+/// ring depth, pixels ragged against the 64-pixel copies and the tiles (so tiles straddle
+/// images), K ragged against the 128-row tile, C below, at and past one k-tile, batch 1 and 20.
+fn plane_shapes() -> [Conv2d; 6] {
+    [
+    Conv2d::new(2, 256, 14, 16, 512, 1, 1),  // 224 pixels: 3.5 copies an image; K four row tiles
+    Conv2d::new(1, 64, 56, 56, 64, 1, 1),    // ResNet's 56x56 at batch 1, K half a row tile
+    Conv2d::new(20, 40, 8, 9, 264, 1, 1),    // 72 pixels, C < 64, K = 2 tiles + 8, 20 images
+    Conv2d::new(3, 136, 20, 20, 136, 1, 1),  // C = 2 k-tiles + 8
+    Conv2d::new(1, 512, 20, 20, 256, 1, 1),  // YOLOv8's batch-1 layer
+    Conv2d::new(4, 8, 1, 8, 8, 1, 1),        // one row of 8 pixels, C = K = 8
+    ]
 }
 
 /// The 16-bit epilogue rounds the fp32 accumulators and does nothing else.
@@ -84,7 +104,8 @@ fn wgmma_sixteen_bit_outputs_are_the_rounded_fp32_outputs() {
 #[test]
 fn wgmma_plans_refuse_other_devices() {
     for (algo, dtype) in hopper() {
-        let p = Conv2d::new(2, 64, 9, 9, 64, 3, 3).with_pad(1).with_precision(algo.kernel().unwrap().precision);
+        let p = if convrs_tests::is_planes(algo) { Conv2d::new(2, 64, 8, 8, 64, 1, 1) } else { Conv2d::new(2, 64, 9, 9, 64, 3, 3).with_pad(1) };
+        let p = p.with_precision(algo.kernel().unwrap().precision);
         assert!(algo.plan(&p, dtype, &DeviceModel::named("h100").unwrap()).is_ok(), "{algo}");
         match algo.plan(&p, dtype, &DeviceModel::named("a100").unwrap()) {
             Err(Error::Unsupported { reason, .. }) => assert!(reason.contains("compute capability 9.0"), "{reason}"),
@@ -102,7 +123,8 @@ fn wgmma_kernels_take_the_rounding_shapes() {
     let d = DeviceModel::named("h100").unwrap();
     for (algo, dtype) in hopper_16bit() {
         let k = algo.kernel().unwrap();
-        for p in convrs_tests::sixteen_bit_rounding_shapes() {
+        let shapes = convrs_tests::sixteen_bit_rounding_shapes();
+        for p in convrs_tests::rounding_shapes_taken(algo).into_iter().map(|i| shapes[i]) {
             if let Err(e) = k.plan(&k.run_problem(&p), dtype, &d) {
                 panic!("{algo} ({dtype}) refuses {p}: {e}");
             }
@@ -120,7 +142,7 @@ fn wgmma_kernels_take_most_random_problems() {
     let d = DeviceModel::named("h100").unwrap();
     for (algo, dtype) in hopper() {
         let k = algo.kernel().unwrap();
-        let strategy = convrs_tests::conv_problems_with(k.multiples);
+        let strategy = convrs_tests::problems_for(algo);
         let mut runner = TestRunner::deterministic();
         let refused = (0..400).filter(|_| k.plan(&k.run_problem(&strategy.new_tree(&mut runner).unwrap().current().0.with_precision(k.precision)), dtype, &d).is_err()).count();
         assert!(refused * 5 <= 400, "{algo} ({dtype}) refuses {refused} of 400 random problems");

@@ -53,11 +53,18 @@ fn wgmma_entries_hold_their_policy_and_nothing_else_is_in_the_module() {
             // Activations by cp.async need the generic-to-async proxy fence before wgmma reads
             // them; by TMA (im2col mode) they need none. (The barrier initialisation's fence
             // comes with one of its own.)
-            let im2col = p.input_map();
+            // NCHW planes come by tiled TMA (3-D, like the filter) and are read as an MN-major
+            // B: every wgmma with the transpose-B immediate set, and no other wgmma's.
+            let planes = p.producer == Producer::Planes;
+            let by_tma = p.input_map();
             let fences = count("fence.proxy.async.shared::cta") - count("fence.mbarrier_init");
-            assert_eq!(fences >= 1, !im2col, "{name}: proxy fence");
-            assert_eq!(count("cp.async.cg.shared.global") >= 1, !im2col, "{name}: cp.async activations");
-            assert_eq!(count("cp.async.bulk.tensor.4d.shared::cluster.global.im2col") >= 1, im2col, "{name}: im2col TMA");
+            assert_eq!(fences >= 1, !by_tma, "{name}: proxy fence");
+            assert_eq!(count("cp.async.cg.shared.global") >= 1, !by_tma, "{name}: cp.async activations");
+            assert_eq!(count("cp.async.bulk.tensor.4d.shared::cluster.global.im2col") >= 1, by_tma && !planes, "{name}: im2col TMA");
+            if p.math == Math::Half {
+                let transposed = body.lines().filter(|l| l.contains("wgmma.mma_async") && l.trim_end().ends_with(", 0, 1;")).count();
+                assert_eq!(transposed, if planes { count(&mma) } else { 0 }, "{name}: transpose-B wgmmas");
+            }
             // The split-K entries alone take a workspace (one more pointer parameter) and meet in it.
             let pointers = body[..body.find(')').unwrap()].matches(".param .u64").count();
             let expected = 3 + p.filter_map() as usize + p.input_map() as usize + p.split_k() as usize;

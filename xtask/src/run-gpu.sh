@@ -71,10 +71,13 @@ if [[ " $steps " == *" sanitize "* ]]; then
   else
     # Odd sizes with padding (edge tiles, predication, 4-byte copies); a W%4==0 3x3 (16-byte copies);
     # the 6x6 speed-target geometry; stride 2 with a 7x7 filter; dilation 2 (generic filter path);
-    # then shapes with N, C, K multiples of 16 (and ragged spatial sizes) for the tensor-core kernels.
+    # then shapes with N, C, K multiples of 16 (and ragged spatial sizes) for the tensor-core kernels;
     shapes=("2,5,23,37,6,3,3 --pad 2" "1,3,32,64,16,3,3 --pad 1" "1,6,70,64,6,6,6" "2,3,33,35,9,7,7 --pad 3 --stride 2"
             "1,4,29,31,20,3,3 --pad 2 --dilation 2" "16,32,15,13,48,3,3 --pad 1" "32,16,9,11,16,1,1 --stride 2"
-            "16,48,12,10,48,5,5 --pad 2 --dilation 2")
+            "16,48,12,10,48,5,5 --pad 2 --dilation 2"
+            # 1x1 stride 1 on H*W multiples of 8, what the NCHW plane kernel takes: pixels ragged
+            # against its copies and tiles, C and K ragged against its k-tile and row tile.
+            "3,72,12,10,40,1,1" "20,40,8,9,264,1,1" "2,136,14,16,200,1,1")
     log="$out/sanitize.log"
     # Every kernel in every element type it reads (`convrs list`: name, family, types as
     # fp16/bf16); SANITIZE_ALGOS (space-separated NAME or NAME:TYPE) narrows the sweep to the

@@ -109,6 +109,13 @@ impl GroupResult {
         fastest(self.kernels.iter().filter(|k| !reads_tf32(k)))
     }
 
+    /// The fastest kernel whose input, filter and output are all in `layout` (conversion
+    /// untimed), at this precision.
+    pub fn best_kernel_in(&self, layout: crate::Layout) -> Option<&Measurement> {
+        let all_in = |m: &&Measurement| crate::registry::by_name(&m.name).is_some_and(|k| k.layouts == (layout, layout, layout));
+        fastest(self.kernels.iter().filter(|k| !reads_tf32(k)).filter(all_in))
+    }
+
     /// The fastest kernel in the caller's layouts ([`Measurement::user_layout`]) at this
     /// precision: the judged one.
     pub fn best_user_kernel(&self) -> Option<&Measurement> {

@@ -8,7 +8,7 @@
 //! lowest predicted time. The cost model is `wmma_nhwc`'s wave model (`plan::model`) with one
 //! rate per configuration ([`RATES`]), fitted to the H100.
 
-use convrs_spec::hopper::{Config, Math, Policy, Producer, Schedule, BLOCK_M, CONFIGS};
+use convrs_spec::hopper::{plane_columns, Config, Math, Policy, Producer, Schedule, BLOCK_M, CONFIGS};
 use convrs_spec::split_k;
 
 use super::tensor_core::gemm_m;
@@ -23,7 +23,7 @@ use crate::{Algorithm, Conv2d, Error, Layout, Precision, Result};
 /// (the 128x256 tiles), and to the layers each narrower tile was built for (BENCHMARKS.md,
 /// 2026-11-23 sessions one to six): the 128x128 tiles run at 0.78 (0.81 for multistage) of the
 /// 128x256 tile's rate, 128x64 at 0.66 and 128x32 at 0.37.
-pub const RATES: [(&str, f64); 26] = [
+pub const RATES: [(&str, f64); 29] = [
     ("wgmma_multistage_128x256k64", 1.42),
     ("wgmma_multistage_128x128k64", 1.42 / 0.81),
     ("wgmma_ws_cpasync_128x256k64", 1.10),
@@ -46,6 +46,10 @@ pub const RATES: [(&str, f64); 26] = [
     ("wgmma_ws_tma_splitk_128x128k64", 1.0 / 0.78),
     ("wgmma_ws_tma_splitk_128x64k64", 1.0 / 0.66),
     ("wgmma_ws_tma_splitk_128x32k64", 1.0 / 0.37),
+    // NCHW planes: step 7's rates (not yet fitted to measurements).
+    ("wgmma_nchw1x1_persistent_128x256k64", 1.0),
+    ("wgmma_nchw1x1_persistent_128x128k64", 1.0 / 0.78),
+    ("wgmma_nchw1x1_persistent_128x64k64", 1.0 / 0.66),
     // fp32 rows: the 16-bit tiles' rates at the tf32 peak (half the fp16 one), 3xTF32 three
     // products a step (not yet fitted to measurements).
     ("wgmma_ws_tma_persistent_tf32_128x256k32", 1.0),
@@ -157,10 +161,15 @@ fn plan(desc: &KernelDesc, problem: &Conv2d, dtype: DType, device: &DeviceModel)
     if !device.sm90a {
         return refuse("the sm_90a PTX module did not load on this device (see the warning at start-up)".into());
     }
-    if p.c % 8 != 0 || p.k % 8 != 0 {
+    let planes = policy.producer == Producer::Planes;
+    if planes {
+        if let Some(reason) = planes_refusal(p) {
+            return refuse(reason);
+        }
+    } else if p.c % 8 != 0 || p.k % 8 != 0 {
         return refuse(format!("C = {} and K = {} must be multiples of 8: the kernel moves channels in 16-byte pieces and writes 8-column groups", p.c, p.k));
     }
-    if policy.input_map() {
+    if policy.producer == Producer::WsTma {
         if let Err(reason) = crate::tensor_map::InputMapKey::new(0, p, dtype) {
             return refuse(reason);
         }
@@ -168,9 +177,11 @@ fn plan(desc: &KernelDesc, problem: &Conv2d, dtype: DType, device: &DeviceModel)
     if policy.math == Math::Tf32x3 && 2 * p.k > i32::MAX as usize {
         return refuse("the split filter's 2K rows exceed the tensor map's i32 coordinates".into());
     }
-    let m = gemm_m(p);
+    // The GEMM's rows and columns: pixels by output channels, or for NCHW planes output
+    // channels by every image's pixels (each padded to whole plane copies).
+    let (m, n) = if planes { (p.k, p.n * plane_columns(p.h * p.w)) } else { (gemm_m(p), p.k) };
     let configs = || CONFIGS.iter().filter(move |c| c.policy == policy);
-    let fits = |c: &&Config| c.smem_bytes() <= device.smem_per_block as usize && tiles(c, m, p.k) <= i32::MAX as usize;
+    let fits = |c: &&Config| c.smem_bytes() <= device.smem_per_block as usize && tiles(c, m, n) <= i32::MAX as usize;
     let ktiles = p.c.div_ceil(policy.math.k_tile()) * p.r * p.s;
     // Split-K tries every split from 2 up to one k-tile a slice, where the launch's counters
     // have room for its strips of 16 rows; the other schedules take the reduction whole. Splits
@@ -178,7 +189,7 @@ fn plan(desc: &KernelDesc, problem: &Conv2d, dtype: DType, device: &DeviceModel)
     // several tiles of a split runs each one's meeting in the workspace where the unsplit
     // schedule overlaps its epilogue (measured 2-6 us slower on the H100).
     let splits = |c: &Config| {
-        let count = tiles(c, m, p.k);
+        let count = tiles(c, m, n);
         let most = ktiles.min(MAX_SPLITS).min(device.max_grid_z as usize).min(resident(c, device) / count.max(1));
         if !policy.split_k() {
             1..=1
@@ -188,7 +199,7 @@ fn plan(desc: &KernelDesc, problem: &Conv2d, dtype: DType, device: &DeviceModel)
             2..=1
         }
     };
-    let cost_of = |&(c, z): &(&Config, usize)| cost(c, device, m, p.k, p.c, p.r * p.s, z);
+    let cost_of = |&(c, z): &(&Config, usize)| cost(c, device, m, n, p.c, p.r * p.s, z);
     let forced = if policy.split_k() { forced_split()? } else { None };
     let choices = configs().filter(fits).flat_map(|c| splits(c).map(move |z| (c, z)));
     let choices = choices.filter(|&(c, z)| forced.is_none_or(|(bn, fz)| c.bn == bn && z == fz));
@@ -208,16 +219,38 @@ fn plan(desc: &KernelDesc, problem: &Conv2d, dtype: DType, device: &DeviceModel)
     };
     let plan = LaunchPlan::new(
         c.entry(dtype == DType::BF16),
-        (grid_blocks(c, device, m, p.k, z) as u32, 1, z as u32),
+        (grid_blocks(c, device, m, n, z) as u32, 1, z as u32),
         (c.threads() as u32, 1, 1),
         c.smem_bytes() as u32,
         dtype,
         cost_of(&(c, z)),
     );
     let plan = if policy.filter_map() { plan.with_filter_map(c.filter_box_rows() as u32) } else { plan };
-    let plan = if policy.input_map() { plan.with_input_map() } else { plan };
+    let plan = match policy.producer {
+        Producer::WsTma => plan.with_input_map(),
+        Producer::Planes => plan.with_plane_map(),
+        Producer::Multistage | Producer::WsCpAsync => plan,
+    };
     let plan = if policy.math == Math::Tf32x3 { plan.with_split_filter() } else { plan };
-    Ok(if policy.split_k() { plan.with_workspace(split_k::workspace_bytes(tiles(c, m, p.k), c.bn, z)) } else { plan })
+    Ok(if policy.split_k() { plan.with_workspace(split_k::workspace_bytes(tiles(c, m, n), c.bn, z)) } else { plan })
+}
+
+/// Why `Producer::Planes` cannot run `p`, if it cannot: it is the 1x1, stride-1, unpadded
+/// convolution on NCHW data, whose maps need 16-byte strides.
+fn planes_refusal(p: &Conv2d) -> Option<String> {
+    if (p.r, p.s) != (1, 1) || p.stride != (1, 1) || p.pad != (0, 0) {
+        return Some(format!(
+            "takes 1x1 filters at stride 1 without padding (a GEMM per NCHW image), not {}x{} at stride {:?}, padding {:?}",
+            p.r, p.s, p.stride, p.pad
+        ));
+    }
+    if (p.h * p.w) % 8 != 0 {
+        return Some(format!("H*W = {} must be a multiple of 8: the input's plane map steps from channel to channel in H*W*2 bytes, which TMA needs in multiples of 16", p.h * p.w));
+    }
+    if p.c % 8 != 0 {
+        return Some(format!("C = {} must be a multiple of 8: the filter map steps from output channel to output channel in C*2 bytes, which TMA needs in multiples of 16", p.c));
+    }
+    None
 }
 
 /// What each part of `policy` does, for `explain` and `convrs list`.
@@ -226,6 +259,7 @@ pub fn describe(policy: Policy) -> String {
         Producer::Multistage => "every thread copies both tiles with cp.async, then computes",
         Producer::WsCpAsync => "warp-specialized: a producer warpgroup brings activations by cp.async and filters by TMA",
         Producer::WsTma => "warp-specialized: one producer thread brings activations by im2col TMA and filters by TMA",
+        Producer::Planes => "NCHW data, 1x1: a GEMM per image, output channels by pixels; one producer thread brings the filter and the image's channel planes by tiled TMA, no transform",
     };
     let schedule = match policy.schedule {
         Schedule::Tile => "one CTA per output tile",
@@ -269,7 +303,7 @@ const fn same(a: Policy, b: Policy) -> bool {
 }
 
 /// The policies, in the progression's order: one registry kernel each.
-pub const POLICIES: [Policy; 10] = policies();
+pub const POLICIES: [Policy; 11] = policies();
 
 /// What the registry lists for `policy`.
 const fn kernel(policy: Policy) -> KernelDesc {
@@ -278,6 +312,7 @@ const fn kernel(policy: Policy) -> KernelDesc {
         name: policy.name(),
         family: Family::TensorCore,
         summary: match (policy.schedule, policy.math) {
+            _ if matches!(policy.producer, Producer::Planes) => "family 3 on Hopper: 1x1 convolution on NCHW data as a wgmma GEMM per image, no transform",
             (_, Math::Tf32) => "family 3 on Hopper: wgmma implicit GEMM on fp32 data in TF32 (PyTorch's default precision)",
             (_, Math::Tf32x3) => "family 3 on Hopper: wgmma implicit GEMM on fp32 data to fp32 accuracy (3xTF32)",
             (Schedule::Tile, _) => "family 3 on Hopper: wgmma.mma_async implicit GEMM on plain channels-last data",
@@ -293,8 +328,16 @@ const fn kernel(policy: Policy) -> KernelDesc {
             Math::Tf32 => Precision::Tf32,
             Math::Tf32x3 => Precision::Fp32,
         },
-        layouts: (Layout::Nhwc, Layout::Nhwc, Layout::Nhwc),
-        multiples: (1, 8, 8),
+        layouts: match policy.producer {
+            Producer::Planes => (Layout::Nchw, Layout::Nchw, Layout::Nchw),
+            _ => (Layout::Nhwc, Layout::Nhwc, Layout::Nhwc),
+        },
+        // The plane kernel reads the caller's NCHW tensors as they are where C is a multiple of
+        // 8 (the filter map's stride); K is free (its rows are checked one by one).
+        multiples: match policy.producer {
+            Producer::Planes => (1, 8, 1),
+            _ => (1, 8, 8),
+        },
         planner: plan,
     }
 }
@@ -399,7 +442,7 @@ mod tests {
         let c = CONFIGS.iter().find(|c| c.entries[0] == sk.kernel).unwrap();
         assert!(c.policy.split_k() && sk.grid.2 >= 2, "{sk:?}");
         assert_eq!(sk.workspace_bytes, split_k::workspace_bytes(tiles(c, 16 * 49, 128), c.bn, sk.grid.2 as usize));
-        assert!(sk.input_map && sk.filter_map_rows == Some(c.bn as u32));
+        assert!(sk.input_map == Some(crate::plan::InputMap::Im2col) && sk.filter_map_rows == Some(c.bn as u32));
         // The unsplit schedules never take a workspace or a z grid.
         for k in &KERNELS {
             if let (Ok(p), false) = (k.plan(&few, DType::F16, &d), matches!(k.algorithm, Algorithm::Wgmma(p) if p.split_k())) {
@@ -409,6 +452,38 @@ mod tests {
         // One k-tile (1x1, C = 64): nothing to split, refused with the reason.
         let e = algo("wgmma_ws_tma_splitk").plan(&Conv2d::new(2, 64, 9, 9, 64, 1, 1), DType::F16, &d).unwrap_err();
         assert!(e.to_string().contains("at least 2 slices"), "{e}");
+    }
+
+    #[test]
+    fn planes_take_nchw_1x1_layers_and_auto_picks_them_for_nchw_callers() {
+        let d = DeviceModel::named("h100").unwrap();
+        let planes = algo("wgmma_nchw1x1_persistent");
+        // ResNet-50's 32,256,56,56 -> 64: K = 64 rows (half a row tile), 32 x 3136 pixel columns.
+        let p = Conv2d::new(32, 256, 56, 56, 64, 1, 1);
+        let plan = planes.plan(&p, DType::F16, &d).unwrap();
+        let c = CONFIGS.iter().find(|c| c.entries.contains(&plan.kernel)).unwrap();
+        assert_eq!((plan.filter_map_rows, plan.input_map), (Some(BLOCK_M as u32), Some(crate::plan::InputMap::Planes)));
+        assert_eq!(plan.grid.0 as usize, tiles(c, 64, 32 * 3136).min(resident(c, &d)));
+        // Pixels padded per image to whole 64-pixel copies: 14*14 = 196 -> 256 columns.
+        assert_eq!(plane_columns(196), 256);
+        // An NCHW caller gets it (no transforms); an NHWC caller the NHWC kernels.
+        let pick = |layout| crate::select::choose(&p, DType::F16, layout, &d).unwrap().pick;
+        assert_eq!(pick(Layout::Nchw), planes);
+        assert_ne!(pick(Layout::Nhwc), planes);
+        // What it refuses, with the reasons.
+        for (q, why) in [
+            (Conv2d::new(2, 64, 8, 8, 64, 3, 3).with_pad(1), "1x1 filters"),
+            (Conv2d::new(2, 64, 8, 8, 64, 1, 1).with_stride(2), "stride 1"),
+            (Conv2d::new(2, 64, 8, 8, 64, 1, 1).with_pad(1), "without padding"),
+            (Conv2d::new(2, 64, 7, 7, 64, 1, 1), "H*W = 49"),
+            (Conv2d::new(2, 60, 8, 8, 64, 1, 1), "C = 60"),
+        ] {
+            let e = planes.plan(&q, DType::F16, &d).unwrap_err().to_string();
+            assert!(e.contains(why), "{q}: {e}");
+        }
+        assert!(planes.plan(&p, DType::F32, &d).is_err());
+        // K needs no multiple: rows past K are never stored.
+        assert!(planes.plan(&Conv2d::new(2, 64, 8, 8, 13, 1, 1), DType::BF16, &d).is_ok());
     }
 
     #[test]
@@ -440,7 +515,7 @@ mod tests {
         let d = DeviceModel::named("h100").unwrap();
         let mut picked = std::collections::HashSet::new();
         for k in [32, 64, 128, 256, 512] {
-            for (n, c, hw, r) in [(1, 256, 14, 3), (64, 256, 14, 3), (16, 832, 7, 5)] {
+            for (n, c, hw, r) in [(1, 256, 14, 3), (64, 256, 14, 3), (16, 832, 7, 5), (1, 256, 16, 1), (64, 256, 16, 1), (8, 64, 56, 1)] {
                 for kernel in &KERNELS {
                     for dtype in [DType::F16, DType::BF16, DType::F32] {
                         let p = Conv2d::new(n, c, hw, hw, k, r, r).with_pad(r / 2).with_precision(Precision::Tf32);

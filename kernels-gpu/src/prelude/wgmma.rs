@@ -37,6 +37,22 @@ pub const fn desc_sw128(start: u32) -> u64 {
 /// 16-bit or 8 fp32 elements.
 pub const DESC_K16: u64 = 32 >> 4;
 
+/// Shared-memory matrix descriptor for an MN-major 16-bit operand tile in the canonical 128-byte
+/// swizzle layout (what a tiled TMA copy with 128B swizzle writes from a tensor whose MN index
+/// is contiguous): blocks of 64 MN elements (128 bytes) x 8 K rows (1024 bytes, the swizzle
+/// pattern), the next 8 K rows 1024 bytes on (stride byte offset 64), the next 64 MN elements
+/// `mn_block` bytes on (leading byte offset; unused when the operand is 64 wide), `start` on a
+/// 1024-byte boundary. Read with the wgmma's transpose immediate set. Step along K by adding
+/// [`DESC_MN_K16`] per 16 elements.
+#[inline(always)]
+pub const fn desc_sw128_mn(start: u32, mn_block: u32) -> u64 {
+    ((start as u64 >> 4) & 0x3FFF) | (((mn_block as u64 >> 4) & 0x3FFF) << 16) | (64 << 32) | (1 << 62)
+}
+
+/// What to add to a [`desc_sw128_mn`] descriptor to move one wgmma step (16 K rows) along K:
+/// two 1024-byte groups of 8 rows.
+pub const DESC_MN_K16: u64 = 2048 >> 4;
+
 /// The element types `wgmma` reads: [`Accumulators::mma`]'s `TY`.
 pub mod ty {
     /// fp16 operands, m64nNk16.
@@ -102,15 +118,16 @@ pub trait Accumulators: IndexMut<usize, Output = f32> + Copy {
     /// All threads of the warpgroup execute it together.
     unsafe fn wait_0(&mut self);
     /// `D = A * B + (scale_d != 0 ? D : 0)` on one step of 32 bytes along K (m64nNk16 for
-    /// 16-bit types, m64nNk8 for tf32), A (64 rows) and B (N rows, i.e. K-major) from
-    /// shared-memory descriptors; operands of type `TY` ([`ty`]).
+    /// 16-bit types, m64nNk8 for tf32), A (64 rows, K-major) and B from shared-memory
+    /// descriptors, B K-major ([`desc_sw128`]: N rows) or, with `B_MN` (16-bit types only),
+    /// MN-major ([`desc_sw128_mn`]); operands of type `TY` ([`ty`]).
     ///
     /// # Safety
     /// All threads of the warpgroup execute it together with the same descriptors, which
     /// describe shared memory written and made visible to the async proxy before (see
     /// [`fence_proxy_async_shared`]) and left alone until a wait retires this wgmma; a
     /// [`Accumulators::fence`] precedes it since the accumulators were last touched otherwise.
-    unsafe fn mma<const TY: u32>(&mut self, a: u64, b: u64, scale_d: u32);
+    unsafe fn mma<const TY: u32, const B_MN: bool>(&mut self, a: u64, b: u64, scale_d: u32);
     /// The same on tf32 with A from registers (m64nNk8): register i of thread (warp, lane)
     /// holds A[16*warp + lane/4 + 8*(i%2)][lane%4 + 4*(i/2)].
     ///
@@ -152,7 +169,9 @@ macro_rules! accumulators {
                 unsafe { with_regs!(self, "wgmma.wait_group.sync.aligned 0; // ", "", [$($i)*] options(nostack)) };
             }
             #[inline(always)]
-            unsafe fn mma<const TY: u32>(&mut self, a: u64, b: u64, scale_d: u32) {
+            unsafe fn mma<const TY: u32, const B_MN: bool>(&mut self, a: u64, b: u64, scale_d: u32) {
+                // tf32 takes K-major operands only.
+                const { assert!(!(B_MN && TY == ty::TF32)) };
                 // scale-d is a predicate, which Rust's asm has no class for: built inside the
                 // block (scoped braces keep the `.reg` local to each expansion).
                 // SAFETY: the caller guarantees convergence, uniform descriptors of visible
@@ -161,8 +180,8 @@ macro_rules! accumulators {
                     match TY {
                         ty::BF16 => with_regs!(self,
                             concat!("{{\n.reg .pred p;\nsetp.ne.b32 p, {s}, 0;\nwgmma.mma_async.sync.aligned.m64n", $n, "k16.f32.bf16.bf16 "),
-                            ", {a}, {b}, p, 1, 1, 0, 0;\n}}", [$($i)*]
-                            a = in(reg64) a, b = in(reg64) b, s = in(reg32) scale_d, options(nostack)),
+                            ", {a}, {b}, p, 1, 1, 0, {tb};\n}}", [$($i)*]
+                            a = in(reg64) a, b = in(reg64) b, s = in(reg32) scale_d, tb = const B_MN as u32, options(nostack)),
                         // tf32 takes no transpose immediates (K-major only).
                         ty::TF32 => with_regs!(self,
                             concat!("{{\n.reg .pred p;\nsetp.ne.b32 p, {s}, 0;\nwgmma.mma_async.sync.aligned.m64n", $n, "k8.f32.tf32.tf32 "),
@@ -170,8 +189,8 @@ macro_rules! accumulators {
                             a = in(reg64) a, b = in(reg64) b, s = in(reg32) scale_d, options(nostack)),
                         _ => with_regs!(self,
                             concat!("{{\n.reg .pred p;\nsetp.ne.b32 p, {s}, 0;\nwgmma.mma_async.sync.aligned.m64n", $n, "k16.f32.f16.f16 "),
-                            ", {a}, {b}, p, 1, 1, 0, 0;\n}}", [$($i)*]
-                            a = in(reg64) a, b = in(reg64) b, s = in(reg32) scale_d, options(nostack)),
+                            ", {a}, {b}, p, 1, 1, 0, {tb};\n}}", [$($i)*]
+                            a = in(reg64) a, b = in(reg64) b, s = in(reg32) scale_d, tb = const B_MN as u32, options(nostack)),
                     }
                 }
             }

@@ -11,6 +11,7 @@
 //! | 6 | `wgmma_ws_cpasync_persistent[_cluster2]` | a persistent grid: the next tile's loads under the epilogue |
 //! | 7 | `wgmma_ws_tma_persistent[_cluster2]` | activations by im2col TMA too: one producer thread, no proxy fence |
 //! | 8 | `wgmma_ws_tma_splitk` | split-K: the grid's z slices share each tile's reduction, meeting in a workspace |
+//! | 9 | `wgmma_nchw1x1_persistent` ([`planes`]) | NCHW data, 1x1: a GEMM per image, the filter as A, the pixels as an MN-major B; no transform |
 //!
 //! The pieces of the warp-specialized kernel, each written once: [`producer`], [`consumer`],
 //! [`epilogue`], the tile [`scheduler`], the [`split_k`] meeting, and the ring
@@ -21,6 +22,7 @@ pub mod epilogue;
 pub mod kernel;
 pub mod math;
 pub mod multistage;
+pub mod planes;
 pub mod producer;
 pub mod scheduler;
 pub mod split_k;
@@ -31,28 +33,34 @@ pub mod split_k;
 macro_rules! entries {
     ($ops:ident $(($producer:ident, $schedule:ident, $cluster:tt, $bn:tt, $stages:tt, $fp16:ident, $bf16:ident))*) => {
         $(
-            entries!(@one $ops $producer $schedule $cluster $bn $stages $fp16 F16);
-            entries!(@one $ops $producer $schedule $cluster $bn $stages $bf16 Bf16);
+            entries!(@one $ops $producer $schedule $cluster $bn $stages $fp16 F16 F16Planes);
+            entries!(@one $ops $producer $schedule $cluster $bn $stages $bf16 Bf16 Bf16Planes);
         )*
     };
-    (@one $ops:ident Multistage Tile 1 $bn:tt $stages:tt $name:ident $math:ident) => {
+    (@one $ops:ident Planes Persistent 1 $bn:tt $stages:tt $name:ident $math:ident $planes:ident) => {
+        $crate::conv_kernel!(
+            fn $name(x: *const u16, w: *const u16, y: *mut f32, wmap: *const u8, xmap: *const u8) => $crate::tensor_core::hopper::kernel::conv_tma::<
+                planes::Planes, [f32; $bn / 2], $stages, 1, true, math::$planes>
+        );
+    };
+    (@one $ops:ident Multistage Tile 1 $bn:tt $stages:tt $name:ident $math:ident $planes:ident) => {
         $crate::conv_kernel!(
             fn $name(x: *const u16, w: *const u16, y: *mut f32) => $crate::tensor_core::hopper::multistage::conv::<$ops, [f32; $bn / 2], $stages, math::$math>
         );
     };
-    (@one $ops:ident WsCpAsync $schedule:ident $cluster:tt $bn:tt $stages:tt $name:ident $math:ident) => {
+    (@one $ops:ident WsCpAsync $schedule:ident $cluster:tt $bn:tt $stages:tt $name:ident $math:ident $planes:ident) => {
         $crate::conv_kernel!(
             fn $name(x: *const u16, w: *const u16, y: *mut f32, wmap: *const u8) => $crate::tensor_core::hopper::kernel::conv_cp_async::<
                 $ops, [f32; $bn / 2], $stages, $cluster, { matches!(convrs_spec::hopper::Schedule::$schedule, convrs_spec::hopper::Schedule::Persistent) }, math::$math>
         );
     };
-    (@one $ops:ident WsTma SplitK 1 $bn:tt $stages:tt $name:ident $math:ident) => {
+    (@one $ops:ident WsTma SplitK 1 $bn:tt $stages:tt $name:ident $math:ident $planes:ident) => {
         $crate::conv_kernel!(
             fn $name(x: *const u16, w: *const u16, y: *mut f32, wmap: *const u8, xmap: *const u8, ws: *mut u32) => $crate::tensor_core::hopper::kernel::conv_split_k::<
                 $ops, [f32; $bn / 2], $stages, math::$math>
         );
     };
-    (@one $ops:ident WsTma $schedule:ident $cluster:tt $bn:tt $stages:tt $name:ident $math:ident) => {
+    (@one $ops:ident WsTma $schedule:ident $cluster:tt $bn:tt $stages:tt $name:ident $math:ident $planes:ident) => {
         $crate::conv_kernel!(
             fn $name(x: *const u16, w: *const u16, y: *mut f32, wmap: *const u8, xmap: *const u8) => $crate::tensor_core::hopper::kernel::conv_tma::<
                 $ops, [f32; $bn / 2], $stages, $cluster, { matches!(convrs_spec::hopper::Schedule::$schedule, convrs_spec::hopper::Schedule::Persistent) }, math::$math>

@@ -133,6 +133,22 @@ pub trait Operands {
     /// Offset of `y` element (GEMM row `m`, output channel `col`), `col` even; `col + 1` must
     /// follow it contiguously.
     fn y_off(sh: &ConvShape, m: u32, col: u32) -> u32;
+    /// Whether the activations are NCHW planes read by `Producer::Planes` (the Hopper kernel's
+    /// GEMM is then transposed: rows are output channels, columns pixels; the methods above
+    /// that describe a pixel-row A operand are not used).
+    const PLANES: bool = false;
+    /// The GEMM output's rows and columns: N*P*Q pixels by K channels.
+    #[inline(always)]
+    fn gemm_mn(sh: &ConvShape) -> (u32, u32) {
+        ((sh.n * sh.p * sh.q) as u32, sh.k as u32)
+    }
+    /// Whether GEMM element (`row`, `col`) is in the output (and, `col` the first of an
+    /// aligned 8-column group, the whole group).
+    #[inline(always)]
+    fn y_in(sh: &ConvShape, row: u32, col: u32) -> bool {
+        let (m, n) = Self::gemm_mn(sh);
+        row < m && col < n
+    }
 }
 
 /// Offset of channel `c` from channel 0 in an operand with `per` elements per channel for whole

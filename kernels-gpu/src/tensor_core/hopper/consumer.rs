@@ -28,7 +28,7 @@ pub(super) unsafe fn consume<Acc: Accumulators, M: Math, const STAGES: usize, co
     mut under: impl FnMut(u32),
 ) -> Acc {
     let a_desc = desc_sw128(ring.smem + cw * 64 * ROW_BYTES as u32);
-    let b_desc = desc_sw128(ring.smem + (BLOCK_M * ROW_BYTES) as u32);
+    let b_desc = M::b_desc(ring.smem + (BLOCK_M * ROW_BYTES) as u32);
     let a_row = a_row(ring.smem, cw, tid);
     let mut acc = Acc::ZERO;
     // The running sum of `Math::finish` (3xTF32 only; unused otherwise).

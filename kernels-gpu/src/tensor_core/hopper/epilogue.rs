@@ -28,8 +28,6 @@ const WG: u32 = WARPGROUP as u32;
 /// thread of one CTA. Every lane of the warp calls it together (shuffles).
 #[inline(always)]
 pub(super) unsafe fn store_tile<O: Operands, Acc: Accumulators, M: Math>(sh: &ConvShape, y: *mut f32, acc: &Acc, m0: u32, n0: u32, cw: u32, tid: u32) {
-    let gemm_m = (sh.n * sh.p * sh.q) as u32;
-    let gemm_n = sh.k as u32;
     let (warp, lane) = ((tid % WG) / 32, tid % 32);
     let q = lane % 4;
     let row0 = m0 + cw * 64 + warp * 16 + lane / 4;
@@ -47,9 +45,9 @@ pub(super) unsafe fn store_tile<O: Operands, Acc: Accumulators, M: Math>(sh: &Co
                 // SAFETY: the whole warp, in uniform control flow.
                 let v = unsafe { quad_transpose(v, q) };
                 let col = n0 + 8 * (4 * g as u32 + q);
-                if row < gemm_m && col < gemm_n {
+                if O::y_in(sh, row, col) {
                     // SAFETY: row < M, col..col+8 < K (K a multiple of 8), 16-byte aligned (so
-                    // is K * 2 bytes); this thread's alone.
+                    // is K * 2 bytes; for NCHW planes, H*W * 2 bytes); this thread's alone.
                     unsafe { store_global_v4((y as *mut u16).add(O::y_off(sh, row, col) as usize) as *mut u32, v) };
                 }
             });
@@ -60,16 +58,14 @@ pub(super) unsafe fn store_tile<O: Operands, Acc: Accumulators, M: Math>(sh: &Co
         // the pairs are stored as they are.
         unroll!(32: Acc::N / 8, j => {
             let col = n0 + 8 * j as u32 + 2 * q;
-            if col < gemm_n {
-                unroll!(4: 2, e => {
-                    let row = row0 + 8 * e as u32;
-                    if row < gemm_m {
-                        // SAFETY: row < M, col + 1 < K (K and col's 8-column group multiples
-                        // of 8); each (row, col) belongs to one thread of one block.
-                        unsafe { store_global_f32x2(y.add(O::y_off(sh, row, col) as usize), acc[4 * j + 2 * e], acc[4 * j + 2 * e + 1]) };
-                    }
-                });
-            }
+            unroll!(4: 2, e => {
+                let row = row0 + 8 * e as u32;
+                if O::y_in(sh, row, col) {
+                    // SAFETY: row < M, col + 1 < K (K and col's 8-column group multiples of 8;
+                    // for planes, H*W); each (row, col) belongs to one thread of one block.
+                    unsafe { store_global_f32x2(y.add(O::y_off(sh, row, col) as usize), acc[4 * j + 2 * e], acc[4 * j + 2 * e + 1]) };
+                }
+            });
         });
     }
 }
@@ -175,13 +171,11 @@ pub(super) unsafe fn store_pending<O: Operands, Acc: Accumulators>(sh: &ConvShap
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 unsafe fn store_one<O: Operands, Acc: Accumulators>(sh: &ConvShape, y: *mut f32, m0: u32, n0: u32, cw: u32, tid: u32, i: usize, v: [u32; 4], ok: bool) {
-    let gemm_m = (sh.n * sh.p * sh.q) as u32;
-    let gemm_n = sh.k as u32;
     let (warp, lane) = ((tid % WG) / 32, tid % 32);
     let (e, g) = (i / (Acc::N / 32), i % (Acc::N / 32));
     let row = m0 + cw * 64 + warp * 16 + lane / 4 + 8 * e as u32;
     let col = n0 + 8 * (4 * g as u32 + lane % 4);
-    let ok = ok & (row < gemm_m) & (col < gemm_n);
+    let ok = ok & O::y_in(sh, row, col);
     // SAFETY: as in `store_tile` when ok: in bounds, 16-byte aligned, this thread's alone
     // (otherwise the address is only computed, wrapping).
     unsafe { store_global_v4_if((y as *mut u16).wrapping_add(O::y_off(sh, row, col) as usize) as *mut u32, v, ok) };

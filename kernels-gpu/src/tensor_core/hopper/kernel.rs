@@ -22,6 +22,12 @@
 //! - fp32 entries (`Math::Tf32`, `Math::Tf32x3`): both maps of FLOAT32 tensors, boxes of 32
 //!   channels (the same 128 bytes a row); under 3xTF32 the filter map is over the split filter,
 //!   {C, R*S, 2K}: rows 0..K the TF32 high parts, K..2K the remainders.
+//! - With `Producer::Planes` (a 1x1, stride-1, unpadded convolution on NCHW x, KCRS w, NCHW y;
+//!   H*W and C multiples of 8), the GEMM is transposed, one per image: rows are output channels,
+//!   columns the pixels of each image padded to whole 64-pixel copies
+//!   (`convrs_spec::hopper::plane_columns`). `wmap` is the filter's map as above with boxes of
+//!   128 rows (the A tile); `xmap` the input's tiled map, a 3-D tensor {H*W, C, N} (byte strides
+//!   H*W*2 and C*H*W*2), box {64, 64, 1}, 128B swizzle, zero fill ([`super::planes`]).
 //! - With `Schedule::SplitK`, `ws`, the workspace (`convrs_spec::split_k::workspace_bytes` for
 //!   the launch, its counters zero), where the grid's z slices meet.
 //!
@@ -45,6 +51,7 @@ use convrs_spec::split_k;
 use super::consumer::consume;
 use super::math::Math;
 use super::epilogue::{store_deferring, store_pending, store_tile, Pending, SLICES};
+use super::planes::produce_planes;
 use super::producer::{produce_cp_async, produce_tma};
 use super::scheduler::Tiles;
 use super::split_k::Split;
@@ -163,6 +170,8 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
         // two filter copies are not multicast.
         assert!(matches!(M::SPEC, Spec::Half) || IM2COL);
         assert!(!matches!(M::SPEC, Spec::Tf32x3) || CLUSTER == 1);
+        // NCHW planes: by TMA, unclustered, unsplit, 16-bit, whole plane copies a tile.
+        assert!(!O::PLANES || (IM2COL && CLUSTER == 1 && !SPLIT && matches!(M::SPEC, Spec::Half) && Acc::N % 64 == 0));
     }
     let raw = dynamic_smem_u32();
     // 1024-byte aligned start of the ring: the swizzle pattern repeats every 1024 bytes and
@@ -197,8 +206,7 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
         }
     }
 
-    let gemm_m = (sh.n * sh.p * sh.q) as u32;
-    let gemm_n = sh.k as u32;
+    let (gemm_m, gemm_n) = O::gemm_mn(&sh);
     let tiles = Tiles::of::<CLUSTER, PERSISTENT>(gemm_m, gemm_n, Acc::N as u32);
     let n_tiles = tiles.n_tiles;
     let kc = M::SPEC.k_tile() as i32;
@@ -222,7 +230,9 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
     if tid < WG {
         // SAFETY: the whole warpgroup; the caller's contract.
         unsafe {
-            if IM2COL {
+            if O::PLANES {
+                produce_planes::<STAGES>(xmap, wmap, &sh, ring, tiles, ktiles, tid);
+            } else if IM2COL {
                 produce_tma::<O, STAGES, CLUSTER>(M::SPEC, xmap, wmap, &sh, ring, tiles, kt0, ktiles, tid);
             } else {
                 produce_cp_async::<O, STAGES, CLUSTER>(x, wmap, &sh, ring, tiles, ktiles, tid);

@@ -7,10 +7,10 @@
 //! Each k-tile is one 128-byte row per GEMM row in the 128B swizzle, whatever the type: a step
 //! of 32 bytes is k16 for 16-bit types and k8 for tf32, so the descriptors step alike.
 
-use convrs_spec::hopper::{Math as Spec, ROW_BYTES, WARPGROUP};
+use convrs_spec::hopper::{Math as Spec, PLANE_BOX_PIXELS, ROW_BYTES, WARPGROUP};
 
 use crate::prelude::matrix::{ldmatrix_x4, pack_16x2, tf32_rna};
-use crate::prelude::wgmma::{commit_group, pin4, ty, Accumulators, DESC_K16};
+use crate::prelude::wgmma::{commit_group, desc_sw128, desc_sw128_mn, pin4, ty, Accumulators, DESC_K16, DESC_MN_K16};
 use crate::prelude::*;
 
 /// One k-tile's MMAs of a consumer warpgroup.
@@ -19,6 +19,11 @@ pub trait Math {
     const SPEC: Spec;
     /// bf16 data (for the 16-bit output rounding; false for every other type).
     const BF16: bool;
+    /// The descriptor of a stage's B tile at shared address `b` (K-major: [`desc_sw128`]).
+    #[inline(always)]
+    fn b_desc(b: u32) -> u64 {
+        desc_sw128(b)
+    }
     /// Issues k-tile `kt`'s wgmmas on a stage `offset` bytes into the ring whose A and B tiles
     /// the descriptors `a_desc`, `b_desc` describe at offset 0 (`a_desc` at this warpgroup's 64
     /// rows; `a_row` the shared address of this thread's `ldmatrix` row there, see [`a_row`]):
@@ -58,20 +63,34 @@ pub(super) fn a_row(smem: u32, cw: u32, tid: u32) -> u32 {
 }
 
 /// fp16, bf16 or tf32 data with both operands from shared memory (wgmma type `TY`, [`ty`]):
-/// four steps of 32 bytes a k-tile. One type for the three, which differ only in `TY`.
-pub struct SharedOperands<const TY: u32>;
+/// four steps of 32 bytes a k-tile. One type for the three, which differ only in `TY`. With
+/// `B_MN` (16-bit types) the B tile is MN-major, as `Producer::Planes` lands NCHW planes: 64
+/// rows of channels, each `Acc::N` pixels in copies of 64 ([`desc_sw128_mn`]).
+pub struct SharedOperands<const TY: u32, const B_MN: bool = false>;
 /// fp16 data.
 pub type F16 = SharedOperands<{ ty::F16 }>;
 /// bf16 data.
 pub type Bf16 = SharedOperands<{ ty::BF16 }>;
 /// fp32 data as tf32.
 pub type Tf32 = SharedOperands<{ ty::TF32 }>;
+/// fp16 data, B MN-major (NCHW planes).
+pub type F16Planes = SharedOperands<{ ty::F16 }, true>;
+/// bf16 data, B MN-major (NCHW planes).
+pub type Bf16Planes = SharedOperands<{ ty::BF16 }, true>;
+
+/// Bytes between the 64-pixel blocks of an MN-major B tile: one plane copy, 64 channel rows of
+/// 128 bytes.
+const PLANE_COPY_BYTES: u32 = (PLANE_BOX_PIXELS * ROW_BYTES) as u32;
 /// fp32 data to fp32 accuracy by 3xTF32.
 pub struct Tf32x3;
 
-impl<const TY: u32> Math for SharedOperands<TY> {
+impl<const TY: u32, const B_MN: bool> Math for SharedOperands<TY, B_MN> {
     const SPEC: Spec = if TY == ty::TF32 { Spec::Tf32 } else { Spec::Half };
     const BF16: bool = TY == ty::BF16;
+    #[inline(always)]
+    fn b_desc(b: u32) -> u64 {
+        if B_MN { desc_sw128_mn(b, PLANE_COPY_BYTES) } else { desc_sw128(b) }
+    }
     #[inline(always)]
     unsafe fn k_tile<Acc: Accumulators>(acc: &mut Acc, _total: &mut Acc, a_desc: u64, b_desc: u64, _a_row: u32, offset: u32, kt: i32) {
         // Descriptor start fields count 16-byte units.
@@ -79,10 +98,10 @@ impl<const TY: u32> Math for SharedOperands<TY> {
         // SAFETY (the blocks below): as the caller guarantees; the fence orders the accumulator
         // accesses before.
         unsafe { acc.fence() };
+        let b_step = if B_MN { DESC_MN_K16 } else { DESC_K16 };
         unroll!(4: 4, ks => {
-            let step = at + ks as u64 * DESC_K16;
             let scale = if ks == 0 { (kt != 0) as u32 } else { 1 };
-            unsafe { acc.mma::<TY>(a_desc + step, b_desc + step, scale) };
+            unsafe { acc.mma::<TY, B_MN>(a_desc + at + ks as u64 * DESC_K16, b_desc + at + ks as u64 * b_step, scale) };
         });
         unsafe { commit_group() };
     }

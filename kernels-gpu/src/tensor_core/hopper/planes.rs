@@ -1,0 +1,159 @@
+//! Step 9, `Producer::Planes`: a 1x1, stride-1, unpadded convolution on NCHW data is a GEMM per
+//! image with no transform at all,
+//!
+//! ```text
+//! Y[n] (K x H*W) = W (K x C) * X[n] (C x H*W)      KCRS with R = S = 1 is the K x C matrix W
+//! ```
+//!
+//! so the warp-specialized kernel runs it transposed: GEMM rows are output channels (the filter,
+//! channels contiguous, is a K-major A tile, the filter map's 128-row box), GEMM columns are
+//! pixels (the image's C x H*W plane, pixels contiguous, lands as an MN-major B tile: 64 channel
+//! rows of 64 pixels per tiled TMA copy, `Math::b_desc` describes it), and the accumulator tile
+//! (rows k, columns pixels) is NCHW as it stands, so the 16-bit epilogue's 16-byte stores run
+//! along pixels.
+//!
+//! The GEMM's columns are the images' pixels one image after another, each image padded to
+//! whole 64-pixel copies (`convrs_spec::hopper::plane_columns`): a copy never crosses images, and
+//! the padding columns (zeros from the TMA's fill) are computed and never stored.
+
+use convrs_spec::hopper::{b_tile_bytes, plane_columns, A_TILE_BYTES, K_TILE, PLANE_BOX_PIXELS, ROW_BYTES};
+
+use super::scheduler::Tiles;
+use crate::prelude::mbarrier::{mbar_arrive_expect_tx, setmaxnreg_dec_56, tma_load_3d};
+use crate::prelude::pipeline::{Position, Ring};
+use crate::prelude::*;
+use crate::tensor_core::implicit_gemm::{divmod, Operands};
+
+/// NCHW input planes, KCRS filter (R = S = 1), NCHW output; H*W and C multiples of 8 (the
+/// plane map's strides and the 16-byte stores), stride 1, no padding (the plan refuses the rest).
+/// Only the output addressing and the GEMM's extent are read; the pixel-row methods describe
+/// NCHW for completeness (channels are not contiguous, so no pixel-row producer may take it).
+pub struct Planes;
+
+impl Planes {
+    /// GEMM columns per image, and the pixels of one.
+    #[inline(always)]
+    fn columns(sh: &ConvShape) -> (u32, u32) {
+        let hw = (sh.p * sh.q) as u32;
+        (plane_columns(hw as usize) as u32, hw)
+    }
+}
+
+impl Operands for Planes {
+    const PLANES: bool = true;
+    #[inline(always)]
+    fn supports(sh: &ConvShape) -> bool {
+        sh.r == 1 && sh.s == 1 && sh.stride_h == 1 && sh.stride_w == 1 && sh.pad_h == 0 && sh.pad_w == 0
+    }
+    #[inline(always)]
+    unsafe fn pixel(sh: &ConvShape, m: u32) -> (u32, u32, u32) {
+        // SAFETY: the caller guarantees P*Q >= 1 and Q >= 1.
+        let (n, rest) = unsafe { divmod(m, (sh.p * sh.q) as u32) };
+        // SAFETY: as above.
+        let (p, q) = unsafe { divmod(rest, sh.q as u32) };
+        (n, p, q)
+    }
+    #[inline(always)]
+    fn x_origin(sh: &ConvShape, n: i32, ih: i32, iw: i32) -> i32 {
+        (n * sh.c * sh.h).wrapping_add(ih).wrapping_mul(sh.w).wrapping_add(iw)
+    }
+    #[inline(always)]
+    fn x_pixel(_: &ConvShape) -> i32 {
+        1
+    }
+    #[inline(always)]
+    fn x_chan(sh: &ConvShape) -> i32 {
+        sh.h * sh.w
+    }
+    #[inline(always)]
+    fn w_chan(_: &ConvShape) -> i32 {
+        1
+    }
+    #[inline(always)]
+    fn w_row(sh: &ConvShape, k: i32) -> i32 {
+        k.wrapping_mul(sh.c)
+    }
+    #[inline(always)]
+    fn w_tap(sh: &ConvShape) -> i32 {
+        sh.c
+    }
+    /// Output channel `m` (the GEMM row) of pixel column `col`: `y[n][m][p]`.
+    #[inline(always)]
+    fn y_off(sh: &ConvShape, m: u32, col: u32) -> u32 {
+        let (cols, hw) = Self::columns(sh);
+        // SAFETY: cols >= 64.
+        let (n, p) = unsafe { divmod(col, cols) };
+        (n * sh.k as u32 + m) * hw + p
+    }
+    #[inline(always)]
+    fn gemm_mn(sh: &ConvShape) -> (u32, u32) {
+        (sh.k as u32, sh.n as u32 * Self::columns(sh).0)
+    }
+    #[inline(always)]
+    fn y_in(sh: &ConvShape, row: u32, col: u32) -> bool {
+        let (cols, hw) = Self::columns(sh);
+        // SAFETY: cols >= 64.
+        let (n, p) = unsafe { divmod(col, cols) };
+        row < sh.k as u32 && n < sh.n as u32 && p < hw
+    }
+}
+
+/// Bytes of one plane copy in shared memory: [`ROW_BYTES`]-byte rows of 64 pixels, one per
+/// channel of the k-tile.
+const COPY_BYTES: u32 = (PLANE_BOX_PIXELS * ROW_BYTES) as u32;
+
+/// The producer of `Producer::Planes`: one thread issues, per k-tile (64 channels), the filter
+/// tile (rows m0.. of the {C, 1, K} map: output channels) into the stage's A tile and the
+/// `bn / 64` plane copies of the tile's pixel columns into its B tile. Each tile's reduction is
+/// its `ktiles` k-tiles (C / 64 rounded up; channels past C arrive as zeros on both sides).
+///
+/// # Safety
+/// As `produce_tma`: all 128 threads of warpgroup 0 call it together, after the barriers'
+/// initialisation, with `full` expecting one arrival; `xmap` is the input's plane map and
+/// `wmap` the filter's with boxes of 128 rows, as the kernel's contract describes.
+#[inline(always)]
+pub(super) unsafe fn produce_planes<const STAGES: usize>(xmap: *const u8, wmap: *const u8, sh: &ConvShape, ring: Ring<STAGES>, mut tiles: Tiles, ktiles: i32, tid: u32) {
+    // SAFETY: the whole warpgroup, as in `produce_tma`.
+    unsafe { setmaxnreg_dec_56() };
+    if tid != 0 {
+        return;
+    }
+    let (cols, _) = Planes::columns(sh);
+    let bn = tiles.bn;
+    let copies = bn / PLANE_BOX_PIXELS as u32;
+    let bytes = (A_TILE_BYTES + b_tile_bytes(bn as usize)) as u32;
+    let mut at = Position::START;
+    while let Some((m0, n0)) = tiles.next::<1>() {
+        // Each copy's image and first pixel, for the whole tile (at most 4 copies).
+        let mut image = [0i32; 4];
+        let mut pixel = [0i32; 4];
+        unroll!(4: 4, j => {
+            // SAFETY: cols >= 64.
+            let (n, p) = unsafe { divmod(n0 + j as u32 * PLANE_BOX_PIXELS as u32, cols) };
+            (image[j], pixel[j]) = (n as i32, p as i32);
+        });
+        let mut c0 = 0;
+        let mut kt = 0;
+        while kt < ktiles {
+            // SAFETY: the consumers released every earlier use of the stage before this one's.
+            unsafe { ring.wait_empty(at) };
+            let stage = ring.stage_addr(at.stage);
+            let full = ring.full(at.stage);
+            // SAFETY: the stage is free; its A tile (1024-aligned, 128 rows of 128 bytes) and B
+            // tile (`copies` copies of 8 KiB after it) receive exactly the announced bytes, the
+            // zero-filled parts of the boxes included.
+            unsafe {
+                mbar_arrive_expect_tx(full, bytes);
+                tma_load_3d(stage, wmap, c0, 0, m0 as i32, full);
+                unroll!(4: 4, j => {
+                    if (j as u32) < copies {
+                        tma_load_3d(stage + A_TILE_BYTES as u32 + j as u32 * COPY_BYTES, xmap, pixel[j], c0, image[j], full);
+                    }
+                });
+            }
+            c0 += K_TILE as i32;
+            at = at.next::<STAGES>();
+            kt += 1;
+        }
+    }
+}
