@@ -96,6 +96,11 @@ impl<T: Element, O: Element> DeviceConv<T, O> {
     /// Enqueues one convolution of `input` (`[N, C, H, W]` in the input layout given at `new`)
     /// into `output` (from [`DeviceConv::new_output`], or any tensor of the output's dims and
     /// layout): input transform, kernel, output transform.
+    ///
+    /// Where the kernel reads the caller's input as it is ([`DeviceConv::direct`]) and takes a
+    /// TMA tensor map of it, the first run on each input buffer encodes and uploads that map: run
+    /// once on a buffer before capturing its runs into a CUDA graph (inside a capture the run is
+    /// refused with that reason rather than recorded with a map the graph could not hold).
     pub fn run(&mut self, gpu: &Gpu, input: &DeviceTensor<T>, output: &mut DeviceTensor<O>) -> Result<()> {
         let matches = |what: &str, dims: [usize; 4], layout: Layout, want: [usize; 4], want_layout: Layout| {
             if (dims, layout) == (want, want_layout) {

@@ -218,7 +218,17 @@ impl Gpu {
 
     fn tensor_map(&self, key: crate::tensor_map::MapKey) -> Result<u64> {
         let mut maps = self.tensor_maps.lock().unwrap_or_else(|p| p.into_inner());
-        maps.address(key, |bytes| self.upload(bytes))
+        maps.address(key, |bytes| {
+            // An upload inside a CUDA graph capture would be recorded, not done: the graph would
+            // copy from a host buffer long gone, and the kernel read a map of garbage.
+            let capturing = self.stream.capture_status().map_err(cuda_err("querying the stream's capture status"))?;
+            if capturing != cudarc::driver::sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE {
+                return Err(Error::InvalidArgument(
+                    "a TMA tensor map for a buffer not run on before cannot be made while the stream is captured into a CUDA graph: run once on this buffer before capturing".into(),
+                ));
+            }
+            self.upload(bytes)
+        })
     }
 
     /// Copies `data` to a new device buffer.

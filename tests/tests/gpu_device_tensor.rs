@@ -230,8 +230,24 @@ fn device_conv_runs_the_plane_kernel_on_the_callers_tensors() {
             let mut y = conv.new_output(&gpu).unwrap();
             gpu.poison(y.data_mut()).unwrap();
             conv.run(&gpu, &dx, &mut y).unwrap();
-            let c = compare(y.download(&gpu).unwrap().data(), conv2d_cpu(&p, &x, &w).unwrap().data());
+            let want = conv2d_cpu(&p, &x, &w).unwrap();
+            let c = compare(y.download(&gpu).unwrap().data(), want.data());
             assert!(c.non_finite == 0 && c.passes(tolerance(convrs::DType::BF16, convrs::DType::BF16)), "{p}, seed {seed}: {c}");
+            if !direct.0 {
+                continue;
+            }
+            // A buffer the kernel has not run on, inside a CUDA graph capture: refused with the
+            // reason (its tensor map cannot be made there), not recorded with a map the graph
+            // cannot hold; after one run outside, captured, and the replay is right.
+            let fresh = DeviceTensor::upload(&gpu, &x).unwrap();
+            let Err(e) = convrs::timing::capture(&gpu, 1, &mut |_| conv.run(&gpu, &fresh, &mut y)) else { panic!("{p}: captured a run on a new buffer") };
+            assert!(e.to_string().contains("captured into a CUDA graph"), "{e}");
+            conv.run(&gpu, &fresh, &mut y).unwrap();
+            let graph = convrs::timing::capture(&gpu, 1, &mut |_| conv.run(&gpu, &fresh, &mut y)).unwrap();
+            gpu.poison(y.data_mut()).unwrap();
+            graph.launch().unwrap();
+            let c = compare(y.download(&gpu).unwrap().data(), want.data());
+            assert!(c.non_finite == 0 && c.passes(tolerance(convrs::DType::BF16, convrs::DType::BF16)), "{p}, seed {seed}, graph replay: {c}");
         }
     }
 }
