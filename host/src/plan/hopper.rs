@@ -146,6 +146,14 @@ fn forced_split() -> Result<Option<(usize, usize)>> {
     Ok(Some((bn.trim().parse().map_err(|_| bad())?, z.trim().parse().map_err(|_| bad())?)))
 }
 
+/// A developer's override of the tile width, for measuring each width of a kernel:
+/// `CONVRS_HOPPER_BN=BN` plans only the configurations BN columns wide (a kernel without that
+/// width refuses). Unset in normal use.
+fn forced_width() -> Result<Option<usize>> {
+    let Ok(text) = std::env::var("CONVRS_HOPPER_BN") else { return Ok(None) };
+    text.trim().parse().map(Some).map_err(|_| Error::InvalidArgument(format!("CONVRS_HOPPER_BN=`{text}`: expected a tile width, e.g. 128")))
+}
+
 /// The registry's planner for every Hopper kernel: the configurations of the kernel's policy.
 fn plan(desc: &KernelDesc, problem: &Conv2d, dtype: DType, device: &DeviceModel) -> Result<LaunchPlan> {
     let Algorithm::Wgmma(policy) = desc.algorithm else {
@@ -203,7 +211,13 @@ fn plan(desc: &KernelDesc, problem: &Conv2d, dtype: DType, device: &DeviceModel)
     let forced = if policy.split_k() { forced_split()? } else { None };
     let choices = configs().filter(fits).flat_map(|c| splits(c).map(move |z| (c, z)));
     let choices = choices.filter(|&(c, z)| forced.is_none_or(|(bn, fz)| c.bn == bn && z == fz));
+    let width = forced_width()?;
+    let choices = choices.filter(|&(c, _)| width.is_none_or(|bn| c.bn == bn));
     let Some((c, z)) = choices.min_by(|a, b| cost_of(a).total_cmp(&cost_of(b))) else {
+        if let Some(bn) = width {
+            let widths: Vec<_> = configs().map(|c| c.bn).collect();
+            return refuse(format!("CONVRS_HOPPER_BN={bn} is not among this problem's tile widths ({widths:?})"));
+        }
         if let Some((bn, z)) = forced {
             let widths: Vec<_> = configs().map(|c| c.bn).collect();
             return refuse(format!("CONVRS_SPLIT_K={bn},{z} is not among this problem's candidates (tile widths {widths:?}, splits while every CTA keeps one tile)"));

@@ -208,6 +208,7 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
 
     let (gemm_m, gemm_n) = O::gemm_mn(&sh);
     let tiles = Tiles::of::<CLUSTER, PERSISTENT>(gemm_m, gemm_n, Acc::N as u32);
+    let tiles = if O::PLANES { tiles.m_fastest(gemm_m) } else { tiles };
     let n_tiles = tiles.n_tiles;
     let kc = M::SPEC.k_tile() as i32;
     let cchunks = (sh.c + kc - 1) / kc;
