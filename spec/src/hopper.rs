@@ -162,22 +162,23 @@ pub enum Producer {
     WsTma,
     /// Warp-specialized, one producer thread issuing tiled TMA copies of NCHW data for a 1x1,
     /// stride-1, unpadded convolution, which is a GEMM per image: Y[n] (K x HW) = W (K x C) *
-    /// X[n] (C x HW). The GEMM's rows are output channels (the filter, K-major, is A) and its
-    /// columns pixels (the image's C x HW plane, pixels contiguous, is an MN-major B), so the
-    /// output tile is NCHW as it stands. Arguments as [`Producer::WsTma`], `xmap` the input's
-    /// plane map ([`PLANE_BOX_PIXELS`]).
+    /// X[n] (C x HW). The GEMM's rows are (image, output channel) pairs, [`plane_rows`] an
+    /// image (the filter, K-major, is A), its columns the image's pixels (its C x HW plane,
+    /// pixels contiguous, is an MN-major B), so the output tile is NCHW as it stands. Arguments
+    /// as [`Producer::WsTma`], `xmap` the input's plane map ([`PLANE_BOX_PIXELS`]).
     Planes,
 }
 
 /// Pixels of one plane-map copy ([`Producer::Planes`]): one 128-byte swizzle row of 16-bit
-/// data. A tile `bn` pixels wide is `bn / 64` copies, and each image's pixels are padded to a
-/// multiple of it in the GEMM's columns ([`plane_columns`]), so that no copy crosses images.
+/// data. A tile `bn` pixels wide is `bn / 64` copies.
 pub const PLANE_BOX_PIXELS: usize = 64;
 
-/// GEMM columns per image of the [`Producer::Planes`] kernels: H*W rounded up to whole
-/// [`PLANE_BOX_PIXELS`].
-pub const fn plane_columns(hw: usize) -> usize {
-    hw.div_ceil(PLANE_BOX_PIXELS) * PLANE_BOX_PIXELS
+/// GEMM rows per image of the [`Producer::Planes`] kernels: K rounded up to whole block tiles,
+/// so that a tile's rows are output channels of one image (the rows past K are computed from
+/// zero-filled filter rows and never stored, and a warpgroup whose rows all lie past K skips its
+/// MMAs).
+pub const fn plane_rows(k: usize) -> usize {
+    k.div_ceil(BLOCK_M) * BLOCK_M
 }
 
 /// How the output tiles are handed to the CTAs.
@@ -267,7 +268,7 @@ impl Policy {
 pub struct Config {
     /// What the kernel does.
     pub policy: Policy,
-    /// Block tile columns (GEMM N: output channels; pixels under [`Producer::Planes`]).
+    /// Block tile columns (GEMM N: output channels; an image's pixels under [`Producer::Planes`]).
     pub bn: usize,
     /// k-tiles the shared ring holds.
     pub stages: usize,

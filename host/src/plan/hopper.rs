@@ -8,7 +8,7 @@
 //! lowest predicted time. The cost model is `wmma_nhwc`'s wave model (`plan::model`) with one
 //! rate per configuration ([`RATES`]), fitted to the H100.
 
-use convrs_spec::hopper::{plane_columns, Config, Math, Policy, Producer, Schedule, BLOCK_M, CONFIGS};
+use convrs_spec::hopper::{plane_rows, Config, Math, Policy, Producer, Schedule, BLOCK_M, CONFIGS};
 use convrs_spec::split_k;
 
 use super::tensor_core::gemm_m;
@@ -185,9 +185,9 @@ fn plan(desc: &KernelDesc, problem: &Conv2d, dtype: DType, device: &DeviceModel)
     if policy.math == Math::Tf32x3 && 2 * p.k > i32::MAX as usize {
         return refuse("the split filter's 2K rows exceed the tensor map's i32 coordinates".into());
     }
-    // The GEMM's rows and columns: pixels by output channels, or for NCHW planes output
-    // channels by every image's pixels (each padded to whole plane copies).
-    let (m, n) = if planes { (p.k, p.n * plane_columns(p.h * p.w)) } else { (gemm_m(p), p.k) };
+    // The GEMM's rows and columns: pixels by output channels, or for NCHW planes every
+    // image's output channels (each padded to whole tiles) by an image's pixels.
+    let (m, n) = if planes { (p.n * plane_rows(p.k), p.h * p.w) } else { (gemm_m(p), p.k) };
     let configs = || CONFIGS.iter().filter(move |c| c.policy == policy);
     let fits = |c: &&Config| c.smem_bytes() <= device.smem_per_block as usize && tiles(c, m, n) <= i32::MAX as usize;
     let ktiles = p.c.div_ceil(policy.math.k_tile()) * p.r * p.s;
@@ -472,14 +472,15 @@ mod tests {
     fn planes_take_nchw_1x1_layers_and_auto_picks_them_for_nchw_callers() {
         let d = DeviceModel::named("h100").unwrap();
         let planes = algo("wgmma_nchw1x1_persistent");
-        // ResNet-50's 32,256,56,56 -> 64: K = 64 rows (half a row tile), 32 x 3136 pixel columns.
+        // ResNet-50's 32,256,56,56 -> 64: 32 images of K = 64 rows (half a row tile each), 3136
+        // pixel columns.
         let p = Conv2d::new(32, 256, 56, 56, 64, 1, 1);
         let plan = planes.plan(&p, DType::F16, &d).unwrap();
         let c = CONFIGS.iter().find(|c| c.entries.contains(&plan.kernel)).unwrap();
         assert_eq!((plan.filter_map_rows, plan.input_map), (Some(BLOCK_M as u32), Some(crate::plan::InputMap::Planes)));
-        assert_eq!(plan.grid.0 as usize, tiles(c, 64, 32 * 3136).min(resident(c, &d)));
-        // Pixels padded per image to whole 64-pixel copies: 14*14 = 196 -> 256 columns.
-        assert_eq!(plane_columns(196), 256);
+        assert_eq!(plan.grid.0 as usize, tiles(c, 32 * 128, 3136).min(resident(c, &d)));
+        // Output channels padded per image to whole 128-row tiles.
+        assert_eq!((plane_rows(64), plane_rows(128), plane_rows(136)), (128, 128, 256));
         // An NCHW caller gets it (no transforms); an NHWC caller the NHWC kernels.
         let pick = |layout| crate::select::choose(&p, DType::F16, layout, &d).unwrap().pick;
         assert_eq!(pick(Layout::Nchw), planes);

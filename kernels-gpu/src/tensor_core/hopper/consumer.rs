@@ -12,7 +12,8 @@ use crate::prelude::wgmma::{desc_sw128, fence_proxy_async_shared, Accumulators};
 /// wgmmas as soon as its stage (from `at`, which it advances) is full and hands each stage back
 /// once they retired, the last one too; calls `under(kt)` after issuing each k-tile's wgmmas
 /// (work that overlaps them, predicated on kt by the caller). Returns the accumulators with
-/// every wgmma retired. Without `IM2COL` (activations written by `cp.async`, through the
+/// every wgmma retired. An `idle` warpgroup (all its rows outside the output, the same for the
+/// whole warpgroup) only waits and releases: its accumulators are never stored. Without `IM2COL` (activations written by `cp.async`, through the
 /// generic proxy) each full stage is fenced for the async proxy before the wgmmas read it.
 ///
 /// # Safety
@@ -24,6 +25,7 @@ pub(super) unsafe fn consume<Acc: Accumulators, M: Math, const STAGES: usize, co
     cw: u32,
     tid: u32,
     ktiles: i32,
+    idle: bool,
     at: &mut Position,
     mut under: impl FnMut(u32),
 ) -> Acc {
@@ -47,7 +49,9 @@ pub(super) unsafe fn consume<Acc: Accumulators, M: Math, const STAGES: usize, co
         }
         // SAFETY: uniform control flow (every thread of the warpgroup runs every k-tile); stage
         // `at` is full and fenced, and the producer leaves it alone until its release below.
-        unsafe { M::k_tile(&mut acc, &mut total, a_desc, b_desc, a_row, at.stage * ring.stage, kt) };
+        if !idle {
+            unsafe { M::k_tile(&mut acc, &mut total, a_desc, b_desc, a_row, at.stage * ring.stage, kt) };
+        }
         // Every k-tile, branch-free (`under` predicates its own work on kt).
         under(kt as u32);
         unsafe { acc.wait_1() };

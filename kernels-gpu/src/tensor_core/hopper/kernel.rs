@@ -23,9 +23,9 @@
 //!   channels (the same 128 bytes a row); under 3xTF32 the filter map is over the split filter,
 //!   {C, R*S, 2K}: rows 0..K the TF32 high parts, K..2K the remainders.
 //! - With `Producer::Planes` (a 1x1, stride-1, unpadded convolution on NCHW x, KCRS w, NCHW y;
-//!   H*W and C multiples of 8), the GEMM is transposed, one per image: rows are output channels,
-//!   columns the pixels of each image padded to whole 64-pixel copies
-//!   (`convrs_spec::hopper::plane_columns`). `wmap` is the filter's map as above with boxes of
+//!   H*W and C multiples of 8), the GEMM is transposed, one per image: rows are (image, output
+//!   channel) pairs, K rounded up to whole tiles an image (`convrs_spec::hopper::plane_rows`),
+//!   columns an image's pixels. `wmap` is the filter's map as above with boxes of
 //!   128 rows (the A tile); `xmap` the input's tiled map, a 3-D tensor {H*W, C, N} (byte strides
 //!   H*W*2 and C*H*W*2), box {64, 64, 1}, 128B swizzle, zero fill ([`super::planes`]).
 //! - With `Schedule::SplitK`, `ws`, the workspace (`convrs_spec::split_k::workspace_bytes` for
@@ -252,10 +252,15 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
     let defer = matches!(M::SPEC, Spec::Half) && IM2COL && !SPLIT && sh.y_bits == 16;
     let mut pending = Pending::NONE;
     while let Some((m0, n0)) = tiles.next::<CLUSTER>() {
+        // A warpgroup whose first row (so every row) lies outside the output: a ragged last M
+        // tile, a cluster's tile past M, or K <= 64 under NCHW planes. Uniform per warpgroup.
+        // Split-K keeps every warp in its meeting; 3xTF32 computes it anyway (the branch around
+        // its register fragments measured 144 bytes of spills in ptxas).
+        let idle = !SPLIT && !matches!(M::SPEC, Spec::Tf32x3) && !O::y_in(&sh, m0 + cw * 64, n0);
         // SAFETY: the whole warpgroup, for every tile the producer fills; the stores as
         // `store_pending` requires (the previous tile's, this thread's part).
         let acc = unsafe {
-            consume::<Acc, M, STAGES, CLUSTER, IM2COL>(ring, cw, tid, ktiles, &mut at, |kt| {
+            consume::<Acc, M, STAGES, CLUSTER, IM2COL>(ring, cw, tid, ktiles, idle, &mut at, |kt| {
                 if defer {
                     store_pending::<O, Acc>(&sh, y, &pending, cw, tid, kt, kt + 1);
                 }
@@ -272,10 +277,15 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
                 // warp); of the slices, only this warp writes them.
                 unsafe { store_tile::<O, Acc, M>(&sh, y, &acc, m0, n0, cw, tid) };
             }
+        } else if defer && idle {
+            // Nothing of this tile to store: the last tile's remaining stores, now.
+            // SAFETY: as `store_deferring`.
+            unsafe { store_pending::<O, Acc>(&sh, y, &pending, cw, tid, (ktiles as u32).min(SLICES), SLICES) };
+            pending = Pending::NONE;
         } else if defer {
             // SAFETY: the caller's contract; this CTA's tile, the last tile's remaining stores.
             pending = unsafe { store_deferring::<O, Acc, M>(&sh, y, &pending, &acc, m0, n0, cw, tid, ktiles) };
-        } else {
+        } else if !idle {
             // SAFETY: the caller's contract; this CTA's tile.
             unsafe { store_tile::<O, Acc, M>(&sh, y, &acc, m0, n0, cw, tid) };
         }

@@ -12,11 +12,12 @@
 //! (rows k, columns pixels) is NCHW as it stands, so the 16-bit epilogue's 16-byte stores run
 //! along pixels.
 //!
-//! The GEMM's columns are the images' pixels one image after another, each image padded to
-//! whole 64-pixel copies (`convrs_spec::hopper::plane_columns`): a copy never crosses images, and
-//! the padding columns (zeros from the TMA's fill) are computed and never stored.
+//! The images are stacked along the rows: row `n * Kp + k` is output channel k of image n, Kp =
+//! K rounded up to whole 128-row tiles (`convrs_spec::hopper::plane_rows`), so every tile lies in
+//! one image, its copies address that image alone (pixels past H*W arrive as zeros), and the
+//! epilogue finds a row's image with one division a tile row rather than one a store.
 
-use convrs_spec::hopper::{b_tile_bytes, plane_columns, A_TILE_BYTES, K_TILE, PLANE_BOX_PIXELS, ROW_BYTES};
+use convrs_spec::hopper::{b_tile_bytes, plane_rows, A_TILE_BYTES, K_TILE, PLANE_BOX_PIXELS, ROW_BYTES};
 
 use super::scheduler::Tiles;
 use crate::prelude::mbarrier::{mbar_arrive_expect_tx, setmaxnreg_dec_56, tma_load_3d};
@@ -31,11 +32,17 @@ use crate::tensor_core::implicit_gemm::{divmod, Operands};
 pub struct Planes;
 
 impl Planes {
-    /// GEMM columns per image, and the pixels of one.
+    /// GEMM rows per image ([`plane_rows`]).
     #[inline(always)]
-    fn columns(sh: &ConvShape) -> (u32, u32) {
-        let hw = (sh.p * sh.q) as u32;
-        (plane_columns(hw as usize) as u32, hw)
+    fn rows(sh: &ConvShape) -> u32 {
+        plane_rows(sh.k as usize) as u32
+    }
+
+    /// The image and output channel of GEMM row `row`.
+    #[inline(always)]
+    fn image_channel(sh: &ConvShape, row: u32) -> (u32, u32) {
+        // SAFETY: rows >= 128.
+        unsafe { divmod(row, Self::rows(sh)) }
     }
 }
 
@@ -77,24 +84,20 @@ impl Operands for Planes {
     fn w_tap(sh: &ConvShape) -> i32 {
         sh.c
     }
-    /// Output channel `m` (the GEMM row) of pixel column `col`: `y[n][m][p]`.
+    /// GEMM row `m` (image n, output channel k), pixel `col`: `y[n][k][col]`.
     #[inline(always)]
     fn y_off(sh: &ConvShape, m: u32, col: u32) -> u32 {
-        let (cols, hw) = Self::columns(sh);
-        // SAFETY: cols >= 64.
-        let (n, p) = unsafe { divmod(col, cols) };
-        (n * sh.k as u32 + m) * hw + p
+        let (n, k) = Self::image_channel(sh, m);
+        (n * sh.k as u32 + k) * (sh.p * sh.q) as u32 + col
     }
     #[inline(always)]
     fn gemm_mn(sh: &ConvShape) -> (u32, u32) {
-        (sh.k as u32, sh.n as u32 * Self::columns(sh).0)
+        (sh.n as u32 * Self::rows(sh), (sh.p * sh.q) as u32)
     }
     #[inline(always)]
     fn y_in(sh: &ConvShape, row: u32, col: u32) -> bool {
-        let (cols, hw) = Self::columns(sh);
-        // SAFETY: cols >= 64.
-        let (n, p) = unsafe { divmod(col, cols) };
-        row < sh.k as u32 && n < sh.n as u32 && p < hw
+        let (n, k) = Self::image_channel(sh, row);
+        n < sh.n as u32 && k < sh.k as u32 && col < (sh.p * sh.q) as u32
     }
 }
 
@@ -103,9 +106,10 @@ impl Operands for Planes {
 const COPY_BYTES: u32 = (PLANE_BOX_PIXELS * ROW_BYTES) as u32;
 
 /// The producer of `Producer::Planes`: one thread issues, per k-tile (64 channels), the filter
-/// tile (rows m0.. of the {C, 1, K} map: output channels) into the stage's A tile and the
-/// `bn / 64` plane copies of the tile's pixel columns into its B tile. Each tile's reduction is
-/// its `ktiles` k-tiles (C / 64 rounded up; channels past C arrive as zeros on both sides).
+/// tile (rows k0.. of the {C, 1, K} map: output channels) into the stage's A tile and the
+/// `bn / 64` plane copies of the tile's pixels of its image into its B tile. Each tile's
+/// reduction is its `ktiles` k-tiles (C / 64 rounded up; channels past C arrive as zeros on both
+/// sides).
 ///
 /// # Safety
 /// As `produce_tma`: all 128 threads of warpgroup 0 call it together, after the barriers'
@@ -118,20 +122,12 @@ pub(super) unsafe fn produce_planes<const STAGES: usize>(xmap: *const u8, wmap: 
     if tid != 0 {
         return;
     }
-    let (cols, _) = Planes::columns(sh);
     let bn = tiles.bn;
     let copies = bn / PLANE_BOX_PIXELS as u32;
     let bytes = (A_TILE_BYTES + b_tile_bytes(bn as usize)) as u32;
     let mut at = Position::START;
     while let Some((m0, n0)) = tiles.next::<1>() {
-        // Each copy's image and first pixel, for the whole tile (at most 4 copies).
-        let mut image = [0i32; 4];
-        let mut pixel = [0i32; 4];
-        unroll!(4: 4, j => {
-            // SAFETY: cols >= 64.
-            let (n, p) = unsafe { divmod(n0 + j as u32 * PLANE_BOX_PIXELS as u32, cols) };
-            (image[j], pixel[j]) = (n as i32, p as i32);
-        });
+        let (image, k0) = Planes::image_channel(sh, m0);
         let mut c0 = 0;
         let mut kt = 0;
         while kt < ktiles {
@@ -144,10 +140,11 @@ pub(super) unsafe fn produce_planes<const STAGES: usize>(xmap: *const u8, wmap: 
             // zero-filled parts of the boxes included.
             unsafe {
                 mbar_arrive_expect_tx(full, bytes);
-                tma_load_3d(stage, wmap, c0, 0, m0 as i32, full);
+                tma_load_3d(stage, wmap, c0, 0, k0 as i32, full);
                 unroll!(4: 4, j => {
                     if (j as u32) < copies {
-                        tma_load_3d(stage + A_TILE_BYTES as u32 + j as u32 * COPY_BYTES, xmap, pixel[j], c0, image[j], full);
+                        let p = (n0 + j as u32 * PLANE_BOX_PIXELS as u32) as i32;
+                        tma_load_3d(stage + A_TILE_BYTES as u32 + j as u32 * COPY_BYTES, xmap, p, c0, image as i32, full);
                     }
                 });
             }
