@@ -45,7 +45,7 @@
 //!   stage ([`super::consumer`]). After the last k-tile of a tile, `wait_group 0`, release the
 //!   last stage, and the epilogue ([`super::epilogue`]), or under split-K the meeting first.
 
-use convrs_spec::hopper::{stage_bytes, Math as Spec, BARRIER_BYTES, BLOCK_M, WARPGROUP};
+use convrs_spec::hopper::{plane_rows, stage_bytes, Math as Spec, BARRIER_BYTES, BLOCK_M, WARPGROUP};
 use convrs_spec::split_k;
 
 use super::consumer::consume;
@@ -208,7 +208,7 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
 
     let (gemm_m, gemm_n) = O::gemm_mn(&sh);
     let tiles = Tiles::of::<CLUSTER, PERSISTENT>(gemm_m, gemm_n, Acc::N as u32);
-    let tiles = if O::PLANES { tiles.m_fastest(gemm_m) } else { tiles };
+    let tiles = if O::PLANES { tiles.by_image(plane_rows(sh.k as usize) as u32 / BLOCK_M as u32) } else { tiles };
     let n_tiles = tiles.n_tiles;
     let kc = M::SPEC.k_tile() as i32;
     let cchunks = (sh.c + kc - 1) / kc;

@@ -8,8 +8,8 @@ use crate::tensor_core::implicit_gemm::divmod;
 
 /// The output tiles one CTA computes, in order: one tile, or with a persistent grid every
 /// `stride`-th cluster tile from its own on (a static round-robin over the grid). A cluster
-/// tile is `CLUSTER` consecutive M tiles of one N tile (N tiles fastest, or M tiles with
-/// [`Tiles::m_fastest`]); the CTA of rank `rank` takes the `rank`-th of them. Every CTA of a
+/// tile is `CLUSTER` consecutive M tiles of one N tile (N tiles fastest, or image by image with
+/// [`Tiles::by_image`]); the CTA of rank `rank` takes the `rank`-th of them. Every CTA of a
 /// cluster walks the same cluster tiles.
 #[derive(Clone, Copy)]
 pub(super) struct Tiles {
@@ -18,8 +18,8 @@ pub(super) struct Tiles {
     end: u32,
     /// N tiles of the GEMM, each `bn` columns.
     pub(super) n_tiles: u32,
-    /// M tiles of the GEMM when they go fastest ([`Tiles::m_fastest`]), else 0.
-    m_tiles: u32,
+    /// M tiles per image in [`Tiles::by_image`] order, else 0.
+    per_image: u32,
     pub(super) bn: u32,
     pub(super) rank: u32,
 }
@@ -35,19 +35,21 @@ impl Tiles {
         let first = block_x() as u32 / CLUSTER;
         let tiles = if PERSISTENT {
             let end = gemm_m.div_ceil(BLOCK_M as u32 * CLUSTER) * n_tiles;
-            Tiles { next: first, stride: grid_dim_x() as u32 / CLUSTER, end, n_tiles, m_tiles: 0, bn, rank: 0 }
+            Tiles { next: first, stride: grid_dim_x() as u32 / CLUSTER, end, n_tiles, per_image: 0, bn, rank: 0 }
         } else {
-            Tiles { next: first, stride: 1, end: first + 1, n_tiles, m_tiles: 0, bn, rank: 0 }
+            Tiles { next: first, stride: 1, end: first + 1, n_tiles, per_image: 0, bn, rank: 0 }
         };
         Tiles { rank: if CLUSTER > 1 { crate::prelude::mbarrier::cluster_ctarank() } else { 0 }, ..tiles }
     }
 
-    /// The same tiles with the M tiles fastest (no clusters): for `Producer::Planes`, whose M
-    /// tiles (output channels) share each N tile's activations, so that the CTAs reading one
-    /// pixel tile run side by side and all but the first find it in L2.
+    /// The same tiles image by image (no clusters), for `Producer::Planes`, whose M tiles are
+    /// `per_image` tiles of output channels for each image in turn: an image's M tiles fastest
+    /// (they share each pixel tile's activations: the CTAs reading one run side by side, and all
+    /// but the first find it in L2), then its pixel tiles (neighbouring CTAs read neighbouring
+    /// stretches of the same channel planes), then the images.
     #[inline(always)]
-    pub(super) fn m_fastest(self, gemm_m: u32) -> Tiles {
-        Tiles { m_tiles: gemm_m.div_ceil(BLOCK_M as u32), ..self }
+    pub(super) fn by_image(self, per_image: u32) -> Tiles {
+        Tiles { per_image, ..self }
     }
 
     /// The next tile's first (row, column) of the GEMM output.
@@ -56,10 +58,12 @@ impl Tiles {
         if self.next >= self.end {
             return None;
         }
-        let (cm, nt) = if self.m_tiles > 0 {
-            // SAFETY: m_tiles >= 1.
-            let (nt, cm) = unsafe { divmod(self.next, self.m_tiles) };
-            (cm, nt)
+        let (cm, nt) = if self.per_image > 0 {
+            // SAFETY: per_image >= 1 and n_tiles >= 1.
+            let (rest, mt) = unsafe { divmod(self.next, self.per_image) };
+            // SAFETY: as above.
+            let (image, nt) = unsafe { divmod(rest, self.n_tiles) };
+            (image * self.per_image + mt, nt)
         } else {
             // SAFETY: N >= 1 (n_tiles >= 1).
             unsafe { divmod(self.next, self.n_tiles) }
