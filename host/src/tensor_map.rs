@@ -54,36 +54,42 @@ impl FilterMapKey {
     /// of channels, 1, rows}, 128-byte swizzle (the layout the kernels' wgmma descriptors
     /// read), zeros for elements outside the tensor (channel and output-channel tails).
     pub fn encode(&self) -> Result<[u8; 128]> {
-        let data_type = data_type(self.dtype);
-        let dims = [self.c, self.taps, self.k];
         // Bytes from one index of dimensions 1 and 2 to the next (dimension 0 is contiguous);
         // the driver wants multiples of 16: C is a multiple of 8 in every plan that asks for a map.
         let size = self.dtype.size() as u64;
         let strides = [size * self.c, size * self.c * self.taps];
-        let boxes = [box_channels(self.dtype), 1, self.rows];
-        let element_strides = [1u32; 3];
-        let mut map = CUtensorMap { opaque: [0; 16] };
-        // SAFETY: every pointer addresses an array of the rank (3, or 2 for the strides) the call
-        // is given; `map` is a 64-byte aligned CUtensorMap the driver writes and nothing else.
-        let r = unsafe {
-            cuTensorMapEncodeTiled(
-                &mut map,
-                data_type,
-                3,
-                self.address as *mut core::ffi::c_void,
-                dims.as_ptr(),
-                strides.as_ptr(),
-                boxes.as_ptr(),
-                element_strides.as_ptr(),
-                CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
-                CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
-                CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
-                CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
-            )
-        };
-        r.result().map_err(|e| Error::Cuda(format!("encoding the filter's tensor map ({self:?}): {e}")))?;
-        Ok(bytes_of(map))
+        encode_tiled(self.dtype, self.address, [self.c, self.taps, self.k], strides, [box_channels(self.dtype), 1, self.rows])
+            .map_err(|e| Error::Cuda(format!("encoding the filter's tensor map ({self:?}): {e}")))
     }
+}
+
+/// The driver's tiled encoding of a 3-D tensor of `dtype` at `address`: `dims` innermost first,
+/// byte `strides` of dimensions 1 and 2, boxes of `boxes` elements, element strides 1, 128-byte
+/// swizzle (the layout the kernels' wgmma descriptors read), zeros for elements outside the
+/// tensor.
+fn encode_tiled(dtype: DType, address: u64, dims: [u64; 3], strides: [u64; 2], boxes: [u32; 3]) -> std::result::Result<[u8; 128], cudarc::driver::DriverError> {
+    let element_strides = [1u32; 3];
+    let mut map = CUtensorMap { opaque: [0; 16] };
+    // SAFETY: every pointer addresses an array of the rank (3, or 2 for the strides) the call is
+    // given; `map` is a 64-byte aligned CUtensorMap the driver writes and nothing else.
+    let r = unsafe {
+        cuTensorMapEncodeTiled(
+            &mut map,
+            data_type(dtype),
+            3,
+            address as *mut core::ffi::c_void,
+            dims.as_ptr(),
+            strides.as_ptr(),
+            boxes.as_ptr(),
+            element_strides.as_ptr(),
+            CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
+            CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
+            CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+            CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+        )
+    };
+    r.result()?;
+    Ok(bytes_of(map))
 }
 
 /// The driver's name for an element type (fp32 copied as it is: the tensor cores read TF32
@@ -221,30 +227,9 @@ impl PlaneMapKey {
     pub fn encode(&self) -> Result<[u8; 128]> {
         let size = self.dtype.size() as u64;
         let [hw, c, _] = self.dims;
-        let strides = [size * hw, size * hw * c];
         let boxes = [box_channels(self.dtype), box_channels(self.dtype), 1];
-        let element_strides = [1u32; 3];
-        let mut map = CUtensorMap { opaque: [0; 16] };
-        // SAFETY: every pointer addresses an array of the rank (3, or 2 for the strides) the call
-        // is given; `map` is a 64-byte aligned CUtensorMap the driver writes and nothing else.
-        let r = unsafe {
-            cuTensorMapEncodeTiled(
-                &mut map,
-                data_type(self.dtype),
-                3,
-                self.address as *mut core::ffi::c_void,
-                self.dims.as_ptr(),
-                strides.as_ptr(),
-                boxes.as_ptr(),
-                element_strides.as_ptr(),
-                CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
-                CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
-                CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
-                CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
-            )
-        };
-        r.result().map_err(|e| Error::Cuda(format!("encoding the input's plane tensor map ({self:?}): {e}")))?;
-        Ok(bytes_of(map))
+        encode_tiled(self.dtype, self.address, self.dims, [size * hw, size * hw * c], boxes)
+            .map_err(|e| Error::Cuda(format!("encoding the input's plane tensor map ({self:?}): {e}")))
     }
 }
 

@@ -294,6 +294,7 @@ impl ShapeBench<'_> {
             kernels: Vec::new(),
             heuristic_pick: heuristic_pick(p, T::DTYPE, algos, gpu.model()),
             nchw_user: None,
+            nchw_user_tf32: None,
             nchw_cudnn: Vec::new(),
             nchw_pytorch: None,
         };
@@ -353,6 +354,15 @@ impl ShapeBench<'_> {
         }
         drop(uploaded);
         group.nchw_user = self.nchw_user(&group, sets, &reference, progress)?;
+        if T::DTYPE == DType::F32 && (!group.tf32_cudnn.is_empty() || group.tf32_pytorch.is_some()) {
+            // A caller asking for TF32: the fastest kernel at TF32 precision or better, from
+            // NCHW. Where that is no TF32 kernel, the fp32 caller's row is already the answer.
+            let k = group.best_tf32_any_layout().and_then(|m| crate::registry::by_name(&m.name)).filter(|k| k.on_plain_layouts());
+            group.nchw_user_tf32 = match k {
+                Some(k) if k.precision == crate::Precision::Tf32 => Some(self.nchw_user_of(k, crate::Precision::Tf32, sets, &reference, progress)?),
+                _ => None,
+            };
+        }
         if group.nchw_user.is_some() {
             if T::DTYPE == DType::F32 {
                 // The fp32 baselines above were given NCHW tensors already.
@@ -374,7 +384,7 @@ impl ShapeBench<'_> {
         let mut best: Option<Measurement> = None;
         let (fastest, native) = (kernel(group.best_kernel()), kernel(group.best_kernel_in(Layout::Nchw)));
         for k in [fastest, native.filter(|n| fastest.is_none_or(|f| f.name != n.name))].into_iter().flatten() {
-            let row = self.nchw_user_of(k, sets, reference, progress)?;
+            let row = self.nchw_user_of(k, self.problem.precision, sets, reference, progress)?;
             if best.as_ref().is_none_or(|b| row.ms().unwrap_or(f64::INFINITY) < b.ms().unwrap_or(f64::INFINITY)) {
                 best = Some(row);
             }
@@ -382,16 +392,24 @@ impl ShapeBench<'_> {
         Ok(best)
     }
 
-    /// Kernel `k` for a caller holding NCHW tensors: each timed run transforms the input to the
-    /// kernel's layout (zero-padded to its multiples), runs it, and transforms the output back to
-    /// NCHW, or runs on the caller's tensors where the kernel reads NCHW as it is. The filter is
-    /// transformed once per weights, as `DeviceConv` does; that one-time cost is timed on its own
-    /// and given in the row's note.
-    fn nchw_user_of<T: Element + CudnnBaseline>(&self, k: &'static crate::registry::KernelDesc, sets: &[(Tensor<T>, Tensor<T>)], reference: &Tensor<f64>, progress: &mut dyn FnMut(&str)) -> Result<Measurement> {
+    /// Kernel `k` for a caller holding NCHW tensors and asking for `precision`: each timed run
+    /// transforms the input to the kernel's layout (zero-padded to its multiples), runs it, and
+    /// transforms the output back to NCHW, or runs on the caller's tensors where the kernel reads
+    /// NCHW as it is. The filter is transformed once per weights, as `DeviceConv` does; that
+    /// one-time cost is timed on its own and given in the row's note.
+    fn nchw_user_of<T: Element + CudnnBaseline>(
+        &self,
+        k: &'static crate::registry::KernelDesc,
+        precision: crate::Precision,
+        sets: &[(Tensor<T>, Tensor<T>)],
+        reference: &Tensor<f64>,
+        progress: &mut dyn FnMut(&str),
+    ) -> Result<Measurement> {
         use crate::device_conv::DeviceConv;
         use crate::device_tensor::DeviceTensor;
         progress(&format!("{}: {} for an NCHW caller", self.label, k.name));
-        let (gpu, p) = (self.gpu, self.problem);
+        let gpu = self.gpu;
+        let p = &self.problem.with_precision(precision);
         let mut runs = Vec::new();
         for (x, w) in sets {
             let (x, w) = (DeviceTensor::upload(gpu, x)?, DeviceTensor::upload(gpu, w)?);
@@ -409,7 +427,7 @@ impl ShapeBench<'_> {
         let first = &mut runs[0];
         let filter = crate::timing::time_runs(gpu, self.opts.timing, |_| first.conv.set_filter(gpu, &first.w))?;
         row.note = Some(format!("filter to the kernel's layout once per weights: {:.4} ms, not in the time", filter.median_ms));
-        self.measure(row, reference, tolerance(T::DTYPE, T::DTYPE), &mut Rotation::new(runs)?)
+        self.measure(row, reference, tolerance_at(T::DTYPE, T::DTYPE, precision), &mut Rotation::new(runs)?)
     }
 
     /// The baselines given what an NCHW caller of a 16-bit type holds: cuDNN's graph API on NCHW

@@ -24,6 +24,7 @@ use crate::prelude::mbarrier::{mbar_arrive_expect_tx, setmaxnreg_dec_56, tma_loa
 use crate::prelude::pipeline::{Position, Ring};
 use crate::prelude::*;
 use crate::tensor_core::implicit_gemm::{divmod, Operands};
+use crate::tensor_core::nhwc::Nhwc;
 
 /// NCHW input planes, KCRS filter (R = S = 1), NCHW output; H*W and C multiples of 8 (the
 /// plane map's strides and the 16-byte stores), stride 1, no padding (the plan refuses the rest).
@@ -52,13 +53,11 @@ impl Operands for Planes {
     fn supports(sh: &ConvShape) -> bool {
         sh.r == 1 && sh.s == 1 && sh.stride_h == 1 && sh.stride_w == 1 && sh.pad_h == 0 && sh.pad_w == 0
     }
+    /// An output pixel's coordinates do not depend on the layout.
     #[inline(always)]
     unsafe fn pixel(sh: &ConvShape, m: u32) -> (u32, u32, u32) {
-        // SAFETY: the caller guarantees P*Q >= 1 and Q >= 1.
-        let (n, rest) = unsafe { divmod(m, (sh.p * sh.q) as u32) };
-        // SAFETY: as above.
-        let (p, q) = unsafe { divmod(rest, sh.q as u32) };
-        (n, p, q)
+        // SAFETY: as the caller guarantees.
+        unsafe { Nhwc::pixel(sh, m) }
     }
     #[inline(always)]
     fn x_origin(sh: &ConvShape, n: i32, ih: i32, iw: i32) -> i32 {
