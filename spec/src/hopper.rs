@@ -94,6 +94,12 @@ macro_rules! hopper_f32_configs {
             (Tf32x3,   WsTma,   Persistent, 1,      128, 4, wgmma_ws_tma_persistent_3xtf32_128x128k32)
             (Tf32x3,   WsTma,   Persistent, 1,       64, 6, wgmma_ws_tma_persistent_3xtf32_128x64k32)
             (Tf32x3,   WsTma,   Persistent, 1,       32, 8, wgmma_ws_tma_persistent_3xtf32_128x32k32)
+            // Step 8's split-K on fp32 data: layers with fewer output tiles than SMs.
+            (Tf32,     WsTma,   SplitK,     1,      128, 6, wgmma_ws_tma_splitk_tf32_128x128k32)
+            (Tf32,     WsTma,   SplitK,     1,       64, 8, wgmma_ws_tma_splitk_tf32_128x64k32)
+            (Tf32,     WsTma,   SplitK,     1,       32, 8, wgmma_ws_tma_splitk_tf32_128x32k32)
+            (Tf32x3,   WsTma,   SplitK,     1,       64, 6, wgmma_ws_tma_splitk_3xtf32_128x64k32)
+            (Tf32x3,   WsTma,   SplitK,     1,       32, 8, wgmma_ws_tma_splitk_3xtf32_128x32k32)
         }
     };
 }
@@ -224,6 +230,8 @@ impl Policy {
             (Producer::Planes, Schedule::Persistent, 1, Math::Half) => "wgmma_nchw1x1_persistent",
             (Producer::WsTma, Schedule::Persistent, 1, Math::Tf32) => "wgmma_ws_tma_persistent_tf32",
             (Producer::WsTma, Schedule::Persistent, 1, Math::Tf32x3) => "wgmma_ws_tma_persistent_3xtf32",
+            (Producer::WsTma, Schedule::SplitK, 1, Math::Tf32) => "wgmma_ws_tma_splitk_tf32",
+            (Producer::WsTma, Schedule::SplitK, 1, Math::Tf32x3) => "wgmma_ws_tma_splitk_3xtf32",
             _ => "",
         }
     }

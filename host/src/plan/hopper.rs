@@ -23,7 +23,7 @@ use crate::{Algorithm, Conv2d, Error, Layout, Precision, Result};
 /// (the 128x256 tiles), and to the layers each narrower tile was built for (BENCHMARKS.md,
 /// 2026-11-23 sessions one to six): the 128x128 tiles run at 0.78 (0.81 for multistage) of the
 /// 128x256 tile's rate, 128x64 at 0.66 and 128x32 at 0.37.
-pub const RATES: [(&str, f64); 29] = [
+pub const RATES: [(&str, f64); 34] = [
     ("wgmma_multistage_128x256k64", 1.42),
     ("wgmma_multistage_128x128k64", 1.42 / 0.81),
     ("wgmma_ws_cpasync_128x256k64", 1.10),
@@ -61,6 +61,12 @@ pub const RATES: [(&str, f64); 29] = [
     ("wgmma_ws_tma_persistent_3xtf32_128x128k32", 1.0 / 0.78),
     ("wgmma_ws_tma_persistent_3xtf32_128x64k32", 1.0 / 0.66),
     ("wgmma_ws_tma_persistent_3xtf32_128x32k32", 1.0 / 0.37),
+    // Split-K on fp32 data: the persistent fp32 rows' rates (not yet fitted).
+    ("wgmma_ws_tma_splitk_tf32_128x128k32", 1.0 / 0.78),
+    ("wgmma_ws_tma_splitk_tf32_128x64k32", 1.0 / 0.66),
+    ("wgmma_ws_tma_splitk_tf32_128x32k32", 1.0 / 0.37),
+    ("wgmma_ws_tma_splitk_3xtf32_128x64k32", 1.0 / 0.66),
+    ("wgmma_ws_tma_splitk_3xtf32_128x32k32", 1.0 / 0.37),
 ];
 
 /// The rate of configuration `c` ([`RATES`]; every configuration has one, checked below).
@@ -323,7 +329,7 @@ const fn same(a: Policy, b: Policy) -> bool {
 }
 
 /// The policies, in the progression's order: one registry kernel each.
-pub const POLICIES: [Policy; 11] = policies();
+pub const POLICIES: [Policy; 13] = policies();
 
 /// What the registry lists for `policy`.
 const fn kernel(policy: Policy) -> KernelDesc {
@@ -333,6 +339,8 @@ const fn kernel(policy: Policy) -> KernelDesc {
         family: Family::TensorCore,
         summary: match (policy.schedule, policy.math) {
             _ if matches!(policy.producer, Producer::Planes) => "family 3 on Hopper: 1x1 convolution on NCHW data as a wgmma GEMM per image, no transform",
+            (Schedule::SplitK, Math::Tf32) => "family 3 on Hopper: wgmma implicit GEMM on fp32 data in TF32, split-K for layers with few output tiles",
+            (Schedule::SplitK, Math::Tf32x3) => "family 3 on Hopper: wgmma implicit GEMM on fp32 data to fp32 accuracy (3xTF32), split-K for layers with few output tiles",
             (_, Math::Tf32) => "family 3 on Hopper: wgmma implicit GEMM on fp32 data in TF32 (PyTorch's default precision)",
             (_, Math::Tf32x3) => "family 3 on Hopper: wgmma implicit GEMM on fp32 data to fp32 accuracy (3xTF32)",
             (Schedule::Tile, _) => "family 3 on Hopper: wgmma.mma_async implicit GEMM on plain channels-last data",

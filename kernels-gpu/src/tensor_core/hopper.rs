@@ -69,15 +69,24 @@ macro_rules! entries {
 }
 
 /// Declares the entry of every row of `convrs_spec::hopper_f32_configs!` on operands `$ops`:
-/// the im2col TMA producer on a persistent grid, fp32 data.
+/// the im2col TMA producer on a persistent grid, fp32 data, the reduction whole or split.
 macro_rules! f32_entries {
-    ($ops:ident $(($math:ident, WsTma, Persistent, 1, $bn:tt, $stages:tt, $name:ident))*) => {
+    ($ops:ident $(($math:ident, WsTma, $schedule:ident, 1, $bn:tt, $stages:tt, $name:ident))*) => {
         $(
-            $crate::conv_kernel!(
-                fn $name(x: *const f32, w: *const f32, y: *mut f32, wmap: *const u8, xmap: *const u8) => $crate::tensor_core::hopper::kernel::conv_tma_f32::<
-                    $ops, [f32; $bn / 2], $stages, math::$math>
-            );
+            f32_entries!(@one $ops $math $schedule $bn $stages $name);
         )*
+    };
+    (@one $ops:ident $math:ident Persistent $bn:tt $stages:tt $name:ident) => {
+        $crate::conv_kernel!(
+            fn $name(x: *const f32, w: *const f32, y: *mut f32, wmap: *const u8, xmap: *const u8) => $crate::tensor_core::hopper::kernel::conv_tma_f32::<
+                $ops, [f32; $bn / 2], $stages, math::$math>
+        );
+    };
+    (@one $ops:ident $math:ident SplitK $bn:tt $stages:tt $name:ident) => {
+        $crate::conv_kernel!(
+            fn $name(x: *const f32, w: *const f32, y: *mut f32, wmap: *const u8, xmap: *const u8, ws: *mut u32) => $crate::tensor_core::hopper::kernel::conv_split_k_f32::<
+                $ops, [f32; $bn / 2], $stages, math::$math>
+        );
     };
 }
 

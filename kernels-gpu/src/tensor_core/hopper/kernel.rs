@@ -116,6 +116,25 @@ pub unsafe fn conv_tma_f32<O: Operands, Acc: Accumulators, const STAGES: usize, 
     unsafe { conv::<O, Acc, STAGES, 1, true, M, true, false>(x as *const u16, w as *const u16, y, wmap, xmap, core::ptr::null_mut(), sh) }
 }
 
+/// The fp32 `Schedule::SplitK` entries: [`conv_split_k`] on fp32 data, which only the tensor
+/// maps address.
+///
+/// # Safety
+/// As [`conv`].
+#[inline(always)]
+pub unsafe fn conv_split_k_f32<O: Operands, Acc: Accumulators, const STAGES: usize, M: Math>(
+    x: *const f32,
+    w: *const f32,
+    y: *mut f32,
+    wmap: *const u8,
+    xmap: *const u8,
+    ws: *mut u32,
+    sh: ConvShape,
+) {
+    // SAFETY: as the caller guarantees; x and w are not read.
+    unsafe { conv::<O, Acc, STAGES, 1, true, M, true, true>(x as *const u16, w as *const u16, y, wmap, xmap, ws, sh) }
+}
+
 /// `Schedule::SplitK` entries (always `Producer::WsTma`, persistent, no cluster): [`conv`] with
 /// the grid's z slices meeting in the workspace `ws`.
 ///
