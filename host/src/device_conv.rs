@@ -113,17 +113,15 @@ impl<T: Element, O: Element> DeviceConv<T, O> {
         matches("output", output.dims(), output.layout(), self.problem.output_shape(), self.output_layout)?;
         let run = *self.prepared.run_problem();
         let (direct_in, direct_out) = self.direct();
-        if direct_in && direct_out {
-            return self.prepared.enqueue_with(gpu, Some(input.data()), Some(output.data_mut()));
-        }
         if !direct_in {
             let (x, _) = self.prepared.operands_mut();
             relayout_into(gpu, input.data(), input.dims(), input.layout(), x, run.input_shape(), self.kernel.layouts.0)?;
         }
+        let x = direct_in.then(|| input.data());
         if direct_out {
-            return self.prepared.enqueue_with(gpu, direct_in.then(|| input.data()), Some(output.data_mut()));
+            return self.prepared.enqueue_with(gpu, x, Some(output.data_mut()));
         }
-        self.prepared.enqueue_with(gpu, direct_in.then(|| input.data()), None)?;
+        self.prepared.enqueue_with(gpu, x, None)?;
         let dims = output.dims();
         relayout_into(gpu, self.prepared.output_buffer(), run.output_shape(), self.kernel.layouts.2, output.data_mut(), dims, self.output_layout)
     }

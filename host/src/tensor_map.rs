@@ -227,7 +227,9 @@ impl PlaneMapKey {
     pub fn encode(&self) -> Result<[u8; 128]> {
         let size = self.dtype.size() as u64;
         let [hw, c, _] = self.dims;
-        let boxes = [box_channels(self.dtype), box_channels(self.dtype), 1];
+        // The kernels' copy: PLANE_BOX_PIXELS pixels (one 128-byte row of 16-bit data) by one
+        // k-tile of channels.
+        let boxes = [convrs_spec::hopper::PLANE_BOX_PIXELS as u32, box_channels(self.dtype), 1];
         encode_tiled(self.dtype, self.address, self.dims, [size * hw, size * hw * c], boxes)
             .map_err(|e| Error::Cuda(format!("encoding the input's plane tensor map ({self:?}): {e}")))
     }
