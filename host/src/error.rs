@@ -7,6 +7,8 @@ use std::fmt;
 pub enum Error {
     /// An extent, stride or dilation of the problem is zero, so the output would be empty or undefined.
     ZeroSize { dim: &'static str },
+    /// The groups do not divide the input channels C and the output channels K.
+    Groups { groups: usize, c: usize, k: usize },
     /// The dilated filter does not fit in the padded input along `axis`: the output size would be zero or negative.
     FilterLargerThanPaddedInput { axis: &'static str, filter_extent: usize, padded_input: usize },
     /// A tensor has more elements than the kernels' 32-bit index arithmetic can address.
@@ -33,6 +35,7 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Error::ZeroSize { dim } => write!(f, "`{dim}` is zero: the output would be empty or undefined"),
+            Error::Groups { groups, c, k } => write!(f, "{groups} groups must divide both the input channels C = {c} and the output channels K = {k}"),
             Error::FilterLargerThanPaddedInput { axis, filter_extent, padded_input } => write!(
                 f,
                 "the dilated filter spans {filter_extent} along {axis} but the padded input is only {padded_input}: the output size would be zero or negative"

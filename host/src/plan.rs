@@ -122,6 +122,8 @@ pub enum Family {
     Direct,
     Tiled,
     TensorCore,
+    /// Depthwise convolution (groups = C), memory-bound: judged by the copy bandwidth.
+    Depthwise,
 }
 
 impl Family {
@@ -131,6 +133,7 @@ impl Family {
             Family::Direct => "direct",
             Family::Tiled => "tiled",
             Family::TensorCore => "tensor-core",
+            Family::Depthwise => "depthwise",
         }
     }
 }
@@ -201,6 +204,17 @@ impl KernelDesc {
                 algorithm: self.name,
                 reason: format!("it computes fp32 data in {}, and the problem asks for {} (Conv2d::with_precision, --precision)", self.precision, problem.precision),
             });
+        }
+        // Dense kernels take groups = 1, the depthwise ones groups = C (C = 1 is both).
+        if self.family == Family::Depthwise && !problem.is_depthwise() {
+            return Err(Error::Unsupported {
+                algorithm: self.name,
+                reason: format!("it computes depthwise convolutions (groups = C = {}), and the problem has {} group(s)", problem.c, problem.groups),
+            });
+        }
+        if self.family != Family::Depthwise && problem.groups != 1 {
+            let hint = if problem.is_depthwise() { "the depthwise kernels (`convrs list`) take it" } else { "grouped convolutions with 1 < groups < C have no kernel yet" };
+            return Err(Error::Unsupported { algorithm: self.name, reason: format!("it computes dense convolutions (groups = 1), and the problem has {} groups: {hint}", problem.groups) });
         }
         (self.planner)(self, problem, dtype, device)
     }

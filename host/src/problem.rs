@@ -11,7 +11,8 @@ use std::fmt;
 use crate::{Error, Precision, Result};
 
 /// One 2-D convolution (cross-correlation, as in cuDNN and PyTorch): input `N x C x H x W`,
-/// filter `K x C x R x S`, output `N x K x P x Q`.
+/// filter `K x C/G x R x S`, output `N x K x P x Q`, in `G` groups ([`Conv2d::groups`]; 1 unless
+/// set): output channel `k` reads the `C/G` input channels of its group `k / (K/G)` only.
 ///
 /// Pairs are `(along H, along W)`. The fields are public so callers can set each axis on its
 /// own; the `with_*` builders set both axes at once.
@@ -50,6 +51,10 @@ pub struct Conv2d {
     /// How fp32 data may be multiplied ([`Precision`]; ignored for 16-bit data): like cuDNN's
     /// math type, part of the convolution's description. [`Precision::Fp32`] unless set.
     pub precision: Precision,
+    /// Groups G (PyTorch's `groups`, cuDNN's group count): G divides C and K, and each group's
+    /// K/G output channels read only its C/G input channels. 1 is a dense convolution; G = C is
+    /// depthwise (K = m*C, m the channel multiplier).
+    pub groups: usize,
 }
 
 /// Widest value every kernel index must stay within.
@@ -77,7 +82,7 @@ fn output_extent(size: usize, pad: usize, dilation: usize, taps: usize, stride: 
 impl Conv2d {
     /// A problem with no padding, unit stride and unit dilation.
     pub fn new(n: usize, c: usize, h: usize, w: usize, k: usize, r: usize, s: usize) -> Self {
-        Self { n, c, h, w, k, r, s, pad: (0, 0), stride: (1, 1), dilation: (1, 1), precision: Precision::Fp32 }
+        Self { n, c, h, w, k, r, s, pad: (0, 0), stride: (1, 1), dilation: (1, 1), precision: Precision::Fp32, groups: 1 }
     }
 
     /// The same problem computed at `precision` on fp32 data.
@@ -89,6 +94,30 @@ impl Conv2d {
     /// ```
     pub fn with_precision(self, precision: Precision) -> Self {
         Self { precision, ..self }
+    }
+
+    /// The same problem in `g` groups ([`Conv2d::groups`]).
+    ///
+    /// ```
+    /// use convrs::Conv2d;
+    /// let dw = Conv2d::new(32, 96, 56, 56, 96, 3, 3).with_pad(1).with_groups(96); // depthwise
+    /// assert_eq!(dw.filter_shape(), [96, 1, 3, 3]);
+    /// assert!(dw.is_depthwise());
+    /// assert_eq!(dw.flops(), 2.0 * (32 * 96 * 56 * 56 * 9) as f64);
+    /// ```
+    pub fn with_groups(self, g: usize) -> Self {
+        Self { groups: g, ..self }
+    }
+
+    /// Input channels per group, `C/G` (the filter's second dimension).
+    pub fn group_c(&self) -> usize {
+        self.c / self.groups.max(1)
+    }
+
+    /// Whether every group has one input channel (`G = C`, `K = m*C`): a depthwise convolution
+    /// (a dense one when C = 1).
+    pub fn is_depthwise(&self) -> bool {
+        self.groups == self.c
     }
 
     /// The same problem with `p` zero padding on every side.
@@ -112,9 +141,10 @@ impl Conv2d {
     /// The checks run in this order, and the first failure is returned:
     /// 1. [`Error::ZeroSize`] if any of `n, c, h, w, k, r, s`, a stride or a dilation is zero
     ///    (`dim` is the field name, with `_h`/`_w` for the pairs).
-    /// 2. [`Error::FilterLargerThanPaddedInput`] if the dilated filter, `dil*(R-1)+1`, is larger
+    /// 2. [`Error::Groups`] if the groups do not divide C and K.
+    /// 3. [`Error::FilterLargerThanPaddedInput`] if the dilated filter, `dil*(R-1)+1`, is larger
     ///    than the padded input `H + 2*pad` (height first, then width).
-    /// 3. [`Error::IndexOverflow`] if, in this order, the input element count, a padded input
+    /// 4. [`Error::IndexOverflow`] if, in this order, the input element count, a padded input
     ///    extent `H + 2*pad` / `W + 2*pad`, a stride or a dilation (all of which kernels handle
     ///    as input indices; `tensor` is `"input"` and `elements` is the offending value), the
     ///    filter element count or the output element count exceeds `i32::MAX`.
@@ -141,9 +171,13 @@ impl Conv2d {
             ("stride_w", self.stride.1),
             ("dilation_h", self.dilation.0),
             ("dilation_w", self.dilation.1),
+            ("groups", self.groups),
         ];
         if let Some(&(dim, _)) = sizes.iter().find(|(_, v)| *v == 0) {
             return Err(Error::ZeroSize { dim });
+        }
+        if self.c % self.groups != 0 || self.k % self.groups != 0 {
+            return Err(Error::Groups { groups: self.groups, c: self.c, k: self.k });
         }
 
         let axes = [
@@ -175,7 +209,7 @@ impl Conv2d {
         overflow("input", self.stride.1 as u128)?;
         overflow("input", self.dilation.0 as u128)?;
         overflow("input", self.dilation.1 as u128)?;
-        overflow("filter", product(&[self.k, self.c, self.r, self.s]))?;
+        overflow("filter", product(&self.filter_shape()))?;
         let (p, q) = self.output_hw();
         overflow("output", product(&[self.n, self.k, p, q]))
     }
@@ -190,11 +224,11 @@ impl Conv2d {
         (saturate_usize(p), saturate_usize(q))
     }
 
-    /// Floating-point operations of the convolution, `2*N*K*P*Q*C*R*S` (a multiply and an add
-    /// per tap, padding taps included, as cuDNN and most papers count them).
+    /// Floating-point operations of the convolution, `2*N*K*P*Q*(C/G)*R*S` (a multiply and an
+    /// add per tap, padding taps included, as cuDNN and most papers count them).
     pub fn flops(&self) -> f64 {
         let (p, q) = self.output_hw();
-        [self.n, self.k, p, q, self.c, self.r, self.s].iter().fold(2.0, |acc, &v| acc * v as f64)
+        [self.n, self.k, p, q, self.group_c(), self.r, self.s].iter().fold(2.0, |acc, &v| acc * v as f64)
     }
 
     /// Elements of the input, `N*C*H*W` (saturating; exact once validated).
@@ -202,7 +236,7 @@ impl Conv2d {
         saturate_usize(product(&self.input_shape()))
     }
 
-    /// Elements of the filter, `K*C*R*S` (saturating; exact once validated).
+    /// Elements of the filter, `K*(C/G)*R*S` (saturating; exact once validated).
     pub fn filter_len(&self) -> usize {
         saturate_usize(product(&self.filter_shape()))
     }
@@ -217,9 +251,9 @@ impl Conv2d {
         [self.n, self.c, self.h, self.w]
     }
 
-    /// Logical filter dimensions `[K, C, R, S]`.
+    /// Logical filter dimensions `[K, C/G, R, S]`.
     pub fn filter_shape(&self) -> [usize; 4] {
-        [self.k, self.c, self.r, self.s]
+        [self.k, self.group_c(), self.r, self.s]
     }
 
     /// Logical output dimensions `[N, K, P, Q]`.
@@ -275,6 +309,9 @@ impl fmt::Display for Conv2d {
             self.dilation.0,
             self.dilation.1
         )?;
+        if self.groups != 1 {
+            write!(f, " groups={}", self.groups)?;
+        }
         if self.precision != Precision::Fp32 {
             write!(f, " precision={}", self.precision)?;
         }

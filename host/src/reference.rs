@@ -100,6 +100,9 @@ fn to_nchw_f64<T: Copy + Into<f64>>(t: &Tensor<T>) -> Vec<f64> {
 /// on `out * stride + tap * dilation - pad`.
 struct Geometry {
     c: usize,
+    /// Input channels per group (the filter's second dimension) and output channels per group.
+    group_c: usize,
+    group_k: usize,
     h: isize,
     w: isize,
     k: usize,
@@ -118,6 +121,8 @@ impl Geometry {
         let i = |v: usize| v as isize;
         Self {
             c: pb.c,
+            group_c: pb.group_c(),
+            group_k: pb.k / pb.groups.max(1),
             h: i(pb.h),
             w: i(pb.w),
             k: pb.k,
@@ -148,9 +153,11 @@ impl Geometry {
         let on = row_index / (self.p * self.k);
         let (hw, rs) = (self.h as usize * self.w as usize, self.r * self.s);
         let st = self.stride.1 as usize;
-        for ci in 0..self.c {
-            let plane = &x[(on * self.c + ci) * hw..][..hw];
-            let taps = &wt[(ok * self.c + ci) * rs..][..rs];
+        // Output channel ok reads the input channels of its group only.
+        let c0 = ok / self.group_k * self.group_c;
+        for gi in 0..self.group_c {
+            let plane = &x[(on * self.c + c0 + gi) * hw..][..hw];
+            let taps = &wt[(ok * self.group_c + gi) * rs..][..rs];
             for ri in 0..self.r {
                 let ih = op as isize * self.stride.0 + ri as isize * self.dilation.0 - self.pad.0;
                 if ih < 0 || ih >= self.h {
@@ -206,6 +213,20 @@ mod tests {
         let w = Tensor::new(p.filter_shape(), Layout::Nchw, vec![0.5f32, 0.25, -1.0, 2.0]).unwrap().map(f16::from_f32);
         let y = conv2d_cpu(&p, &x, &w).unwrap();
         assert_eq!(y.data(), &[0.5 + 0.5 - 3.0 + 8.0]);
+    }
+
+    #[test]
+    fn groups_read_their_own_channels() {
+        // C = 4, K = 2, 2 groups, 1x1: y0 = w0 . (x0, x1), y1 = w1 . (x2, x3).
+        let p = Conv2d::new(1, 4, 1, 1, 2, 1, 1).with_groups(2);
+        let x = Tensor::new(p.input_shape(), Layout::Nchw, vec![1.0f32, 2.0, 3.0, 4.0]).unwrap();
+        let w = Tensor::new(p.filter_shape(), Layout::Nchw, vec![10.0f32, 100.0, 1000.0, 10000.0]).unwrap();
+        assert_eq!(conv2d_cpu(&p, &x, &w).unwrap().data(), &[10.0 + 200.0, 3000.0 + 40000.0]);
+        // Depthwise with multiplier 2: C = 2, K = 4; channels 0, 1 read x0 and 2, 3 read x1.
+        let p = Conv2d::new(1, 2, 1, 1, 4, 1, 1).with_groups(2);
+        let x = Tensor::new(p.input_shape(), Layout::Nchw, vec![1.0f32, 2.0]).unwrap();
+        let w = Tensor::new(p.filter_shape(), Layout::Nchw, vec![1.0f32, 2.0, 3.0, 4.0]).unwrap();
+        assert_eq!(conv2d_cpu(&p, &x, &w).unwrap().data(), &[1.0, 2.0, 6.0, 8.0]);
     }
 
     #[test]
