@@ -123,7 +123,7 @@ if [[ " $steps " == *" bench "* ]]; then
     # A long suite must fit one 10-minute command: fewer timed runs, a shorter engine search,
     # and one element type per command (BENCH_DTYPES, default all three in turn).
     case "$suite" in
-      deepbench|resnet50) suite_args="--runs 20 --warmup 3 --search-seconds 1" ;;
+      deepbench|resnet50|mobilenet) suite_args="--runs 20 --warmup 3 --search-seconds 1" ;;
       *) suite_args="" ;;
     esac
     for dtype in ${BENCH_DTYPES:-fp32 fp16 bf16}; do
