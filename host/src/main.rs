@@ -98,13 +98,13 @@ slower than PyTorch's is FLAGged: a bug in the baseline, not a win.\n\n\
 cuDNN is loaded from the library path (LD_LIBRARY_PATH first); `convrs info` says which version loads.\n\
 Exit status: 0 all checks passed; 1 a check failed; 2 error; 4 our kernels passed but cuDNN was not available.")]
     Bench {
-        /// A suite to time (repeatable): seed, deepbench, resnet50, or a path to a suite .csv file. Default: seed.
+        /// A suite to time (repeatable): seed, deepbench, resnet50, mobilenet, or a path to a suite .csv file. Default: seed.
         #[arg(long = "suite", value_name = "NAME|PATH")]
         suites: Vec<String>,
         /// Shapes N,C,H,W,K,R,S to time instead of a suite (repeatable).
         #[arg(long = "shape", value_name = "N,C,H,W,K,R,S")]
         shapes: Vec<String>,
-        /// Padding, stride and dilation of the --shape shapes.
+        /// Padding, stride, dilation and groups of the --shape shapes.
         #[command(flatten)]
         geometry: Geometry,
         /// Algorithms to time (repeatable); default: all.
@@ -176,13 +176,33 @@ struct Geometry {
     /// Dilation: one value for both axes, or H,W.
     #[arg(long, default_value = "1", value_name = "D|DH,DW")]
     dilation: String,
+    /// Groups: G divides C and K; each group's K/G output channels read only its C/G input
+    /// channels (filter K x C/G x R x S). G = C is a depthwise convolution.
+    #[arg(long, default_value = "1", value_name = "G")]
+    groups: String,
 }
 
 fn problem(shape: &str, g: &Geometry) -> convrs::Result<Conv2d> {
     use convrs::problem::{parse_pair, parse_shape};
-    let p = Conv2d { pad: parse_pair("--pad", &g.pad)?, stride: parse_pair("--stride", &g.stride)?, dilation: parse_pair("--dilation", &g.dilation)?, ..parse_shape(shape)? };
+    let p = Conv2d {
+        pad: parse_pair("--pad", &g.pad)?,
+        stride: parse_pair("--stride", &g.stride)?,
+        dilation: parse_pair("--dilation", &g.dilation)?,
+        groups: parse_groups(&g.groups)?,
+        ..parse_shape(shape)?
+    };
     p.validate()?;
     Ok(p)
+}
+
+/// `--groups G`: a non-negative integer (0 parses, so that validation names it).
+fn parse_groups(text: &str) -> convrs::Result<usize> {
+    let t = text.trim();
+    let bad = || convrs::Error::InvalidArgument(format!("--groups `{text}` is not a positive integer (G divides C and K; G = C is depthwise)"));
+    if t.is_empty() || !t.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(bad());
+    }
+    t.parse().map_err(|_| bad())
 }
 
 /// How a command ended, beyond errors (each has its exit status; see the long help).
@@ -574,4 +594,61 @@ fn print_report(report: &BenchReport, opts: &BenchOptions, all_kernels: bool) {
     let summaries: Vec<_> = report.suites.iter().flat_map(|s| s.summary.clone()).collect();
     println!("\n## Summary\n");
     print!("{}", report::summary_table(&summaries));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    fn explain_problem(args: &[&str]) -> convrs::Result<Conv2d> {
+        let cli = Cli::try_parse_from([&["convrs", "explain"], args].concat()).map_err(|e| convrs::Error::InvalidArgument(e.to_string()))?;
+        let Command::Explain { shape, .. } = cli.command else { panic!("not explain") };
+        problem(&shape.shape, &shape.geometry)
+    }
+
+    #[test]
+    fn groups_default_to_one_and_take_a_value() {
+        let p = explain_problem(&["--shape", "2,8,9,9,8,3,3", "--pad", "1"]).unwrap();
+        assert_eq!(p.groups, 1);
+        let p = explain_problem(&["--shape", "2,8,9,9,8,3,3", "--pad", "1", "--groups", "4"]).unwrap();
+        assert_eq!(p, Conv2d { groups: 4, ..Conv2d::new(2, 8, 9, 9, 8, 3, 3).with_pad(1) });
+        assert_eq!(p.filter_shape(), [8, 2, 3, 3]);
+        // Depthwise, with the other geometry options beside it.
+        let p = explain_problem(&["--shape", "2,16,9,9,16,3,3", "--pad", "1", "--stride", "2", "--groups", "16"]).unwrap();
+        assert_eq!(p, Conv2d::new(2, 16, 9, 9, 16, 3, 3).with_pad(1).with_stride(2).with_groups(16));
+        assert!(p.is_depthwise());
+    }
+
+    #[test]
+    fn bad_groups_are_refused() {
+        // 3 divides neither C = 8 nor K = 8: the problem's own check.
+        let e = explain_problem(&["--shape", "2,8,9,9,8,3,3", "--groups", "3"]).unwrap_err();
+        assert_eq!(e, convrs::Error::Groups { groups: 3, c: 8, k: 8 });
+        // Divides C, not K.
+        assert!(matches!(explain_problem(&["--shape", "1,8,9,9,6,3,3", "--groups", "4"]), Err(convrs::Error::Groups { groups: 4, c: 8, k: 6 })));
+        assert_eq!(explain_problem(&["--shape", "1,8,9,9,8,3,3", "--groups", "0"]).unwrap_err(), convrs::Error::ZeroSize { dim: "groups" });
+        for bad in ["x", "-1", "2,2", ""] {
+            let e = explain_problem(&["--shape", "1,8,9,9,8,3,3", &format!("--groups={bad}")]).unwrap_err().to_string();
+            assert!(e.contains("--groups"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn bench_shapes_take_groups_too() {
+        let cli = Cli::try_parse_from(["convrs", "bench", "--shape", "1,32,56,56,32,3,3", "--shape", "1,64,56,56,64,3,3", "--pad", "1", "--groups", "32"]).unwrap();
+        let Command::Bench { suites, shapes, geometry, .. } = cli.command else { panic!("not bench") };
+        let s = bench_suites(&suites, &shapes, &geometry).unwrap();
+        assert_eq!(s[0].shapes.iter().map(|p| (p.c, p.groups)).collect::<Vec<_>>(), vec![(32, 32), (64, 32)]);
+    }
+
+    #[test]
+    fn help_documents_groups() {
+        for sub in ["run", "explain", "bench"] {
+            let mut cmd = Cli::command();
+            let help = cmd.find_subcommand_mut(sub).unwrap().render_long_help().to_string();
+            assert!(help.contains("--groups <G>"), "{sub}: {help}");
+            assert!(help.contains("G divides C and K") && help.contains("G = C is a depthwise convolution"), "{sub}: {help}");
+        }
+    }
 }
