@@ -112,7 +112,8 @@ pub struct GraphConv<T> {
 
 impl<T: Element> GraphConv<T> {
     /// Builds the graph for `problem` in `layout` (`Nchw`: NCHW / KCRS / NKPQ, `Nhwc`: NHWC /
-    /// KRSC / NPQK; anything else is [`Error::InvalidArgument`]) and picks the fastest engine
+    /// KRSC / NPQK, the filter with C/G channels for G groups; anything else is
+    /// [`Error::InvalidArgument`]) and picks the fastest engine
     /// that `math` allows by timing candidates on the given buffers within `budget`.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
@@ -427,9 +428,10 @@ struct OpGraph {
 
 impl OpGraph {
     fn new(handle: &Handle, problem: &Conv2d, layout: Layout, dtype: sys::cudnnDataType_t) -> Result<OpGraph> {
-        let x = tensor(UIDS[0], dtype, problem.input_shape(), layout)?;
-        let w = tensor(UIDS[1], dtype, problem.filter_shape(), layout)?;
-        let y = tensor(UIDS[2], dtype, problem.output_shape(), layout)?;
+        let [x, w, y] = operands(problem, layout)?;
+        let x = tensor(UIDS[0], dtype, x)?;
+        let w = tensor(UIDS[1], dtype, w)?;
+        let y = tensor(UIDS[2], dtype, y)?;
         let conv = convolution(problem)?;
         let op = Desc::new(Kind::CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR)?;
         op.set_descs(Attr::CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, &[&x])?;
@@ -447,11 +449,20 @@ impl OpGraph {
     }
 }
 
-fn tensor(uid: i64, dtype: sys::cudnnDataType_t, dims: [usize; 4], layout: Layout) -> Result<Desc> {
+/// Logical dims and element strides of the input, filter and output tensors (in [`UIDS`] order)
+/// in `layout`. The filter is `[K, C/G, R, S]`, KCRS or KRSC with C/G channels: the backend's
+/// convolution descriptor has no group count, cuDNN infers the groups G from the input's C over
+/// the filter's (as cudnn-frontend and PyTorch describe grouped convolutions).
+fn operands(problem: &Conv2d, layout: Layout) -> Result<[([i64; 4], [i64; 4]); 3]> {
+    let desc = |dims: [usize; 4]| Ok((dims.map(|v| v as i64), strides(dims, layout)?));
+    Ok([desc(problem.input_shape())?, desc(problem.filter_shape())?, desc(problem.output_shape())?])
+}
+
+fn tensor(uid: i64, dtype: sys::cudnnDataType_t, (dims, strides): ([i64; 4], [i64; 4])) -> Result<Desc> {
     let d = Desc::new(Kind::CUDNN_BACKEND_TENSOR_DESCRIPTOR)?;
     d.set(Attr::CUDNN_ATTR_TENSOR_DATA_TYPE, &[dtype])?;
-    d.set(Attr::CUDNN_ATTR_TENSOR_DIMENSIONS, &dims.map(|v| v as i64))?;
-    d.set(Attr::CUDNN_ATTR_TENSOR_STRIDES, &strides(dims, layout)?)?;
+    d.set(Attr::CUDNN_ATTR_TENSOR_DIMENSIONS, &dims)?;
+    d.set(Attr::CUDNN_ATTR_TENSOR_STRIDES, &strides)?;
     d.set(Attr::CUDNN_ATTR_TENSOR_UNIQUE_ID, &[uid])?;
     d.set(Attr::CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, &[ALIGNMENT])?;
     d.finalize()?;
@@ -697,6 +708,32 @@ mod tests {
             assert_eq!(offset(1, 2, 3, 4), layout.offset(dims, 1, 2, 3, 4));
             assert_eq!(offset(0, 1, 2, 0), layout.offset(dims, 0, 1, 2, 0));
         }
+    }
+
+    #[test]
+    fn grouped_filters_have_c_over_g_channels_in_both_layouts() {
+        // N=2, C=8, 9x9, K=8, 3x3 in 4 groups: the filter is 8 x 2 x 3 x 3; input and output keep all channels.
+        let p = Conv2d::new(2, 8, 9, 9, 8, 3, 3).with_pad(1).with_groups(4);
+        let [x, w, y] = operands(&p, Layout::Nchw).unwrap();
+        assert_eq!(x, ([2, 8, 9, 9], [648, 81, 9, 1]));
+        assert_eq!(w, ([8, 2, 3, 3], [18, 9, 3, 1])); // KCRS
+        assert_eq!(y, ([2, 8, 9, 9], [648, 81, 9, 1]));
+        let [x, w, y] = operands(&p, Layout::Nhwc).unwrap();
+        assert_eq!(x, ([2, 8, 9, 9], [648, 1, 72, 8]));
+        assert_eq!(w, ([8, 2, 3, 3], [18, 1, 6, 2])); // KRSC: C/G = 2 channels innermost
+        assert_eq!(y, ([2, 8, 9, 9], [648, 1, 72, 8]));
+        // Depthwise, stride 2: C = K = 16 filters of one channel, 9x9 -> 5x5.
+        let dw = Conv2d::new(2, 16, 9, 9, 16, 3, 3).with_pad(1).with_stride(2).with_groups(16);
+        let [_, w, y] = operands(&dw, Layout::Nchw).unwrap();
+        assert_eq!((w, y), (([16, 1, 3, 3], [9, 9, 3, 1]), ([2, 16, 5, 5], [400, 25, 5, 1])));
+        let [_, w, y] = operands(&dw, Layout::Nhwc).unwrap();
+        assert_eq!((w, y), (([16, 1, 3, 3], [9, 1, 3, 1]), ([2, 16, 5, 5], [400, 1, 80, 16])));
+        // Every descriptor's extent is the buffer length the graph checks against.
+        for (layout, p) in [(Layout::Nchw, p), (Layout::Nhwc, p), (Layout::Nhwc, dw)] {
+            let lens = operands(&p, layout).unwrap().map(|(d, s)| (0..4).map(|i| (d[i] - 1) * s[i]).sum::<i64>() as usize + 1);
+            assert_eq!(lens, [p.input_len(), p.filter_len(), p.output_len()], "{p} {layout}");
+        }
+        assert!(matches!(operands(&p, Layout::Hwcn), Err(Error::InvalidArgument(_))));
     }
 
     #[test]
