@@ -1,7 +1,8 @@
 # Times torch.nn.functional.conv2d on the shapes convrs bench sends on stdin (JSON), the way a
 # PyTorch user gets it: cudnn.benchmark on; fp32 NCHW with TF32 off ("fp32"), fp32 NCHW with
 # TF32 on (PyTorch's default for convolutions, "tf32"), fp16 and bf16 channels_last ("fp16", "bf16"),
-# and fp16 and bf16 on contiguous NCHW tensors ("fp16_nchw", "bf16_nchw").
+# and fp16 and bf16 on contiguous NCHW tensors ("fp16_nchw", "bf16_nchw"). A shape's "groups" (1 if
+# absent) is F.conv2d's groups, with a K x C/groups x R x S weight.
 # Timing as convrs's own rows (host/src/timing.rs), per the request's "timing":
 # - "graph": the calls are captured into a torch.cuda.CUDAGraph, and each timed replay follows
 #   another replay, so the figure is device time per call, Python's dispatch excluded;
@@ -82,8 +83,18 @@ def graph_time(sets, kw, est_ms, trials):
     return times[len(times) // 2]
 
 
+def weight_shape(s):
+    """The filter of a shape in `groups` groups: K x C/G x R x S (torch's weight for groups=G)."""
+    return (s["k"], s["c"] // s.get("groups", 1), s["r"], s["s"])
+
+
+def conv_kwargs(s):
+    """F.conv2d's geometry arguments for a shape of the request."""
+    return dict(stride=tuple(s["stride"]), padding=tuple(s["pad"]), dilation=tuple(s["dilation"]), groups=s.get("groups", 1))
+
+
 def time_config(s, config):
-    n, c, h, w, k, r, q = s["n"], s["c"], s["h"], s["w"], s["k"], s["r"], s["s"]
+    n, c, h, w = s["n"], s["c"], s["h"], s["w"]
     dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(config.removesuffix("_nchw"), torch.float32)
     set_tf32(config == "tf32")
     # "fp16"/"bf16" are channels_last; "fp16_nchw"/"bf16_nchw" the same types on contiguous
@@ -92,9 +103,9 @@ def time_config(s, config):
     sets = []
     for _ in range(s["sets"]):
         x = uniform((n, c, h, w), dtype).contiguous(memory_format=fmt)
-        wt = uniform((k, c, r, q), dtype).contiguous(memory_format=fmt)
+        wt = uniform(weight_shape(s), dtype).contiguous(memory_format=fmt)
         sets.append((x, wt))
-    kw = dict(stride=tuple(s["stride"]), padding=tuple(s["pad"]), dilation=tuple(s["dilation"]))
+    kw = conv_kwargs(s)
     with torch.no_grad():
         for x, wt in sets:  # the first call per configuration runs cuDNN's benchmark search
             F.conv2d(x, wt, **kw)

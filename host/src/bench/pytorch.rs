@@ -65,7 +65,8 @@ fn key(label: &str, config: &str) -> String {
     format!("{label}|{config}")
 }
 
-/// The JSON request the script reads on stdin; `method` is how the script times (as
+/// The JSON request the script reads on stdin (per shape its extents, per-axis `pad`, `stride`
+/// and `dilation`, and `groups`: F.conv2d's, the weight K x C/groups x R x S); `method` is how the script times (as
 /// [`crate::timing`] does: CUDA graph replays, or back-to-back calls between events), and
 /// `graph_batch` sizes its graphs as [`crate::timing::graph_batch`] sizes ours.
 pub fn request(device: usize, shapes: &[TorchShape], seed: u64, method: TimingMethod) -> serde_json::Value {
@@ -76,7 +77,7 @@ pub fn request(device: usize, shapes: &[TorchShape], seed: u64, method: TimingMe
             serde_json::json!({
                 "label": s.label, "n": p.n, "c": p.c, "h": p.h, "w": p.w, "k": p.k, "r": p.r, "s": p.s,
                 "pad": [p.pad.0, p.pad.1], "stride": [p.stride.0, p.stride.1], "dilation": [p.dilation.0, p.dilation.1],
-                "sets": s.sets, "configs": s.configs,
+                "groups": p.groups, "sets": s.sets, "configs": s.configs,
             })
         })
         .collect();
@@ -165,6 +166,48 @@ mod tests {
         let s = &r["shapes"][0];
         assert_eq!((s["pad"][1].as_u64(), s["stride"][0].as_u64(), s["dilation"][1].as_u64()), (Some(2), Some(2), Some(3)));
         assert_eq!((s["w"].as_u64(), s["sets"].as_u64(), s["configs"][0].as_str()), (Some(10), Some(3), Some("fp16")));
+        assert_eq!(s["groups"].as_u64(), Some(1));
+    }
+
+    /// What the script's `weight_shape` and `conv_kwargs` make of `shape` (one shape of a
+    /// request), run alone in python3; `None` where there is no python3.
+    fn script_geometry(shape: &serde_json::Value) -> Option<serde_json::Value> {
+        const PROBE: &str = "import ast, json, sys\n\
+d = json.load(sys.stdin)\n\
+fns = [n for n in ast.parse(d['script']).body if isinstance(n, ast.FunctionDef) and n.name in ('weight_shape', 'conv_kwargs')]\n\
+ns = {}\n\
+exec(compile(ast.Module(body=fns, type_ignores=[]), 'pytorch.py', 'exec'), ns)\n\
+print(json.dumps({'weight': list(ns['weight_shape'](d['shape'])), 'kw': ns['conv_kwargs'](d['shape'])}))\n";
+        let Ok(mut child) = Command::new(python()).args(["-c", PROBE]).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn() else {
+            eprintln!("python3 not found: the PyTorch script's geometry was not checked");
+            return None;
+        };
+        child.stdin.take().unwrap().write_all(serde_json::json!({ "script": SCRIPT, "shape": shape }).to_string().as_bytes()).unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "the probe of pytorch.py failed");
+        Some(serde_json::from_slice(&out.stdout).unwrap())
+    }
+
+    #[test]
+    fn the_script_convolves_in_the_requested_groups() {
+        // N=2, C=8, K=8, 3x3 in 4 groups: torch's weight is 8 x 2 x 3 x 3 and F.conv2d gets groups=4.
+        let grouped = Conv2d::new(2, 8, 9, 9, 8, 3, 3).with_pad(1).with_groups(4);
+        let depthwise = Conv2d { pad: (1, 2), ..Conv2d::new(2, 16, 9, 9, 32, 3, 5).with_stride(2).with_groups(16) };
+        let shapes: Vec<_> = [grouped, depthwise].into_iter().map(|problem| TorchShape { label: problem.to_string(), problem, sets: 2, configs: vec!["fp32"] }).collect();
+        let r = request(0, &shapes, 1, TimingMethod::Events);
+        assert_eq!((r["shapes"][0]["groups"].as_u64(), r["shapes"][1]["groups"].as_u64()), (Some(4), Some(16)));
+        let Some(g) = script_geometry(&r["shapes"][0]) else { return };
+        assert_eq!(g["weight"], serde_json::json!([8, 2, 3, 3]));
+        assert_eq!(g["kw"], serde_json::json!({ "stride": [1, 1], "padding": [1, 1], "dilation": [1, 1], "groups": 4 }));
+        // Depthwise with channel multiplier 2: 32 filters of one channel each.
+        let g = script_geometry(&r["shapes"][1]).unwrap();
+        assert_eq!(g["weight"], serde_json::json!([32, 1, 3, 5]));
+        assert_eq!(g["kw"], serde_json::json!({ "stride": [2, 2], "padding": [1, 2], "dilation": [1, 1], "groups": 16 }));
+        // A request without groups (an older convrs) is a dense convolution.
+        let mut old = r["shapes"][0].clone();
+        old.as_object_mut().unwrap().remove("groups");
+        let g = script_geometry(&old).unwrap();
+        assert_eq!((g["weight"].clone(), g["kw"]["groups"].clone()), (serde_json::json!([8, 8, 3, 3]), serde_json::json!(1)));
     }
 
     #[test]
