@@ -13,6 +13,9 @@
 //!
 //! fp32 is compared in NCHW with FMA arithmetic on both sides (TF32 off); fp16 in NHWC with
 //! tensor cores and fp32 accumulation. [`report`] turns the rows into ratios, flags and suite summaries.
+//! Grouped shapes are labelled with their groups (` g4`); a depthwise shape (G = C > 1) also gets
+//! every row's achieved bandwidth, its input + filter + output bytes ([`depthwise_bytes`]) over
+//! the median time.
 
 pub mod pytorch;
 pub mod report;
@@ -127,7 +130,9 @@ pub fn run_dtypes(algos: &[Algorithm], wanted: &[DType]) -> Vec<DType> {
     [DType::F32, DType::F16, DType::BF16].into_iter().filter(|d| (wanted.is_empty() || wanted.contains(d)) && algos.iter().any(|a| a.dtypes().contains(d))).collect()
 }
 
-/// Compact shape label: `N,C,H,W->K,RxS,pad,stride[,dil]`.
+/// Compact shape label: `N,C,H,W->K,RxS pPAD[ sSTRIDE][ dDIL][ gGROUPS]`, the last three only
+/// where not 1 (the label keys PyTorch's answers and the tuning cache, so a grouped shape must
+/// not share its dense sibling's).
 pub fn shape_label(p: &Conv2d) -> String {
     let pair = |v: (usize, usize)| if v.0 == v.1 { v.0.to_string() } else { format!("{},{}", v.0, v.1) };
     let mut s = format!("{},{},{},{}->{},{}x{} p{}", p.n, p.c, p.h, p.w, p.k, p.r, p.s, pair(p.pad));
@@ -137,7 +142,19 @@ pub fn shape_label(p: &Conv2d) -> String {
     if p.dilation != (1, 1) {
         s += &format!(" d{}", pair(p.dilation));
     }
+    if p.groups != 1 {
+        s += &format!(" g{}", p.groups);
+    }
     s
+}
+
+/// The bytes a depthwise convolution moves at least: its input, filter and output once each, in
+/// `dtype` elements (every row of a bench group writes its output in the input's type). `None`
+/// unless the problem is depthwise with more than one group (G = C > 1): a depthwise layer does
+/// about one multiply-add per filter tap and byte, so its speed is a bandwidth, not a FLOP rate
+/// (with C = 1 the one group is a dense convolution, judged by its FLOPs as any other).
+pub fn depthwise_bytes(p: &Conv2d, dtype: DType) -> Option<f64> {
+    (p.is_depthwise() && p.groups > 1).then(|| (p.input_len() as f64 + p.filter_len() as f64 + p.output_len() as f64) * dtype.size() as f64)
 }
 
 /// Input sets to rotate through: enough that they together exceed twice the L2 cache, at least
@@ -297,6 +314,7 @@ impl ShapeBench<'_> {
             nchw_user_tf32: None,
             nchw_cudnn: Vec::new(),
             nchw_pytorch: None,
+            bytes: None,
         };
 
         let layout = T::CUDNN_LAYOUT;
@@ -372,6 +390,7 @@ impl ShapeBench<'_> {
                 self.nchw_baselines(&mut group, sets, &reference, progress)?;
             }
         }
+        group.set_bytes(depthwise_bytes(p, T::DTYPE));
         Ok(group)
     }
 
@@ -597,6 +616,30 @@ mod tests {
         assert_eq!(shape_label(&Conv2d::new(2, 3, 9, 9, 4, 3, 3).with_pad(2).with_stride(2).with_dilation(2)), "2,3,9,9->4,3x3 p2 s2 d2");
         let p = Conv2d { pad: (1, 2), stride: (2, 1), ..Conv2d::new(2, 3, 9, 9, 4, 3, 3) };
         assert_eq!(shape_label(&p), "2,3,9,9->4,3x3 p1,2 s2,1");
+    }
+
+    #[test]
+    fn labels_show_groups_other_than_one() {
+        let dense = Conv2d::new(2, 8, 9, 9, 8, 3, 3).with_pad(1);
+        assert_eq!(shape_label(&dense.with_groups(4)), "2,8,9,9->8,3x3 p1 g4");
+        assert_eq!(shape_label(&dense.with_groups(8).with_stride(2)), "2,8,9,9->8,3x3 p1 s2 g8");
+        assert_eq!(shape_label(&dense.with_groups(1)), "2,8,9,9->8,3x3 p1");
+    }
+
+    #[test]
+    fn depthwise_bytes_count_input_filter_and_output_once() {
+        // N=1, C=K=G=2, 4x4, 3x3 pad 1: input 1*2*4*4 = 32, filter 2*1*3*3 = 18, output 32 elements.
+        let p = Conv2d::new(1, 2, 4, 4, 2, 3, 3).with_pad(1).with_groups(2);
+        assert_eq!(depthwise_bytes(&p, DType::F32), Some(82.0 * 4.0));
+        assert_eq!(depthwise_bytes(&p, DType::F16), Some(164.0));
+        assert_eq!(depthwise_bytes(&p, DType::BF16), Some(164.0));
+        // Stride 2 and channel multiplier 3: input 2*4*9*9 = 648, filter 12*1*3*3 = 108, output 2*12*5*5 = 600.
+        let p = Conv2d::new(2, 4, 9, 9, 12, 3, 3).with_pad(1).with_stride(2).with_groups(4);
+        assert_eq!(depthwise_bytes(&p, DType::F32), Some(1356.0 * 4.0));
+        // Grouped but not depthwise, dense, and the one-channel dense case: no bandwidth figure.
+        assert_eq!(depthwise_bytes(&Conv2d::new(1, 8, 4, 4, 8, 3, 3).with_groups(4), DType::F32), None);
+        assert_eq!(depthwise_bytes(&Conv2d::new(1, 8, 4, 4, 8, 3, 3), DType::F32), None);
+        assert_eq!(depthwise_bytes(&Conv2d::new(1, 1, 4, 4, 8, 3, 3), DType::F32), None);
     }
 
     #[test]

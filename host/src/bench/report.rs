@@ -1,6 +1,7 @@
 //! What one bench run measured, and what follows from it: per shape and precision the best
 //! convrs kernel, the best baseline, their ratio, the flag for a weak baseline; per suite the
-//! summary (geometric mean, count at or above 1.0x, worst shape); the Markdown table.
+//! summary (geometric mean, count at or above 1.0x, worst shape); the Markdown table, with a
+//! bandwidth line (GB/s of our kernel and of the best baseline) for each depthwise shape.
 
 use crate::compare::Comparison;
 use crate::timing::Timing;
@@ -33,11 +34,28 @@ pub struct Measurement {
     /// gets. Other kernels' rows leave their layout conversion and zero-padding untimed, and
     /// count only in the "any layout" figures.
     pub user_layout: bool,
+    /// Depthwise shapes only: the achieved bandwidth in GB/s, [`GroupResult::bytes`] over the
+    /// median time (a timed row's, like `tflops`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gbps: Option<f64>,
 }
 
 impl Measurement {
     pub fn new(name: impl Into<String>, family: &str, layout: &str, dtype: &str) -> Self {
-        Measurement { name: name.into(), family: family.into(), layout: layout.into(), dtype: dtype.into(), timing: None, tflops: None, check: None, passed: false, note: None, engines: Vec::new(), user_layout: false }
+        Measurement {
+            name: name.into(),
+            family: family.into(),
+            layout: layout.into(),
+            dtype: dtype.into(),
+            timing: None,
+            tflops: None,
+            check: None,
+            passed: false,
+            note: None,
+            engines: Vec::new(),
+            user_layout: false,
+            gbps: None,
+        }
     }
 
     /// A row that was not run, and why.
@@ -57,6 +75,11 @@ impl Measurement {
     /// a comparison.
     pub fn ms(&self) -> Option<f64> {
         self.timing.filter(|_| self.passed).map(|t| t.median_ms).filter(|ms| ms.is_finite() && *ms > 0.0)
+    }
+
+    /// Sets [`Measurement::gbps`] from `bytes` moved per run (`None`: no figure).
+    fn set_bandwidth(&mut self, bytes: Option<f64>) {
+        self.gbps = bytes.zip(self.timing).map(|(b, t)| b / (t.median_ms * 1e-3) / 1e9).filter(|g| g.is_finite());
     }
 }
 
@@ -99,6 +122,11 @@ pub struct GroupResult {
     /// The kernel the automatic choice's cost models predict fastest here (kernel time alone,
     /// each in its own layout, as the rows are timed).
     pub heuristic_pick: Option<String>,
+    /// Depthwise shapes (G = C > 1) only: the bytes of input, filter and output in the data's
+    /// element size ([`crate::bench::depthwise_bytes`]), from which each row's
+    /// [`Measurement::gbps`] follows; such a layer moves bytes rather than doing FLOPs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<f64>,
 }
 
 /// Whether row `m` is one of a kernel that reads fp32 data as TF32 ([`crate::Precision::Tf32`]; only
@@ -108,6 +136,32 @@ fn reads_tf32(m: &Measurement) -> bool {
 }
 
 impl GroupResult {
+    /// Records the bytes a run moves (`None`: not a depthwise shape) and every timed row's
+    /// bandwidth from them.
+    pub fn set_bytes(&mut self, bytes: Option<f64>) {
+        self.bytes = bytes;
+        let rows = self
+            .kernels
+            .iter_mut()
+            .chain(&mut self.cudnn)
+            .chain([&mut self.pytorch])
+            .chain(&mut self.tf32_cudnn)
+            .chain(&mut self.tf32_pytorch)
+            .chain(&mut self.nchw_user)
+            .chain(&mut self.nchw_user_tf32)
+            .chain(&mut self.nchw_cudnn)
+            .chain(&mut self.nchw_pytorch);
+        for m in rows {
+            m.set_bandwidth(bytes);
+        }
+    }
+
+    /// The kernel whose bandwidth a depthwise shape reports: the judged one (caller's layouts),
+    /// else the fastest in any layout.
+    pub fn bandwidth_kernel(&self) -> Option<&Measurement> {
+        self.best_user_kernel().or_else(|| self.best_kernel())
+    }
+
     /// The fastest kernel in any layout (its conversion untimed), at this precision (TF32
     /// kernels left out: they meet the TF32 baselines in [`GroupResult::ratio_tf32`]).
     pub fn best_kernel(&self) -> Option<&Measurement> {
@@ -381,6 +435,9 @@ pub fn table(groups: &[GroupResult], all_kernels: bool) -> String {
                 g.shape, g.precision, k.name, k.layout, ms_cell(Some(&g.pytorch)), ratio_cell(ratio), check_cell(k)
             );
         }
+        if g.bytes.is_some() {
+            out += &bandwidth_line(g);
+        }
         if let Some(k) = &g.nchw_user {
             let ms = k.ms().map(|ms| format!("{ms:.4}")).unwrap_or_else(|| "-".into());
             let err = k.check.map(|c| format!("{:.1e}", c.rel_l2_err)).unwrap_or_else(|| "-".into());
@@ -407,6 +464,24 @@ pub fn table(groups: &[GroupResult], all_kernels: bool) -> String {
         }
     }
     out
+}
+
+/// A depthwise shape's line: the achieved bandwidth of our kernel ([`GroupResult::bandwidth_kernel`])
+/// and of the best baseline, each the shape's bytes over its median time.
+fn bandwidth_line(g: &GroupResult) -> String {
+    let cell = |m: Option<&Measurement>| match m.and_then(|m| Some((m, m.ms()?, m.gbps?))) {
+        Some((m, ms, gbps)) => {
+            let untimed = if m.family == "cudnn" || m.family == "pytorch" || m.user_layout { "" } else { ", conversion untimed" };
+            (format!("{} ({}{untimed}): {gbps:.1} GB/s", m.name, m.layout), format!("{ms:.4}"))
+        }
+        None => ("n/a".into(), "-".into()),
+    };
+    let ((kernel, ms), (baseline, _)) = (cell(g.bandwidth_kernel()), cell(g.best_baseline()));
+    let mb = g.bytes.map_or_else(|| "-".into(), |b| format!("{:.2} MB", b / 1e6));
+    format!(
+        "| {} | {} depthwise bandwidth ({mb} of input + filter + output over the median) | {kernel} | {ms} | - | best baseline {baseline} | - | - | - | - |\n",
+        g.shape, g.precision
+    )
 }
 
 /// The automatic choice against the measurements: per shape and type the heuristic pick, the
@@ -468,6 +543,7 @@ mod tests {
             nchw_user_tf32: None,
             nchw_cudnn: vec![],
             nchw_pytorch: None,
+            bytes: None,
         }
     }
 
@@ -591,6 +667,45 @@ mod tests {
         assert_eq!(s.worst, Some(("b".to_string(), 0.5)));
         // One kernel per shape, and the heuristic picked it: always the fastest.
         assert_eq!((s.heuristic_within_10pct, s.heuristic_compared), (4, 4));
+    }
+
+    #[test]
+    fn depthwise_groups_report_bandwidth_of_the_best_kernel_and_baseline() {
+        // 2e6 bytes: kernels 2 ms (1.0 GB/s) and 1 ms (2.0 GB/s); cuDNN 4 ms (0.5 GB/s), PyTorch 0.5 ms (4.0 GB/s).
+        let mut g = group("dw", &[2.0, 1.0], 4.0, Some(0.5));
+        g.set_bytes(Some(2e6));
+        assert_eq!(g.bytes, Some(2e6));
+        let gbps: Vec<_> = g.kernels.iter().map(|k| k.gbps).collect();
+        assert_eq!(gbps, vec![Some(1.0), Some(2.0)]);
+        assert_eq!((g.cudnn[0].gbps, g.pytorch.gbps), (Some(0.5), Some(4.0)));
+        assert_eq!(g.bandwidth_kernel().unwrap().name, "k1");
+        let t = table(std::slice::from_ref(&g), false);
+        let line = t.lines().find(|l| l.contains("depthwise bandwidth")).unwrap_or_else(|| panic!("{t}"));
+        assert!(line.starts_with("| dw | fp16 depthwise bandwidth (2.00 MB of input + filter + output over the median) | k1 (NHWC): 2.0 GB/s | 1.0000 |"), "{line}");
+        assert!(line.contains("| best baseline pytorch (NHWC): 4.0 GB/s |"), "{line}");
+        // The figures go to the JSON beside the existing ones.
+        let json = serde_json::to_value(&g).unwrap();
+        assert_eq!((json["bytes"].as_f64(), json["kernels"][1]["gbps"].as_f64(), json["pytorch"]["gbps"].as_f64()), (Some(2e6), Some(2.0), Some(4.0)));
+        assert_eq!(json["kernels"][1]["tflops"], serde_json::to_value(g.kernels[1].tflops).unwrap());
+        // A row that was not run has no bandwidth; a kernel only in another layout is named with its caveat.
+        let mut h = group("dw2", &[], 4.0, None);
+        let mut blocked = m("blocked", Some(0.5), true);
+        blocked.user_layout = false;
+        h.kernels.push(blocked);
+        h.set_bytes(Some(1e6));
+        assert_eq!((h.pytorch.gbps, h.kernels[0].gbps), (None, Some(2.0)));
+        let t = table(&[h], false);
+        assert!(t.contains("| blocked (NHWC, conversion untimed): 2.0 GB/s | 0.5000 |") && t.contains("| best baseline cudnn graph (NHWC): 0.2 GB/s |"), "{t}");
+    }
+
+    #[test]
+    fn other_groups_have_no_bandwidth_line_or_field() {
+        let mut g = group("a", &[1.0], 2.0, Some(1.5));
+        g.set_bytes(None);
+        assert!(g.kernels.iter().chain(&g.cudnn).chain([&g.pytorch]).all(|m| m.gbps.is_none()));
+        assert!(!table(std::slice::from_ref(&g), true).contains("bandwidth"));
+        let json = serde_json::to_value(&g).unwrap();
+        assert!(json.get("bytes").is_none() && json["kernels"][0].get("gbps").is_none(), "{json}");
     }
 
     #[test]
