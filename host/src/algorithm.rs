@@ -66,6 +66,13 @@ pub enum Algorithm {
     /// # Ok::<(), convrs::Error>(())
     /// ```
     Wgmma(convrs_spec::hopper::Policy),
+    /// Family 4: depthwise convolution (groups = C, K = m*C) on NCHW data (KCRS filter of
+    /// K x 1 x R x S, NKPQ output): memory-bound, a thread per column of output rows; fp32, fp16
+    /// or bf16 in, fp32 accumulate. Takes depthwise problems only.
+    DepthwiseNchw,
+    /// Family 4: depthwise convolution on NHWC data (RSK filter: the `Hwcn` reading of
+    /// K x 1 x R x S, NHWK output): vectors of channels per thread; fp32, fp16 or bf16.
+    DepthwiseNhwc,
 }
 
 /// The kernels of the registry, in its order (const-evaluated, so it cannot drift from it).

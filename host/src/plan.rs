@@ -6,6 +6,7 @@
 //! Each family's plans live in a submodule and describe their kernels with a [`KernelDesc`];
 //! [`crate::registry`] is the one list of them.
 
+pub mod depthwise;
 pub mod direct;
 pub mod hopper;
 pub mod model;

@@ -237,9 +237,10 @@ mod tests {
         let c = choose(&first, DType::F16, Layout::Nhwc, &d).unwrap();
         assert_eq!(c.pick.name(), "wmma_patch");
         assert_eq!(c.estimate().unwrap().padded, None);
-        // fp16 on a problem that fits 32-bit indexing only unpadded (4e8 input and output
-        // elements; 3.2e9 with C or K padded to 8): no kernel takes it, and the error lists every reason.
-        let huge = Conv2d::new(1, 1, 20000, 20000, 1, 1, 1);
+        // fp16 on a problem that fits 32-bit indexing only unpadded (8e8 input and 4e8 output
+        // elements; 3.2e9 with C or K padded to 8): no kernel takes it (C = 2 is not depthwise),
+        // and the error lists every reason.
+        let huge = Conv2d::new(1, 2, 20000, 20000, 1, 1, 1);
         huge.validate().unwrap();
         let e = choose(&huge, DType::F16, Layout::Nhwc, &d).unwrap_err().to_string();
         assert!(e.contains("wmma_nhwc: ") && e.contains("wmma_nhwcnc: ") && e.contains("wmma_smallc: ") && e.contains("direct_smem: reads fp32"), "{e}");

@@ -3,6 +3,7 @@
 
 use core::arch::{asm, global_asm, nvptx};
 
+pub mod elem;
 pub mod matrix;
 /// Hopper warpgroup MMA; only the sm_90a build (`cargo xtask build-ptx --arch sm_90a`) has it.
 #[cfg(target_feature = "sm_90a")]

@@ -3,7 +3,7 @@
 //!
 //! - [`args`]: the `i32` shape arguments every entry point takes after its pointers, and their order.
 //! - [`split_k`]: how the split-K schedule splits the reduction and where its partial sums go.
-//! - [`direct`], [`tiled`], [`tensor_core`], [`small_c`], [`patch`], [`hopper`]: per kernel family, the compiled instantiations with
+//! - [`direct`], [`tiled`], [`depthwise`], [`tensor_core`], [`small_c`], [`patch`], [`hopper`]: per kernel family, the compiled instantiations with
 //!   their entry-point names, and the formulas both sides evaluate (block threads, shared-memory
 //!   bytes, tile geometry, which thread computes which output).
 //!
@@ -24,6 +24,7 @@
 #![warn(missing_docs)]
 
 pub mod args;
+pub mod depthwise;
 pub mod direct;
 pub mod hopper;
 pub mod tensor_core;

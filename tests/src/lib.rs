@@ -89,7 +89,7 @@ pub fn conv_problems_with((n_mult, c_mult, k_mult): (usize, usize, usize)) -> im
         any::<u64>(),
     )
         .prop_map(move |((n, c, h, w, k), (r, s), (pad, stride, dilation), seed)| {
-            (Conv2d { n: n * n_mult, c: c * c_mult, h, w, k: k * k_mult, r, s, pad, stride, dilation, precision: Default::default() }, seed)
+            (Conv2d { n: n * n_mult, c: c * c_mult, h, w, k: k * k_mult, r, s, pad, stride, dilation, precision: Default::default(), groups: 1 }, seed)
         })
         .prop_filter("filter must fit the padded input", |(p, _)| p.validate().is_ok())
 }
@@ -106,14 +106,41 @@ pub fn is_planes(algo: Algorithm) -> bool {
 pub fn conv_1x1_plane_problems() -> impl Strategy<Value = (Conv2d, u64)> {
     (1usize..=20, 1usize..=200, 1usize..=300, (1usize..=24, 1usize..=6, any::<bool>()), 1usize..=3, any::<u64>()).prop_map(|(n, c, k, (free, eights, flip), dil, seed)| {
         let (h, w) = if flip { (free, 8 * eights) } else { (8 * eights, free) };
-        (Conv2d { n, c, h, w, k, r: 1, s: 1, pad: (0, 0), stride: (1, 1), dilation: (dil, dil), precision: Default::default() }, seed)
+        (Conv2d { n, c, h, w, k, r: 1, s: 1, pad: (0, 0), stride: (1, 1), dilation: (dil, dil), precision: Default::default(), groups: 1 }, seed)
     })
 }
 
+/// Random depthwise problems (groups = C): batch 1 to 20, C 1 to 48 (a multiple of 4 half the
+/// time, the NHWC vector entries' case), multiplier K/C of 1 (most often) to 3, sizes 1 to 40,
+/// filters 3, 5, 7 (the unrolled entries) or 1 to 9 per axis, padding up to 4, stride up to 3
+/// and dilation up to 2 per axis.
+pub fn depthwise_problems() -> impl Strategy<Value = (Conv2d, u64)> {
+    let filter = || prop_oneof![Just(3usize), Just(5), Just(7), 1usize..=9];
+    let channels = prop_oneof![(1usize..=12).prop_map(|c| 4 * c), 1usize..=48];
+    let multiplier = prop_oneof![3 => Just(1usize), 1 => 2usize..=3];
+    (
+        (1usize..=20, channels, multiplier, 1usize..=40, 1usize..=40),
+        prop_oneof![filter().prop_map(|r| (r, r)), (filter(), filter())],
+        ((0usize..=4, 0usize..=4), (1usize..=3, 1usize..=3), (1usize..=2, 1usize..=2)),
+        any::<u64>(),
+    )
+        .prop_map(|((n, c, m, h, w), (r, s), (pad, stride, dilation), seed)| {
+            (Conv2d { n, c, h, w, k: m * c, r, s, pad, stride, dilation, precision: Default::default(), groups: c }, seed)
+        })
+        .prop_filter("filter must fit the padded input", |(p, _)| p.validate().is_ok())
+}
+
 /// The random problems a property test of `algo` draws: [`conv_problems_with`] its multiples,
-/// or for the plane kernel [`conv_1x1_plane_problems`].
+/// for the plane kernel [`conv_1x1_plane_problems`], for the depthwise kernels
+/// [`depthwise_problems`].
 pub fn problems_for(algo: Algorithm) -> BoxedStrategy<(Conv2d, u64)> {
-    if is_planes(algo) { conv_1x1_plane_problems().boxed() } else { conv_problems_with(size_multiples(algo)).boxed() }
+    if is_planes(algo) {
+        conv_1x1_plane_problems().boxed()
+    } else if algo.family() == Some(convrs::registry::Family::Depthwise) {
+        depthwise_problems().boxed()
+    } else {
+        conv_problems_with(size_multiples(algo)).boxed()
+    }
 }
 
 /// The output element type a GPU check asks of a kernel.
@@ -246,9 +273,15 @@ pub fn property_test_gpu(gpu: &Gpu, algo: Algorithm, dtype: DType, cases: u32) {
 /// (the mainloop's sums do not depend on the output type), on ragged shapes whose edges predicate
 /// the stores (C and K not multiples of 8 run zero-padded). Panics on the first shape that differs.
 pub fn check_sixteen_bit_rounding(gpu: &Gpu, algo: Algorithm, dtype: DType) {
+    let shapes: Vec<Conv2d> = sixteen_bit_rounding_shapes().to_vec();
+    check_sixteen_bit_rounding_on(gpu, algo, dtype, &shapes, &rounding_shapes_taken(algo));
+}
+
+/// [`check_sixteen_bit_rounding`] on `shapes` (those at the indices `taken`).
+pub fn check_sixteen_bit_rounding_on(gpu: &Gpu, algo: Algorithm, dtype: DType, shapes: &[Conv2d], taken: &[usize]) {
     match dtype {
-        DType::F16 => sixteen_bit_rounding::<f16>(gpu, algo),
-        DType::BF16 => sixteen_bit_rounding::<half::bf16>(gpu, algo),
+        DType::F16 => sixteen_bit_rounding::<f16>(gpu, algo, shapes, taken),
+        DType::BF16 => sixteen_bit_rounding::<half::bf16>(gpu, algo, shapes, taken),
         DType::F32 => panic!("{algo}: fp32 is not a 16-bit type"),
     }
 }
@@ -266,10 +299,10 @@ pub fn rounding_shapes_taken(algo: Algorithm) -> Vec<usize> {
     if is_planes(algo) { vec![1] } else { vec![0, 1, 2] }
 }
 
-fn sixteen_bit_rounding<T: convrs::Element>(gpu: &Gpu, algo: Algorithm) {
-    for (i, p) in sixteen_bit_rounding_shapes().iter().enumerate() {
+fn sixteen_bit_rounding<T: convrs::Element>(gpu: &Gpu, algo: Algorithm, shapes: &[Conv2d], taken: &[usize]) {
+    for (i, p) in shapes.iter().enumerate() {
         // The plane kernel takes only the 1x1 shape ([`rounding_shapes_taken`]).
-        if !rounding_shapes_taken(algo).contains(&i) {
+        if !taken.contains(&i) {
             continue;
         }
         let x = Tensor::random(p.input_shape(), Layout::Nchw, 50 + i as u64).unwrap().map(T::from_f32);

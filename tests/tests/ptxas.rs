@@ -55,7 +55,7 @@ fn every_kernel_assembles_without_spills() {
 /// Shapes whose plans, together, launch every kind of block the algorithms use: the issues'
 /// targets, small and odd problems, and the tensor-core kernels' multiples of 8 and 16.
 fn plan_shapes() -> Vec<Conv2d> {
-    vec![
+    let mut shapes = vec![
         Conv2d::new(1, 6, 768, 512, 6, 6, 6),
         Conv2d::new(64, 64, 56, 56, 64, 3, 3).with_pad(1),
         Conv2d::new(256, 256, 14, 14, 512, 3, 3).with_pad(1),
@@ -66,7 +66,11 @@ fn plan_shapes() -> Vec<Conv2d> {
         Conv2d::new(32, 16, 9, 11, 16, 1, 1).with_stride(2),
         Conv2d::new(130, 9, 5, 6, 131, 3, 3).with_pad(1),
         Conv2d::new(8, 64, 28, 28, 128, 3, 3).with_pad(1),
-    ]
+    ];
+    // Depthwise: each compiled filter size, the generic one, and the scalar NHWC entry.
+    let dw = |r: usize, c: usize, k: usize| Conv2d::new(2, c, 20, 20, k, r, r).with_pad(r / 2).with_groups(c);
+    shapes.extend([dw(3, 32, 32), dw(5, 32, 32), dw(7, 32, 32), dw(9, 32, 32), dw(3, 30, 60)]);
+    shapes
 }
 
 #[test]

@@ -1,0 +1,146 @@
+//! Plans for the depthwise family (kernels-gpu/src/depthwise/, `convrs_spec::depthwise`):
+//! `depthwise_nchw` and `depthwise_nhwc`, each an entry per element type and filter size.
+//!
+//! Launch: a 1-D grid of `BLOCK_THREADS`-thread blocks, one thread per work item
+//! ([`nchw_items`], [`nhwc_items`]), no shared memory. Cost: the larger of moving input, filter
+//! and output once through device memory and issuing the taps' instructions, plus the launch.
+
+use convrs_spec::depthwise::{nchw_items, nhwc_items, Entry, BLOCK_THREADS, ENTRIES, NHWC_VEC, TAPS};
+
+use crate::dtype::DType;
+use crate::plan::model::{cycles_us, memory_us, LAUNCH_US};
+use crate::plan::{div_ceil_u32, DeviceModel, Family, KernelDesc, LaunchPlan};
+use crate::{Algorithm, Conv2d, Error, Layout, Precision, Result};
+
+/// The fraction of the peak memory bandwidth a streaming kernel reaches (a lead from the
+/// transforms' copies; to be fitted to the depthwise measurements).
+const BANDWIDTH_FRACTION: f64 = 0.75;
+
+/// Instructions a thread issues per output element and tap (a load, an FMA and the address),
+/// and per element for the vector entries, which share the address and the filter load over
+/// `NHWC_VEC` channels.
+const INSTRUCTIONS_PER_TAP: f64 = 3.0;
+const INSTRUCTIONS_PER_TAP_VEC: f64 = 1.75;
+
+/// Thread instructions an SM issues per cycle (4 schedulers, a warp each).
+const ISSUE_PER_SM_CYCLE: f64 = 128.0;
+
+fn entry(nhwc: bool, dtype: DType, taps: u32, vec: u32) -> Option<&'static Entry> {
+    // The entry tables name types as the kernels' Rust types do.
+    let t = match dtype {
+        DType::F32 => "f32",
+        DType::F16 => "f16",
+        DType::BF16 => "bf16",
+    };
+    ENTRIES.iter().find(|e| e.nhwc == nhwc && e.dtype == t && e.taps == taps && e.vec == vec)
+}
+
+/// The compiled filter size for `p`: R = S among [`TAPS`], else 0 (any).
+fn taps(p: &Conv2d) -> u32 {
+    TAPS.into_iter().find(|&t| p.r == t as usize && p.s == t as usize).unwrap_or(0)
+}
+
+fn plan(desc: &KernelDesc, p: &Conv2d, dtype: DType, device: &DeviceModel, nhwc: bool) -> Result<LaunchPlan> {
+    p.validate()?;
+    let (out_p, out_q) = p.output_hw();
+    let u = |v: usize| v as u64;
+    // The vector entries take multiplier 1 and whole vectors of channels; the scalar one the rest.
+    let vec = if nhwc && p.k == p.c && p.c % NHWC_VEC as usize == 0 { NHWC_VEC } else { 1 };
+    let (e, items) = if nhwc {
+        let taps = if vec == 1 { 0 } else { taps(p) };
+        (entry(true, dtype, taps, vec), nhwc_items(u(p.n), u(out_p), u(out_q), u(p.k), vec as u64))
+    } else {
+        (entry(false, dtype, taps(p), 1), nchw_items(u(p.n), u(p.k), u(out_p), u(out_q)))
+    };
+    let e = e.ok_or_else(|| Error::Unsupported { algorithm: desc.name, reason: format!("no entry for {dtype} data") })?;
+    let elem = dtype.size() as f64;
+    let bytes = (p.input_len() + p.filter_len() + p.output_len()) as f64 * elem;
+    let per_tap = if vec > 1 { INSTRUCTIONS_PER_TAP_VEC } else { INSTRUCTIONS_PER_TAP };
+    let issue = p.output_len() as f64 * (p.r * p.s) as f64 * per_tap / (device.sms.max(1) as f64 * ISSUE_PER_SM_CYCLE);
+    let predicted = LAUNCH_US + (memory_us(device, bytes) / BANDWIDTH_FRACTION).max(cycles_us(device, issue));
+    Ok(LaunchPlan::new(e.name, (div_ceil_u32(items as usize, BLOCK_THREADS as usize), 1, 1), (BLOCK_THREADS, 1, 1), 0, dtype, predicted))
+}
+
+/// The NCHW entry's description.
+pub const NCHW: KernelDesc = KernelDesc {
+    algorithm: Algorithm::DepthwiseNchw,
+    name: "depthwise_nchw",
+    family: Family::Depthwise,
+    summary: "family 4: depthwise (groups = C) on NCHW, a thread per column of output rows, memory-bound",
+    dtypes: &[DType::F32, DType::F16, DType::BF16],
+    layouts: (Layout::Nchw, Layout::Nchw, Layout::Nchw),
+    multiples: (1, 1, 1),
+    precision: Precision::Fma,
+    planner: |k, p, t, d| plan(k, p, t, d, false),
+};
+
+/// The NHWC entry's description: the filter taps outer, channels contiguous (RSK).
+pub const NHWC: KernelDesc = KernelDesc {
+    algorithm: Algorithm::DepthwiseNhwc,
+    name: "depthwise_nhwc",
+    family: Family::Depthwise,
+    summary: "family 4: depthwise (groups = C) on NHWC with an RSK filter, vectors of channels per thread, memory-bound",
+    dtypes: &[DType::F32, DType::F16, DType::BF16],
+    layouts: (Layout::Nhwc, Layout::Hwcn, Layout::Nhwc),
+    multiples: (1, 1, 1),
+    precision: Precision::Fma,
+    planner: |k, p, t, d| plan(k, p, t, d, true),
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::tests::h100;
+
+    fn dw(n: usize, c: usize, hw: usize, m: usize, r: usize, stride: usize) -> Conv2d {
+        Conv2d::new(n, c, hw, hw, m * c, r, r).with_pad(r / 2).with_stride(stride).with_groups(c)
+    }
+
+    #[test]
+    fn entries_follow_the_filter_size_and_the_channels() {
+        let d = h100();
+        let name = |k: &KernelDesc, p: Conv2d, t: DType| k.plan(&p, t, &d).unwrap().kernel;
+        assert_eq!(name(&NCHW, dw(2, 32, 56, 1, 3, 1), DType::F16), "depthwise_nchw_f16_r3");
+        assert_eq!(name(&NCHW, dw(2, 32, 56, 1, 7, 1), DType::BF16), "depthwise_nchw_bf16_r7");
+        assert_eq!(name(&NCHW, Conv2d { s: 5, ..dw(2, 32, 56, 1, 3, 1) }, DType::F32), "depthwise_nchw_f32_any");
+        assert_eq!(name(&NHWC, dw(2, 32, 56, 1, 5, 2), DType::F16), "depthwise_nhwc_f16_r5");
+        assert_eq!(name(&NHWC, dw(2, 32, 56, 1, 9, 1), DType::F32), "depthwise_nhwc_f32_rx");
+        // Multiplier 2, or C not a multiple of 4: the scalar entry.
+        assert_eq!(name(&NHWC, dw(2, 32, 56, 2, 3, 1), DType::F16), "depthwise_nhwc_f16_any");
+        assert_eq!(name(&NHWC, dw(2, 30, 56, 1, 3, 1), DType::F16), "depthwise_nhwc_f16_any");
+    }
+
+    #[test]
+    fn the_grid_covers_every_work_item() {
+        let d = h100();
+        let p = dw(3, 36, 17, 1, 3, 2); // P = Q = 9
+        let plan = NCHW.plan(&p, DType::F32, &d).unwrap();
+        // 3 * 36 planes x ceil(9 / 4) = 3 row groups x 9 columns = 2916 items: 12 blocks of 256.
+        assert_eq!((plan.grid, plan.block), ((12, 1, 1), (256, 1, 1)));
+        let plan = NHWC.plan(&p, DType::F16, &d).unwrap();
+        // 3 * 9 rows x ceil(9 / 2) = 5 column groups x 36 / 4 channel groups = 1215 items: 5 blocks.
+        assert_eq!(plan.grid, (5, 1, 1));
+    }
+
+    #[test]
+    fn dense_and_grouped_problems_are_refused_with_the_reason() {
+        let d = h100();
+        let dense = Conv2d::new(2, 32, 9, 9, 32, 3, 3).with_pad(1);
+        assert!(NCHW.plan(&dense, DType::F16, &d).unwrap_err().to_string().contains("depthwise"));
+        assert!(NHWC.plan(&dense.with_groups(8), DType::F16, &d).unwrap_err().to_string().contains("8 group"));
+        // And a dense kernel refuses a depthwise problem, naming where it runs.
+        let e = crate::registry::by_name("wmma_nhwc").unwrap().plan(&dense.with_groups(32), DType::F16, &d).unwrap_err().to_string();
+        assert!(e.contains("depthwise kernels"), "{e}");
+    }
+
+    #[test]
+    fn the_prediction_is_the_memory_floor_for_large_layers() {
+        // 32 x 144 x 56 x 56 fp16, 3x3: 2 * 14.45 MB moved (input and output) at 3.35 TB/s is
+        // 8.6 us; the model asks for it at BANDWIDTH_FRACTION plus the launch.
+        let d = h100();
+        let p = dw(32, 144, 56, 1, 3, 1);
+        let plan = NHWC.plan(&p, DType::F16, &d).unwrap();
+        let floor = (2.0 * 32.0 * 144.0 * 56.0 * 56.0 + 144.0 * 9.0) * 2.0 / (d.mem_gbps * 1e3);
+        assert!((plan.predicted_us - LAUNCH_US - floor / BANDWIDTH_FRACTION).abs() < 1e-6 * floor, "{} vs {floor}", plan.predicted_us);
+    }
+}

@@ -1,0 +1,81 @@
+//! Depthwise convolution on NCHW data: a thread per column of [`ROWS`] outputs of one plane.
+
+use convrs_spec::depthwise::{BLOCK_THREADS, NCHW_ROWS};
+
+use crate::prelude::elem::{store_out, Elem};
+use crate::prelude::*;
+
+const ROWS: usize = NCHW_ROWS as usize;
+
+/// Work item `blockIdx.x * BLOCK_THREADS + threadIdx.x` = ((n*K + k) * row groups + group) * Q + q
+/// computes outputs (n, k, p0..p0 + ROWS, q), p0 = group * ROWS, from input channel k / m.
+/// `TAPS` is the compiled filter size R = S, or 0 for any.
+///
+/// # Safety
+/// `x`, `w`, `y` hold N*C*H*W, K*R*S and N*K*P*Q elements (y of `sh.y_bits` bits), C divides
+/// K, and `y` does not alias the inputs.
+#[inline(always)]
+pub unsafe fn conv<E: Elem, const TAPS: usize>(x: *const E::Raw, w: *const E::Raw, y: *mut f32, sh: ConvShape) {
+    let row_groups = (sh.p + ROWS as i32 - 1) / ROWS as i32;
+    let item = block_x() * BLOCK_THREADS as i32 + thread_x();
+    if item >= sh.n * sh.k * row_groups * sh.q {
+        return;
+    }
+    // SAFETY (divmods): Q, the row groups, K and K / C are at least 1 for a validated problem.
+    let (rest, q) = unsafe { divmod(item, sh.q) };
+    let (plane, group) = unsafe { divmod(rest, row_groups) };
+    let (n, k) = unsafe { divmod(plane, sh.k) };
+    let (c, _) = unsafe { divmod(k, sh.k / sh.c) };
+    let (r, s) = if TAPS > 0 { (TAPS as i32, TAPS as i32) } else { (sh.r, sh.s) };
+    let p0 = group * ROWS as i32;
+    let win = Window { iy0: p0 * sh.stride_h - sh.pad_h, ix0: q * sh.stride_w - sh.pad_w, r, s };
+    let x_plane = x.wrapping_add(((n * sh.c + c) * sh.h * sh.w) as usize);
+    let taps = w.wrapping_add((k * r * s) as usize);
+    let last_y = win.iy0 + (ROWS as i32 - 1) * sh.stride_h + (r - 1) * sh.dil_h;
+    let inside = p0 + ROWS as i32 <= sh.p && win.iy0 >= 0 && last_y < sh.h && win.ix0 >= 0 && win.ix0 + (s - 1) * sh.dil_w < sh.w;
+    // SAFETY: the unchecked copy only runs when every row and column it reads is inside the plane.
+    let acc = unsafe { if inside { column::<E, TAPS, false>(x_plane, taps, &sh, win) } else { column::<E, TAPS, true>(x_plane, taps, &sh, win) } };
+    let out = ((plane * sh.p + p0) * sh.q + q) as usize;
+    let half = sh.y_bits == 16;
+    for (j, a) in acc.iter().enumerate() {
+        if p0 + (j as i32) < sh.p {
+            // SAFETY: (n, k, p0 + j, q) is inside the output, and this thread's alone.
+            unsafe { store_out::<E>(y, out + j * sh.q as usize, *a, half) };
+        }
+    }
+}
+
+/// A thread's first input row and column (padding subtracted) and its filter size.
+#[derive(Clone, Copy)]
+struct Window {
+    iy0: i32,
+    ix0: i32,
+    r: i32,
+    s: i32,
+}
+
+/// The [`ROWS`] sums of one output column: taps outer, so each is loaded once. `CHECK` tests
+/// each input position against the plane (zero outside: the padding).
+///
+/// # Safety
+/// `x_plane` is the input plane (H*W elements) and `taps` the channel's R*S taps; without
+/// `CHECK`, every position the window reads is inside the plane.
+#[inline(always)]
+unsafe fn column<E: Elem, const TAPS: usize, const CHECK: bool>(x_plane: *const E::Raw, taps: *const E::Raw, sh: &ConvShape, win: Window) -> [f32; ROWS] {
+    let mut acc = [0.0f32; ROWS];
+    for ry in 0..win.r {
+        for rx in 0..win.s {
+            // SAFETY: ry < R, rx < S: inside the channel's taps.
+            let wv = unsafe { E::load(taps.add((ry * win.s + rx) as usize)) };
+            let ix = win.ix0 + rx * sh.dil_w;
+            for (j, a) in acc.iter_mut().enumerate() {
+                let iy = win.iy0 + j as i32 * sh.stride_h + ry * sh.dil_h;
+                let ok = !CHECK || ((iy as u32) < sh.h as u32 && (ix as u32) < sh.w as u32);
+                // SAFETY: (iy, ix) is inside the plane: checked, or guaranteed by the caller.
+                let v = if ok { unsafe { E::load(x_plane.add((iy * sh.w + ix) as usize)) } } else { 0.0 };
+                *a = fma(v, wv, *a);
+            }
+        }
+    }
+    acc
+}

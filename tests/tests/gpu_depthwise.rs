@@ -1,0 +1,78 @@
+//! GPU tests of family 4 (depthwise convolution, groups = C) against the f64 CPU reference, on
+//! NaN-poisoned outputs, in every element type; and the automatic choice routing depthwise
+//! problems to them (CPU only). Without a GPU the GPU tests announce that they were skipped.
+
+use convrs::registry::Family;
+use convrs::select::choose;
+use convrs::{Algorithm, Conv2d, DType, DeviceModel, Layout};
+use convrs_tests::{check_shapes_both_outputs, check_sixteen_bit_rounding_on, gpu_or_skip, kernels, property_test_gpu};
+
+const CASES: u32 = 64;
+
+fn depthwise_kernels() -> Vec<(Algorithm, DType)> {
+    kernels(|k| k.family == Family::Depthwise)
+}
+
+/// Depthwise layers of real networks and the corners of the entries: each compiled filter size
+/// (3, 5, 7) at stride 1 and 2, the generic one (9x9, 3x5, dilation), multiplier 2 (the scalar
+/// NHWC entry), C not a multiple of 4, C = 1 (a dense convolution), an image smaller than the
+/// filter's reach (every thread on the border path), and Q, P not multiples of the thread tiles.
+fn shapes() -> Vec<Conv2d> {
+    let dw = |n, c, hw, r: usize, stride| Conv2d::new(n, c, hw, hw, c, r, r).with_pad(r / 2).with_stride(stride).with_groups(c);
+    vec![
+        dw(4, 144, 56, 3, 1),                                            // MobileNetV2 block 2
+        dw(4, 96, 112, 3, 2),                                            // MobileNetV2 downsampling
+        dw(2, 96, 56, 7, 1),                                             // ConvNeXt-T stage 1
+        dw(3, 40, 27, 5, 2),                                             // EfficientNet-like 5x5 s2
+        dw(2, 20, 31, 5, 1),                                             // 5x5, odd size
+        dw(2, 12, 23, 9, 1),                                             // 9x9: the generic entries
+        Conv2d::new(2, 16, 19, 21, 16, 3, 5).with_pad(1).with_groups(16), // R != S
+        dw(2, 24, 20, 3, 1).with_dilation(2).with_pad(2),                 // dilation 2
+        Conv2d::new(3, 8, 17, 17, 16, 3, 3).with_pad(1).with_groups(8),   // multiplier 2
+        dw(2, 30, 15, 3, 1),                                             // C not a multiple of 4
+        Conv2d::new(2, 1, 33, 35, 4, 3, 3).with_pad(1),                  // C = 1, groups = 1
+        dw(1, 8, 2, 7, 1),                                               // 2x2 image, 7x7 filter, pad 3
+        dw(5, 4, 7, 3, 1),                                               // 7x7: P, Q ragged against 4 and 2
+    ]
+}
+
+#[test]
+fn depthwise_kernels_match_cpu_on_random_problems() {
+    let Some(gpu) = gpu_or_skip("depthwise_kernels_match_cpu_on_random_problems") else { return };
+    for (algo, dtype) in depthwise_kernels() {
+        property_test_gpu(&gpu, algo, dtype, CASES);
+    }
+}
+
+#[test]
+fn depthwise_kernels_match_cpu_on_named_shapes() {
+    let Some(gpu) = gpu_or_skip("depthwise_kernels_match_cpu_on_named_shapes") else { return };
+    for (algo, dtype) in depthwise_kernels() {
+        check_shapes_both_outputs(&gpu, algo, dtype, &shapes(), 7);
+    }
+}
+
+/// The 16-bit outputs are the fp32 outputs rounded, bit for bit, on the border-heavy shapes.
+#[test]
+fn depthwise_sixteen_bit_outputs_are_the_rounded_fp32_outputs() {
+    let Some(gpu) = gpu_or_skip("depthwise_sixteen_bit_outputs_are_the_rounded_fp32_outputs") else { return };
+    let all = shapes();
+    let taken: Vec<usize> = (0..all.len()).filter(|&i| all[i].input_len() < 1 << 20).collect();
+    for (algo, dtype) in depthwise_kernels().into_iter().filter(|(_, d)| *d != DType::F32) {
+        check_sixteen_bit_rounding_on(&gpu, algo, dtype, &all, &taken);
+    }
+}
+
+/// Auto routes a depthwise problem to the depthwise kernel of the caller's layout (no
+/// conversion), and a grouped one with 1 < G < C is refused with the reason.
+#[test]
+fn auto_takes_depthwise_problems_to_the_depthwise_kernels() {
+    let d = DeviceModel::named("h100").unwrap();
+    let p = Conv2d::new(32, 144, 56, 56, 144, 3, 3).with_pad(1).with_groups(144);
+    for dtype in [DType::F32, DType::F16, DType::BF16] {
+        assert_eq!(choose(&p, dtype, Layout::Nchw, &d).unwrap().pick, Algorithm::DepthwiseNchw);
+        assert_eq!(choose(&p, dtype, Layout::Nhwc, &d).unwrap().pick, Algorithm::DepthwiseNhwc);
+    }
+    let e = choose(&p.with_groups(4), DType::F16, Layout::Nhwc, &d).unwrap_err().to_string();
+    assert!(e.contains("1 < groups < C"), "{e}");
+}
