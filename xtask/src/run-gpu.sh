@@ -77,7 +77,12 @@ if [[ " $steps " == *" sanitize "* ]]; then
             "16,48,12,10,48,5,5 --pad 2 --dilation 2"
             # 1x1 stride 1 on H*W multiples of 8, what the NCHW plane kernel takes: pixels ragged
             # against its copies and tiles, C and K ragged against its k-tile and row tile.
-            "3,72,12,10,40,1,1" "20,40,8,9,264,1,1" "2,136,14,16,200,1,1")
+            "3,72,12,10,40,1,1" "20,40,8,9,264,1,1" "2,136,14,16,200,1,1"
+            # Depthwise (groups = C): each compiled filter size on ragged images, stride 2,
+            # dilation, the generic 9x9, and a multiplier of 2 with C not a multiple of 4.
+            "2,32,23,37,32,3,3 --pad 1 --groups 32" "3,30,17,19,60,5,5 --pad 2 --stride 2 --groups 30"
+            "2,48,14,13,48,7,7 --pad 3 --groups 48" "1,12,9,11,12,9,9 --pad 4 --groups 12"
+            "2,16,20,21,16,3,3 --pad 2 --dilation 2 --groups 16" "4,64,8,9,64,3,3 --pad 1 --stride 2 --groups 64")
     log="$out/sanitize.log"
     # Every kernel in every element type it reads (`convrs list`: name, family, types as
     # fp16/bf16); SANITIZE_ALGOS (space-separated NAME or NAME:TYPE) narrows the sweep to the
