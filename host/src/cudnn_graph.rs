@@ -70,7 +70,9 @@ pub struct SearchBudget {
     /// found faster (H100, 2026-11-24: 27 of the 30 deepbench shapes where PyTorch was more than
     /// 5% faster had untried candidates left); `max_seconds` bounds the search's time.
     pub max_candidates: usize,
-    /// Wall time after which no new candidate is started.
+    /// Wall time after which no new candidate is started, counted from the end of the
+    /// gathering of configurations (the first search of a process also loads cuDNN's engine
+    /// libraries there, which can take seconds from a cold disk and must not spend the budget).
     pub max_seconds: f64,
     /// Candidates that ask for more workspace are skipped.
     pub max_workspace_bytes: usize,
@@ -126,7 +128,6 @@ impl<T: Element> GraphConv<T> {
         w: &CudaSlice<T>,
         y: &mut CudaSlice<T>,
     ) -> Result<Self> {
-        let start = Instant::now();
         if !crate::cudnn::available() {
             return Err(Error::Cudnn("libcudnn was not found on the library path".into()));
         }
@@ -139,6 +140,7 @@ impl<T: Element> GraphConv<T> {
         let graph = OpGraph::new(&handle, problem, layout, data_type(T::DTYPE))?;
         let mut candidates = Vec::new();
         let configs = gather_configs(&graph, &mut candidates);
+        let start = Instant::now();
         let chosen = {
             let (xp, _gx) = x.device_ptr(&stream);
             let (wp, _gw) = w.device_ptr(&stream);
