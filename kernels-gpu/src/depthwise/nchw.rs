@@ -6,6 +6,8 @@ use crate::prelude::elem::{store_out, Elem};
 use crate::prelude::*;
 
 const ROWS: usize = NCHW_ROWS as usize;
+/// The largest compiled filter size whose taps unroll completely.
+const FULL_UNROLL: usize = 5;
 
 /// Work item `blockIdx.x * BLOCK_THREADS + threadIdx.x` = ((n*K + k) * row groups + group) * Q + q
 /// computes outputs (n, k, p0..p0 + ROWS, q), p0 = group * ROWS, from input channel k / m.
@@ -63,17 +65,30 @@ struct Window {
 #[inline(always)]
 unsafe fn column<E: Elem, const TAPS: usize, const CHECK: bool>(x_plane: *const E::Raw, taps: *const E::Raw, sh: &ConvShape, win: Window) -> [f32; ROWS] {
     let mut acc = [0.0f32; ROWS];
-    for ry in 0..win.r {
-        for rx in 0..win.s {
-            // SAFETY: ry < R, rx < S: inside the channel's taps.
-            let wv = unsafe { E::load(taps.add((ry * win.s + rx) as usize)) };
-            let ix = win.ix0 + rx * sh.dil_w;
-            for (j, a) in acc.iter_mut().enumerate() {
-                let iy = win.iy0 + j as i32 * sh.stride_h + ry * sh.dil_h;
-                let ok = !CHECK || ((iy as u32) < sh.h as u32 && (ix as u32) < sh.w as u32);
-                // SAFETY: (iy, ix) is inside the plane: checked, or guaranteed by the caller.
-                let v = if ok { unsafe { E::load(x_plane.add((iy * sh.w + ix) as usize)) } } else { 0.0 };
-                *a = fma(v, wv, *a);
+    let mut tap = |ry: i32, rx: i32| {
+        // SAFETY: ry < R, rx < S: inside the channel's taps.
+        let wv = unsafe { E::load(taps.add((ry * win.s + rx) as usize)) };
+        let ix = win.ix0 + rx * sh.dil_w;
+        for (j, a) in acc.iter_mut().enumerate() {
+            let iy = win.iy0 + j as i32 * sh.stride_h + ry * sh.dil_h;
+            let ok = !CHECK || ((iy as u32) < sh.h as u32 && (ix as u32) < sh.w as u32);
+            // SAFETY: (iy, ix) is inside the plane: checked, or guaranteed by the caller.
+            let v = if ok { unsafe { E::load(x_plane.add((iy * sh.w + ix) as usize)) } } else { 0.0 };
+            *a = fma(v, wv, *a);
+        }
+    };
+    // The compiled sizes up to 5x5 unroll every tap, so all of a thread's loads are in flight
+    // together; 7x7 unrolls each row (all 49 taps at once would need 168 registers).
+    if TAPS > 0 && TAPS <= FULL_UNROLL {
+        unroll!(8: TAPS, ry => { unroll!(8: TAPS, rx => { tap(ry as i32, rx as i32) }) });
+    } else if TAPS > 0 {
+        for ry in 0..TAPS as i32 {
+            unroll!(8: TAPS, rx => { tap(ry, rx as i32) });
+        }
+    } else {
+        for ry in 0..win.r {
+            for rx in 0..win.s {
+                tap(ry, rx);
             }
         }
     }

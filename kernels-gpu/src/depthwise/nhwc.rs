@@ -6,6 +6,8 @@ use crate::prelude::elem::{store_out, store_out4, Elem};
 use crate::prelude::*;
 
 const COLS: usize = NHWC_COLS as usize;
+/// The largest compiled filter size whose taps unroll completely.
+const FULL_UNROLL: usize = 5;
 
 /// Work item `blockIdx.x * BLOCK_THREADS + threadIdx.x` = ((n*P + p) * column groups + group) *
 /// (K / VEC) + kv computes outputs (n, p, q0..q0 + COLS, VEC*kv..VEC*kv + VEC), q0 = group * COLS.
@@ -77,24 +79,50 @@ struct Window {
 #[inline(always)]
 unsafe fn pixels<E: Elem, const TAPS: usize, const VEC: usize, const CHECK: bool>(image: *const E::Raw, taps: *const E::Raw, sh: &ConvShape, win: Window) -> [[f32; VEC]; COLS] {
     let mut acc = [[0.0f32; VEC]; COLS];
-    for ry in 0..win.r {
-        let iy = win.iy0 + ry * sh.dil_h;
-        let row_ok = !CHECK || (iy as u32) < sh.h as u32;
-        for rx in 0..win.s {
-            // SAFETY: tap (ry, rx) of channels k0..k0 + VEC: inside the R*S*K filter.
-            let wv = unsafe { load::<E, VEC>(taps.add(((ry * win.s + rx) * sh.k) as usize)) };
-            for (j, a) in acc.iter_mut().enumerate() {
-                let ix = win.ix0 + j as i32 * sh.stride_w + rx * sh.dil_w;
-                let ok = row_ok && (!CHECK || (ix as u32) < sh.w as u32);
-                // SAFETY: pixel (iy, ix) is inside the image: checked, or guaranteed by the caller.
-                let v = if ok { unsafe { load::<E, VEC>(image.add(((iy * sh.w + ix) * sh.c) as usize)) } } else { [0.0; VEC] };
-                for i in 0..VEC {
-                    a[i] = fma(v[i], wv[i], a[i]);
-                }
-            }
+    // The compiled sizes up to 5x5 unroll every tap, so all of a thread's loads are in flight
+    // together; 7x7 unrolls each row (all 49 taps at once would need 128-168 registers).
+    if TAPS > 0 && TAPS <= FULL_UNROLL {
+        unroll!(8: TAPS, ry => {
+            // SAFETY: the caller's guarantee, passed on.
+            unsafe { taps_row::<E, TAPS, VEC, CHECK>(&mut acc, image, taps, sh, win, ry as i32) };
+        });
+    } else {
+        for ry in 0..win.r {
+            // SAFETY: the caller's guarantee, passed on.
+            unsafe { taps_row::<E, TAPS, VEC, CHECK>(&mut acc, image, taps, sh, win, ry) };
         }
     }
     acc
+}
+
+/// Adds filter row `ry`'s taps to the sums (see [`pixels`]).
+///
+/// # Safety
+/// As [`pixels`], with `ry < R`.
+#[inline(always)]
+unsafe fn taps_row<E: Elem, const TAPS: usize, const VEC: usize, const CHECK: bool>(acc: &mut [[f32; VEC]; COLS], image: *const E::Raw, taps: *const E::Raw, sh: &ConvShape, win: Window, ry: i32) {
+    let iy = win.iy0 + ry * sh.dil_h;
+    let row_ok = !CHECK || (iy as u32) < sh.h as u32;
+    let mut tap = |rx: i32| {
+        // SAFETY: tap (ry, rx) of channels k0..k0 + VEC: inside the R*S*K filter.
+        let wv = unsafe { load::<E, VEC>(taps.add(((ry * win.s + rx) * sh.k) as usize)) };
+        for (j, a) in acc.iter_mut().enumerate() {
+            let ix = win.ix0 + j as i32 * sh.stride_w + rx * sh.dil_w;
+            let ok = row_ok && (!CHECK || (ix as u32) < sh.w as u32);
+            // SAFETY: pixel (iy, ix) is inside the image: checked, or guaranteed by the caller.
+            let v = if ok { unsafe { load::<E, VEC>(image.add(((iy * sh.w + ix) * sh.c) as usize)) } } else { [0.0; VEC] };
+            for i in 0..VEC {
+                a[i] = fma(v[i], wv[i], a[i]);
+            }
+        }
+    };
+    if TAPS > 0 {
+        unroll!(8: TAPS, rx => { tap(rx as i32) });
+    } else {
+        for rx in 0..win.s {
+            tap(rx);
+        }
+    }
 }
 
 /// `VEC` consecutive elements: one vector access for 4, a scalar load for 1.
