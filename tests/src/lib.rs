@@ -113,15 +113,16 @@ pub fn conv_1x1_plane_problems() -> impl Strategy<Value = (Conv2d, u64)> {
 /// Random depthwise problems (groups = C): batch 1 to 20, C 1 to 48 (a multiple of 4 half the
 /// time, the NHWC vector entries' case), multiplier K/C of 1 (most often) to 3, sizes 1 to 40,
 /// filters 3, 5, 7 (the unrolled entries) or 1 to 9 per axis, padding up to 4, stride up to 3
-/// and dilation up to 2 per axis.
+/// and dilation up to 2 per axis, each 1 half the time (the register-window path).
 pub fn depthwise_problems() -> impl Strategy<Value = (Conv2d, u64)> {
+    let steps = |max: usize| prop_oneof![Just(1usize), 1usize..=max];
     let filter = || prop_oneof![Just(3usize), Just(5), Just(7), 1usize..=9];
     let channels = prop_oneof![(1usize..=12).prop_map(|c| 4 * c), 1usize..=48];
     let multiplier = prop_oneof![3 => Just(1usize), 1 => 2usize..=3];
     (
         (1usize..=20, channels, multiplier, 1usize..=40, 1usize..=40),
         prop_oneof![filter().prop_map(|r| (r, r)), (filter(), filter())],
-        ((0usize..=4, 0usize..=4), (1usize..=3, 1usize..=3), (1usize..=2, 1usize..=2)),
+        ((0usize..=4, 0usize..=4), (steps(3), steps(3)), (steps(2), steps(2))),
         any::<u64>(),
     )
         .prop_map(|((n, c, m, h, w), (r, s), (pad, stride, dilation), seed)| {

@@ -8,6 +8,9 @@ use crate::prelude::*;
 const COLS: usize = NHWC_COLS as usize;
 /// The largest compiled filter size whose taps unroll completely.
 const FULL_UNROLL: usize = 5;
+/// Input pixels a row of the widest compiled filter (7) spans for [`COLS`] adjacent outputs at
+/// stride and dilation 1: the register window of [`window_row`].
+const MAX_SPAN: usize = COLS + 7 - 1;
 
 /// Work item `blockIdx.x * BLOCK_THREADS + threadIdx.x` = ((n*P + p) * column groups + group) *
 /// (K / VEC) + kv computes outputs (n, p, q0..q0 + COLS, VEC*kv..VEC*kv + VEC), q0 = group * COLS.
@@ -101,6 +104,11 @@ unsafe fn pixels<E: Elem, const TAPS: usize, const VEC: usize, const CHECK: bool
 /// As [`pixels`], with `ry < R`.
 #[inline(always)]
 unsafe fn taps_row<E: Elem, const TAPS: usize, const VEC: usize, const CHECK: bool>(acc: &mut [[f32; VEC]; COLS], image: *const E::Raw, taps: *const E::Raw, sh: &ConvShape, win: Window, ry: i32) {
+    // Adjacent outputs at stride and dilation 1 share input pixels: load and widen each once.
+    if TAPS > 0 && sh.stride_w == 1 && sh.dil_w == 1 {
+        // SAFETY: the caller's guarantee, passed on.
+        return unsafe { window_row::<E, TAPS, VEC, CHECK>(acc, image, taps, sh, win, ry) };
+    }
     let iy = win.iy0 + ry * sh.dil_h;
     let row_ok = !CHECK || (iy as u32) < sh.h as u32;
     let mut tap = |rx: i32| {
@@ -123,6 +131,36 @@ unsafe fn taps_row<E: Elem, const TAPS: usize, const VEC: usize, const CHECK: bo
             tap(rx);
         }
     }
+}
+
+/// [`taps_row`] for a compiled filter size at horizontal stride and dilation 1: the row's
+/// `COLS + TAPS - 1` input pixels are loaded once into registers, then each tap's filter vector
+/// meets the `COLS` pixels it multiplies.
+///
+/// # Safety
+/// As [`taps_row`], with `TAPS` in 1..=7 and unit horizontal stride and dilation.
+#[inline(always)]
+unsafe fn window_row<E: Elem, const TAPS: usize, const VEC: usize, const CHECK: bool>(acc: &mut [[f32; VEC]; COLS], image: *const E::Raw, taps: *const E::Raw, sh: &ConvShape, win: Window, ry: i32) {
+    let iy = win.iy0 + ry * sh.dil_h;
+    let row_ok = !CHECK || (iy as u32) < sh.h as u32;
+    let mut px = [[0.0f32; VEC]; MAX_SPAN];
+    unroll!(8: COLS + TAPS - 1, t => {
+        let ix = win.ix0 + t as i32;
+        if row_ok && (!CHECK || (ix as u32) < sh.w as u32) {
+            // SAFETY: pixel (iy, ix) is inside the image: checked, or guaranteed by the caller
+            // (the window ends at the last column the thread's outputs read).
+            px[t] = unsafe { load::<E, VEC>(image.add(((iy * sh.w + ix) * sh.c) as usize)) };
+        }
+    });
+    unroll!(8: TAPS, rx => {
+        // SAFETY: tap (ry, rx) of channels k0..k0 + VEC: inside the R*S*K filter.
+        let wv = unsafe { load::<E, VEC>(taps.add(((ry * TAPS as i32 + rx as i32) * sh.k) as usize)) };
+        for (j, a) in acc.iter_mut().enumerate() {
+            for i in 0..VEC {
+                a[i] = fma(px[j + rx][i], wv[i], a[i]);
+            }
+        }
+    });
 }
 
 /// `VEC` consecutive elements: one vector access for 4, a scalar load for 1.
