@@ -16,6 +16,16 @@ pub mod nhwc;
 
 use crate::prelude::elem::{Bf16, F16, F32};
 
+/// A thread's first input row and column (padding subtracted) and its filter size: what both
+/// layouts' tap loops read.
+#[derive(Clone, Copy)]
+struct Window {
+    iy0: i32,
+    ix0: i32,
+    r: i32,
+    s: i32,
+}
+
 /// Declares the entries of `convrs_spec::depthwise_entries!`, one instantiation each.
 macro_rules! entries {
     ($(($layout:ident, $t:ident, $taps:literal, $vec:literal: $name:ident))*) => {

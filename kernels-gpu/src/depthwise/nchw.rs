@@ -5,6 +5,8 @@ use convrs_spec::depthwise::{BLOCK_THREADS, NCHW_ROWS};
 use crate::prelude::elem::{store_out, Elem};
 use crate::prelude::*;
 
+use super::Window;
+
 const ROWS: usize = NCHW_ROWS as usize;
 /// The largest compiled filter size whose taps unroll completely.
 const FULL_UNROLL: usize = 5;
@@ -45,15 +47,6 @@ pub unsafe fn conv<E: Elem, const TAPS: usize>(x: *const E::Raw, w: *const E::Ra
             unsafe { store_out::<E>(y, out + j * sh.q as usize, *a, half) };
         }
     }
-}
-
-/// A thread's first input row and column (padding subtracted) and its filter size.
-#[derive(Clone, Copy)]
-struct Window {
-    iy0: i32,
-    ix0: i32,
-    r: i32,
-    s: i32,
 }
 
 /// The [`ROWS`] sums of one output column: taps outer, so each is loaded once. `CHECK` tests

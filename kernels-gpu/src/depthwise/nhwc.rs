@@ -5,6 +5,8 @@ use convrs_spec::depthwise::{BLOCK_THREADS, NHWC_COLS};
 use crate::prelude::elem::{store_out, store_out4, Elem};
 use crate::prelude::*;
 
+use super::Window;
+
 const COLS: usize = NHWC_COLS as usize;
 /// The largest compiled filter size whose taps unroll completely.
 const FULL_UNROLL: usize = 5;
@@ -62,15 +64,6 @@ pub unsafe fn conv<E: Elem, const TAPS: usize, const VEC: usize>(x: *const E::Ra
             }
         }
     }
-}
-
-/// A thread's first input row and column (padding subtracted) and its filter size.
-#[derive(Clone, Copy)]
-struct Window {
-    iy0: i32,
-    ix0: i32,
-    r: i32,
-    s: i32,
 }
 
 /// `VEC` channels of the [`COLS`] sums: taps outer, so each tap's channels are loaded once.
