@@ -246,6 +246,18 @@ impl Conv2d {
         saturate_usize(product(&self.output_shape()))
     }
 
+    /// Elements of input, filter and output together: what a convolution moves at least, read
+    /// and written once each (saturating; exact once validated).
+    ///
+    /// ```
+    /// use convrs::Conv2d;
+    /// let p = Conv2d::new(1, 2, 4, 4, 2, 3, 3).with_pad(1).with_groups(2); // 32 + 18 + 32
+    /// assert_eq!(p.tensor_elements(), 82);
+    /// ```
+    pub fn tensor_elements(&self) -> usize {
+        self.input_len().saturating_add(self.filter_len()).saturating_add(self.output_len())
+    }
+
     /// Logical input dimensions `[N, C, H, W]`.
     pub fn input_shape(&self) -> [usize; 4] {
         [self.n, self.c, self.h, self.w]

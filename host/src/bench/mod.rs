@@ -154,13 +154,13 @@ pub fn shape_label(p: &Conv2d) -> String {
 /// about one multiply-add per filter tap and byte, so its speed is a bandwidth, not a FLOP rate
 /// (with C = 1 the one group is a dense convolution, judged by its FLOPs as any other).
 pub fn depthwise_bytes(p: &Conv2d, dtype: DType) -> Option<f64> {
-    (p.is_depthwise() && p.groups > 1).then(|| (p.input_len() as f64 + p.filter_len() as f64 + p.output_len() as f64) * dtype.size() as f64)
+    (p.is_depthwise() && p.groups > 1).then(|| p.tensor_elements() as f64 * dtype.size() as f64)
 }
 
 /// Input sets to rotate through: enough that they together exceed twice the L2 cache, at least
 /// two, at most eight, and within a quarter of the free device memory (sized for fp32).
 pub fn rotation_sets(gpu: &Gpu, p: &Conv2d) -> usize {
-    let set_bytes = 4 * (p.input_len() + p.filter_len() + p.output_len()) as u64;
+    let set_bytes = 4 * p.tensor_elements() as u64;
     let want = (2 * gpu.info().l2_cache_bytes as u64).div_ceil(set_bytes.max(1)) as usize;
     let fit = (gpu.info().free_memory_bytes / 4 / set_bytes.max(1)) as usize;
     want.clamp(2, 8).min(fit.max(1))

@@ -60,7 +60,7 @@ fn plan(desc: &KernelDesc, p: &Conv2d, dtype: DType, device: &DeviceModel, nhwc:
     };
     let e = e.ok_or_else(|| Error::Unsupported { algorithm: desc.name, reason: format!("no entry for {dtype} data") })?;
     let elem = dtype.size() as f64;
-    let bytes = (p.input_len() + p.filter_len() + p.output_len()) as f64 * elem;
+    let bytes = p.tensor_elements() as f64 * elem;
     let per_tap = if vec > 1 { INSTRUCTIONS_PER_TAP_VEC } else { INSTRUCTIONS_PER_TAP };
     let sms = device.sms.max(1) as f64;
     let occupancy = (items as f64 / (sms * LATENCY_THREADS_PER_SM)).min(1.0);
