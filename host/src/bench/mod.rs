@@ -353,8 +353,10 @@ impl ShapeBench<'_> {
             if run != *p {
                 row.note = Some(format!("runs zero-padded to N={} C={} K={} (padding not timed)", run.n, run.c, run.k));
             }
+            // The caller's layout is the activations': weights are constant, and a `DeviceConv`
+            // brings the filter to the kernel's layout once and caches it (depthwise_nhwc's RSK).
             let user = T::CUDNN_LAYOUT;
-            row.user_layout = k.layouts == (user, user, user) && run == *p;
+            row.user_layout = k.layouts.0 == user && k.layouts.2 == user && run == *p;
             // Kernels reading the same layouts and sizes share one upload: each prepared run
             // borrows the operands and gives them back.
             let key = (in_layout, filter_layout, run);

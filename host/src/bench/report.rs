@@ -29,10 +29,11 @@ pub struct Measurement {
     /// time or why it was skipped (to tell a weak baseline from a strong one).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub engines: Vec<crate::cudnn_graph::Candidate>,
-    /// A kernel that reads and writes the layouts the baselines do (the caller's: NHWC for the
-    /// 16-bit types, NCHW for fp32) at the problem's own sizes, so its time is what that caller
-    /// gets. Other kernels' rows leave their layout conversion and zero-padding untimed, and
-    /// count only in the "any layout" figures.
+    /// A kernel that reads and writes the activations in the layouts the baselines do (the
+    /// caller's: NHWC for the 16-bit types, NCHW for fp32) at the problem's own sizes, so its time
+    /// is what that caller gets; its filter may be in another layout, which a `DeviceConv` brings
+    /// it to once per weights (as the NCHW caller's rows do, untimed). Other kernels' rows leave
+    /// their layout conversion and zero-padding untimed, and count only in the "any layout" figures.
     pub user_layout: bool,
     /// Depthwise shapes only: the achieved bandwidth in GB/s, [`GroupResult::bytes`] over the
     /// median time (a timed row's, like `tflops`).
