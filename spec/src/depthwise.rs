@@ -75,15 +75,26 @@ crate::depthwise_entries!(declare_entries);
 /// The filter sizes with unrolled entries.
 pub const TAPS: [u32; 3] = [3, 5, 7];
 
+/// `ceil(extent / per)`, the thread tiles along one axis, as an expression in the caller's
+/// integer type: the kernels expand it in `i32` (their tile counts), the host through
+/// [`nchw_items`] and [`nhwc_items`] in `u64`.
+#[macro_export]
+macro_rules! depthwise_tiles {
+    ($extent:expr, $per:expr) => {
+        ($extent + $per - 1) / $per
+    };
+}
+
 /// Work items (threads) of an NCHW launch: `n*k` planes x `ceil(p / NCHW_ROWS)` row groups x `q`.
 pub const fn nchw_items(n: u64, k: u64, p: u64, q: u64) -> u64 {
-    n * k * p.div_ceil(NCHW_ROWS as u64) * q
+    n * k * depthwise_tiles!(p, NCHW_ROWS as u64) * q
 }
 
 /// Work items (threads) of an NHWC launch: `n*p` rows x `ceil(q / NHWC_COLS)` column groups x
-/// `k / vec` channel groups.
+/// `k / vec` channel groups (`vec` divides K: the host launches the vector entries for K a
+/// multiple of [`NHWC_VEC`] only).
 pub const fn nhwc_items(n: u64, p: u64, q: u64, k: u64, vec: u64) -> u64 {
-    n * p * q.div_ceil(NHWC_COLS as u64) * k.div_ceil(vec)
+    n * p * depthwise_tiles!(q, NHWC_COLS as u64) * (k / vec)
 }
 
 #[cfg(test)]

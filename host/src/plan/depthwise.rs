@@ -2,7 +2,8 @@
 //! `depthwise_nchw` and `depthwise_nhwc`, each an entry per element type and filter size.
 //!
 //! Launch: a 1-D grid of `BLOCK_THREADS`-thread blocks, one thread per work item
-//! ([`nchw_items`], [`nhwc_items`]), no shared memory. Cost: the larger of moving input, filter
+//! ([`nchw_items`], [`nhwc_items`], whose tile counts the kernels expand from the same
+//! `depthwise_tiles!`), no shared memory. Cost: the larger of moving input, filter
 //! and output once through device memory and issuing the taps' instructions, plus the launch.
 
 use convrs_spec::depthwise::{nchw_items, nhwc_items, Entry, BLOCK_THREADS, ENTRIES, NHWC_VEC, TAPS};

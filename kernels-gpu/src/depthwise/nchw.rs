@@ -20,7 +20,7 @@ const FULL_UNROLL: usize = 5;
 /// K, and `y` does not alias the inputs.
 #[inline(always)]
 pub unsafe fn conv<E: Elem, const TAPS: usize>(x: *const E::Raw, w: *const E::Raw, y: *mut f32, sh: ConvShape) {
-    let row_groups = (sh.p + ROWS as i32 - 1) / ROWS as i32;
+    let row_groups = convrs_spec::depthwise_tiles!(sh.p, ROWS as i32);
     let item = block_x() * BLOCK_THREADS as i32 + thread_x();
     if item >= sh.n * sh.k * row_groups * sh.q {
         return;

@@ -26,7 +26,7 @@ const MAX_SPAN: usize = COLS + 7 - 1;
 /// 16-byte aligned.
 #[inline(always)]
 pub unsafe fn conv<E: Elem, const TAPS: usize, const VEC: usize>(x: *const E::Raw, w: *const E::Raw, y: *mut f32, sh: ConvShape) {
-    let col_groups = (sh.q + COLS as i32 - 1) / COLS as i32;
+    let col_groups = convrs_spec::depthwise_tiles!(sh.q, COLS as i32);
     let channel_groups = sh.k / VEC as i32;
     let item = block_x() * BLOCK_THREADS as i32 + thread_x();
     if item >= sh.n * sh.p * col_groups * channel_groups {
