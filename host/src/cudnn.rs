@@ -62,11 +62,6 @@ fn dims4(d: [usize; 4]) -> [i32; 4] {
     d.map(|v| v as i32)
 }
 
-/// The filter descriptor's dims: `[K, C/G, R, S]` (the groups go to the convolution descriptor).
-fn filter_dims(p: &Conv2d) -> [usize; 4] {
-    p.filter_shape()
-}
-
 /// The convolution descriptor's group count (a validated problem's groups divide C < 2^31).
 fn group_count(p: &Conv2d) -> Result<i32> {
     i32::try_from(p.groups).map_err(|_| Error::InvalidArgument(format!("{} groups do not fit cuDNN's int group count", p.groups)))
@@ -105,7 +100,7 @@ impl<T: CudnnDataType + Element> CudnnConv<T> {
         // Dims are always logical (N, C, H, W); `format` says how they lie in memory. The filter
         // is K x C/G x R x S (KCRS or KRSC with C/G channels), as cuDNN wants it for G groups.
         let xd = handle.create_4d_tensor::<T>(format, dims4(problem.input_shape())).map_err(cudnn_err("input descriptor"))?;
-        let wd = handle.create_4d_filter::<T>(format, dims4(filter_dims(problem))).map_err(cudnn_err("filter descriptor"))?;
+        let wd = handle.create_4d_filter::<T>(format, dims4(problem.filter_shape())).map_err(cudnn_err("filter descriptor"))?;
         let yd = handle.create_4d_tensor::<T>(format, dims4(problem.output_shape())).map_err(cudnn_err("output descriptor"))?;
         let mut conv = handle
             .create_conv2d::<f32>(
@@ -172,14 +167,14 @@ mod tests {
     fn grouped_problems_give_the_filter_c_over_g_channels_and_the_groups_to_the_convolution() {
         // C = 8 in 4 groups: each filter reads 2 channels.
         let p = Conv2d::new(2, 8, 9, 9, 8, 3, 3).with_pad(1).with_groups(4);
-        assert_eq!(dims4(filter_dims(&p)), [8, 2, 3, 3]);
+        assert_eq!(dims4(p.filter_shape()), [8, 2, 3, 3]);
         assert_eq!(group_count(&p), Ok(4));
         // Depthwise with channel multiplier 2: K = 32 filters of one channel each.
         let dw = Conv2d::new(1, 16, 9, 9, 32, 3, 3).with_groups(16);
-        assert_eq!(dims4(filter_dims(&dw)), [32, 1, 3, 3]);
+        assert_eq!(dims4(dw.filter_shape()), [32, 1, 3, 3]);
         assert_eq!(group_count(&dw), Ok(16));
         let dense = Conv2d::new(1, 16, 9, 9, 32, 3, 3);
-        assert_eq!((dims4(filter_dims(&dense)), group_count(&dense)), ([32, 16, 3, 3], Ok(1)));
+        assert_eq!((dims4(dense.filter_shape()), group_count(&dense)), ([32, 16, 3, 3], Ok(1)));
         assert!(group_count(&dense.with_groups(1 << 31)).is_err());
     }
 }

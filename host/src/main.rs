@@ -183,26 +183,16 @@ struct Geometry {
 }
 
 fn problem(shape: &str, g: &Geometry) -> convrs::Result<Conv2d> {
-    use convrs::problem::{parse_pair, parse_shape};
+    use convrs::problem::{parse_groups, parse_pair, parse_shape};
     let p = Conv2d {
         pad: parse_pair("--pad", &g.pad)?,
         stride: parse_pair("--stride", &g.stride)?,
         dilation: parse_pair("--dilation", &g.dilation)?,
-        groups: parse_groups(&g.groups)?,
+        groups: parse_groups("--groups", &g.groups)?,
         ..parse_shape(shape)?
     };
     p.validate()?;
     Ok(p)
-}
-
-/// `--groups G`: a non-negative integer (0 parses, so that validation names it).
-fn parse_groups(text: &str) -> convrs::Result<usize> {
-    let t = text.trim();
-    let bad = || convrs::Error::InvalidArgument(format!("--groups `{text}` is not a positive integer (G divides C and K; G = C is depthwise)"));
-    if t.is_empty() || !t.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(bad());
-    }
-    t.parse().map_err(|_| bad())
 }
 
 /// How a command ended, beyond errors (each has its exit status; see the long help).

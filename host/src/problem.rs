@@ -378,12 +378,32 @@ pub fn parse_shape(s: &str) -> Result<Conv2d> {
 pub fn parse_pair(what: &str, s: &str) -> Result<(usize, usize)> {
     let bad = || Error::InvalidArgument(format!("{what} `{s}` is not `A` or `H,W` with non-negative integers (e.g. 1 or 1,2)"));
     let parts: Vec<&str> = s.split(',').map(str::trim).collect();
-    let num = |t: &str| if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) { t.parse::<usize>().map_err(|_| bad()) } else { Err(bad()) };
+    let num = |t: &str| count(t).ok_or_else(bad);
     match parts.as_slice() {
         [a] => num(a).map(|v| (v, v)),
         [h, w] => Ok((num(h)?, num(w)?)),
         _ => Err(bad()),
     }
+}
+
+/// Parses a group count ([`Conv2d::groups`], `--groups` and the suite files' 14th field): a
+/// non-negative integer, spaces allowed around it; `what` names it in the error. Zero parses, so
+/// that [`Conv2d::validate`] can name it.
+///
+/// ```
+/// use convrs::problem::parse_groups;
+/// assert_eq!(parse_groups("--groups", " 32 ")?, 32);
+/// assert!(parse_groups("--groups", "-1").unwrap_err().to_string().contains("--groups = `-1`"));
+/// # Ok::<(), convrs::Error>(())
+/// ```
+pub fn parse_groups(what: &str, s: &str) -> Result<usize> {
+    count(s.trim()).ok_or_else(|| Error::InvalidArgument(format!("{what} = `{s}` is not a non-negative integer (G divides C and K; G = C is depthwise)")))
+}
+
+/// `t` as a non-negative integer: ASCII digits only (`usize::from_str` would take a leading '+'),
+/// and in range.
+fn count(t: &str) -> Option<usize> {
+    (!t.is_empty() && t.bytes().all(|b| b.is_ascii_digit())).then(|| t.parse().ok()).flatten()
 }
 
 #[cfg(test)]

@@ -118,11 +118,9 @@ fn parse_line(line: &str) -> Result<Conv2d> {
     let mut p = parse_shape(&fields[..7].join(","))?;
     let pairs_end = fields.len().min(13);
     if let Some(&g) = fields.get(13) {
-        // Zero parses, so that validation names it (`groups` is zero); anything else malformed is refused here.
-        if g.is_empty() || !g.bytes().all(|b| b.is_ascii_digit()) {
-            return Err(Error::InvalidArgument(format!("`{line}`: groups = `{g}` is not a non-negative integer (the 14th field; it must divide C and K)")));
-        }
-        p.groups = g.parse().map_err(|e| Error::InvalidArgument(format!("`{line}`: groups = `{g}`: {e}")))?;
+        // The 14th field. Zero parses, so that validation names it (`groups` is zero); anything
+        // else malformed is refused here.
+        p.groups = crate::problem::parse_groups(&format!("`{line}`: groups"), g)?;
     }
     const PAIRS: [&str; 3] = ["pad", "stride", "dilation"];
     for (j, pair) in fields[7..pairs_end].chunks(2).enumerate() {
