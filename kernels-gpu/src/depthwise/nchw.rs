@@ -10,6 +10,11 @@ use super::Window;
 const ROWS: usize = NCHW_ROWS as usize;
 /// The largest compiled filter size whose taps unroll completely.
 const FULL_UNROLL: usize = 5;
+/// Slots of the register window of [`window_column`]: the widest compiled filter (7) spans
+/// `ROWS + 6` input rows for [`ROWS`] adjacent outputs at vertical stride and dilation 1; the
+/// window is as long as the 16-way unroll that fills it (slots past the span are never used).
+const MAX_SPAN: usize = 16;
+const _: () = assert!(ROWS + 7 - 1 <= MAX_SPAN);
 
 /// Work item `blockIdx.x * BLOCK_THREADS + threadIdx.x` = ((n*K + k) * row groups + group) * Q + q
 /// computes outputs (n, k, p0..p0 + ROWS, q), p0 = group * ROWS, from input channel k / m.
@@ -57,6 +62,11 @@ pub unsafe fn conv<E: Elem, const TAPS: usize>(x: *const E::Raw, w: *const E::Ra
 /// `CHECK`, every position the window reads is inside the plane.
 #[inline(always)]
 unsafe fn column<E: Elem, const TAPS: usize, const CHECK: bool>(x_plane: *const E::Raw, taps: *const E::Raw, sh: &ConvShape, win: Window) -> [f32; ROWS] {
+    // Adjacent output rows at stride and dilation 1 share input rows: load each once.
+    if TAPS > 0 && sh.stride_h == 1 && sh.dil_h == 1 {
+        // SAFETY: the caller's guarantee, passed on.
+        return unsafe { window_column::<E, TAPS, CHECK>(x_plane, taps, sh, win) };
+    }
     let mut acc = [0.0f32; ROWS];
     let mut tap = |ry: i32, rx: i32| {
         // SAFETY: ry < R, rx < S: inside the channel's taps.
@@ -83,6 +93,46 @@ unsafe fn column<E: Elem, const TAPS: usize, const CHECK: bool>(x_plane: *const 
             for rx in 0..win.s {
                 tap(ry, rx);
             }
+        }
+    }
+    acc
+}
+
+/// [`column`] for a compiled filter size at vertical stride and dilation 1: per filter column,
+/// the `ROWS + TAPS - 1` input values the thread's outputs read are loaded once into registers,
+/// then each of the column's taps meets the `ROWS` values it multiplies.
+///
+/// # Safety
+/// As [`column`], with `TAPS` in 1..=7 and unit vertical stride and dilation.
+#[inline(always)]
+unsafe fn window_column<E: Elem, const TAPS: usize, const CHECK: bool>(x_plane: *const E::Raw, taps: *const E::Raw, sh: &ConvShape, win: Window) -> [f32; ROWS] {
+    let mut acc = [0.0f32; ROWS];
+    let mut filter_column = |rx: i32| {
+        let ix = win.ix0 + rx * sh.dil_w;
+        let col_ok = !CHECK || (ix as u32) < sh.w as u32;
+        let mut v = [0.0f32; MAX_SPAN];
+        unroll!(16: ROWS + TAPS - 1, t => {
+            let iy = win.iy0 + t as i32;
+            if col_ok && (!CHECK || (iy as u32) < sh.h as u32) {
+                // SAFETY: (iy, ix) is inside the plane: checked, or guaranteed by the caller
+                // (the window ends at the last row the thread's outputs read).
+                v[t] = unsafe { E::load(x_plane.add((iy * sh.w + ix) as usize)) };
+            }
+        });
+        unroll!(8: TAPS, ry => {
+            // SAFETY: ry, rx < TAPS = R = S: inside the channel's taps.
+            let wv = unsafe { E::load(taps.add(ry * TAPS + rx as usize)) };
+            for (j, a) in acc.iter_mut().enumerate() {
+                *a = fma(v[j + ry], wv, *a);
+            }
+        });
+    };
+    // As in `column`: every tap unrolled up to 5x5, each filter column for 7x7.
+    if TAPS <= FULL_UNROLL {
+        unroll!(8: TAPS, rx => { filter_column(rx as i32) });
+    } else {
+        for rx in 0..TAPS as i32 {
+            filter_column(rx);
         }
     }
     acc
