@@ -6,6 +6,7 @@ use convrs_spec::ConvShape;
 use cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
 
 use crate::dtype::{DType, Element};
+use crate::epilogue::EpilogueOperands;
 use crate::gpu::cuda_err;
 use crate::plan::{DeviceModel, Family, KernelDesc, LaunchPlan};
 use crate::registry;
@@ -196,7 +197,16 @@ pub(crate) fn conv_shape(p: &Conv2d, out: DType) -> ConvShape {
         dil_h: i(p.dilation.0),
         dil_w: i(p.dilation.1),
         y_bits: 8 * out.size() as i32,
+        // The launch fills the epilogue's arguments from its operands (launch_fused).
+        ep: convrs_spec::EpilogueArgs::NONE,
     }
+}
+
+/// Pushes the epilogue's arguments in the kernels' order (`convrs_spec::epilogue_fields!`).
+macro_rules! push_epilogue_args {
+    ([$b:ident $ep:ident] $($field:ident: $ty:ident $doc:literal),*) => {
+        $( $b.arg(&$ep.$field); )*
+    };
 }
 
 /// Enqueues `plan`'s kernel on buffers already on the device, in the layouts of
@@ -222,6 +232,37 @@ pub(crate) fn conv_shape(p: &Conv2d, out: DType) -> ConvShape {
 /// # Ok::<(), convrs::Error>(())
 /// ```
 pub fn launch<T: Element, O: Element>(gpu: &Gpu, plan: &LaunchPlan, problem: &Conv2d, input: &CudaSlice<T>, filter: &CudaSlice<T>, output: &mut CudaSlice<O>, workspace: &mut Workspace) -> Result<()> {
+    launch_fused(gpu, plan, problem, input, filter, output, workspace, &EpilogueOperands::none())
+}
+
+/// [`launch`] of a problem with a fused epilogue ([`Conv2d::epilogue`]), reading its operands
+/// from `ep`: `scale` and `bias` of `problem.k` fp32 values and a `residual` of the output's
+/// length in the kernel's output layout and type, each given exactly when the epilogue names it
+/// (an error otherwise). `problem` is the one the kernel runs (padded to its multiples, as for
+/// [`launch`]), so the vectors and the residual are sized for it too.
+///
+/// ```no_run
+/// use convrs::workspace::Workspace;
+/// use convrs::epilogue::{Activation, Epilogue, EpilogueOperands};
+/// use convrs::{launch_fused, Algorithm, Conv2d, DType, Gpu};
+/// use half::f16;
+/// let gpu = Gpu::new(0)?;
+/// let ep = Epilogue::NONE.with_bias().with_residual().with_activation(Activation::Relu);
+/// let p = Conv2d::new(8, 64, 56, 56, 64, 3, 3).with_pad(1).with_epilogue(ep);
+/// let plan = "wgmma_ws_tma_persistent".parse::<Algorithm>()?.plan(&p, DType::F16, gpu.model())?;
+/// let plan = convrs::plan::LaunchPlan { out_dtype: DType::F16, ..plan }; // fp16 out
+/// let (x, w) = (gpu.alloc_zeros::<f16>(p.input_len())?, gpu.alloc_zeros::<f16>(p.filter_len())?);
+/// let bias = gpu.upload(&vec![0.5f32; p.k])?;
+/// let residual = gpu.alloc_zeros::<f16>(p.output_len())?; // NHWK, like the output
+/// let mut y = gpu.alloc_zeros::<f16>(p.output_len())?;
+/// let mut ws = Workspace::for_plan(&gpu, &plan)?;
+/// let ops = EpilogueOperands { scale: None, bias: Some(&bias), residual: Some(&residual) };
+/// launch_fused(&gpu, &plan, &p, &x, &w, &mut y, &mut ws, &ops)?;
+/// gpu.synchronize()?;
+/// # Ok::<(), convrs::Error>(())
+/// ```
+#[allow(clippy::too_many_arguments)]
+pub fn launch_fused<T: Element, O: Element>(gpu: &Gpu, plan: &LaunchPlan, problem: &Conv2d, input: &CudaSlice<T>, filter: &CudaSlice<T>, output: &mut CudaSlice<O>, workspace: &mut Workspace, ep: &EpilogueOperands<'_, O>) -> Result<()> {
     if T::DTYPE != plan.dtype {
         return Err(Error::InvalidArgument(format!("{} reads {} inputs but {} buffers were given", plan.kernel, plan.dtype, T::DTYPE)));
     }
@@ -233,6 +274,10 @@ pub fn launch<T: Element, O: Element>(gpu: &Gpu, plan: &LaunchPlan, problem: &Co
     check_len("output", problem.output_len(), output.len())?;
     if workspace.bytes() < plan.workspace_bytes {
         return Err(Error::BufferSize { tensor: "workspace", expected: plan.workspace_bytes, got: workspace.bytes() });
+    }
+    let (ep_args, _ep_guards) = ep.args(gpu, &problem.epilogue, problem.k, problem.output_len())?;
+    if plan.epilogue != problem.epilogue {
+        return Err(Error::InvalidArgument(format!("{} was planned with the epilogue {} and is launched on a problem with {}: plan the problem it runs", plan.kernel, plan.epilogue, problem.epilogue)));
     }
     let f = gpu.function(plan.kernel, plan.shared_bytes)?;
     let args = shape_args(problem, plan.out_dtype);
@@ -255,11 +300,14 @@ pub fn launch<T: Element, O: Element>(gpu: &Gpu, plan: &LaunchPlan, problem: &Co
     for a in &args {
         b.arg(a);
     }
-    // SAFETY: the kernel's arguments are (input, filter, output, shape...) by the conv_kernel!
-    // convention, with the filter's tensor map after the output, the input's after that and the
-    // workspace last where the plan says the kernel takes them (the maps of these buffers and
-    // this problem); the buffer lengths were checked above, and a workspace is at least as large
-    // as the plan says, its split-K counters zero (allocated zeroed; every launch leaves them so).
+    convrs_spec::epilogue_fields!(push_epilogue_args, [b ep_args]);
+    // SAFETY: the kernel's arguments are (input, filter, output, shape..., epilogue...) by the
+    // conv_kernel! convention, with the filter's tensor map after the output, the input's after
+    // that and the workspace last where the plan says the kernel takes them (the maps of these
+    // buffers and this problem); the buffer lengths were checked above (the epilogue's by
+    // `EpilogueOperands::args`, whose addresses stay valid while `ep` borrows them), and a
+    // workspace is at least as large as the plan says, its split-K counters zero (allocated
+    // zeroed; every launch leaves them so).
     unsafe { b.launch(cfg) }.map_err(cuda_err(plan.kernel))?;
     Ok(())
 }
@@ -309,6 +357,36 @@ pub fn conv2d<T: Element>(gpu: &Gpu, algo: Algorithm, problem: &Conv2d, input: &
 pub fn conv2d_to<T: Element, O: Element>(gpu: &Gpu, algo: Algorithm, problem: &Conv2d, input: &Tensor<T>, filter: &Tensor<T>) -> Result<Tensor<O>> {
     use crate::prepared::{Prepared, Runnable};
     let mut run = Prepared::<T, O>::new(gpu, algo, problem, input, filter)?;
+    run.poison_output(gpu)?;
+    run.enqueue(gpu)?;
+    gpu.synchronize()?;
+    run.output(gpu)
+}
+
+/// [`conv2d_to`] of a problem with a fused epilogue ([`Conv2d::with_epilogue`]) and its
+/// operands: `y = act(alpha * conv(x, w) * scale[k] + bias[k] + beta * residual)` computed on
+/// the fp32 accumulators and rounded once to `O`. [`Algorithm::Auto`] chooses among the kernels
+/// that fuse it ([`crate::registry::KernelDesc::fuses_epilogue`]); another kernel is refused.
+///
+/// ```no_run
+/// use convrs::epilogue::{Activation, Epilogue};
+/// use convrs::prepared::EpilogueTensors;
+/// use convrs::{conv2d_fused, Algorithm, Conv2d, Gpu, Layout, Tensor};
+/// use half::f16;
+/// let gpu = Gpu::new(0)?;
+/// let ep = Epilogue::NONE.with_scale().with_bias().with_residual().with_activation(Activation::Relu);
+/// let p = Conv2d::new(8, 64, 56, 56, 64, 3, 3).with_pad(1).with_epilogue(ep);
+/// let x = Tensor::random(p.input_shape(), Layout::Nhwc, 1)?.map(f16::from_f32);
+/// let w = Tensor::random(p.filter_shape(), Layout::Nhwc, 2)?.map(f16::from_f32);
+/// let shortcut = Tensor::random(p.output_shape(), Layout::Nhwc, 3)?.map(f16::from_f32);
+/// let (scale, bias) = (vec![1.0f32; p.k], vec![0.1f32; p.k]); // a folded BatchNorm
+/// let ops = EpilogueTensors { scale: Some(&scale), bias: Some(&bias), residual: Some(&shortcut) };
+/// let y: Tensor<f16> = conv2d_fused(&gpu, Algorithm::Auto, &p, &x, &w, &ops)?; // NCHW
+/// # Ok::<(), convrs::Error>(())
+/// ```
+pub fn conv2d_fused<T: Element, O: Element>(gpu: &Gpu, algo: Algorithm, problem: &Conv2d, input: &Tensor<T>, filter: &Tensor<T>, ep: &crate::prepared::EpilogueTensors<'_, O>) -> Result<Tensor<O>> {
+    use crate::prepared::{Prepared, Runnable};
+    let mut run = Prepared::<T, O>::new_fused(gpu, algo, problem, input, filter, ep)?;
     run.poison_output(gpu)?;
     run.enqueue(gpu)?;
     gpu.synchronize()?;

@@ -51,6 +51,10 @@ impl<T: Element, O: Element> DeviceConv<T, O> {
     /// (`[K, C, R, S]` in any plain layout) into the kernel's layout, zero-padded to its multiples.
     pub fn new(gpu: &Gpu, algo: Algorithm, problem: &Conv2d, filter: &DeviceTensor<T>, input_layout: Layout, output_layout: Layout) -> Result<Self> {
         problem.validate()?;
+        let ep = &problem.epilogue;
+        if ep.scale || ep.bias || ep.residual {
+            return Err(Error::InvalidArgument(format!("device convolutions take no epilogue operands yet (the problem's epilogue is {ep}); conv2d_fused and Prepared::new_fused do")));
+        }
         for (what, l) in [("input", input_layout), ("output", output_layout)] {
             if !l.is_plain() {
                 return Err(Error::InvalidArgument(format!("device convolutions take NCHW, NHWC or HWCN {what}s, not {l}")));

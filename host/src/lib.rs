@@ -54,6 +54,7 @@ pub mod device;
 pub mod device_conv;
 pub mod device_tensor;
 pub mod dtype;
+pub mod epilogue;
 pub mod error;
 pub mod gpu;
 pub mod plan;
@@ -65,7 +66,8 @@ pub mod timing;
 pub mod tune;
 pub mod workspace;
 
-pub use algorithm::{conv2d, conv2d_to, launch, Algorithm};
+pub use algorithm::{conv2d, conv2d_fused, conv2d_to, launch, launch_fused, Algorithm};
+pub use epilogue::{Activation, Epilogue};
 pub use dtype::{DType, Element, Precision};
 pub use error::{Error, Result};
 pub use device::DeviceModel;

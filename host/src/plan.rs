@@ -48,6 +48,10 @@ pub struct LaunchPlan {
     /// elements, its TF32 high parts then its remainders ([`crate::device_tensor::split_tf32`]),
     /// the filter's tensor map over those 2K rows.
     pub split_filter: bool,
+    /// The fused epilogue the kernel was planned to apply ([`crate::Conv2d::epilogue`]; only
+    /// kernels that fuse one are planned with another than [`crate::Epilogue::NONE`]): a launch
+    /// runs it only on a problem with the same epilogue.
+    pub epilogue: crate::Epilogue,
 }
 
 /// The kinds of TMA tensor map of the input a kernel may take.
@@ -76,7 +80,7 @@ impl LaunchPlan {
     /// assert_eq!((plan.filter_map_rows, plan.input_map, plan.workspace_bytes), (Some(64), Some(InputMap::Im2col), 1 << 20));
     /// ```
     pub fn new(kernel: &'static str, grid: (u32, u32, u32), block: (u32, u32, u32), shared_bytes: u32, dtype: DType, predicted_us: f64) -> Self {
-        LaunchPlan { kernel, grid, block, shared_bytes, dtype, out_dtype: DType::F32, predicted_us, filter_map_rows: None, input_map: None, workspace_bytes: 0, split_filter: false }
+        LaunchPlan { kernel, grid, block, shared_bytes, dtype, out_dtype: DType::F32, predicted_us, filter_map_rows: None, input_map: None, workspace_bytes: 0, split_filter: false, epilogue: crate::Epilogue::NONE }
     }
 
     /// The same plan reading the filter split for 3xTF32 ([`LaunchPlan::split_filter`]).
@@ -217,7 +221,24 @@ impl KernelDesc {
             let hint = if problem.is_depthwise() { "the depthwise kernels (`convrs list`) take it" } else { "grouped convolutions with 1 < groups < C have no kernel yet" };
             return Err(Error::Unsupported { algorithm: self.name, reason: format!("it computes dense convolutions (groups = 1), and the problem has {} groups: {hint}", problem.groups) });
         }
-        (self.planner)(self, problem, dtype, device)
+        if !problem.epilogue.is_none() && !self.fuses_epilogue() {
+            let fusing: Vec<_> = crate::registry::KERNELS.iter().filter(|k| k.fuses_epilogue()).map(|k| k.name).collect();
+            return Err(Error::Unsupported {
+                algorithm: self.name,
+                reason: format!("it has no fused epilogue, and the problem asks for one ({}); the kernels that fuse it: {}", problem.epilogue, fusing.join(", ")),
+            });
+        }
+        Ok(LaunchPlan { epilogue: problem.epilogue, ..(self.planner)(self, problem, dtype, device)? })
+    }
+
+    /// Whether it applies a fused epilogue ([`crate::Epilogue`]) in its store: the
+    /// warp-specialized Hopper kernels and the depthwise ones.
+    pub fn fuses_epilogue(&self) -> bool {
+        match self.algorithm {
+            Algorithm::Wgmma(p) => p.producer != convrs_spec::hopper::Producer::Multistage,
+            Algorithm::DepthwiseNchw | Algorithm::DepthwiseNhwc => true,
+            _ => false,
+        }
     }
 
     /// [`KernelDesc::plan`] writing `out`: the input's type `dtype` or fp32 (the cost models do

@@ -23,7 +23,8 @@ use cudarc::driver::CudaSlice;
 use crate::plan::LaunchPlan;
 use crate::registry::KernelDesc;
 use crate::workspace::Workspace;
-use crate::{launch, Algorithm, Conv2d, Element, Error, Gpu, Layout, Result, Tensor};
+use crate::epilogue::EpilogueOperands;
+use crate::{launch_fused, Algorithm, Conv2d, Element, Error, Gpu, Layout, Result, Tensor};
 
 /// A convolution ready to run on the device: enqueue it, read its output.
 pub trait Runnable {
@@ -56,6 +57,38 @@ pub struct Prepared<T: Element, O: Element = T> {
     w_split: Option<CudaSlice<T>>,
     y: CudaSlice<O>,
     ws: Workspace,
+    /// The fused epilogue's operands on the device, sized for the run problem
+    /// ([`Prepared::new_fused`]).
+    ep: EpilogueBuffers<O>,
+}
+
+/// A fused epilogue's operands on the host, for [`Prepared::new_fused`] and
+/// [`crate::conv2d_fused`]: `scale` and `bias` of K values, a `residual` of the output's shape
+/// (any layout; converted), each given exactly when the problem's [`crate::Epilogue`] names it.
+pub struct EpilogueTensors<'a, O: Element> {
+    pub scale: Option<&'a [f32]>,
+    pub bias: Option<&'a [f32]>,
+    pub residual: Option<&'a Tensor<O>>,
+}
+
+impl<O: Element> EpilogueTensors<'_, O> {
+    /// No operands.
+    pub fn none() -> Self {
+        EpilogueTensors { scale: None, bias: None, residual: None }
+    }
+}
+
+/// The device copies of [`EpilogueTensors`].
+struct EpilogueBuffers<O> {
+    scale: Option<CudaSlice<f32>>,
+    bias: Option<CudaSlice<f32>>,
+    residual: Option<CudaSlice<O>>,
+}
+
+impl<O> EpilogueBuffers<O> {
+    fn operands(&self) -> EpilogueOperands<'_, O> {
+        EpilogueOperands { scale: self.scale.as_ref(), bias: self.bias.as_ref(), residual: self.residual.as_ref() }
+    }
 }
 
 impl<T: Element, O: Element> Prepared<T, O> {
@@ -64,6 +97,13 @@ impl<T: Element, O: Element> Prepared<T, O> {
     /// be multiples (the tensor-core kernels) gets the tensors zero-padded to them
     /// ([`KernelDesc::run_problem`]); [`Prepared::output`] drops the padding again.
     pub fn new(gpu: &Gpu, algo: Algorithm, problem: &Conv2d, input: &Tensor<T>, filter: &Tensor<T>) -> Result<Self> {
+        Self::new_fused(gpu, algo, problem, input, filter, &EpilogueTensors::none())
+    }
+
+    /// [`Prepared::new`] for a problem with a fused epilogue ([`Conv2d::epilogue`]) and its
+    /// operands: per-channel vectors of K values (zero-padded to the kernel's K) and a residual
+    /// of the output's shape, converted to the kernel's output layout and padded like the output.
+    pub fn new_fused(gpu: &Gpu, algo: Algorithm, problem: &Conv2d, input: &Tensor<T>, filter: &Tensor<T>, ep: &EpilogueTensors<'_, O>) -> Result<Self> {
         problem.validate()?;
         let algo = match algo {
             Algorithm::Auto => crate::select::choose(problem, T::DTYPE, input.layout(), gpu.model())?.pick,
@@ -81,7 +121,31 @@ impl<T: Element, O: Element> Prepared<T, O> {
         run.check_device_memory(T::DTYPE.size(), O::DTYPE.size(), gpu.info().free_memory_bytes)?;
         let (in_layout, filter_layout, _) = kernel.layouts;
         let (x, w) = (input.zero_padded(run.input_shape(), in_layout)?, filter.zero_padded(run.filter_shape(), filter_layout)?);
-        Self::from_device(gpu, algo, problem, gpu.upload(x.data())?, gpu.upload(w.data())?)
+        let mut prepared = Self::from_device(gpu, algo, problem, gpu.upload(x.data())?, gpu.upload(w.data())?)?;
+        let vector = |v: Option<&[f32]>, name: &'static str| -> Result<Option<CudaSlice<f32>>> {
+            v.map(|v| {
+                if v.len() != problem.k {
+                    return Err(Error::BufferSize { tensor: name, expected: problem.k, got: v.len() });
+                }
+                let mut padded = v.to_vec();
+                padded.resize(run.k, 0.0);
+                gpu.upload(&padded)
+            })
+            .transpose()
+        };
+        let residual = ep
+            .residual
+            .map(|r| {
+                if r.dims() != problem.output_shape() {
+                    return Err(Error::InvalidArgument(format!("residual dims {:?} do not match the output's {:?}", r.dims(), problem.output_shape())));
+                }
+                gpu.upload(r.zero_padded(run.output_shape(), kernel.layouts.2)?.data())
+            })
+            .transpose()?;
+        prepared.ep = EpilogueBuffers { scale: vector(ep.scale, "scale")?, bias: vector(ep.bias, "bias")?, residual };
+        // Every operand the epilogue names is given, and no other (launch checks it the same way).
+        prepared.ep.operands().args(gpu, &run.epilogue, run.k, run.output_len())?;
+        Ok(prepared)
     }
 
     /// The same from operands already on the device in the kernel's layouts
@@ -114,7 +178,7 @@ impl<T: Element, O: Element> Prepared<T, O> {
             gpu.input_map(&x, &run, kind)?;
         }
         let ws = Workspace::for_plan(gpu, &plan)?;
-        Ok(Prepared { kernel, plan, problem: *problem, run, x, w, w_split, y, ws })
+        Ok(Prepared { kernel, plan, problem: *problem, run, x, w, w_split, y, ws, ep: EpilogueBuffers { scale: None, bias: None, residual: None } })
     }
 
     pub fn algorithm(&self) -> Algorithm {
@@ -164,7 +228,7 @@ impl<T: Element, O: Element> Prepared<T, O> {
             Some(y) => y,
             None => &mut self.y,
         };
-        launch(gpu, &self.plan, &self.run, x, w, y, &mut self.ws)
+        launch_fused(gpu, &self.plan, &self.run, x, w, y, &mut self.ws, &self.ep.operands())
     }
 
     /// The output buffer (the run problem's output in the kernel's layout).
@@ -194,7 +258,7 @@ impl<T: Element, O: Element> Runnable for Prepared<T, O> {
     }
 
     fn enqueue(&mut self, gpu: &Gpu) -> Result<()> {
-        launch(gpu, &self.plan, &self.run, &self.x, self.w_split.as_ref().unwrap_or(&self.w), &mut self.y, &mut self.ws)
+        launch_fused(gpu, &self.plan, &self.run, &self.x, self.w_split.as_ref().unwrap_or(&self.w), &mut self.y, &mut self.ws, &self.ep.operands())
     }
 
     fn poison_output(&mut self, gpu: &Gpu) -> Result<()> {

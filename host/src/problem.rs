@@ -8,6 +8,7 @@
 
 use std::fmt;
 
+use crate::epilogue::Epilogue;
 use crate::{Error, Precision, Result};
 
 /// One 2-D convolution (cross-correlation, as in cuDNN and PyTorch): input `N x C x H x W`,
@@ -55,6 +56,10 @@ pub struct Conv2d {
     /// K/G output channels read only its C/G input channels. 1 is a dense convolution; G = C is
     /// depthwise (K = m*C, m the channel multiplier).
     pub groups: usize,
+    /// What the kernel does to each output before storing it ([`Epilogue`]: scale, bias,
+    /// residual, activation); [`Epilogue::NONE`] unless set. Its operands are given at the call
+    /// ([`crate::conv2d_fused`]).
+    pub epilogue: Epilogue,
 }
 
 /// Widest value every kernel index must stay within.
@@ -82,7 +87,7 @@ fn output_extent(size: usize, pad: usize, dilation: usize, taps: usize, stride: 
 impl Conv2d {
     /// A problem with no padding, unit stride and unit dilation.
     pub fn new(n: usize, c: usize, h: usize, w: usize, k: usize, r: usize, s: usize) -> Self {
-        Self { n, c, h, w, k, r, s, pad: (0, 0), stride: (1, 1), dilation: (1, 1), precision: Precision::Fp32, groups: 1 }
+        Self { n, c, h, w, k, r, s, pad: (0, 0), stride: (1, 1), dilation: (1, 1), precision: Precision::Fp32, groups: 1, epilogue: Epilogue::NONE }
     }
 
     /// The same problem computed at `precision` on fp32 data.
@@ -107,6 +112,18 @@ impl Conv2d {
     /// ```
     pub fn with_groups(self, g: usize) -> Self {
         Self { groups: g, ..self }
+    }
+
+    /// The same problem with the fused epilogue `ep`.
+    ///
+    /// ```
+    /// use convrs::epilogue::{Activation, Epilogue};
+    /// use convrs::Conv2d;
+    /// let p = Conv2d::new(8, 64, 56, 56, 64, 3, 3).with_pad(1).with_epilogue(Epilogue::NONE.with_bias().with_activation(Activation::Relu));
+    /// assert!(p.to_string().ends_with(" epilogue=bias+relu"));
+    /// ```
+    pub fn with_epilogue(self, ep: Epilogue) -> Self {
+        Self { epilogue: ep, ..self }
     }
 
     /// Input channels per group, `C/G` (the filter's second dimension).
@@ -176,6 +193,7 @@ impl Conv2d {
         if let Some(&(dim, _)) = sizes.iter().find(|(_, v)| *v == 0) {
             return Err(Error::ZeroSize { dim });
         }
+        self.epilogue.validate()?;
         if self.c % self.groups != 0 || self.k % self.groups != 0 {
             return Err(Error::Groups { groups: self.groups, c: self.c, k: self.k });
         }
@@ -323,6 +341,9 @@ impl fmt::Display for Conv2d {
         )?;
         if self.groups != 1 {
             write!(f, " groups={}", self.groups)?;
+        }
+        if !self.epilogue.is_none() {
+            write!(f, " epilogue={}", self.epilogue)?;
         }
         if self.precision != Precision::Fp32 {
             write!(f, " precision={}", self.precision)?;

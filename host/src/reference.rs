@@ -10,6 +10,53 @@ use std::sync::Mutex;
 
 use crate::{Conv2d, Error, Layout, Result, Tensor};
 
+/// The CPU reference of a fused epilogue ([`Conv2d::epilogue`]) applied to `conv`, the bare
+/// convolution's output in NCHW (what [`conv2d_cpu`] returns), in f64: each element
+/// [`crate::Epilogue::apply`] with its channel's `scale` and `bias` (K values each, given when
+/// the epilogue names them) and its `residual` element (any layout, of the output's shape).
+///
+/// ```
+/// use convrs::reference::apply_epilogue;
+/// use convrs::{Activation, Conv2d, Epilogue, Layout, Tensor};
+/// let p = Conv2d::new(1, 1, 1, 2, 2, 1, 1).with_epilogue(Epilogue::NONE.with_bias().with_activation(Activation::Relu));
+/// let conv = Tensor::new(p.output_shape(), Layout::Nchw, vec![1.0, -2.0, 3.0, -4.0])?; // K = 2 planes of 2
+/// let y = apply_epilogue(&p, &conv, None, Some(&[0.5, 5.0]), None::<&Tensor<f32>>)?;
+/// assert_eq!(y.data(), &[1.5, 0.0, 8.0, 1.0]);
+/// # Ok::<(), convrs::Error>(())
+/// ```
+pub fn apply_epilogue<R: Copy + Into<f64>>(problem: &Conv2d, conv: &Tensor<f64>, scale: Option<&[f32]>, bias: Option<&[f32]>, residual: Option<&Tensor<R>>) -> Result<Tensor<f64>> {
+    let ep = &problem.epilogue;
+    check_dims("convolution output", conv, problem.output_shape())?;
+    let conv = conv.to_layout(Layout::Nchw)?;
+    for (name, wanted, v) in [("scale", ep.scale, scale), ("bias", ep.bias, bias)] {
+        match v {
+            Some(v) if v.len() != problem.k => return Err(Error::BufferSize { tensor: name, expected: problem.k, got: v.len() }),
+            None if wanted => return Err(Error::InvalidArgument(format!("the epilogue ({ep}) reads a {name}, and none was given"))),
+            _ => {}
+        }
+    }
+    let residual = match residual {
+        Some(r) => {
+            check_dims("residual", r, problem.output_shape())?;
+            Some(to_nchw_f64(r))
+        }
+        None if ep.residual => return Err(Error::InvalidArgument(format!("the epilogue ({ep}) reads a residual, and none was given"))),
+        None => None,
+    };
+    let plane = conv.data().len() / (problem.n * problem.k).max(1);
+    let out = conv
+        .data()
+        .iter()
+        .enumerate()
+        .map(|(i, &v)| {
+            let k = i / plane.max(1) % problem.k;
+            let at = |v: Option<&[f32]>| v.map_or(0.0, |v| v[k] as f64);
+            ep.apply(v, at(scale), at(bias), residual.as_ref().map_or(0.0, |r| r[i]))
+        })
+        .collect();
+    Tensor::new(problem.output_shape(), Layout::Nchw, out)
+}
+
 /// Output rows per work item: big enough to amortise the scheduling lock, small enough to
 /// balance the load when there are few output planes (e.g. N=1, K=6 on 16 cores).
 const ROWS_PER_ITEM: usize = 8;

@@ -4,6 +4,7 @@
 use core::arch::{asm, global_asm, nvptx};
 
 pub mod elem;
+pub mod epilogue;
 pub mod matrix;
 /// Hopper warpgroup MMA; only the sm_90a build (`cargo xtask build-ptx --arch sm_90a`) has it.
 #[cfg(target_feature = "sm_90a")]
@@ -202,17 +203,21 @@ pub unsafe fn divmod(a: i32, b: i32) -> (i32, i32) {
 }
 
 /// Declares a kernel entry point whose trailing arguments are the [`ConvShape`] fields, one
-/// `i32` each in the order of `convrs_spec::shape_fields!`, which the host follows too.
+/// `i32` each in the order of `convrs_spec::shape_fields!`, then the fused epilogue's
+/// (`convrs_spec::epilogue_fields!`, into `ConvShape::ep`), which the host follows too.
 #[macro_export]
 macro_rules! conv_kernel {
     ($(#[$m:meta])* fn $name:ident($($arg:ident: $ty:ty),* $(,)?) => $body:path) => {
-        ::convrs_spec::shape_fields!($crate::conv_kernel, [@entry [$(#[$m])*] $name [$($arg: $ty),*] $body]);
+        ::convrs_spec::shape_fields!($crate::conv_kernel, [@shape [$(#[$m])*] $name [$($arg: $ty),*] $body]);
     };
-    ([@entry [$(#[$m:meta])*] $name:ident [$($arg:ident: $ty:ty),*] $body:path] $($field:ident $doc:literal),*) => {
+    ([@shape [$(#[$m:meta])*] $name:ident [$($arg:ident: $ty:ty),*] $body:path] $($field:ident $doc:literal),*) => {
+        ::convrs_spec::epilogue_fields!($crate::conv_kernel, [@entry [$(#[$m])*] $name [$($arg: $ty),*] $body [$($field)*]]);
+    };
+    ([@entry [$(#[$m:meta])*] $name:ident [$($arg:ident: $ty:ty),*] $body:path [$($field:ident)*]] $($ef:ident: $et:ident $edoc:literal),*) => {
         $(#[$m])*
         #[unsafe(no_mangle)]
-        pub unsafe extern "ptx-kernel" fn $name($($arg: $ty,)* $($field: i32,)*) {
-            let shape = $crate::prelude::ConvShape { $($field),* };
+        pub unsafe extern "ptx-kernel" fn $name($($arg: $ty,)* $($field: i32,)* $($ef: $et,)*) {
+            let shape = $crate::prelude::ConvShape { $($field,)* ep: ::convrs_spec::EpilogueArgs { $($ef),* } };
             // SAFETY: the host launches each kernel with buffers sized for `shape` (host::launch).
             unsafe { $body($($arg,)* shape) }
         }

@@ -1,5 +1,6 @@
 //! The kernel argument convention: every entry point takes its buffer pointers, then the
-//! problem's geometry as 16 `i32`s in the order of [`shape_fields!`](crate::shape_fields).
+//! problem's geometry as 16 `i32`s in the order of [`shape_fields!`](crate::shape_fields), then
+//! the fused epilogue's arguments in the order of [`epilogue_fields!`](crate::epilogue_fields).
 
 /// Calls `$callback! { $ctx... field "doc", ... }` with the fields of [`ConvShape`] in the order
 /// the kernels take them as arguments. The kernel crate's `conv_kernel!` declares one `i32`
@@ -36,6 +37,8 @@ macro_rules! declare_conv_shape {
         #[derive(Clone, Copy, Debug, PartialEq, Eq)]
         pub struct ConvShape {
             $(#[doc = $doc] pub $field: i32,)*
+            /// The fused epilogue (its own arguments, after these 16: [`crate::epilogue_fields!`]).
+            pub ep: crate::epilogue::EpilogueArgs,
         }
 
         impl ConvShape {
@@ -44,7 +47,8 @@ macro_rules! declare_conv_shape {
             /// Number of `i32` shape arguments of every entry point.
             pub const LEN: usize = Self::NAMES.len();
 
-            /// The values in argument order: what the host pushes after the pointers.
+            /// The shape values in argument order: what the host pushes after the pointers
+            /// (the epilogue's follow them).
             pub const fn to_args(self) -> [i32; Self::LEN] {
                 [$(self.$field),*]
             }
@@ -59,7 +63,7 @@ mod tests {
 
     #[test]
     fn arguments_follow_the_field_order() {
-        let s = ConvShape { n: 1, c: 2, h: 3, w: 4, k: 5, r: 6, s: 7, p: 8, q: 9, pad_h: 10, pad_w: 11, stride_h: 12, stride_w: 13, dil_h: 14, dil_w: 15, y_bits: 16 };
+        let s = ConvShape { n: 1, c: 2, h: 3, w: 4, k: 5, r: 6, s: 7, p: 8, q: 9, pad_h: 10, pad_w: 11, stride_h: 12, stride_w: 13, dil_h: 14, dil_w: 15, y_bits: 16, ep: crate::epilogue::EpilogueArgs::NONE };
         assert_eq!(s.to_args(), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16]);
         assert_eq!(ConvShape::LEN, 16);
         assert_eq!(ConvShape::NAMES[9..11], ["pad_h", "pad_w"]);

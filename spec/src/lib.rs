@@ -2,6 +2,7 @@
 //! launches them (`convrs`): everything both sides must agree on, written once.
 //!
 //! - [`args`]: the `i32` shape arguments every entry point takes after its pointers, and their order.
+//! - [`epilogue`]: the fused epilogue's arguments (scale, bias, residual, activation) after those.
 //! - [`split_k`]: how the split-K schedule splits the reduction and where its partial sums go.
 //! - [`direct`], [`tiled`], [`depthwise`], [`tensor_core`], [`small_c`], [`patch`], [`hopper`]: per kernel family, the compiled instantiations with
 //!   their entry-point names, and the formulas both sides evaluate (block threads, shared-memory
@@ -25,6 +26,7 @@
 
 pub mod args;
 pub mod depthwise;
+pub mod epilogue;
 pub mod direct;
 pub mod hopper;
 pub mod tensor_core;
@@ -35,3 +37,4 @@ pub mod patch;
 pub mod transform;
 
 pub use args::ConvShape;
+pub use epilogue::{Act, EpilogueArgs};

@@ -3,6 +3,7 @@
 use convrs_spec::depthwise::{BLOCK_THREADS, NCHW_ROWS};
 
 use crate::prelude::elem::{store_out, Elem};
+use crate::prelude::epilogue::{residual_one, Epilogue};
 use crate::prelude::*;
 
 use super::Window;
@@ -46,10 +47,21 @@ pub unsafe fn conv<E: Elem, const TAPS: usize>(x: *const E::Raw, w: *const E::Ra
     let acc = unsafe { if inside { column::<E, TAPS, false>(x_plane, taps, &sh, win) } else { column::<E, TAPS, true>(x_plane, taps, &sh, win) } };
     let out = ((plane * sh.p + p0) * sh.q + q) as usize;
     let half = sh.y_bits == 16;
+    let ep = &sh.ep;
+    // SAFETY: k < K; the epilogue's buffers as the host planned them.
+    let finish = if ep.is_identity() { None } else { Some(unsafe { Epilogue::of(ep, k as u32) }) };
     for (j, a) in acc.iter().enumerate() {
         if p0 + (j as i32) < sh.p {
-            // SAFETY: (n, k, p0 + j, q) is inside the output, and this thread's alone.
-            unsafe { store_out::<E>(y, out + j * sh.q as usize, *a, half) };
+            let at = out + j * sh.q as usize;
+            // SAFETY: (n, k, p0 + j, q) is inside the output (and the residual, of its shape),
+            // and this thread's alone.
+            unsafe {
+                let v = match finish {
+                    Some(f) => f.finish(ep, *a, if ep.residual != 0 { residual_one(ep.residual, at, half, E::BF16) } else { 0.0 }),
+                    None => *a,
+                };
+                store_out::<E>(y, at, v, half)
+            };
         }
     }
 }

@@ -3,6 +3,7 @@
 use convrs_spec::depthwise::{BLOCK_THREADS, NHWC_COLS};
 
 use crate::prelude::elem::{store_out, store_out4, Elem};
+use crate::prelude::epilogue::{residual_one, Epilogue};
 use crate::prelude::*;
 
 use super::Window;
@@ -50,9 +51,22 @@ pub unsafe fn conv<E: Elem, const TAPS: usize, const VEC: usize>(x: *const E::Ra
     // SAFETY: the unchecked copy only runs when every pixel it reads is inside the image.
     let acc = unsafe { if inside { pixels::<E, TAPS, VEC, false>(image, taps, &sh, win) } else { pixels::<E, TAPS, VEC, true>(image, taps, &sh, win) } };
     let half = sh.y_bits == 16;
+    let ep = &sh.ep;
+    let fused = !ep.is_identity();
+    // SAFETY: k0 + i < K; the epilogue's buffers as the host planned them.
+    let finish: [Epilogue; VEC] = core::array::from_fn(|i| if fused { unsafe { Epilogue::of(ep, (k0 + i as i32) as u32) } } else { Epilogue::IDENTITY });
     for (j, a) in acc.iter().enumerate() {
         if q0 + (j as i32) < sh.q {
             let out = (((n * sh.p + p) * sh.q + q0 + j as i32) * sh.k + k0) as usize;
+            let mut a = *a;
+            if fused {
+                for (i, v) in a.iter_mut().enumerate() {
+                    // SAFETY: channel k0 + i of output pixel (n, p, q0 + j) is inside the
+                    // output, so inside the residual of its shape.
+                    let r = if ep.residual != 0 { unsafe { residual_one(ep.residual, out + i, half, E::BF16) } } else { 0.0 };
+                    *v = finish[i].finish(ep, *v, r);
+                }
+            }
             // SAFETY: the VEC channels of output pixel (n, p, q0 + j) are inside the output and
             // this thread's alone; with VEC = 4, `out` is a multiple of 4 (K is).
             unsafe {

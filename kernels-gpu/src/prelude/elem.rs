@@ -11,6 +11,8 @@ use super::{load_global_nc_f32, load_global_nc_f32x4, load_global_nc_u16, store_
 pub trait Elem {
     /// How one element is stored: `f32` or the 16-bit pattern.
     type Raw: Copy;
+    /// Whether a 16-bit element is bf16 (else fp16; fp32 data writes 16-bit outputs as fp16).
+    const BF16: bool;
 
     /// Loads one element through the read-only path, widened to fp32.
     ///
@@ -38,6 +40,7 @@ pub struct Bf16;
 
 impl Elem for F32 {
     type Raw = f32;
+    const BF16: bool = false;
     #[inline(always)]
     fn pack2(a: f32, b: f32) -> u32 {
         pack_16x2::<false>(a, b)
@@ -90,6 +93,7 @@ macro_rules! half_elem {
     ($t:ident, $bf16:literal) => {
         impl Elem for $t {
             type Raw = u16;
+            const BF16: bool = $bf16;
             #[inline(always)]
             fn pack2(a: f32, b: f32) -> u32 {
                 pack_16x2::<$bf16>(a, b)

@@ -133,6 +133,12 @@ pub trait Operands {
     /// Offset of `y` element (GEMM row `m`, output channel `col`), `col` even; `col + 1` must
     /// follow it contiguously.
     fn y_off(sh: &ConvShape, m: u32, col: u32) -> u32;
+    /// The output channels of GEMM elements (`row`, `col`) and (`row`, `col + 1`), `col` even
+    /// (the fused epilogue's scale and bias): the columns of a pixel-row GEMM.
+    #[inline(always)]
+    fn y_channels(_sh: &ConvShape, _row: u32, col: u32) -> (u32, u32) {
+        (col, col + 1)
+    }
     /// Whether the activations are NCHW planes read by `Producer::Planes` (the Hopper kernel's
     /// GEMM is then transposed: rows are output channels, columns pixels; the methods above
     /// that describe a pixel-row A operand are not used).

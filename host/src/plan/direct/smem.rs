@@ -363,7 +363,7 @@ mod tests {
             Conv2d::new(2, 3, 33, 35, 9, 7, 7).with_pad(3),
             Conv2d::new(2, 4, 40, 41, 6, 3, 3).with_pad(2).with_dilation(2),
             Conv2d::new(1, 2, 5, 5, 3, 5, 5).with_pad(4),
-            Conv2d { n: 2, c: 5, h: 23, w: 64, k: 10, r: 3, s: 5, pad: (1, 2), stride: (2, 1), dilation: (1, 3), precision: Default::default(), groups: 1 },
+            Conv2d { n: 2, c: 5, h: 23, w: 64, k: 10, r: 3, s: 5, pad: (1, 2), stride: (2, 1), dilation: (1, 3), precision: Default::default(), groups: 1, epilogue: Default::default() },
             Conv2d::new(1, 3, 64, 256, 4, 3, 3).with_pad(1),
             Conv2d::new(2, 16, 56, 56, 24, 3, 3).with_pad(1),
             Conv2d::new(1, 6, 768, 512, 6, 6, 6),
@@ -387,7 +387,7 @@ mod tests {
                 pad: (i % 2, pw),
                 stride: (1 + i % 2, sw),
                 dilation: (1 + i / 5 % 2, dw),
-                precision: Default::default(), groups: 1,
+                precision: Default::default(), groups: 1, epilogue: Default::default(),
             });
         }
         for p in shapes.iter().filter(|p| p.validate().is_ok()) {

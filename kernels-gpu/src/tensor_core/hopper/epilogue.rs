@@ -9,6 +9,7 @@
 use convrs_spec::hopper::{Math as Spec, WARPGROUP};
 
 use super::math::{pack, Math};
+use crate::prelude::epilogue::{residual_pair, Epilogue};
 use crate::prelude::matrix::{shfl_xor, store_global_f32x2, store_global_v4, store_global_v4_if};
 use crate::prelude::wgmma::Accumulators;
 use crate::prelude::*;
@@ -28,6 +29,8 @@ const WG: u32 = WARPGROUP as u32;
 /// thread of one CTA. Every lane of the warp calls it together (shuffles).
 #[inline(always)]
 pub(super) unsafe fn store_tile<O: Operands, Acc: Accumulators, M: Math>(sh: &ConvShape, y: *mut f32, acc: &Acc, m0: u32, n0: u32, cw: u32, tid: u32) {
+    // SAFETY: as the caller guarantees.
+    let acc = &unsafe { fused::<O, Acc, M>(sh, acc, m0, n0, cw, tid) };
     let (warp, lane) = ((tid % WG) / 32, tid % 32);
     let q = lane % 4;
     let row0 = m0 + cw * 64 + warp * 16 + lane / 4;
@@ -70,6 +73,43 @@ pub(super) unsafe fn store_tile<O: Operands, Acc: Accumulators, M: Math>(sh: &Co
     }
 }
 
+/// The tile's accumulators with the fused epilogue applied (`ConvShape::ep`; as they are when
+/// it is the identity): each element finished with its output channel's scale and bias and its
+/// residual element, read at its own output offset in the output's type.
+///
+/// # Safety
+/// As [`store_tile`]; the epilogue's addresses hold K channels and an output-shaped residual.
+#[inline(always)]
+unsafe fn fused<O: Operands, Acc: Accumulators, M: Math>(sh: &ConvShape, acc: &Acc, m0: u32, n0: u32, cw: u32, tid: u32) -> Acc {
+    let mut acc = *acc;
+    let ep = &sh.ep;
+    if ep.is_identity() {
+        return acc;
+    }
+    let (warp, lane) = ((tid % WG) / 32, tid % 32);
+    let row0 = m0 + cw * 64 + warp * 16 + lane / 4;
+    let half = sh.y_bits == 16;
+    unroll!(32: Acc::N / 8, j => {
+        let col = n0 + 8 * j as u32 + 2 * (lane % 4);
+        unroll!(4: 2, e => {
+            let row = row0 + 8 * e as u32;
+            if O::y_in(sh, row, col) {
+                let (k0, k1) = O::y_channels(sh, row, col);
+                // SAFETY: k0, k1 < K and (row, col), (row, col + 1) in the output (y_in of the
+                // 8-column group), a pair-aligned offset; the caller's buffers.
+                let (a, b, r) = unsafe {
+                    let r = if ep.residual != 0 { residual_pair(ep.residual, O::y_off(sh, row, col) as usize, half, M::BF16) } else { [0.0; 2] };
+                    (Epilogue::of(ep, k0), Epilogue::of(ep, k1), r)
+                };
+                let i = 4 * j + 2 * e;
+                acc[i] = a.finish(ep, acc[i], r[0]);
+                acc[i + 1] = b.finish(ep, acc[i + 1], r[1]);
+            }
+        });
+    });
+    acc
+}
+
 /// Slices a deferred tile's stores are spread over: one after each of the next tile's first
 /// SLICES k-tiles' wgmmas are issued, so the tensor cores keep working while the stores drain
 /// (every CTA would otherwise write its tile at the same moment, a wave's worth of output
@@ -101,7 +141,9 @@ impl Pending {
     pub(super) const NONE: Pending = Pending { v: [[0; 4]; DEFERRED], m0: 0, n0: 0, live: false };
 }
 
-/// The 16-bit epilogue of the tile at (`m0`, `n0`) with deferred stores: writes what the last
+/// The 16-bit epilogue of the tile at (`m0`, `n0`) with deferred stores (bare convolutions
+/// only: the kernel does not defer under a fused epilogue, whose registers beside the pending
+/// stores spilled on 128 x 256 tiles): writes what the last
 /// tile's deferral left unwritten (the slices its k-tiles did not reach), then this tile's stores
 /// except the last [`deferred`] ones, which it returns pending for the next tile's k-tiles.
 ///

@@ -267,8 +267,8 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
     let mut tiles = tiles;
     let mut at = Position::START;
     // With im2col copies and 16-bit outputs each tile's last stores go under the next tile's
-    // first k-tiles.
-    let defer = matches!(M::SPEC, Spec::Half) && IM2COL && !SPLIT && sh.y_bits == 16;
+    // first k-tiles (bare convolutions: see `store_deferring`).
+    let defer = matches!(M::SPEC, Spec::Half) && IM2COL && !SPLIT && sh.y_bits == 16 && sh.ep.is_identity();
     let mut pending = Pending::NONE;
     while let Some((m0, n0)) = tiles.next::<CLUSTER>() {
         // A warpgroup whose first row (so every row) lies outside the output: a ragged last M

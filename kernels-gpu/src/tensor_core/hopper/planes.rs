@@ -93,6 +93,12 @@ impl Operands for Planes {
     fn gemm_mn(sh: &ConvShape) -> (u32, u32) {
         (sh.n as u32 * Self::rows(sh), (sh.p * sh.q) as u32)
     }
+    /// A row is one output channel of one image.
+    #[inline(always)]
+    fn y_channels(sh: &ConvShape, row: u32, _col: u32) -> (u32, u32) {
+        let k = Self::image_channel(sh, row).1;
+        (k, k)
+    }
     #[inline(always)]
     fn y_in(sh: &ConvShape, row: u32, col: u32) -> bool {
         let (n, k) = Self::image_channel(sh, row);
