@@ -89,7 +89,7 @@ pub fn conv_problems_with((n_mult, c_mult, k_mult): (usize, usize, usize)) -> im
         any::<u64>(),
     )
         .prop_map(move |((n, c, h, w, k), (r, s), (pad, stride, dilation), seed)| {
-            (Conv2d { n: n * n_mult, c: c * c_mult, h, w, k: k * k_mult, r, s, pad, stride, dilation, precision: Default::default(), groups: 1 }, seed)
+            (Conv2d { n: n * n_mult, c: c * c_mult, h, w, k: k * k_mult, r, s, pad, stride, dilation, precision: Default::default(), groups: 1, epilogue: Default::default() }, seed)
         })
         .prop_filter("filter must fit the padded input", |(p, _)| p.validate().is_ok())
 }
@@ -106,7 +106,7 @@ pub fn is_planes(algo: Algorithm) -> bool {
 pub fn conv_1x1_plane_problems() -> impl Strategy<Value = (Conv2d, u64)> {
     (1usize..=20, 1usize..=200, 1usize..=300, (1usize..=24, 1usize..=6, any::<bool>()), 1usize..=3, any::<u64>()).prop_map(|(n, c, k, (free, eights, flip), dil, seed)| {
         let (h, w) = if flip { (free, 8 * eights) } else { (8 * eights, free) };
-        (Conv2d { n, c, h, w, k, r: 1, s: 1, pad: (0, 0), stride: (1, 1), dilation: (dil, dil), precision: Default::default(), groups: 1 }, seed)
+        (Conv2d { n, c, h, w, k, r: 1, s: 1, pad: (0, 0), stride: (1, 1), dilation: (dil, dil), precision: Default::default(), groups: 1, epilogue: Default::default() }, seed)
     })
 }
 
@@ -126,7 +126,7 @@ pub fn depthwise_problems() -> impl Strategy<Value = (Conv2d, u64)> {
         any::<u64>(),
     )
         .prop_map(|((n, c, m, h, w), (r, s), (pad, stride, dilation), seed)| {
-            (Conv2d { n, c, h, w, k: m * c, r, s, pad, stride, dilation, precision: Default::default(), groups: c }, seed)
+            (Conv2d { n, c, h, w, k: m * c, r, s, pad, stride, dilation, precision: Default::default(), groups: c, epilogue: Default::default() }, seed)
         })
         .prop_filter("filter must fit the padded input", |(p, _)| p.validate().is_ok())
 }

@@ -112,7 +112,7 @@ proptest! {
         r in 1usize..5, s in 1usize..5, pad in (0usize..3, 0usize..3),
         stride in (1usize..3, 1usize..3), dilation in (1usize..3, 1usize..3), seed in any::<u64>(),
     ) {
-        let p = Conv2d { n, c, h, w, k, r, s, pad, stride, dilation, precision: Default::default(), groups: 1 };
+        let p = Conv2d { n, c, h, w, k, r, s, pad, stride, dilation, precision: Default::default(), groups: 1, epilogue: Default::default() };
         let fits = dilation.0 * (r - 1) < h + 2 * pad.0 && dilation.1 * (s - 1) < w + 2 * pad.1;
         if !fits {
             prop_assert!(matches!(p.validate(), Err(Error::FilterLargerThanPaddedInput { .. })), "{}", p);

@@ -34,7 +34,7 @@ fn direct_kernels_match_cpu_on_named_shapes() {
         Conv2d::new(2, 3, 33, 35, 9, 7, 7).with_pad(3),             // 7x7 filter
         Conv2d::new(2, 4, 40, 41, 6, 3, 3).with_pad(2).with_dilation(2), // dilation 2, padding > 1
         Conv2d::new(1, 2, 5, 5, 3, 5, 5).with_pad(4),               // padding near the filter size
-        Conv2d { n: 2, c: 5, h: 23, w: 64, k: 10, r: 3, s: 5, pad: (1, 2), stride: (2, 1), dilation: (1, 3), precision: Default::default(), groups: 1 }, // per-axis values
+        Conv2d { n: 2, c: 5, h: 23, w: 64, k: 10, r: 3, s: 5, pad: (1, 2), stride: (2, 1), dilation: (1, 3), precision: Default::default(), groups: 1, epilogue: Default::default() }, // per-axis values
         Conv2d::new(1, 3, 64, 256, 4, 3, 3).with_pad(1),            // W a multiple of 4: 16-byte loads
     ];
     for algo in [Algorithm::DirectNaive, Algorithm::DirectSmem] {

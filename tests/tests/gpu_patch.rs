@@ -33,7 +33,7 @@ fn patch_matches_cpu_on_named_shapes() {
         Conv2d::new(1, 1, 48, 48, 16, 3, 3).with_pad(1),                // K = 16 < the 32-wide tile
         Conv2d::new(3, 5, 17, 13, 40, 3, 3).with_pad(2).with_dilation(2), // C = 5; K tail
         Conv2d { stride: (2, 1), ..Conv2d::new(1, 7, 12, 10, 136, 2, 3) },  // K over 3 or 5 channel tiles
-        Conv2d { n: 2, c: 2, h: 23, w: 64, k: 8, r: 3, s: 5, pad: (1, 2), stride: (2, 1), dilation: (1, 3), precision: Default::default(), groups: 1 }, // per-axis values
+        Conv2d { n: 2, c: 2, h: 23, w: 64, k: 8, r: 3, s: 5, pad: (1, 2), stride: (2, 1), dilation: (1, 3), precision: Default::default(), groups: 1, epilogue: Default::default() }, // per-axis values
         Conv2d::new(1, 1, 1, 1, 8, 1, 1),                               // the smallest problem
         Conv2d::new(1, 3, 5, 5, 8, 5, 5).with_pad(4),                   // most taps in the padding
         Conv2d::new(40, 3, 20, 20, 8, 3, 3).with_pad(1),                // 1000 tiles: each block walks several

@@ -30,7 +30,7 @@ fn smallc_matches_cpu_on_named_shapes() {
         Conv2d::new(3, 5, 17, 13, 40, 3, 3).with_pad(2).with_dilation(2), // C = 5: taps straddle k-tiles; K tail
         Conv2d::new(2, 32, 9, 9, 24, 1, 1),                             // R*S*C = 32: exactly one k-tile
         Conv2d { stride: (2, 1), ..Conv2d::new(1, 7, 12, 10, 136, 2, 3) },  // K spans three 64-wide tiles
-        Conv2d { n: 2, c: 2, h: 23, w: 64, k: 8, r: 3, s: 5, pad: (1, 2), stride: (2, 1), dilation: (1, 3), precision: Default::default(), groups: 1 }, // per-axis values
+        Conv2d { n: 2, c: 2, h: 23, w: 64, k: 8, r: 3, s: 5, pad: (1, 2), stride: (2, 1), dilation: (1, 3), precision: Default::default(), groups: 1, epilogue: Default::default() }, // per-axis values
         Conv2d::new(1, 1, 1, 1, 8, 1, 1),                               // the smallest problem
         Conv2d::new(1, 3, 5, 5, 8, 5, 5).with_pad(4),                   // most taps in the padding
     ];

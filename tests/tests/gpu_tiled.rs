@@ -38,7 +38,7 @@ fn tiled_kernels_match_cpu_on_named_shapes() {
         Conv2d::new(2, 3, 33, 35, 9, 7, 7).with_pad(3),               // 7x7 filter
         Conv2d::new(2, 4, 40, 41, 6, 3, 3).with_pad(2).with_dilation(2), // dilation 2
         Conv2d::new(1, 2, 5, 5, 3, 5, 5).with_pad(4),                 // taps wholly in the padding
-        Conv2d { n: 2, c: 5, h: 23, w: 64, k: 10, r: 3, s: 5, pad: (1, 2), stride: (2, 1), dilation: (1, 3), precision: Default::default(), groups: 1 },
+        Conv2d { n: 2, c: 5, h: 23, w: 64, k: 10, r: 3, s: 5, pad: (1, 2), stride: (2, 1), dilation: (1, 3), precision: Default::default(), groups: 1, epilogue: Default::default() },
         Conv2d::new(130, 9, 5, 6, 131, 3, 3).with_pad(1),             // ragged 128-tiles, N, K % 4 != 0
         Conv2d::new(132, 17, 4, 4, 68, 3, 2).with_pad(1),             // N, K % 4 == 0, C % 8 != 0
         Conv2d::new(36, 12, 9, 9, 20, 3, 3).with_pad(1).with_stride(2), // narrow tiles

@@ -40,7 +40,7 @@ fn wgmma_matches_cpu_on_named_shapes() {
         Conv2d::new(1, 24, 9, 7, 40, 3, 3),                 // ragged M, K not a tile multiple
         Conv2d::new(3, 40, 31, 29, 264, 1, 1).with_stride(2), // 1x1 stride 2, K spans two 256 tiles
         Conv2d::new(2, 96, 20, 23, 48, 3, 3).with_pad(2).with_dilation(2), // dilation 2, C = 1.5 k-tiles
-        Conv2d { n: 2, c: 48, h: 23, w: 64, k: 72, r: 3, s: 5, pad: (1, 2), stride: (2, 1), dilation: (1, 3), precision: Default::default(), groups: 1 }, // per-axis values
+        Conv2d { n: 2, c: 48, h: 23, w: 64, k: 72, r: 3, s: 5, pad: (1, 2), stride: (2, 1), dilation: (1, 3), precision: Default::default(), groups: 1, epilogue: Default::default() }, // per-axis values
         Conv2d::new(1, 8, 1, 1, 8, 1, 1),                   // the smallest problem
         Conv2d::new(1, 3, 33, 35, 6, 7, 7).with_pad(3),     // C = 3, K = 6: run zero-padded to 8
         // More tiles than an H100 has SMs: the persistent grids walk several tiles a block, the

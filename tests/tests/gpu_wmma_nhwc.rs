@@ -34,7 +34,7 @@ fn wmma_nhwc_matches_cpu_on_named_shapes() {
         Conv2d::new(3, 40, 31, 29, 24, 1, 1).with_stride(2), // 1x1, stride 2, odd sizes
         Conv2d::new(2, 16, 33, 35, 136, 7, 7).with_pad(3),  // 7x7, K spans two 128 tiles
         Conv2d::new(2, 32, 40, 41, 16, 3, 3).with_pad(2).with_dilation(2), // dilation 2
-        Conv2d { n: 2, c: 48, h: 23, w: 64, k: 72, r: 3, s: 5, pad: (1, 2), stride: (2, 1), dilation: (1, 3), precision: Default::default(), groups: 1 }, // per-axis values
+        Conv2d { n: 2, c: 48, h: 23, w: 64, k: 72, r: 3, s: 5, pad: (1, 2), stride: (2, 1), dilation: (1, 3), precision: Default::default(), groups: 1, epilogue: Default::default() }, // per-axis values
         Conv2d::new(1, 8, 1, 1, 8, 1, 1),                   // the smallest problem
         Conv2d::new(1, 16, 5, 5, 8, 5, 5).with_pad(4),      // padding near the filter size: most taps are zeros
     ];
@@ -146,11 +146,11 @@ fn wmma_every_tile_matches_cpu() {
     let Some(gpu) = gpu_or_skip("wmma_every_tile_matches_cpu") else { return };
     let nhwc = [
         Conv2d::new(3, 72, 13, 11, 264, 3, 3).with_pad(1),
-        Conv2d { n: 2, c: 8, h: 19, w: 17, k: 24, r: 2, s: 3, pad: (0, 1), stride: (2, 1), dilation: (2, 1), precision: Default::default(), groups: 1 },
+        Conv2d { n: 2, c: 8, h: 19, w: 17, k: 24, r: 2, s: 3, pad: (0, 1), stride: (2, 1), dilation: (2, 1), precision: Default::default(), groups: 1, epilogue: Default::default() },
     ];
     let blocked = [
         Conv2d::new(16, 80, 13, 11, 272, 3, 3).with_pad(1),
-        Conv2d { n: 32, c: 16, h: 19, w: 17, k: 48, r: 2, s: 3, pad: (0, 1), stride: (2, 1), dilation: (2, 1), precision: Default::default(), groups: 1 },
+        Conv2d { n: 32, c: 16, h: 19, w: 17, k: 48, r: 2, s: 3, pad: (0, 1), stride: (2, 1), dilation: (2, 1), precision: Default::default(), groups: 1, epilogue: Default::default() },
     ];
     for (algo, shapes) in [(Algorithm::WmmaNhwc, &nhwc), (Algorithm::WmmaNhwcnc, &blocked)] {
         let (names, plan_for_kernel) = tiles(algo);

@@ -32,7 +32,7 @@ fn wmma_nhwcnc_matches_cpu_on_named_shapes() {
         Conv2d::new(16, 16, 9, 9, 16, 3, 3).with_pad(1),      // C = K = N = 16
         Conv2d::new(16, 16, 1, 1, 16, 1, 1),                  // the smallest problem
         Conv2d::new(48, 80, 3, 2, 144, 2, 2).with_pad(1),     // tiny, ragged H and W
-        Conv2d { n: 16, c: 32, h: 11, w: 13, k: 32, r: 3, s: 5, pad: (0, 2), stride: (2, 1), dilation: (1, 2), precision: Default::default(), groups: 1 }, // per-axis values
+        Conv2d { n: 16, c: 32, h: 11, w: 13, k: 32, r: 3, s: 5, pad: (0, 2), stride: (2, 1), dilation: (1, 2), precision: Default::default(), groups: 1, epilogue: Default::default() }, // per-axis values
         Conv2d::new(272, 16, 3, 3, 16, 3, 3).with_pad(1),     // many batch tiles, one pixel per block row
         Conv2d::new(16, 16, 28, 28, 256, 3, 3).with_pad(1),   // K edge tiles
         Conv2d::new(32, 32, 28, 28, 96, 3, 3).with_pad(1),    // C = 32: half-empty 64-channel k-tiles

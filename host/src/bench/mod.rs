@@ -16,6 +16,15 @@
 //! Grouped shapes are labelled with their groups (` g4`); a depthwise shape (G = C > 1) also gets
 //! every row's achieved bandwidth, its input + filter + output bytes ([`depthwise_bytes`]) over
 //! the median time.
+//!
+//! A problem with a fused epilogue ([`crate::Epilogue`], `convrs bench --epilogue`) runs the whole
+//! layer: our kernels through [`Prepared::new_fused`] on random operands ([`EpilogueData`]),
+//! checked against the f64 reference with the epilogue applied, and PyTorch in eager mode the way
+//! its users write the layer ([`pytorch::eager_calls`]). cuDNN's rows stay the bare convolution
+//! (checked against the bare reference): they are shown, and left out of every ratio, flag and
+//! judged baseline ([`report::GroupResult::epilogue`]). Our NCHW caller's row goes through
+//! [`crate::device_conv::DeviceConv`], which takes no epilogue operands yet: where the epilogue
+//! has some, that row says so instead of running.
 
 pub mod pytorch;
 pub mod report;
@@ -29,7 +38,8 @@ use crate::cudnn::CudnnConv;
 use crate::cudnn_graph::{GraphConv, Math, SearchBudget};
 use crate::prepared::{Prepared, Rotation, Runnable};
 use crate::timing::{time_runs, TimingConfig, TimingMethod};
-use crate::{compare, conv2d_cpu, Algorithm, Comparison, Conv2d, DType, Element, Gpu, Layout, Precision, Result, Tensor};
+use crate::prepared::EpilogueTensors;
+use crate::{compare, conv2d_cpu, Algorithm, Comparison, Conv2d, DType, Element, Epilogue, Gpu, Layout, Precision, Result, Tensor};
 use pytorch::{TorchOutcome, TorchShape};
 use report::{GroupResult, Measurement};
 
@@ -130,9 +140,10 @@ pub fn run_dtypes(algos: &[Algorithm], wanted: &[DType]) -> Vec<DType> {
     [DType::F32, DType::F16, DType::BF16].into_iter().filter(|d| (wanted.is_empty() || wanted.contains(d)) && algos.iter().any(|a| a.dtypes().contains(d))).collect()
 }
 
-/// Compact shape label: `N,C,H,W->K,RxS pPAD[ sSTRIDE][ dDIL][ gGROUPS]`, the last three only
-/// where not 1 (the label keys PyTorch's answers and the tuning cache, so a grouped shape must
-/// not share its dense sibling's).
+/// Compact shape label: `N,C,H,W->K,RxS pPAD[ sSTRIDE][ dDIL][ gGROUPS][ ep=EPILOGUE]`, stride,
+/// dilation and groups only where not 1, the epilogue only where there is one (the label keys
+/// PyTorch's answers and the tuning cache, so a grouped shape must not share its dense
+/// sibling's, nor a fused layer the bare convolution's: other kernels take it).
 pub fn shape_label(p: &Conv2d) -> String {
     let pair = |v: (usize, usize)| if v.0 == v.1 { v.0.to_string() } else { format!("{},{}", v.0, v.1) };
     let mut s = format!("{},{},{},{}->{},{}x{} p{}", p.n, p.c, p.h, p.w, p.k, p.r, p.s, pair(p.pad));
@@ -145,8 +156,79 @@ pub fn shape_label(p: &Conv2d) -> String {
     if p.groups != 1 {
         s += &format!(" g{}", p.groups);
     }
+    if !p.epilogue.is_none() {
+        s += &format!(" ep={}", p.epilogue);
+    }
     s
 }
+
+/// Seeds of the epilogue operands start this far above a run's seed: clear of the input sets'
+/// (`seed + 2i`, `seed + 2i + 1` for at most 8 sets) and below the next shape's (`seed + 1000`).
+pub const EPILOGUE_SEED_OFFSET: u64 = 100;
+
+/// Random operands of a fused epilogue for a checked run: exactly those the problem's
+/// [`Epilogue`] names (the library refuses any other). `scale` is uniform in [0.5, 1.5] (a
+/// folded BatchNorm's factors, which keep the output's magnitude), `bias` and the `residual`
+/// (the output's shape, NCHW) uniform in [-1, 1), like the inputs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EpilogueData<O> {
+    pub scale: Option<Vec<f32>>,
+    pub bias: Option<Vec<f32>>,
+    pub residual: Option<Tensor<O>>,
+}
+
+impl EpilogueData<f32> {
+    /// The operands of `p`'s epilogue from the streams seeded `seed`, `seed + 1`, `seed + 2`.
+    ///
+    /// ```
+    /// use convrs::bench::EpilogueData;
+    /// use convrs::{Conv2d, Epilogue};
+    /// let p = Conv2d::new(1, 4, 5, 5, 3, 3, 3).with_epilogue(Epilogue::NONE.with_scale().with_residual());
+    /// let ep = EpilogueData::random(&p, 7)?;
+    /// assert!(ep.scale.unwrap().iter().all(|s| (0.5..=1.5).contains(s)));
+    /// assert_eq!((ep.bias, ep.residual.unwrap().dims()), (None, [1, 3, 3, 3]));
+    /// # Ok::<(), convrs::Error>(())
+    /// ```
+    pub fn random(p: &Conv2d, seed: u64) -> Result<Self> {
+        let ep = &p.epilogue;
+        let scale = ep.scale.then(|| crate::random::uniform_vec_f32(p.k, seed).into_iter().map(|u| 1.0 + 0.5 * u).collect());
+        let bias = ep.bias.then(|| crate::random::uniform_vec_f32(p.k, seed.wrapping_add(1)));
+        let residual = if ep.residual { Some(Tensor::random(p.output_shape(), Layout::Nchw, seed.wrapping_add(2))?) } else { None };
+        Ok(EpilogueData { scale, bias, residual })
+    }
+
+    /// The same with the residual rounded to `O` (the output's type: the kernel reads it so).
+    pub fn rounded<O: Element>(&self) -> EpilogueData<O> {
+        EpilogueData { scale: self.scale.clone(), bias: self.bias.clone(), residual: self.residual.as_ref().map(|r| r.map(O::from_f32)) }
+    }
+}
+
+impl<O: Element> EpilogueData<O> {
+    /// The operands as [`Prepared::new_fused`] takes them.
+    pub fn tensors(&self) -> EpilogueTensors<'_, O> {
+        EpilogueTensors { scale: self.scale.as_deref(), bias: self.bias.as_deref(), residual: self.residual.as_ref() }
+    }
+
+    /// The f64 reference of `p` with its epilogue: `conv`, the bare convolution's reference
+    /// ([`conv2d_cpu`]), as it is when there is no epilogue, else with these operands applied
+    /// ([`crate::reference::apply_epilogue`]).
+    pub fn reference(&self, p: &Conv2d, conv: Tensor<f64>) -> Result<Tensor<f64>> {
+        if p.epilogue.is_none() {
+            return Ok(conv);
+        }
+        crate::reference::apply_epilogue(p, &conv, self.scale.as_deref(), self.bias.as_deref(), self.residual.as_ref())
+    }
+}
+
+/// Whether a [`crate::device_conv::DeviceConv`] (device tensors in the caller's layouts: the
+/// NCHW caller's rows) can run a problem with epilogue `ep`: only without operands for now, as
+/// `DeviceConv::new` checks (an activation or alpha alone it applies).
+pub fn device_tensors_take(ep: &Epilogue) -> bool {
+    !(ep.scale || ep.bias || ep.residual)
+}
+
+/// What the NCHW caller's row says where [`device_tensors_take`] is false.
+pub const NO_DEVICE_EPILOGUE: &str = "no kernel (epilogue operands on device tensors not yet supported)";
 
 /// The bytes a depthwise convolution moves at least: its input, filter and output once each, in
 /// `dtype` elements (every row of a bench group writes its output in the input's type). `None`
@@ -208,19 +290,24 @@ pub fn bench_shape(gpu: &Gpu, problem: &Conv2d, algos: &[Algorithm], opts: &Benc
             Ok((x, w))
         })
         .collect::<Result<Vec<_>>>()?;
+    // One set of epilogue operands per input set: the residual is as large as the output, and
+    // re-reading one from L2 would flatter the fused rows as one input would.
+    let ep_sets = (0..nsets as u64).map(|i| EpilogueData::random(problem, seed.wrapping_add(EPILOGUE_SEED_OFFSET + 3 * i))).collect::<Result<Vec<_>>>()?;
     let bench = ShapeBench { gpu, problem, label, opts, torch };
     let mut groups = Vec::new();
     for dtype in run_dtypes(algos, &opts.dtypes) {
         let of: Vec<Algorithm> = algos.iter().copied().filter(|a| a.dtypes().contains(&dtype)).collect();
         groups.push(match dtype {
-            DType::F32 => bench.dtype_group::<f32>(&host_sets, &of, progress)?,
+            DType::F32 => bench.dtype_group::<f32>(&host_sets, &ep_sets, &of, progress)?,
             DType::F16 => {
                 let rounded: Vec<_> = host_sets.iter().map(|(x, w)| (x.map(half::f16::from_f32), w.map(half::f16::from_f32))).collect();
-                bench.dtype_group::<half::f16>(&rounded, &of, progress)?
+                let ep: Vec<_> = ep_sets.iter().map(EpilogueData::rounded).collect();
+                bench.dtype_group::<half::f16>(&rounded, &ep, &of, progress)?
             }
             DType::BF16 => {
                 let rounded: Vec<_> = host_sets.iter().map(|(x, w)| (x.map(half::bf16::from_f32), w.map(half::bf16::from_f32))).collect();
-                bench.dtype_group::<half::bf16>(&rounded, &of, progress)?
+                let ep: Vec<_> = ep_sets.iter().map(EpilogueData::rounded).collect();
+                bench.dtype_group::<half::bf16>(&rounded, &ep, &of, progress)?
             }
         });
     }
@@ -294,16 +381,23 @@ impl ShapeBench<'_> {
             .collect()
     }
 
-    /// The f64 reference on set 0, the baselines for `T`, then each of `algos`.
-    fn dtype_group<T: Element + CudnnBaseline>(&self, sets: &[(Tensor<T>, Tensor<T>)], algos: &[Algorithm], progress: &mut dyn FnMut(&str)) -> Result<GroupResult> {
+    /// The f64 references on set 0, the baselines for `T`, then each of `algos`; `ep_sets` are
+    /// the epilogue operands of each input set (empty ones where the problem has no epilogue).
+    fn dtype_group<T: Element + CudnnBaseline>(&self, sets: &[(Tensor<T>, Tensor<T>)], ep_sets: &[EpilogueData<T>], algos: &[Algorithm], progress: &mut dyn FnMut(&str)) -> Result<GroupResult> {
         let (label, p, gpu) = (self.label.clone(), self.problem, self.gpu);
         progress(&format!("{label}: f64 CPU reference on the {} inputs ({:.1} GFLOP)", T::DTYPE, p.flops() / 1e9));
-        let reference = conv2d_cpu(p, &sets[0].0, &sets[0].1)?;
+        // cuDNN's rows compute the bare convolution and are checked against it; ours (and the
+        // NCHW caller's) the problem with its epilogue, against `reference`.
+        let bare_reference = conv2d_cpu(p, &sets[0].0, &sets[0].1)?;
+        let fused_reference = if p.epilogue.is_none() { None } else { Some(ep_sets[0].reference(p, bare_reference.clone())?) };
+        let reference = fused_reference.as_ref().unwrap_or(&bare_reference);
+        let bare = &p.with_epilogue(Epilogue::NONE);
         let precision = T::DTYPE.name();
         let mut group = GroupResult {
             shape: label.clone(),
             precision: precision.into(),
             flops: p.flops(),
+            epilogue: (!p.epilogue.is_none()).then(|| p.epilogue.to_string()),
             cudnn: Vec::new(),
             pytorch: self.torch_row(precision, precision),
             tf32_cudnn: Vec::new(),
@@ -323,13 +417,13 @@ impl ShapeBench<'_> {
         let mut y0 = gpu.alloc_zeros::<T>(p.output_len())?;
         let (x0, w0) = (&operands[0].0, &operands[0].1);
         let search = &self.opts.search;
-        let built = GraphConv::new(gpu, p, layout, T::MATH, search, x0, w0, &mut y0).map(boxed);
-        group.cudnn.push(self.baseline("cudnn graph", T::CUDNN_LAYOUT, false, built, &operands, &reference, progress)?);
-        let built = T::legacy(gpu, p, x0, w0, &mut y0).map(boxed);
-        group.cudnn.push(self.baseline("cudnn legacy", T::CUDNN_LAYOUT, false, built, &operands, &reference, progress)?);
+        let built = GraphConv::new(gpu, bare, layout, T::MATH, search, x0, w0, &mut y0).map(boxed);
+        group.cudnn.push(self.baseline("cudnn graph", T::CUDNN_LAYOUT, false, built, &operands, &bare_reference, progress)?);
+        let built = T::legacy(gpu, bare, x0, w0, &mut y0).map(boxed);
+        group.cudnn.push(self.baseline("cudnn legacy", T::CUDNN_LAYOUT, false, built, &operands, &bare_reference, progress)?);
         if T::DTYPE == DType::F32 {
-            let built = GraphConv::new(gpu, p, layout, Math::Tf32, search, x0, w0, &mut y0).map(boxed);
-            group.tf32_cudnn.push(self.baseline("cudnn graph tf32", T::CUDNN_LAYOUT, true, built, &operands, &reference, progress)?);
+            let built = GraphConv::new(gpu, bare, layout, Math::Tf32, search, x0, w0, &mut y0).map(boxed);
+            group.tf32_cudnn.push(self.baseline("cudnn graph tf32", T::CUDNN_LAYOUT, true, built, &operands, &bare_reference, progress)?);
             group.tf32_pytorch = Some(self.torch_row("tf32", "tf32"));
         }
         drop((operands, y0));
@@ -357,6 +451,15 @@ impl ShapeBench<'_> {
             // brings the filter to the kernel's layout once and caches it (depthwise_nhwc's RSK).
             let user = T::CUDNN_LAYOUT;
             row.user_layout = k.layouts.0 == user && k.layouts.2 == user && run == *p;
+            let tol = tolerance_at(T::DTYPE, T::DTYPE, k.precision);
+            if !p.epilogue.is_none() {
+                // The fused layer: each set with its own operands, converted and padded by
+                // new_fused (uploads not shared: few kernels fuse, and those the same few).
+                drop(uploaded.take());
+                let preps = sets.iter().zip(ep_sets).map(|((x, w), e)| Prepared::<T, T>::new_fused(gpu, algo, p, x, w, &e.tensors())).collect::<Result<Vec<_>>>()?;
+                group.kernels.push(self.measure(row, reference, tol, &mut Rotation::new(preps)?)?);
+                continue;
+            }
             // Kernels reading the same layouts and sizes share one upload: each prepared run
             // borrows the operands and gives them back.
             let key = (in_layout, filter_layout, run);
@@ -368,29 +471,32 @@ impl ShapeBench<'_> {
             // Outputs in the input's type, as cuDNN's baselines write them.
             let preps = operands.into_iter().map(|(x, w)| Prepared::<T, T>::from_device(gpu, algo, p, x, w)).collect::<Result<Vec<_>>>()?;
             let mut rotation = Rotation::new(preps)?;
-            let row = self.measure(row, &reference, tolerance_at(T::DTYPE, T::DTYPE, k.precision), &mut rotation);
+            let row = self.measure(row, reference, tol, &mut rotation);
             uploaded = Some((layouts, rotation.into_inner().into_iter().map(Prepared::into_operands).collect()));
             group.kernels.push(row?);
         }
         drop(uploaded);
-        group.nchw_user = self.nchw_user(&group, sets, &reference, progress)?;
+        group.nchw_user = self.nchw_user(&group, sets, reference, progress)?;
         if T::DTYPE == DType::F32 && (!group.tf32_cudnn.is_empty() || group.tf32_pytorch.is_some()) {
             // A caller asking for TF32: the fastest kernel at TF32 precision or better, from
             // NCHW. Where that is no TF32 kernel, the fp32 caller's row is already the answer.
             let k = group.best_tf32_any_layout().and_then(|m| crate::registry::by_name(&m.name)).filter(|k| k.on_plain_layouts());
             group.nchw_user_tf32 = match k {
-                Some(k) if k.precision == crate::Precision::Tf32 => Some(self.nchw_user_of(k, crate::Precision::Tf32, sets, &reference, progress)?),
+                Some(k) if k.precision == crate::Precision::Tf32 => Some(self.nchw_user_of(k, crate::Precision::Tf32, sets, reference, progress)?),
                 _ => None,
             };
         }
-        if group.nchw_user.is_some() {
-            if T::DTYPE == DType::F32 {
-                // The fp32 baselines above were given NCHW tensors already.
+        match &group.nchw_user {
+            None => {}
+            // The fp32 baselines above were given NCHW tensors already.
+            Some(_) if T::DTYPE == DType::F32 => {
                 group.nchw_cudnn = group.cudnn.clone();
                 group.nchw_pytorch = Some(group.pytorch.clone());
-            } else {
-                self.nchw_baselines(&mut group, sets, &reference, progress)?;
             }
+            Some(user) if user.timing.is_some() => self.nchw_baselines(&mut group, sets, &bare_reference, progress)?,
+            // Nothing of ours ran for that caller: no engine search to compare with; PyTorch's
+            // figure is already measured.
+            Some(_) => group.nchw_pytorch = Some(self.torch_row(&format!("{}_nchw", T::DTYPE.name()), T::DTYPE.name())),
         }
         group.set_bytes(depthwise_bytes(p, T::DTYPE));
         Ok(group)
@@ -428,6 +534,10 @@ impl ShapeBench<'_> {
     ) -> Result<Measurement> {
         use crate::device_conv::DeviceConv;
         use crate::device_tensor::DeviceTensor;
+        let row = Measurement::new(format!("{} from NCHW", k.name), k.family.name(), "NCHW", T::DTYPE.name());
+        if !device_tensors_take(&self.problem.epilogue) {
+            return Ok(row.not_run(NO_DEVICE_EPILOGUE));
+        }
         progress(&format!("{}: {} for an NCHW caller", self.label, k.name));
         let gpu = self.gpu;
         let p = &self.problem.with_precision(precision);
@@ -444,7 +554,7 @@ impl ShapeBench<'_> {
             r.enqueue(gpu)?;
         }
         gpu.synchronize()?;
-        let mut row = Measurement::new(format!("{} from NCHW", k.name), k.family.name(), "NCHW", T::DTYPE.name());
+        let mut row = row;
         let first = &mut runs[0];
         let filter = crate::timing::time_runs(gpu, self.opts.timing, |_| first.conv.set_filter(gpu, &first.w))?;
         row.note = Some(format!("filter to the kernel's layout once per weights: {:.4} ms, not in the time", filter.median_ms));
@@ -452,14 +562,15 @@ impl ShapeBench<'_> {
     }
 
     /// The baselines given what an NCHW caller of a 16-bit type holds: cuDNN's graph API on NCHW
-    /// tensors (its own engine search, tensor-core engines) and PyTorch on contiguous tensors.
-    fn nchw_baselines<T: Element + CudnnBaseline>(&self, group: &mut GroupResult, sets: &[(Tensor<T>, Tensor<T>)], reference: &Tensor<f64>, progress: &mut dyn FnMut(&str)) -> Result<()> {
-        let (p, gpu) = (self.problem, self.gpu);
+    /// tensors (its own engine search, tensor-core engines; the bare convolution, checked
+    /// against `bare_reference`) and PyTorch on contiguous tensors (the layer, epilogue included).
+    fn nchw_baselines<T: Element + CudnnBaseline>(&self, group: &mut GroupResult, sets: &[(Tensor<T>, Tensor<T>)], bare_reference: &Tensor<f64>, progress: &mut dyn FnMut(&str)) -> Result<()> {
+        let (p, gpu) = (&self.problem.with_epilogue(Epilogue::NONE), self.gpu);
         progress(&format!("{}: cuDNN engine search ({} NCHW)", self.label, T::DTYPE));
         let operands = self.upload(sets, (Layout::Nchw, Layout::Nchw), p)?;
         let mut y0 = gpu.alloc_zeros::<T>(p.output_len())?;
         let built = GraphConv::new(gpu, p, Layout::Nchw, T::MATH, &self.opts.search, &operands[0].0, &operands[0].1, &mut y0).map(boxed);
-        group.nchw_cudnn.push(self.baseline("cudnn graph", Layout::Nchw, false, built, &operands, reference, progress)?);
+        group.nchw_cudnn.push(self.baseline("cudnn graph", Layout::Nchw, false, built, &operands, bare_reference, progress)?);
         let config = format!("{}_nchw", T::DTYPE.name());
         group.nchw_pytorch = Some(self.torch_row(&config, T::DTYPE.name()));
         Ok(())
@@ -510,17 +621,25 @@ impl ShapeBench<'_> {
     /// PyTorch's figure for this shape in `config`, as a row (checked by PyTorch, not here).
     fn torch_row(&self, config: &str, dtype: &str) -> Measurement {
         let layout = if config == "fp16" || config == "bf16" { "NHWC" } else { "NCHW" };
-        let row = Measurement::new(format!("pytorch conv2d {config}"), "pytorch", layout, dtype);
+        let ep = &self.problem.epilogue;
+        // A layer with an epilogue is several eager calls; the row names them.
+        let (name, calls) = if ep.is_none() {
+            (format!("pytorch conv2d {config}"), String::new())
+        } else {
+            (format!("pytorch eager {config}"), format!("; eager calls {}", pytorch::eager_calls(ep).join(", ")))
+        };
+        let row = Measurement::new(name, "pytorch", layout, dtype);
         match self.torch.time(&self.label, config) {
             Err(why) => row.not_run(why),
             Ok(ms) => {
                 let method = self.opts.timing.method;
                 let mut row = row.timed(crate::timing::Timing { median_ms: ms, min_ms: ms, max_ms: ms, runs: 1, method, batch: 1 }, self.problem.flops());
                 row.passed = true;
-                row.note = Some(match method {
-                    TimingMethod::Graph => "median per call of torch.cuda.CUDAGraph replays (each after another), eager calls where capture failed".into(),
-                    TimingMethod::Events => "median per call of back-to-back calls between CUDA events".into(),
-                });
+                let how = match method {
+                    TimingMethod::Graph => "median per call of torch.cuda.CUDAGraph replays (each after another), eager calls where capture failed",
+                    TimingMethod::Events => "median per call of back-to-back calls between CUDA events",
+                };
+                row.note = Some(format!("{how}{calls}"));
                 row
             }
         }

@@ -1,13 +1,14 @@
 //! PyTorch's `conv2d` on the same shapes, timed in the same run by a child `python3` (the
 //! script is `pytorch.py` beside this file, embedded in the binary), so every table shows what a
-//! PyTorch user gets next to our in-process cuDNN baseline.
+//! PyTorch user gets next to our in-process cuDNN baseline. A shape with a fused epilogue is the
+//! whole layer in eager mode, as a PyTorch user writes it ([`eager_calls`]).
 
 use std::collections::HashMap;
 use std::io::Write;
 use std::process::{Command, Stdio};
 
 use crate::timing::{TimingMethod, GRAPH_MAX_BATCH, GRAPH_MIN_BATCH, GRAPH_TARGET_MS};
-use crate::{Conv2d, Error, Result};
+use crate::{Activation, Conv2d, Epilogue, Error, Result};
 
 const SCRIPT: &str = include_str!("pytorch.py");
 
@@ -66,7 +67,8 @@ fn key(label: &str, config: &str) -> String {
 }
 
 /// The JSON request the script reads on stdin (per shape its extents, per-axis `pad`, `stride`
-/// and `dilation`, and `groups`: F.conv2d's, the weight K x C/groups x R x S); `method` is how the script times (as
+/// and `dilation`, and `groups`: F.conv2d's, the weight K x C/groups x R x S; the output's
+/// `out_hw`, the residual's; the `epilogue`, [`epilogue_json`]); `method` is how the script times (as
 /// [`crate::timing`] does: CUDA graph replays, or back-to-back calls between events), and
 /// `graph_batch` sizes its graphs as [`crate::timing::graph_batch`] sizes ours.
 pub fn request(device: usize, shapes: &[TorchShape], seed: u64, method: TimingMethod) -> serde_json::Value {
@@ -74,15 +76,69 @@ pub fn request(device: usize, shapes: &[TorchShape], seed: u64, method: TimingMe
         .iter()
         .map(|s| {
             let p = &s.problem;
+            let (out_h, out_w) = p.output_hw();
             serde_json::json!({
                 "label": s.label, "n": p.n, "c": p.c, "h": p.h, "w": p.w, "k": p.k, "r": p.r, "s": p.s,
                 "pad": [p.pad.0, p.pad.1], "stride": [p.stride.0, p.stride.1], "dilation": [p.dilation.0, p.dilation.1],
-                "groups": p.groups, "sets": s.sets, "configs": s.configs,
+                "groups": p.groups, "out_hw": [out_h, out_w], "epilogue": epilogue_json(&p.epilogue), "sets": s.sets, "configs": s.configs,
             })
         })
         .collect();
     let graph_batch = serde_json::json!([GRAPH_TARGET_MS, GRAPH_MIN_BATCH, GRAPH_MAX_BATCH]);
     serde_json::json!({ "device": device, "seed": seed, "trials": 15, "timing": method.name(), "graph_batch": graph_batch, "shapes": shapes })
+}
+
+/// An epilogue as the script reads it: which operands there are, `alpha` and `beta` (the
+/// fp32 values the kernels use), the activation's name (`Activation::name` without a slope) and
+/// the LeakyReLU `slope`; `spec` is the CLI's spelling, for the log.
+pub fn epilogue_json(ep: &Epilogue) -> serde_json::Value {
+    let (act, slope) = match ep.activation {
+        Activation::LeakyRelu(slope) => ("leaky_relu".to_string(), slope),
+        a => (a.name(), 0.01),
+    };
+    serde_json::json!({
+        "spec": ep.to_string(), "scale": ep.scale, "bias": ep.bias, "residual": ep.residual,
+        "alpha": ep.alpha(), "beta": ep.beta(), "act": act, "slope": slope,
+    })
+}
+
+/// The eager calls the script makes for one layer with epilogue `ep`, in order (its `layer`),
+/// as the rows' notes name them: `conv2d+bias` (the bias inside `F.conv2d`, where nothing comes
+/// between the sum and it) or `conv2d`; `addcmul` (bias + alpha * y * scale, one pass), `mul_`
+/// (scale or alpha alone), `add` (bias + alpha * y); `add_` (the residual, times beta); the
+/// activation in place where PyTorch has that form (`relu_`, `relu6_`, `leaky_relu_`, `silu_`),
+/// else `gelu_tanh` or `gelu`.
+///
+/// ```
+/// use convrs::bench::pytorch::eager_calls;
+/// use convrs::Epilogue;
+/// assert_eq!(eager_calls(&"bias+residual+relu".parse::<Epilogue>()?), ["conv2d+bias", "add_", "relu_"]);
+/// assert_eq!(eager_calls(&"scale+bias+silu".parse::<Epilogue>()?), ["conv2d", "addcmul", "silu_"]);
+/// # Ok::<(), convrs::Error>(())
+/// ```
+pub fn eager_calls(ep: &Epilogue) -> Vec<&'static str> {
+    let alpha = ep.alpha() != 1.0;
+    let mut calls = vec![if ep.bias && !ep.scale && !alpha { "conv2d+bias" } else { "conv2d" }];
+    match (ep.scale, ep.bias) {
+        (true, true) => calls.push("addcmul"),
+        (true, false) => calls.extend(if alpha { &["mul_", "mul_"][..] } else { &["mul_"][..] }),
+        (false, true) if alpha => calls.push("add"),
+        (false, false) if alpha => calls.push("mul_"),
+        (false, _) => {}
+    }
+    if ep.residual {
+        calls.push("add_");
+    }
+    calls.extend(match ep.activation {
+        Activation::Identity => None,
+        Activation::Relu => Some("relu_"),
+        Activation::Relu6 => Some("relu6_"),
+        Activation::LeakyRelu(_) => Some("leaky_relu_"),
+        Activation::Silu => Some("silu_"),
+        Activation::GeluTanh => Some("gelu_tanh"),
+        Activation::GeluErf => Some("gelu"),
+    });
+    calls
 }
 
 /// Parses the script's last stdout line.
@@ -167,6 +223,144 @@ mod tests {
         assert_eq!((s["pad"][1].as_u64(), s["stride"][0].as_u64(), s["dilation"][1].as_u64()), (Some(2), Some(2), Some(3)));
         assert_eq!((s["w"].as_u64(), s["sets"].as_u64(), s["configs"][0].as_str()), (Some(10), Some(3), Some("fp16")));
         assert_eq!(s["groups"].as_u64(), Some(1));
+        // The residual's extents: (9 + 2 - 3) / 2 + 1 = 5 rows, (10 + 4 - 7) / 1 + 1 = 8 columns.
+        assert_eq!(s["out_hw"], serde_json::json!([5, 8]));
+        assert_eq!(s["epilogue"], serde_json::json!({ "spec": "none", "scale": false, "bias": false, "residual": false, "alpha": 1.0, "beta": 1.0, "act": "identity", "slope": 0.01 }));
+    }
+
+    #[test]
+    fn request_carries_the_epilogue() {
+        let ep: Epilogue = "alpha=0.5+scale+bias+residual+beta=2+leaky_relu:0.2".parse().unwrap();
+        let p = Conv2d::new(2, 8, 9, 9, 16, 3, 3).with_pad(1).with_epilogue(ep);
+        let r = request(0, &[TorchShape { label: "x".into(), problem: p, sets: 2, configs: vec!["bf16"] }], 1, TimingMethod::Events);
+        let e = &r["shapes"][0]["epilogue"];
+        assert_eq!((e["scale"].as_bool(), e["bias"].as_bool(), e["residual"].as_bool()), (Some(true), Some(true), Some(true)));
+        assert_eq!((e["alpha"].as_f64(), e["beta"].as_f64(), e["act"].as_str()), (Some(0.5), Some(2.0), Some("leaky_relu")));
+        // The slope the kernels use (fp32), not its decimal spelling.
+        assert_eq!(e["slope"].as_f64(), Some(0.2f32 as f64));
+        assert_eq!(e["spec"].as_str(), Some(ep.to_string().as_str()));
+        assert_eq!(r["shapes"][0]["out_hw"], serde_json::json!([9, 9]));
+        assert_eq!(epilogue_json(&Epilogue::NONE.with_activation(Activation::GeluTanh))["act"], "gelu_tanh");
+    }
+
+    /// Runs the script's `epilogue_of`, `activation` and `layer` in python3 on one-element fake
+    /// tensors (a fake `torch` and `F` that compute on plain floats and log each call) for each
+    /// of `cases` (`shape`: one shape of a request; `x`, `wt`, `scale`, `bias`, `res`: values);
+    /// answers per case the layer's value and the calls it made. `None` where there is no python3.
+    fn script_layer(cases: &[serde_json::Value]) -> Option<Vec<serde_json::Value>> {
+        const PROBE: &str = r#"import ast, json, math, sys, types
+d = json.load(sys.stdin)
+fns = [n for n in ast.parse(d['script']).body if isinstance(n, ast.FunctionDef) and n.name in ('epilogue_of', 'activation', 'layer')]
+calls = []
+class T:
+    def __init__(self, v): self.v = float(v)
+    def view(self, *shape): return self
+    def mul_(self, o):
+        calls.append('mul_'); self.v *= o.v if isinstance(o, T) else o; return self
+    def add_(self, o, alpha=1):
+        calls.append('add_'); self.v += alpha * o.v; return self
+def act(name, f):
+    def g(y, *args, inplace=False, approximate='none'):
+        calls.append(name(inplace, approximate)); v = f(y.v, approximate, *args)
+        if inplace or name(inplace, approximate).endswith('_'):
+            y.v = v; return y
+        return T(v)
+    return g
+def conv2d(x, wt, bias=None, **kw):
+    calls.append('conv2d' if bias is None else 'conv2d+bias'); return T(x.v * wt.v + (0 if bias is None else bias.v))
+def gelu(v, approximate):
+    if approximate == 'tanh':
+        return 0.5 * v * (1 + math.tanh(math.sqrt(2 / math.pi) * (v + 0.044715 * v ** 3)))
+    return 0.5 * v * (1 + math.erf(v / math.sqrt(2)))
+F = types.SimpleNamespace(
+    conv2d=conv2d,
+    relu_=act(lambda i, a: 'relu_', lambda v, a: max(v, 0.0)),
+    relu6=act(lambda i, a: 'relu6_' if i else 'relu6', lambda v, a: min(max(v, 0.0), 6.0)),
+    leaky_relu_=act(lambda i, a: 'leaky_relu_', lambda v, a, slope: v if v >= 0 else slope * v),
+    silu=act(lambda i, a: 'silu_' if i else 'silu', lambda v, a: v / (1 + math.exp(-v))),
+    gelu=act(lambda i, a: 'gelu_tanh' if a == 'tanh' else 'gelu', gelu),
+)
+def addcmul(a, b, c, value=1):
+    calls.append('addcmul'); return T(a.v + value * b.v * c.v)
+def add(a, b, alpha=1):
+    calls.append('add'); return T(a.v + alpha * b.v)
+ns = {'F': F, 'torch': types.SimpleNamespace(addcmul=addcmul, add=add)}
+exec(compile(ast.Module(body=fns, type_ignores=[]), 'pytorch.py', 'exec'), ns)
+out = []
+for c in d['cases']:
+    calls.clear()
+    forward = ns['layer'](ns['epilogue_of'](c['shape']), {})
+    y = forward(T(c['x']), T(c['wt']), T(c['scale']), T(c['bias']), T(c['res']))
+    out.append({'value': y.v, 'calls': list(calls)})
+print(json.dumps(out))
+"#;
+        let Ok(mut child) = Command::new(python()).args(["-c", PROBE]).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn() else {
+            eprintln!("python3 not found: the PyTorch script's epilogue was not checked");
+            return None;
+        };
+        child.stdin.take().unwrap().write_all(serde_json::json!({ "script": SCRIPT, "cases": cases }).to_string().as_bytes()).unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "the probe of pytorch.py's layer failed");
+        Some(serde_json::from_slice(&out.stdout).unwrap())
+    }
+
+    /// Every combination of operands, alpha and beta (beta only with a residual), with `act`.
+    fn epilogues(act: Activation) -> Vec<Epilogue> {
+        let mut all = Vec::new();
+        for mask in 0..8 {
+            let mut ep = Epilogue::NONE.with_activation(act);
+            for (bit, with) in [(1, Epilogue::with_scale as fn(Epilogue) -> Epilogue), (2, Epilogue::with_bias), (4, Epilogue::with_residual)] {
+                if mask & bit != 0 {
+                    ep = with(ep);
+                }
+            }
+            for alpha in [1.0, 0.5] {
+                let betas: &[f32] = if ep.residual { &[1.0, -0.75] } else { &[1.0] };
+                all.extend(betas.iter().map(|&beta| ep.with_alpha(alpha).with_beta(beta)));
+            }
+        }
+        all
+    }
+
+    #[test]
+    fn the_script_computes_the_epilogue_with_the_eager_calls_named() {
+        let acts = Activation::ALL.into_iter().chain([Activation::LeakyRelu(0.2)]);
+        let eps: Vec<Epilogue> = acts.flat_map(epilogues).collect();
+        // Sums of both signs (x * wt), so each activation's two sides are seen.
+        let values = [(1.5, -0.8, 0.7, 0.4, -0.9), (1.5, 0.8, 1.3, -0.6, 0.25)];
+        let mut cases = Vec::new();
+        for ep in &eps {
+            let p = Conv2d::new(1, 4, 3, 3, 4, 1, 1).with_epilogue(*ep);
+            let shape = request(0, &[TorchShape { label: "x".into(), problem: p, sets: 1, configs: vec!["fp32"] }], 1, TimingMethod::Graph)["shapes"][0].clone();
+            for (x, wt, scale, bias, res) in values {
+                cases.push((*ep, x * wt, scale, bias, res, serde_json::json!({ "shape": shape, "x": x, "wt": wt, "scale": scale, "bias": bias, "res": res })));
+            }
+        }
+        let Some(answers) = script_layer(&cases.iter().map(|c| c.5.clone()).collect::<Vec<_>>()) else { return };
+        for ((ep, acc, scale, bias, res, _), a) in cases.iter().zip(&answers) {
+            let want = ep.apply(*acc, *scale, *bias, *res);
+            let got = a["value"].as_f64().unwrap();
+            // The fp32 GELU constants of the Rust reference against Python's exact ones.
+            assert!((got - want).abs() <= 1e-6 * (1.0 + want.abs()), "{ep}: script {got}, reference {want}");
+            assert_eq!(a["calls"], serde_json::json!(eager_calls(ep)), "{ep}");
+        }
+        // A request without an epilogue (an older convrs) is the bare convolution, one call.
+        let mut old = cases[0].5.clone();
+        old["shape"].as_object_mut().unwrap().remove("epilogue");
+        let a = &script_layer(&[old]).unwrap()[0];
+        assert_eq!((a["value"].as_f64(), a["calls"].clone()), (Some(1.5 * -0.8), serde_json::json!(["conv2d"])));
+    }
+
+    #[test]
+    fn eager_calls_put_the_bias_in_conv2d_only_with_nothing_before_it() {
+        let calls = |spec: &str| eager_calls(&spec.parse::<Epilogue>().unwrap());
+        assert_eq!(calls("none"), ["conv2d"]);
+        assert_eq!(calls("bias"), ["conv2d+bias"]);
+        assert_eq!(calls("alpha=2+bias+gelu_tanh"), ["conv2d", "add", "gelu_tanh"]);
+        assert_eq!(calls("scale+relu6"), ["conv2d", "mul_", "relu6_"]);
+        assert_eq!(calls("alpha=2+scale"), ["conv2d", "mul_", "mul_"]);
+        assert_eq!(calls("alpha=2+scale+bias+residual+beta=0.5+gelu"), ["conv2d", "addcmul", "add_", "gelu"]);
+        assert_eq!(calls("alpha=2+residual"), ["conv2d", "mul_", "add_"]);
     }
 
     /// What the script's `weight_shape` and `conv_kwargs` make of `shape` (one shape of a

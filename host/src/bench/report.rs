@@ -2,6 +2,10 @@
 //! convrs kernel, the best baseline, their ratio, the flag for a weak baseline; per suite the
 //! summary (geometric mean, count at or above 1.0x, worst shape); the Markdown table, with a
 //! bandwidth line (GB/s of our kernel and of the best baseline) for each depthwise shape.
+//!
+//! A shape with a fused epilogue ([`GroupResult::epilogue`]) is judged against PyTorch eager
+//! alone, which computes the same layer: cuDNN's rows are the bare convolution, shown in their
+//! column marked so and left out of every ratio and flag.
 
 use crate::compare::Comparison;
 use crate::timing::Timing;
@@ -95,6 +99,11 @@ pub struct GroupResult {
     /// `fp32` (FMA arithmetic on both sides) or `fp16`.
     pub precision: String,
     pub flops: f64,
+    /// The fused epilogue every row of ours and PyTorch's computes (`bias+relu`; see
+    /// [`crate::Epilogue`]), `None` for the bare convolution. With one, cuDNN's rows (the bare
+    /// convolution: it cannot apply it) take no part in any ratio or flag.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub epilogue: Option<String>,
     /// In-process cuDNN: the graph API's fastest engine, the legacy API's fastest algorithm.
     pub cudnn: Vec<Measurement>,
     /// `torch.nn.functional.conv2d` in the same run (or why not).
@@ -203,18 +212,29 @@ impl GroupResult {
         fastest(&self.cudnn)
     }
 
-    /// The strongest baseline of this precision: in-process cuDNN or PyTorch, whichever is faster.
+    /// `rows` of cuDNN where they compute what our rows do: none under an epilogue (they are
+    /// the bare convolution, a lighter task than the fused layer).
+    fn judged_cudnn<'a>(&self, rows: &'a [Measurement]) -> &'a [Measurement] {
+        if self.epilogue.is_some() {
+            &[]
+        } else {
+            rows
+        }
+    }
+
+    /// The strongest baseline of this precision: in-process cuDNN or PyTorch, whichever is
+    /// faster; PyTorch eager alone under an epilogue.
     pub fn best_baseline(&self) -> Option<&Measurement> {
-        fastest(self.cudnn.iter().chain([&self.pytorch]))
+        fastest(self.judged_cudnn(&self.cudnn).iter().chain([&self.pytorch]))
     }
 
     /// The strongest baseline given NCHW tensors of this type (tensor-core types).
     pub fn best_nchw_baseline(&self) -> Option<&Measurement> {
-        fastest(self.nchw_cudnn.iter().chain(&self.nchw_pytorch))
+        fastest(self.judged_cudnn(&self.nchw_cudnn).iter().chain(&self.nchw_pytorch))
     }
 
     pub fn best_tf32(&self) -> Option<&Measurement> {
-        fastest(self.tf32_cudnn.iter().chain(&self.tf32_pytorch))
+        fastest(self.judged_cudnn(&self.tf32_cudnn).iter().chain(&self.tf32_pytorch))
     }
 
     /// Best baseline time over our best kernel's in the caller's layouts: above 1 means convrs
@@ -253,9 +273,14 @@ impl GroupResult {
     }
 
     /// Which in-process baselines are more than [`FLAG_SLACK`] slower than PyTorch's
-    /// (`"fp32"`/`"fp16"`, and `"tf32"`, `"fp16_nchw"`).
+    /// (`"fp32"`/`"fp16"`, and `"tf32"`, `"fp16_nchw"`). None under an epilogue: cuDNN's bare
+    /// convolution is then no judged baseline, so its weakness cannot make a win, and PyTorch's
+    /// figure is another task's.
     pub fn flags(&self) -> Vec<String> {
         let mut flags = Vec::new();
+        if self.epilogue.is_some() {
+            return flags;
+        }
         let pair = |c: Option<&Measurement>, p: Option<&Measurement>| match (c.and_then(Measurement::ms), p.and_then(Measurement::ms)) {
             (Some(c), Some(p)) => baseline_flagged(c, p),
             _ => false,
@@ -401,13 +426,26 @@ fn check_cell(m: &Measurement) -> String {
     }
 }
 
+/// The table's header for bare convolutions.
+const HEADER: &str = "| shape | type | convrs kernel | ms | TFLOP/s | cuDNN in-process (ms, choice) | PyTorch ms | speed vs best baseline | rel L2 err | check |\n";
+
+/// The header where shapes have a fused epilogue: the ratio is to PyTorch eager, and the cuDNN
+/// column is the bare convolution, shown for what the epilogue costs beside it.
+const EPILOGUE_HEADER: &str =
+    "| shape | type | convrs kernel (fused epilogue) | ms | TFLOP/s | cuDNN in-process, bare convolution: not judged (ms, choice) | PyTorch eager ms (conv2d + epilogue calls) | speed vs PyTorch eager | rel L2 err | check |\n";
+
+/// A cuDNN cell of group `g`: marked as the bare convolution where `g` has an epilogue.
+fn cudnn_cell(g: &GroupResult, m: Option<&Measurement>) -> String {
+    let bare = if g.epilogue.is_some() && m.and_then(Measurement::ms).is_some() { " (bare conv)" } else { "" };
+    format!("{}{bare}", named_cell(m))
+}
+
 /// The Markdown table: per shape and precision the best kernel (every kernel with
 /// `all_kernels`), then for fp32 a line against the TF32 baselines; flagged baselines say so.
+/// Shapes with an epilogue get [`EPILOGUE_HEADER`] (the shape label names the epilogue).
 pub fn table(groups: &[GroupResult], all_kernels: bool) -> String {
-    let mut out = String::from(
-        "| shape | type | convrs kernel | ms | TFLOP/s | cuDNN in-process (ms, choice) | PyTorch ms | speed vs best baseline | rel L2 err | check |\n\
-         | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
-    );
+    let header = if groups.iter().any(|g| g.epilogue.is_some()) { EPILOGUE_HEADER } else { HEADER };
+    let mut out = format!("{header}| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
     for g in groups {
         let best = g.best_user_kernel();
         // The judged row, and the fastest in any layout beside it when that is another kernel.
@@ -419,7 +457,7 @@ pub fn table(groups: &[GroupResult], all_kernels: bool) -> String {
         };
         let flags = g.flags();
         let flag = |prec: &str| if flags.iter().any(|f| f == prec) { " **FLAG: baseline >5% slower than PyTorch**" } else { "" };
-        let cudnn = format!("{}{}", named_cell(g.best_cudnn()), flag(&g.precision));
+        let cudnn = format!("{}{}", cudnn_cell(g, g.best_cudnn()), flag(&g.precision));
         let baseline_ms = g.best_baseline().and_then(Measurement::ms);
         if rows.is_empty() {
             let why = g.kernels.iter().filter_map(|k| k.note.as_deref()).next().unwrap_or("no kernel passed");
@@ -447,7 +485,7 @@ pub fn table(groups: &[GroupResult], all_kernels: bool) -> String {
                 g.shape,
                 g.precision,
                 k.name,
-                named_cell(fastest(&g.nchw_cudnn)),
+                cudnn_cell(g, fastest(&g.nchw_cudnn)),
                 ms_cell(g.nchw_pytorch.as_ref()),
                 ratio_cell(g.ratio_nchw_user()),
                 ratio_cell(g.ratio_nchw_user_vs_nhwc()),
@@ -460,7 +498,7 @@ pub fn table(groups: &[GroupResult], all_kernels: bool) -> String {
             let ms = best.and_then(Measurement::ms).map(|ms| format!("{ms:.4}")).unwrap_or_else(|| "-".into());
             out += &format!(
                 "| {} | tf32 (PyTorch's fp32 default) | {kernel} | {ms} | - | {}{} | {} | {} | - | - |\n",
-                g.shape, named_cell(fastest(&g.tf32_cudnn)), flag("tf32"), ms_cell(g.tf32_pytorch.as_ref()), ratio_cell(g.ratio_tf32())
+                g.shape, cudnn_cell(g, fastest(&g.tf32_cudnn)), flag("tf32"), ms_cell(g.tf32_pytorch.as_ref()), ratio_cell(g.ratio_tf32())
             );
         }
     }
@@ -534,6 +572,7 @@ mod tests {
             shape: shape.into(),
             precision: "fp16".into(),
             flops: 1e9,
+            epilogue: None,
             cudnn: vec![m("cudnn graph", Some(cudnn), true)],
             pytorch: m("pytorch", pytorch, pytorch.is_some()),
             tf32_cudnn: vec![],
@@ -707,6 +746,47 @@ mod tests {
         assert!(!table(std::slice::from_ref(&g), true).contains("bandwidth"));
         let json = serde_json::to_value(&g).unwrap();
         assert!(json.get("bytes").is_none() && json["kernels"][0].get("gbps").is_none(), "{json}");
+    }
+
+    #[test]
+    fn an_epilogue_is_judged_against_pytorch_eager_alone() {
+        // cuDNN's bare convolution 0.5 ms (faster than anything fused), PyTorch eager 3 ms, ours 2 ms.
+        let mut g = group("a ep=bias+relu", &[2.0], 0.5, Some(3.0));
+        assert_eq!(g.ratio(), Some(0.25));
+        g.epilogue = Some("bias+relu".into());
+        assert_eq!((g.ratio(), g.best_baseline().map(|b| b.name.as_str())), (Some(1.5), Some("pytorch")));
+        // cuDNN 6x slower than PyTorch would be flagged on a bare convolution; not here.
+        g.cudnn[0] = m("cudnn graph", Some(18.0), true);
+        assert!(g.flags().is_empty());
+        // The NCHW and TF32 figures leave cuDNN out the same way.
+        g.nchw_user = Some(m("k0 from NCHW", Some(4.0), true));
+        g.nchw_cudnn = vec![m("cudnn graph", Some(1.0), true)];
+        g.nchw_pytorch = Some(m("pytorch eager fp16_nchw", Some(6.0), true));
+        assert_eq!(g.ratio_nchw_user(), Some(1.5));
+        g.tf32_cudnn = vec![m("cudnn graph tf32", Some(0.1), true)];
+        assert_eq!(g.best_tf32(), None);
+        let s = &summarize("t", std::slice::from_ref(&g))[0];
+        assert_eq!((s.geomean, s.flagged, s.geomean_nchw_user), (Some(1.5), 0, Some(1.5)));
+        // The table says what the columns are, and marks cuDNN's cells as the bare convolution.
+        let t = table(std::slice::from_ref(&g), false);
+        assert!(t.starts_with(EPILOGUE_HEADER), "{t}");
+        assert!(t.contains("| k0 (NHWC) | 2.0000 | 0.00 | 18.0000 cudnn graph (bare conv) | 3.0000 | 1.50x |"), "{t}");
+        assert!(t.contains("| 1.0000 cudnn graph (bare conv) | 6.0000 | 1.50x (0.50x vs NHWC) |"), "{t}");
+        // The JSON records it; a bare group has no such field.
+        assert_eq!(serde_json::to_value(&g).unwrap()["epilogue"], "bias+relu");
+        assert!(serde_json::to_value(group("b", &[1.0], 1.0, None)).unwrap().get("epilogue").is_none());
+        assert!(table(&[group("b", &[1.0], 1.0, None)], false).starts_with(HEADER));
+    }
+
+    #[test]
+    fn an_nchw_caller_without_a_run_has_no_ratio() {
+        let mut g = group("a", &[1.0], 2.0, Some(2.0));
+        g.epilogue = Some("residual".into());
+        g.nchw_user = Some(m("k0 from NCHW", None, false).not_run(crate::bench::NO_DEVICE_EPILOGUE));
+        g.nchw_pytorch = Some(m("pytorch eager fp16_nchw", Some(3.0), true));
+        assert_eq!((g.ratio_nchw_user(), g.ratio_nchw_user_vs_nhwc()), (None, None));
+        let t = table(&[g], false);
+        assert!(t.contains("| k0 from NCHW | - | - | n/a | 3.0000 | n/a (n/a vs NHWC) | - | not run: no kernel (epilogue operands on device tensors not yet supported) |"), "{t}");
     }
 
     #[test]
