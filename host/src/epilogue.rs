@@ -157,9 +157,9 @@ impl Epilogue {
     /// The bare convolution.
     pub const NONE: Epilogue = Epilogue { activation: Activation::Identity, alpha: 0x3f80_0000, beta: 0x3f80_0000, scale: false, bias: false, residual: false };
 
-    /// Whether it is the bare convolution.
+    /// Whether it computes the bare convolution (beta is read only with a residual).
     pub fn is_none(&self) -> bool {
-        *self == Self::NONE
+        Epilogue { beta: Self::NONE.beta, ..*self } == Self::NONE && !self.residual
     }
 
     /// With per-output-channel scale factors.
@@ -350,6 +350,9 @@ mod tests {
         assert!("bias+alpha=x".parse::<Epilogue>().is_err());
         assert!(Epilogue::NONE.with_alpha(f32::NAN).validate().is_err());
         assert!(!Epilogue::NONE.with_activation(Activation::Relu).is_none());
+        // beta without a residual changes nothing.
+        assert!(Epilogue::NONE.with_beta(2.0).is_none());
+        assert!(!Epilogue::NONE.with_beta(2.0).with_residual().is_none());
     }
 
     #[test]

@@ -12,7 +12,8 @@ use convrs::plot::PlotPoint;
 use convrs::suite::Suite;
 use convrs::timing::{time_runs, TimingConfig, TimingMethod};
 use convrs::prepared::{Prepared, Runnable};
-use convrs::{compare, conv2d_cpu, Algorithm, Conv2d, DType, DeviceModel, Element, Gpu, Layout, Tensor};
+use convrs::bench::{EpilogueData, EPILOGUE_SEED_OFFSET};
+use convrs::{compare, conv2d_cpu, Activation, Algorithm, Conv2d, DType, DeviceModel, Element, Epilogue, Gpu, Layout, Tensor};
 
 #[derive(Parser)]
 #[command(name = "convrs", version, about = "conv2d kernels written in Rust, run on an NVIDIA GPU and checked against a CPU reference",
@@ -38,6 +39,9 @@ enum Command {
     /// List the kernels (name, family, element types, layouts, what it does), one per line.
     List,
     /// Run one kernel (or the automatic choice) once on random data, check it against the CPU reference, and time it.
+    ///
+    /// With an epilogue, its operands are random too (scale uniform in [0.5, 1.5], bias and the
+    /// residual in [-1, 1), from --seed) and the reference applies it.
     Run {
         /// Kernel (see `convrs list`), or auto: the lowest predicted time for --dtype and --layout.
         #[arg(long, default_value = "auto")]
@@ -95,8 +99,14 @@ by a child python3 (cudnn.benchmark on). fp32 is compared with FMA arithmetic on
 line shows the TF32 baselines, PyTorch's default for fp32 convolutions. fp16 is compared in NHWC with tensor cores.\n\
 The ratio of a row is the best baseline's median time over our kernel's. An in-process cuDNN baseline more than 5%\n\
 slower than PyTorch's is FLAGged: a bug in the baseline, not a win.\n\n\
+With an epilogue (--epilogue or its flags), every shape, of a suite or --shape, is the whole layer: our kernels\n\
+that fuse it run it on random operands, checked against the f64 reference with the epilogue applied, and\n\
+PyTorch computes it in eager mode (conv2d, then the epilogue's elementwise calls, timed together). cuDNN's rows\n\
+stay the bare convolution, shown marked `bare conv` and left out of every ratio and flag: the ratio is to\n\
+PyTorch eager. The NCHW caller's row (device tensors) runs only epilogues without operands for now.\n\n\
 cuDNN is loaded from the library path (LD_LIBRARY_PATH first); `convrs info` says which version loads.\n\
-Exit status: 0 all checks passed; 1 a check failed; 2 error; 4 our kernels passed but cuDNN was not available.")]
+Exit status: 0 all checks passed; 1 a check failed; 2 error; 4 our kernels passed but cuDNN was not available\n\
+(with an epilogue: no PyTorch figure to judge them by).")]
     Bench {
         /// A suite to time (repeatable): seed, deepbench, resnet50, mobilenet, or a path to a suite .csv file. Default: seed.
         #[arg(long = "suite", value_name = "NAME|PATH")]
@@ -107,6 +117,9 @@ Exit status: 0 all checks passed; 1 a check failed; 2 error; 4 our kernels passe
         /// Padding, stride, dilation and groups of the --shape shapes.
         #[command(flatten)]
         geometry: Geometry,
+        /// The fused epilogue of every shape (suites' and --shape's).
+        #[command(flatten)]
+        epilogue: EpilogueArgs,
         /// Algorithms to time (repeatable); default: all.
         #[arg(long = "algo")]
         algos: Vec<Algorithm>,
@@ -158,6 +171,8 @@ struct ShapeArgs {
     shape: String,
     #[command(flatten)]
     geometry: Geometry,
+    #[command(flatten)]
+    epilogue: EpilogueArgs,
     /// How fp32 data may be multiplied: tf32 (TF32 tensor cores, PyTorch's default), fp32
     /// (fp32 accuracy: 3xTF32 tensor cores or FMA) or fma (FMA kernels only). Default: a named
     /// kernel's own (`convrs list`), fp32 for auto. 16-bit data ignores it.
@@ -182,17 +197,110 @@ struct Geometry {
     groups: String,
 }
 
-fn problem(shape: &str, g: &Geometry) -> convrs::Result<Conv2d> {
+/// The fused epilogue `y = act(alpha * conv(x, w) * scale[k] + bias[k] + beta * residual)`:
+/// either `--epilogue SPEC` or the flags that build the same thing (never both: one spelling
+/// per command line, so nothing is silently overridden).
+#[derive(clap::Args, Default)]
+struct EpilogueArgs {
+    /// Fused epilogue y = act(alpha * conv(x, w) * scale[k] + bias[k] + beta * residual), computed
+    /// on the fp32 sums and rounded once: parts joined by `+`, any of scale, bias, residual,
+    /// alpha=F, beta=F and one activation (identity, relu, relu6, leaky_relu[:SLOPE], silu,
+    /// gelu_tanh, gelu), e.g. bias+relu or scale+bias+residual+silu; none (the default) is the
+    /// bare convolution. Only the kernels that fuse it take the problem (`convrs explain` says
+    /// which, and why the others refuse). Not with --scale, --bias, --residual, --act, --alpha
+    /// or --beta, which spell the same thing as flags.
+    #[arg(long, value_name = "SPEC")]
+    epilogue: Option<Epilogue>,
+    /// Multiply by a per-output-channel scale[k] (K values: a folded BatchNorm's factors);
+    /// `scale` in --epilogue.
+    #[arg(long, conflicts_with = "epilogue")]
+    scale: bool,
+    /// Add a per-output-channel bias[k] (K values); `bias` in --epilogue.
+    #[arg(long, conflicts_with = "epilogue")]
+    bias: bool,
+    /// Add a residual tensor of the output's shape (a ResNet shortcut), times --beta; `residual`
+    /// in --epilogue.
+    #[arg(long, conflicts_with = "epilogue")]
+    residual: bool,
+    /// The activation applied last: identity, relu, relu6, leaky_relu[:SLOPE] (slope 0.01 by
+    /// default), silu, gelu_tanh (tanh approximation) or gelu (erf).
+    #[arg(long, value_name = "NAME", conflicts_with = "epilogue")]
+    act: Option<Activation>,
+    /// Factor on the convolution's sum (default 1); `alpha=F` in --epilogue.
+    #[arg(long, value_name = "F", allow_negative_numbers = true, conflicts_with = "epilogue")]
+    alpha: Option<f32>,
+    /// Factor on the residual (default 1; needs --residual); `beta=F` in --epilogue.
+    #[arg(long, value_name = "F", allow_negative_numbers = true, conflicts_with = "epilogue", requires = "residual")]
+    beta: Option<f32>,
+}
+
+impl EpilogueArgs {
+    /// The epilogue the options describe, its numbers checked.
+    fn epilogue(&self) -> convrs::Result<Epilogue> {
+        let ep = match self.epilogue {
+            Some(ep) => ep,
+            None => {
+                let mut ep = Epilogue::NONE;
+                for (on, with) in [(self.scale, Epilogue::with_scale as fn(Epilogue) -> Epilogue), (self.bias, Epilogue::with_bias), (self.residual, Epilogue::with_residual)] {
+                    if on {
+                        ep = with(ep);
+                    }
+                }
+                let ep = ep.with_activation(self.act.unwrap_or(Activation::Identity));
+                let ep = self.alpha.map_or(ep, |a| ep.with_alpha(a));
+                self.beta.map_or(ep, |b| ep.with_beta(b))
+            }
+        };
+        // A beta without a residual multiplies nothing; it would only make a bare convolution
+        // look fused (and refused by every kernel that does not fuse).
+        if ep.beta() != 1.0 && !ep.residual {
+            return Err(convrs::Error::InvalidArgument(format!("--epilogue {ep}: beta is the residual's factor, and there is no residual")));
+        }
+        ep.validate()?;
+        Ok(ep)
+    }
+}
+
+/// `ep` written out as the formula it computes (`y = relu(conv(x, w) + bias[k])`).
+fn formula(ep: &Epilogue) -> String {
+    let mut v = "conv(x, w)".to_string();
+    if ep.alpha() != 1.0 {
+        v = format!("{} * {v}", ep.alpha());
+    }
+    if ep.scale {
+        v += " * scale[k]";
+    }
+    if ep.bias {
+        v += " + bias[k]";
+    }
+    if ep.residual {
+        v += &if ep.beta() != 1.0 { format!(" + {} * residual", ep.beta()) } else { " + residual".into() };
+    }
+    match ep.activation {
+        Activation::Identity => format!("y = {v}"),
+        a => format!("y = {}({v})", a.name()),
+    }
+}
+
+fn problem(shape: &str, g: &Geometry, ep: Epilogue) -> convrs::Result<Conv2d> {
     use convrs::problem::{parse_groups, parse_pair, parse_shape};
     let p = Conv2d {
         pad: parse_pair("--pad", &g.pad)?,
         stride: parse_pair("--stride", &g.stride)?,
         dilation: parse_pair("--dilation", &g.dilation)?,
         groups: parse_groups("--groups", &g.groups)?,
+        epilogue: ep,
         ..parse_shape(shape)?
     };
     p.validate()?;
     Ok(p)
+}
+
+impl ShapeArgs {
+    /// The problem the shape options describe (precision aside).
+    fn problem(&self) -> convrs::Result<Conv2d> {
+        problem(&self.shape, &self.geometry, self.epilogue.epilogue()?)
+    }
 }
 
 /// How a command ended, beyond errors (each has its exit status; see the long help).
@@ -216,7 +324,7 @@ fn main() -> ExitCode {
         }
         Command::Run { algo, dtype, layout, tune, shape, runs, timing, seed, f32_out } => run(cli.device, algo, dtype, layout, tune, &shape, TimingConfig { warmup: 3, runs: runs.max(1), method: timing }, seed, f32_out),
         Command::Explain { shape, dtype, layout, device_model } => explain(cli.device, &shape, dtype, layout, device_model.as_deref()),
-        Command::Bench { suites, shapes, geometry, algos, part, dtypes, all_kernels, pytorch, runs, warmup, timing, search_seconds, seed, json, plot } => {
+        Command::Bench { suites, shapes, geometry, epilogue, algos, part, dtypes, all_kernels, pytorch, runs, warmup, timing, search_seconds, seed, json, plot } => {
             if algos.contains(&Algorithm::Auto) {
                 eprintln!("convrs: bench times kernels (--algo NAME, repeatable); the automatic choice is judged in its own table against every kernel");
                 return ExitCode::from(2);
@@ -233,7 +341,9 @@ fn main() -> ExitCode {
                 seed,
                 dtypes,
             };
-            bench_suites(&suites, &shapes, &geometry)
+            epilogue
+                .epilogue()
+                .and_then(|ep| bench_suites(&suites, &shapes, &geometry, ep))
                 .and_then(|s| match &part {
                     Some(part) => {
                         let (i, n) = parse_part(part)?;
@@ -283,7 +393,11 @@ fn info(device: usize) -> convrs::Result<Outcome> {
 #[allow(clippy::too_many_arguments)]
 fn run(device: usize, algo: Algorithm, dtype: Option<DType>, layout: Layout, tune: bool, s: &ShapeArgs, timing: TimingConfig, seed: u64, f32_out: bool) -> convrs::Result<Outcome> {
     let own = algo.kernel().filter(|_| !tune).map_or(convrs::Precision::Fp32, |k| k.precision);
-    let p = problem(&s.shape, &s.geometry)?.with_precision(s.precision.unwrap_or(own));
+    let p = s.problem()?.with_precision(s.precision.unwrap_or(own));
+    if tune && (p.epilogue.scale || p.epilogue.bias || p.epilogue.residual) {
+        // select::tune times each kernel without epilogue operands, which a launch refuses.
+        return Err(convrs::Error::InvalidArgument(format!("--tune cannot time an epilogue with operands yet (here {}): choose with auto or name a kernel with --algo", p.epilogue)));
+    }
     // The data's type: as given; else a named kernel's first, or fp32.
     let dtype = match (dtype, algo.dtypes().first()) {
         (Some(d), _) => d,
@@ -323,7 +437,7 @@ fn run(device: usize, algo: Algorithm, dtype: Option<DType>, layout: Layout, tun
 }
 
 fn explain(device: usize, s: &ShapeArgs, dtype: DType, layout: Layout, model: Option<&str>) -> convrs::Result<Outcome> {
-    let p = problem(&s.shape, &s.geometry)?.with_precision(s.precision.unwrap_or_default());
+    let p = s.problem()?.with_precision(s.precision.unwrap_or_default());
     let model = match model {
         Some(name) => DeviceModel::named(name)?,
         None => match Gpu::new(device) {
@@ -335,6 +449,10 @@ fn explain(device: usize, s: &ShapeArgs, dtype: DType, layout: Layout, model: Op
         },
     };
     println!("{p}");
+    if !p.epilogue.is_none() {
+        let fusing: Vec<_> = convrs::registry::KERNELS.iter().filter(|k| k.fuses_epilogue()).map(|k| k.name).collect();
+        println!("epilogue {}: {}, on the fp32 sums, rounded once; fused by {}", p.epilogue, formula(&p.epilogue), fusing.join(", "));
+    }
     println!("{dtype} data held in {layout}, on {} ({} SMs, {} MHz, {:.0} GB/s)\n", model.name, model.sms, model.clock_mhz, model.mem_gbps);
     let candidates = convrs::select::candidates(&p, dtype, layout, &model);
     let choice = convrs::select::pick(candidates.clone(), dtype);
@@ -368,10 +486,16 @@ fn explain(device: usize, s: &ShapeArgs, dtype: DType, layout: Layout, model: Op
 fn run_typed<T: Element, O: Element>(gpu: &Gpu, algo: Algorithm, p: &Conv2d, timing: TimingConfig, seed: u64) -> convrs::Result<Outcome> {
     let x = Tensor::random(p.input_shape(), Layout::Nchw, seed)?.map(T::from_f32);
     let w = Tensor::random(p.filter_shape(), Layout::Nchw, seed.wrapping_add(1))?.map(T::from_f32);
+    // The epilogue's operands (none without one), the residual in the output's type; the same
+    // seeds as the bench's first input set.
+    let ep = EpilogueData::random(p, seed.wrapping_add(EPILOGUE_SEED_OFFSET))?.rounded::<O>();
     // One upload: the checked run and the timed runs share the prepared operands.
-    let mut prepared = Prepared::<T, O>::new(gpu, algo, p, &x, &w)?;
+    let mut prepared = Prepared::<T, O>::new_fused(gpu, algo, p, &x, &w, &ep.tensors())?;
     let plan = *prepared.plan();
     println!("{p}");
+    if !p.epilogue.is_none() {
+        println!("epilogue  {}{}", formula(&p.epilogue), operand_words(&ep));
+    }
     println!("{algo} ({} in, {} out) on {}: {} grid {:?}, block {:?}, {} B shared memory, predicted {:.1} us", T::DTYPE, O::DTYPE, gpu.info().name, plan.kernel, plan.grid, plan.block, plan.shared_bytes, plan.predicted_us);
     if prepared.run_problem() != p {
         let r = prepared.run_problem();
@@ -382,12 +506,13 @@ fn run_typed<T: Element, O: Element>(gpu: &Gpu, algo: Algorithm, p: &Conv2d, tim
     gpu.synchronize()?;
     let y = prepared.output(gpu)?;
     eprintln!("computing the f64 CPU reference ({:.2} GFLOP)...", p.flops() / 1e9);
-    let reference = conv2d_cpu(p, &x, &w)?;
+    let conv = conv2d_cpu(p, &x, &w)?;
+    let reference = ep.reference(p, conv.clone())?;
     let check = compare(y.data(), reference.data());
     let t = time_runs(gpu, timing, |_| prepared.enqueue(gpu))?;
     // At the precision of the kernel that ran (TF32 reads fp32 data with 10 mantissa bits).
     let precision = prepared.algorithm().kernel().map_or(p.precision, |k| k.precision);
-    let tol = bench::tolerance_at(T::DTYPE, O::DTYPE, precision);
+    let tol = ep.tolerance(p, bench::tolerance_at(T::DTYPE, O::DTYPE, precision), &conv, &reference);
     println!("time      {:.4} ms (median of {} {}; min {:.4}, max {:.4})", t.median_ms, t.runs, sample_words(&t), t.min_ms, t.max_ms);
     println!("speed     {:.2} TFLOP/s", p.flops() / (t.median_ms * 1e-3) / 1e12);
     println!("max abs   {:.3e}", check.max_abs_err);
@@ -396,6 +521,23 @@ fn run_typed<T: Element, O: Element>(gpu: &Gpu, algo: Algorithm, p: &Conv2d, tim
     let ok = check.passes(tol);
     println!("check     {}", if ok { "PASSED" } else { "FAILED" });
     Ok(if ok { Outcome::Passed } else { Outcome::Failed })
+}
+
+/// The ranges of the random epilogue operands of a run, for its `epilogue` line.
+fn operand_words<O>(ep: &EpilogueData<O>) -> String {
+    let words: Vec<&str> = [
+        (ep.scale.is_some(), "scale in [0.5, 1.5]"),
+        (ep.bias.is_some(), "bias in [-1, 1)"),
+        (ep.residual.is_some(), "residual in [-1, 1)"),
+    ]
+    .into_iter()
+    .filter_map(|(on, w)| on.then_some(w))
+    .collect();
+    if words.is_empty() {
+        String::new()
+    } else {
+        format!(" on random operands: {}", words.join(", "))
+    }
 }
 
 /// What one timed sample was, for the `time` line.
@@ -413,19 +555,24 @@ fn parse_part(text: &str) -> convrs::Result<(usize, usize)> {
     Ok((i.trim().parse().map_err(|_| bad())?, n.trim().parse().map_err(|_| bad())?))
 }
 
-/// The suites to bench: `--shape`s as one suite named `shapes`, else `--suite`s, else `seed`.
-fn bench_suites(suites: &[String], shapes: &[String], g: &Geometry) -> convrs::Result<Vec<Suite>> {
+/// The suites to bench: `--shape`s as one suite named `shapes`, else `--suite`s, else `seed`;
+/// every shape with the epilogue `ep`.
+fn bench_suites(suites: &[String], shapes: &[String], g: &Geometry, ep: Epilogue) -> convrs::Result<Vec<Suite>> {
     if !shapes.is_empty() {
         if !suites.is_empty() {
             return Err(convrs::Error::InvalidArgument("give either --shape or --suite, not both".into()));
         }
-        let shapes = shapes.iter().map(|s| problem(s, g)).collect::<convrs::Result<Vec<_>>>()?;
+        let shapes = shapes.iter().map(|s| problem(s, g, ep)).collect::<convrs::Result<Vec<_>>>()?;
         return Ok(vec![Suite { name: "shapes".into(), shapes, duplicates: 0 }]);
     }
-    if suites.is_empty() {
-        return Ok(vec![Suite::load("seed")?]);
-    }
-    suites.iter().map(|s| Suite::load(s)).collect()
+    let names = if suites.is_empty() { vec!["seed".to_string()] } else { suites.to_vec() };
+    names
+        .iter()
+        .map(|s| {
+            let suite = Suite::load(s)?;
+            Ok(Suite { shapes: suite.shapes.into_iter().map(|p| p.with_epilogue(ep)).collect(), ..suite })
+        })
+        .collect()
 }
 
 /// Where `convrs bench` puts its results besides the table.
@@ -444,6 +591,9 @@ struct BenchReport {
     commit: Option<String>,
     cudnn_version: Option<String>,
     pytorch: String,
+    /// The fused epilogue of every shape (`none`: bare convolutions). With one, each group's
+    /// ratio is to PyTorch eager; cuDNN's rows are the bare convolution, not judged.
+    epilogue: String,
     timing_runs: usize,
     /// Wall time of the whole run, PyTorch included.
     seconds: f64,
@@ -461,6 +611,8 @@ struct SuiteReport {
 
 fn bench_cmd(device: usize, suites: &[Suite], algos: &[Algorithm], opts: &BenchOptions, out: BenchOutput) -> convrs::Result<Outcome> {
     let started = std::time::Instant::now();
+    // bench_suites gives every shape the same epilogue.
+    let epilogue = suites.iter().flat_map(|s| &s.shapes).map(|p| p.epilogue).next().unwrap_or(Epilogue::NONE);
     let gpu = Gpu::new(device)?;
     let total: usize = suites.iter().map(|s| s.shapes.len()).sum();
     let bar = if std::io::stderr().is_terminal() {
@@ -515,6 +667,7 @@ fn bench_cmd(device: usize, suites: &[Suite], algos: &[Algorithm], opts: &BenchO
         commit: std::env::var("CONVRS_COMMIT").ok(),
         cudnn_version,
         pytorch: torch.describe(),
+        epilogue: epilogue.to_string(),
         timing_runs: opts.timing.runs,
         seconds: started.elapsed().as_secs_f64(),
         suites: reports,
@@ -531,7 +684,8 @@ fn bench_cmd(device: usize, suites: &[Suite], algos: &[Algorithm], opts: &BenchO
             .filter_map(|g| Some(PlotPoint { shape: g.shape.clone(), family: g.best_kernel()?.family.clone(), dtype: g.precision.clone(), ratio: g.ratio()? }))
             .collect();
         let names: Vec<&str> = report.suites.iter().map(|s| s.name.as_str()).collect();
-        let title = format!("convrs vs best baseline: {} on {}, {}", names.join(" + "), report.gpu, report.date);
+        let against = if epilogue.is_none() { "best baseline".to_string() } else { format!("PyTorch eager, epilogue {epilogue}") };
+        let title = format!("convrs vs {against}: {} on {}, {}", names.join(" + "), report.gpu, report.date);
         convrs::plot::write_svg(path, &title, &points)?;
     }
 
@@ -548,9 +702,12 @@ fn bench_cmd(device: usize, suites: &[Suite], algos: &[Algorithm], opts: &BenchO
     for e in &errors {
         eprintln!("convrs: could not measure {e}");
     }
+    // The judged baseline that is missing: cuDNN for bare convolutions; PyTorch eager, the only
+    // one computing the layer, under an epilogue.
+    let no_baseline = |g: &GroupResult| if g.epilogue.is_some() { g.best_baseline().is_none() } else { g.best_cudnn().is_none() };
     Ok(if !failed.is_empty() || !errors.is_empty() {
         Outcome::Failed
-    } else if groups().all(|g| g.best_cudnn().is_none()) {
+    } else if groups().all(no_baseline) {
         Outcome::NoBaseline
     } else {
         Outcome::Passed
@@ -570,6 +727,13 @@ fn print_report(report: &BenchReport, opts: &BenchOptions, all_kernels: bool) {
         opts.timing.warmup,
         report.seconds
     );
+    if report.epilogue != Epilogue::NONE.to_string() {
+        println!(
+            "\nEpilogue {} on every shape: our fused kernels and PyTorch eager compute the whole layer; cuDNN's rows are the bare \
+             convolution (marked `bare conv`), left out of every ratio and flag: each ratio is to PyTorch eager.",
+            report.epilogue
+        );
+    }
     for s in &report.suites {
         println!("\n## Suite {}\n", s.name);
         print!("{}", report::table(&s.groups, all_kernels));
@@ -594,7 +758,7 @@ mod tests {
     fn explain_problem(args: &[&str]) -> convrs::Result<Conv2d> {
         let cli = Cli::try_parse_from([&["convrs", "explain"], args].concat()).map_err(|e| convrs::Error::InvalidArgument(e.to_string()))?;
         let Command::Explain { shape, .. } = cli.command else { panic!("not explain") };
-        problem(&shape.shape, &shape.geometry)
+        shape.problem()
     }
 
     #[test]
@@ -628,8 +792,81 @@ mod tests {
     fn bench_shapes_take_groups_too() {
         let cli = Cli::try_parse_from(["convrs", "bench", "--shape", "1,32,56,56,32,3,3", "--shape", "1,64,56,56,64,3,3", "--pad", "1", "--groups", "32"]).unwrap();
         let Command::Bench { suites, shapes, geometry, .. } = cli.command else { panic!("not bench") };
-        let s = bench_suites(&suites, &shapes, &geometry).unwrap();
+        let s = bench_suites(&suites, &shapes, &geometry, Epilogue::NONE).unwrap();
         assert_eq!(s[0].shapes.iter().map(|p| (p.c, p.groups)).collect::<Vec<_>>(), vec![(32, 32), (64, 32)]);
+    }
+
+    #[test]
+    fn epilogue_spec_and_flags_build_the_same_epilogue() {
+        let shape = ["--shape", "2,8,9,9,8,3,3", "--pad", "1"];
+        let with = |extra: &[&str]| explain_problem(&[&shape[..], extra].concat()).map(|p| p.epilogue);
+        assert_eq!(with(&[]).unwrap(), Epilogue::NONE);
+        let want = Epilogue::NONE.with_bias().with_activation(Activation::Relu);
+        assert_eq!(with(&["--epilogue", "bias+relu"]).unwrap(), want);
+        assert_eq!(with(&["--bias", "--act", "relu"]).unwrap(), want);
+        let full: Epilogue = "alpha=0.5+scale+bias+residual+beta=-2+leaky_relu:0.2".parse().unwrap();
+        assert_eq!(with(&["--epilogue", &full.to_string()]).unwrap(), full);
+        assert_eq!(with(&["--scale", "--bias", "--residual", "--alpha", "0.5", "--beta", "-2", "--act", "leaky_relu:0.2"]).unwrap(), full);
+        // The problem carries it, whatever the geometry.
+        let p = explain_problem(&[&shape[..], &["--groups", "8", "--epilogue", "scale+bias+residual+silu"]].concat()).unwrap();
+        assert_eq!((p.groups, p.epilogue.to_string()), (8, "scale+bias+residual+silu".to_string()));
+    }
+
+    #[test]
+    fn bad_epilogues_are_refused_with_the_reason() {
+        let shape = ["--shape", "2,8,9,9,8,3,3"];
+        let err = |extra: &[&str]| explain_problem(&[&shape[..], extra].concat()).unwrap_err().to_string();
+        assert!(err(&["--epilogue", "bias+tanh"]).contains("unknown activation `tanh`"));
+        assert!(err(&["--epilogue", "bias+alpha=x"]).contains("alpha=x"));
+        assert!(err(&["--act", "swishy"]).contains("unknown activation"));
+        // One spelling at a time.
+        assert!(err(&["--epilogue", "bias", "--act", "relu"]).contains("cannot be used with"));
+        assert!(err(&["--epilogue", "relu", "--bias"]).contains("cannot be used with"));
+        // beta is the residual's factor.
+        assert!(err(&["--beta", "0.5"]).contains("--residual"));
+        assert!(err(&["--epilogue", "bias+beta=0.5"]).contains("no residual"));
+        assert!(err(&["--alpha", "nan"]).contains("must be finite"));
+    }
+
+    #[test]
+    fn bench_applies_the_epilogue_to_every_suite_shape() {
+        let cli = Cli::try_parse_from(["convrs", "bench", "--suite", "seed", "--suite", "resnet50", "--epilogue", "bias+relu"]).unwrap();
+        let Command::Bench { suites, shapes, geometry, epilogue, .. } = cli.command else { panic!("not bench") };
+        let ep = epilogue.epilogue().unwrap();
+        let s = bench_suites(&suites, &shapes, &geometry, ep).unwrap();
+        assert_eq!(s.len(), 2);
+        assert!(s.iter().flat_map(|s| &s.shapes).all(|p| p.epilogue == ep));
+        // And to --shape shapes, by the flags too.
+        let cli = Cli::try_parse_from(["convrs", "bench", "--shape", "1,32,56,56,32,3,3", "--pad", "1", "--residual", "--act", "gelu"]).unwrap();
+        let Command::Bench { suites, shapes, geometry, epilogue, .. } = cli.command else { panic!("not bench") };
+        let s = bench_suites(&suites, &shapes, &geometry, epilogue.epilogue().unwrap()).unwrap();
+        assert_eq!(s[0].shapes[0].epilogue, Epilogue::NONE.with_residual().with_activation(Activation::GeluErf));
+        assert!(convrs::bench::shape_label(&s[0].shapes[0]).ends_with(" ep=residual+gelu"));
+    }
+
+    #[test]
+    fn formulas_say_what_is_computed() {
+        let f = |spec: &str| formula(&spec.parse().unwrap());
+        assert_eq!(f("none"), "y = conv(x, w)");
+        assert_eq!(f("bias+relu"), "y = relu(conv(x, w) + bias[k])");
+        assert_eq!(f("alpha=0.5+scale+bias+residual+beta=2+leaky_relu:0.2"), "y = leaky_relu:0.2(0.5 * conv(x, w) * scale[k] + bias[k] + 2 * residual)");
+        assert_eq!(f("residual+silu"), "y = silu(conv(x, w) + residual)");
+    }
+
+    #[test]
+    fn help_documents_the_epilogue() {
+        for sub in ["run", "explain", "bench"] {
+            let mut cmd = Cli::command();
+            let help = cmd.find_subcommand_mut(sub).unwrap().render_long_help().to_string();
+            for option in ["--epilogue <SPEC>", "--scale", "--bias", "--residual", "--act <NAME>", "--alpha <F>", "--beta <F>"] {
+                assert!(help.contains(option), "{sub} lacks {option}: {help}");
+            }
+            assert!(help.contains("y = act(alpha * conv(x, w) * scale[k] + bias[k] + beta * residual)"), "{sub}: {help}");
+            assert!(help.contains("bias+relu") && help.contains("leaky_relu[:SLOPE]") && help.contains("needs --residual"), "{sub}: {help}");
+        }
+        let mut cmd = Cli::command();
+        let bench = cmd.find_subcommand_mut("bench").unwrap().render_long_help().to_string();
+        assert!(bench.contains("the ratio is to") && bench.contains("PyTorch eager"), "{bench}");
     }
 
     #[test]

@@ -231,11 +231,12 @@ impl KernelDesc {
         Ok(LaunchPlan { epilogue: problem.epilogue, ..(self.planner)(self, problem, dtype, device)? })
     }
 
-    /// Whether it applies a fused epilogue ([`crate::Epilogue`]) in its store: the
-    /// warp-specialized Hopper kernels and the depthwise ones.
+    /// Whether it applies a fused epilogue ([`crate::Epilogue`]) in its store: the Hopper
+    /// kernels with both tiles by TMA and no cluster (`convrs_spec::hopper::Policy::fuses_epilogue`)
+    /// and the depthwise ones.
     pub fn fuses_epilogue(&self) -> bool {
         match self.algorithm {
-            Algorithm::Wgmma(p) => p.producer != convrs_spec::hopper::Producer::Multistage,
+            Algorithm::Wgmma(p) => p.fuses_epilogue(),
             Algorithm::DepthwiseNchw | Algorithm::DepthwiseNhwc => true,
             _ => false,
         }

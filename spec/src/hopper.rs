@@ -269,6 +269,15 @@ impl Policy {
     pub const fn split_k(self) -> bool {
         matches!(self.schedule, Schedule::SplitK)
     }
+
+    /// Whether the kernel applies the fused epilogue (`crate::epilogue`): the steps with both
+    /// tiles by TMA and no cluster, which Auto runs. The epilogue unrolls its per-element work
+    /// over every accumulator, which multiplied the PTX of a 128x256 entry by six; the earlier
+    /// steps of the progression (and the clusters) stay bare. The kernels decide it by the same
+    /// rule: the input's map and a cluster of 1.
+    pub const fn fuses_epilogue(self) -> bool {
+        self.input_map() && self.cluster == 1
+    }
 }
 
 /// One compiled configuration: a row of [`hopper_configs!`].

@@ -5,6 +5,7 @@
 //! and residual), NaN-poisoned outputs; and the refusals (CPU and GPU). Without a GPU (or, for
 //! the Hopper kernels, a Hopper) each GPU test announces that it was skipped.
 
+use convrs::bench::{activation_max_slope, EPILOGUE_ARITHMETIC_TOLERANCE};
 use convrs::epilogue::{Activation, Epilogue};
 use convrs::prepared::EpilogueTensors;
 use convrs::reference::apply_epilogue;
@@ -13,16 +14,6 @@ use convrs::{compare, conv2d_cpu, conv2d_fused, Algorithm, Comparison, Conv2d, D
 use convrs_tests::{gpu_or_skip, hopper_or_skip, kernels, problems_for, shout, tolerance_of, Out};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
-
-/// The largest slope of any activation (GELU's, erf form: 1.1289 at v = 1.414; SiLU's is
-/// 1.0998): the factor by which an error of the sum before the activation can grow through it.
-const MAX_SLOPE: f64 = 1.13;
-
-/// What the epilogue's own fp32 arithmetic adds, relative to the output's L2 norm: the product
-/// alpha * scale, the bias and residual additions (each 2^-24 relative of operands that the
-/// tests keep within a few times the output), `ex2.approx` in the sigmoid and erfc (about 2^-22
-/// relative, plus its argument's rounding: below 2e-6 for |v| < 30), and erfc's fit (1.2e-7).
-const EPILOGUE_ARITHMETIC: f64 = 1e-5;
 
 /// The fusing kernels with the element types they read; `hopper` says whether to take the
 /// Hopper ones (which need compute capability 9.0) or the others.
@@ -72,8 +63,10 @@ fn fused_vs_cpu<T: Element, O: Element>(gpu: &Gpu, algo: Algorithm, p: &Conv2d, 
     let conv = conv2d_cpu(&Conv2d { epilogue: Epilogue::NONE, ..*p }, &tf32(&x), &tf32(&w))?;
     let reference = apply_epilogue(p, &conv, tensors.scale, tensors.bias, tensors.residual)?;
     let norm = |v: &[f64]| v.iter().map(|v| v * v).sum::<f64>().sqrt();
-    let gain = ep.alpha().abs() as f64 * if ep.scale { 1.5 } else { 1.0 } * MAX_SLOPE * norm(conv.data()) / norm(reference.data()).max(f64::MIN_POSITIVE);
-    let tol = tolerance_of(algo, T::DTYPE, out) * gain.max(1.0) + EPILOGUE_ARITHMETIC;
+    // The scale's largest factor is 1.5 (`operands`); the arithmetic term's derivation is at
+    // `EPILOGUE_ARITHMETIC_TOLERANCE`.
+    let gain = ep.alpha().abs() as f64 * if ep.scale { 1.5 } else { 1.0 } * activation_max_slope(ep.activation) * norm(conv.data()) / norm(reference.data()).max(f64::MIN_POSITIVE);
+    let tol = tolerance_of(algo, T::DTYPE, out) * gain.max(1.0) + EPILOGUE_ARITHMETIC_TOLERANCE;
     Ok((compare(y.data(), reference.data()), tol))
 }
 

@@ -99,7 +99,9 @@ pub fn gpu_bundle(args: &[String]) -> Result<(), String> {
     let binaries = ["tests", "examples"].iter().flat_map(|d| std::fs::read_dir(stage.join(d)).into_iter().flatten().flatten().map(|e| e.path()));
     let _ = Command::new("strip").arg(stage.join("convrs")).args(binaries).status();
     let unpacked = dir_size(&stage);
-    run(Command::new("tar").arg("-C").arg(&stage).arg("-cJf").arg(out.join("payload.tar.xz")).arg("."))?;
+    // xz -9's 64 MiB window spans several binaries, so the PTX every one embeds (tens of MiB)
+    // is stored about once; the default's 8 MiB window stored it in each.
+    run(Command::new("tar").env("XZ_OPT", "-9").arg("-C").arg(&stage).arg("-cJf").arg(out.join("payload.tar.xz")).arg("."))?;
     std::fs::remove_dir_all(&stage).map_err(|e| format!("cannot clear {}: {e}", stage.display()))?;
     let total = dir_size(&out);
     println!(

@@ -39,7 +39,7 @@ use crate::cudnn_graph::{GraphConv, Math, SearchBudget};
 use crate::prepared::{Prepared, Rotation, Runnable};
 use crate::timing::{time_runs, TimingConfig, TimingMethod};
 use crate::prepared::EpilogueTensors;
-use crate::{compare, conv2d_cpu, Algorithm, Comparison, Conv2d, DType, Element, Epilogue, Gpu, Layout, Precision, Result, Tensor};
+use crate::{compare, conv2d_cpu, Activation, Algorithm, Comparison, Conv2d, DType, Element, Epilogue, Gpu, Layout, Precision, Result, Tensor};
 use pytorch::{TorchOutcome, TorchShape};
 use report::{GroupResult, Measurement};
 
@@ -220,6 +220,45 @@ impl<O: Element> EpilogueData<O> {
     }
 }
 
+/// What a fused epilogue's own fp32 arithmetic adds to an output's relative L2 error: the
+/// product alpha * scale, the bias and residual additions (2^-24 relative each, of operands
+/// within a few times the output), `ex2.approx` in the sigmoid and erfc (about 2^-22 relative,
+/// plus its argument's rounding: below 2e-6 for |v| < 30), and erfc's fit (1.2e-7). The GPU
+/// tests (`tests/tests/gpu_epilogue.rs`) take the same.
+pub const EPILOGUE_ARITHMETIC_TOLERANCE: f64 = 1e-5;
+
+/// The largest slope of `act`: the factor by which an error of the sum before it can grow
+/// through it (GELU's, erf form, 1.1289 at v = 1.414, and its tanh form's, rounded up; SiLU's is
+/// 1.0998).
+pub fn activation_max_slope(act: Activation) -> f64 {
+    match act {
+        Activation::Identity | Activation::Relu | Activation::Relu6 => 1.0,
+        Activation::LeakyRelu(slope) => (slope.abs() as f64).max(1.0),
+        Activation::Silu => 1.1,
+        Activation::GeluTanh | Activation::GeluErf => 1.13,
+    }
+}
+
+impl<O> EpilogueData<O> {
+    /// The relative L2 tolerance of a fused run of `p` whose bare convolution gets `bare`
+    /// ([`tolerance_at`]), given the bare reference `conv` and the fused one `fused`: `bare`
+    /// scaled by how much the epilogue can enlarge the sum's error relative to the output (the
+    /// largest |alpha * scale| times the activation's slope, over the ratio of the outputs'
+    /// norms: a residual or bias that cancels the sum, or a ReLU that zeroes most of it, leaves
+    /// the same absolute error on a smaller output), plus [`EPILOGUE_ARITHMETIC_TOLERANCE`].
+    /// `bare` itself without an epilogue.
+    pub fn tolerance(&self, p: &Conv2d, bare: f64, conv: &Tensor<f64>, fused: &Tensor<f64>) -> f64 {
+        let ep = &p.epilogue;
+        if ep.is_none() {
+            return bare;
+        }
+        let scale = self.scale.as_deref().map_or(1.0, |s| s.iter().fold(0.0f64, |m, v| m.max(v.abs() as f64)));
+        let norm = |t: &Tensor<f64>| t.data().iter().map(|v| v * v).sum::<f64>().sqrt();
+        let gain = ep.alpha().abs() as f64 * scale * activation_max_slope(ep.activation) * norm(conv) / norm(fused).max(f64::MIN_POSITIVE);
+        bare * gain.max(1.0) + EPILOGUE_ARITHMETIC_TOLERANCE
+    }
+}
+
 /// Whether a [`crate::device_conv::DeviceConv`] (device tensors in the caller's layouts: the
 /// NCHW caller's rows) can run a problem with epilogue `ep`: only without operands for now, as
 /// `DeviceConv::new` checks (an activation or alpha alone it applies).
@@ -280,7 +319,9 @@ pub fn bench_shape(gpu: &Gpu, problem: &Conv2d, algos: &[Algorithm], opts: &Benc
     problem.validate()?;
     let label = shape_label(problem);
     let nsets = rotation_sets(gpu, problem);
-    problem.check_device_memory(4 * nsets, 4 * nsets, gpu.info().free_memory_bytes)?;
+    // Each set's output, and its residual where the epilogue reads one.
+    let out_bytes = 4 * nsets * if problem.epilogue.residual { 2 } else { 1 };
+    problem.check_device_memory(4 * nsets, out_bytes, gpu.info().free_memory_bytes)?;
     progress(&format!("{label}: {nsets} random input sets"));
     let seed = opts.seed;
     let host_sets = (0..nsets as u64)
@@ -313,6 +354,10 @@ pub fn bench_shape(gpu: &Gpu, problem: &Conv2d, algos: &[Algorithm], opts: &Benc
     }
     Ok(groups)
 }
+
+/// The input sets uploaded for kernels of one (input layout, filter layout, run problem),
+/// shared by the kernels that read them so.
+type SharedUpload<T> = ((Layout, Layout, Conv2d), Vec<(CudaSlice<T>, CudaSlice<T>)>);
 
 /// A baseline the bench can time like a kernel: it enqueues one forward convolution.
 trait Baseline<T> {
@@ -391,6 +436,8 @@ impl ShapeBench<'_> {
         let bare_reference = conv2d_cpu(p, &sets[0].0, &sets[0].1)?;
         let fused_reference = if p.epilogue.is_none() { None } else { Some(ep_sets[0].reference(p, bare_reference.clone())?) };
         let reference = fused_reference.as_ref().unwrap_or(&bare_reference);
+        // Our rows' tolerance at a kernel's precision, the epilogue's gain and arithmetic included.
+        let tolerance = |precision: Precision| ep_sets[0].tolerance(p, tolerance_at(T::DTYPE, T::DTYPE, precision), &bare_reference, reference);
         let bare = &p.with_epilogue(Epilogue::NONE);
         let precision = T::DTYPE.name();
         let mut group = GroupResult {
@@ -428,7 +475,7 @@ impl ShapeBench<'_> {
         }
         drop((operands, y0));
 
-        let mut uploaded: Option<((Layout, Layout, Conv2d), Vec<(CudaSlice<T>, CudaSlice<T>)>)> = None;
+        let mut uploaded: Option<SharedUpload<T>> = None;
         for &algo in algos {
             progress(&format!("{label}: {algo}"));
             let Some(k) = algo.kernel() else { continue };
@@ -451,7 +498,7 @@ impl ShapeBench<'_> {
             // brings the filter to the kernel's layout once and caches it (depthwise_nhwc's RSK).
             let user = T::CUDNN_LAYOUT;
             row.user_layout = k.layouts.0 == user && k.layouts.2 == user && run == *p;
-            let tol = tolerance_at(T::DTYPE, T::DTYPE, k.precision);
+            let tol = tolerance(k.precision);
             if !p.epilogue.is_none() {
                 // The fused layer: each set with its own operands, converted and padded by
                 // new_fused (uploads not shared: few kernels fuse, and those the same few).
@@ -476,13 +523,13 @@ impl ShapeBench<'_> {
             group.kernels.push(row?);
         }
         drop(uploaded);
-        group.nchw_user = self.nchw_user(&group, sets, reference, progress)?;
+        group.nchw_user = self.nchw_user(&group, sets, reference, &tolerance, progress)?;
         if T::DTYPE == DType::F32 && (!group.tf32_cudnn.is_empty() || group.tf32_pytorch.is_some()) {
             // A caller asking for TF32: the fastest kernel at TF32 precision or better, from
             // NCHW. Where that is no TF32 kernel, the fp32 caller's row is already the answer.
             let k = group.best_tf32_any_layout().and_then(|m| crate::registry::by_name(&m.name)).filter(|k| k.on_plain_layouts());
             group.nchw_user_tf32 = match k {
-                Some(k) if k.precision == crate::Precision::Tf32 => Some(self.nchw_user_of(k, crate::Precision::Tf32, sets, reference, progress)?),
+                Some(k) if k.precision == crate::Precision::Tf32 => Some(self.nchw_user_of(k, crate::Precision::Tf32, sets, reference, tolerance(crate::Precision::Tf32), progress)?),
                 _ => None,
             };
         }
@@ -506,12 +553,20 @@ impl ShapeBench<'_> {
     /// [`crate::device_conv::DeviceConv`]: the faster of the fastest kernel on plain layouts and
     /// the fastest kernel on NCHW itself (which runs on the caller's tensors, no transform), each
     /// timed as that caller runs it. See [`Bench::nchw_user_of`].
-    fn nchw_user<T: Element + CudnnBaseline>(&self, group: &GroupResult, sets: &[(Tensor<T>, Tensor<T>)], reference: &Tensor<f64>, progress: &mut dyn FnMut(&str)) -> Result<Option<Measurement>> {
+    fn nchw_user<T: Element + CudnnBaseline>(
+        &self,
+        group: &GroupResult,
+        sets: &[(Tensor<T>, Tensor<T>)],
+        reference: &Tensor<f64>,
+        tolerance: &dyn Fn(Precision) -> f64,
+        progress: &mut dyn FnMut(&str),
+    ) -> Result<Option<Measurement>> {
         let kernel = |m: Option<&Measurement>| m.and_then(|m| crate::registry::by_name(&m.name)).filter(|k| k.on_plain_layouts());
         let mut best: Option<Measurement> = None;
         let (fastest, native) = (kernel(group.best_kernel()), kernel(group.best_kernel_in(Layout::Nchw)));
         for k in [fastest, native.filter(|n| fastest.is_none_or(|f| f.name != n.name))].into_iter().flatten() {
-            let row = self.nchw_user_of(k, self.problem.precision, sets, reference, progress)?;
+            let precision = self.problem.precision;
+            let row = self.nchw_user_of(k, precision, sets, reference, tolerance(precision), progress)?;
             if best.as_ref().is_none_or(|b| row.ms().unwrap_or(f64::INFINITY) < b.ms().unwrap_or(f64::INFINITY)) {
                 best = Some(row);
             }
@@ -523,13 +578,16 @@ impl ShapeBench<'_> {
     /// transforms the input to the kernel's layout (zero-padded to its multiples), runs it, and
     /// transforms the output back to NCHW, or runs on the caller's tensors where the kernel reads
     /// NCHW as it is. The filter is transformed once per weights, as `DeviceConv` does; that
-    /// one-time cost is timed on its own and given in the row's note.
+    /// one-time cost is timed on its own and given in the row's note. Checked against
+    /// `reference` within `tol`. Not run where the epilogue has operands ([`device_tensors_take`]).
+    #[allow(clippy::too_many_arguments)]
     fn nchw_user_of<T: Element + CudnnBaseline>(
         &self,
         k: &'static crate::registry::KernelDesc,
         precision: crate::Precision,
         sets: &[(Tensor<T>, Tensor<T>)],
         reference: &Tensor<f64>,
+        tol: f64,
         progress: &mut dyn FnMut(&str),
     ) -> Result<Measurement> {
         use crate::device_conv::DeviceConv;
@@ -558,7 +616,7 @@ impl ShapeBench<'_> {
         let first = &mut runs[0];
         let filter = crate::timing::time_runs(gpu, self.opts.timing, |_| first.conv.set_filter(gpu, &first.w))?;
         row.note = Some(format!("filter to the kernel's layout once per weights: {:.4} ms, not in the time", filter.median_ms));
-        self.measure(row, reference, tolerance_at(T::DTYPE, T::DTYPE, precision), &mut Rotation::new(runs)?)
+        self.measure(row, reference, tol, &mut Rotation::new(runs)?)
     }
 
     /// The baselines given what an NCHW caller of a 16-bit type holds: cuDNN's graph API on NCHW
@@ -745,6 +803,62 @@ mod tests {
         assert_eq!(shape_label(&dense.with_groups(4)), "2,8,9,9->8,3x3 p1 g4");
         assert_eq!(shape_label(&dense.with_groups(8).with_stride(2)), "2,8,9,9->8,3x3 p1 s2 g8");
         assert_eq!(shape_label(&dense.with_groups(1)), "2,8,9,9->8,3x3 p1");
+    }
+
+    #[test]
+    fn labels_name_the_epilogue_so_fused_and_bare_shapes_differ() {
+        let p = Conv2d::new(2, 8, 9, 9, 8, 3, 3).with_pad(1);
+        let fused = p.with_epilogue("scale+bias+residual+silu".parse().unwrap());
+        assert_eq!(shape_label(&fused), "2,8,9,9->8,3x3 p1 ep=scale+bias+residual+silu");
+        assert_eq!(shape_label(&fused.with_groups(8)), "2,8,9,9->8,3x3 p1 g8 ep=scale+bias+residual+silu");
+        assert_eq!(shape_label(&p.with_epilogue(Epilogue::NONE)), "2,8,9,9->8,3x3 p1");
+    }
+
+    #[test]
+    fn epilogue_data_holds_exactly_the_named_operands() {
+        let p = Conv2d::new(2, 3, 5, 5, 4, 3, 3).with_pad(1);
+        assert_eq!(EpilogueData::random(&p, 1).unwrap(), EpilogueData { scale: None, bias: None, residual: None });
+        let p = p.with_epilogue("scale+bias+residual+relu".parse().unwrap());
+        let d = EpilogueData::random(&p, 1).unwrap();
+        let (scale, bias, residual) = (d.scale.clone().unwrap(), d.bias.clone().unwrap(), d.residual.clone().unwrap());
+        assert_eq!((scale.len(), bias.len(), residual.dims(), residual.layout()), (4, 4, [2, 4, 5, 5], Layout::Nchw));
+        assert!(scale.iter().all(|s| (0.5..=1.5).contains(s)) && bias.iter().chain(residual.data()).all(|v| (-1.0..1.0).contains(v)));
+        // Reproducible from the seed, other with another.
+        assert_eq!(EpilogueData::random(&p, 1).unwrap(), d);
+        assert_ne!(EpilogueData::random(&p, 2).unwrap().bias, d.bias);
+        // The residual rounds to the output's type; the fp32 vectors stay.
+        let h = d.rounded::<half::f16>();
+        assert_eq!((h.scale.as_ref(), h.residual.unwrap().data()[0]), (Some(&scale), half::f16::from_f32(residual.data()[0])));
+        let t = d.tensors();
+        assert_eq!((t.scale, t.bias, t.residual.map(Tensor::dims)), (Some(&scale[..]), Some(&bias[..]), Some([2, 4, 5, 5])));
+    }
+
+    #[test]
+    fn references_and_tolerances_follow_the_epilogue() {
+        // K = 2 channels of 2 outputs: sums 1, -2 (channel 0) and 3, -4 (channel 1).
+        let p = Conv2d::new(1, 1, 1, 2, 2, 1, 1);
+        let conv = Tensor::new(p.output_shape(), Layout::Nchw, vec![1.0, -2.0, 3.0, -4.0]).unwrap();
+        let none = EpilogueData::<f32> { scale: None, bias: None, residual: None };
+        assert_eq!(none.reference(&p, conv.clone()).unwrap(), conv);
+        assert_eq!(none.tolerance(&p, 1e-4, &conv, &conv), 1e-4);
+        let p = p.with_epilogue("scale+bias+relu".parse().unwrap());
+        let d = EpilogueData::<f32> { scale: Some(vec![1.5, 0.5]), bias: Some(vec![0.5, -0.5]), residual: None };
+        let fused = d.reference(&p, conv.clone()).unwrap();
+        assert_eq!(fused.data(), &[2.0, 0.0, 1.0, 0.0]);
+        // Gain: |alpha| 1 * max scale 1.5 * slope 1 * |conv| sqrt(30) / |fused| sqrt(5) = 1.5 sqrt(6).
+        let tol = d.tolerance(&p, 1e-4, &conv, &fused);
+        assert!((tol - (1e-4 * 1.5 * 6f64.sqrt() + EPILOGUE_ARITHMETIC_TOLERANCE)).abs() < 1e-15, "{tol}");
+        // An epilogue that only enlarges the output keeps the bare tolerance, plus its arithmetic.
+        let big = Tensor::new(p.output_shape(), Layout::Nchw, vec![100.0; 4]).unwrap();
+        assert_eq!(d.tolerance(&p, 1e-4, &conv, &big), 1e-4 + EPILOGUE_ARITHMETIC_TOLERANCE);
+        assert_eq!(activation_max_slope(Activation::LeakyRelu(-3.0)), 3.0);
+    }
+
+    #[test]
+    fn device_tensors_take_epilogues_without_operands_only() {
+        for (spec, takes) in [("none", true), ("relu", true), ("alpha=2+gelu", true), ("bias", false), ("scale+relu", false), ("residual", false)] {
+            assert_eq!(device_tensors_take(&spec.parse().unwrap()), takes, "{spec}");
+        }
     }
 
     #[test]

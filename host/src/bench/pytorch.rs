@@ -90,11 +90,12 @@ pub fn request(device: usize, shapes: &[TorchShape], seed: u64, method: TimingMe
 
 /// An epilogue as the script reads it: which operands there are, `alpha` and `beta` (the
 /// fp32 values the kernels use), the activation's name (`Activation::name` without a slope) and
-/// the LeakyReLU `slope`; `spec` is the CLI's spelling, for the log.
+/// the LeakyReLU `slope` (0 for the other activations, which read none); `spec` is the CLI's
+/// spelling, for the log.
 pub fn epilogue_json(ep: &Epilogue) -> serde_json::Value {
     let (act, slope) = match ep.activation {
         Activation::LeakyRelu(slope) => ("leaky_relu".to_string(), slope),
-        a => (a.name(), 0.01),
+        a => (a.name(), 0.0),
     };
     serde_json::json!({
         "spec": ep.to_string(), "scale": ep.scale, "bias": ep.bias, "residual": ep.residual,
@@ -225,7 +226,7 @@ mod tests {
         assert_eq!(s["groups"].as_u64(), Some(1));
         // The residual's extents: (9 + 2 - 3) / 2 + 1 = 5 rows, (10 + 4 - 7) / 1 + 1 = 8 columns.
         assert_eq!(s["out_hw"], serde_json::json!([5, 8]));
-        assert_eq!(s["epilogue"], serde_json::json!({ "spec": "none", "scale": false, "bias": false, "residual": false, "alpha": 1.0, "beta": 1.0, "act": "identity", "slope": 0.01 }));
+        assert_eq!(s["epilogue"], serde_json::json!({ "spec": "none", "scale": false, "bias": false, "residual": false, "alpha": 1.0, "beta": 1.0, "act": "identity", "slope": 0.0 }));
     }
 
     #[test]

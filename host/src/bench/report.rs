@@ -764,14 +764,14 @@ mod tests {
         g.nchw_pytorch = Some(m("pytorch eager fp16_nchw", Some(6.0), true));
         assert_eq!(g.ratio_nchw_user(), Some(1.5));
         g.tf32_cudnn = vec![m("cudnn graph tf32", Some(0.1), true)];
-        assert_eq!(g.best_tf32(), None);
+        assert!(g.best_tf32().is_none());
         let s = &summarize("t", std::slice::from_ref(&g))[0];
         assert_eq!((s.geomean, s.flagged, s.geomean_nchw_user), (Some(1.5), 0, Some(1.5)));
         // The table says what the columns are, and marks cuDNN's cells as the bare convolution.
         let t = table(std::slice::from_ref(&g), false);
         assert!(t.starts_with(EPILOGUE_HEADER), "{t}");
-        assert!(t.contains("| k0 (NHWC) | 2.0000 | 0.00 | 18.0000 cudnn graph (bare conv) | 3.0000 | 1.50x |"), "{t}");
-        assert!(t.contains("| 1.0000 cudnn graph (bare conv) | 6.0000 | 1.50x (0.50x vs NHWC) |"), "{t}");
+        assert!(t.contains("| k0 (NHWC) | 2.0000 | 0.50 | 18.0000 cudnn graph (bare conv) | 3.0000 | 1.50x |"), "{t}");
+        assert!(t.contains("| 1.0000 cudnn graph (bare conv) | 6.0000 | 1.50x (0.75x vs NHWC) |"), "{t}");
         // The JSON records it; a bare group has no such field.
         assert_eq!(serde_json::to_value(&g).unwrap()["epilogue"], "bias+relu");
         assert!(serde_json::to_value(group("b", &[1.0], 1.0, None)).unwrap().get("epilogue").is_none());

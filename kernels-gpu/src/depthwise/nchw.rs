@@ -3,7 +3,7 @@
 use convrs_spec::depthwise::{BLOCK_THREADS, NCHW_ROWS};
 
 use crate::prelude::elem::{store_out, Elem};
-use crate::prelude::epilogue::{residual_one, Epilogue};
+use crate::prelude::epilogue::{residual_one, Activation, Epilogue};
 use crate::prelude::*;
 
 use super::Window;
@@ -50,6 +50,7 @@ pub unsafe fn conv<E: Elem, const TAPS: usize>(x: *const E::Raw, w: *const E::Ra
     let ep = &sh.ep;
     // SAFETY: k < K; the epilogue's buffers as the host planned them.
     let finish = if ep.is_identity() { None } else { Some(unsafe { Epilogue::of(ep, k as u32) }) };
+    let act = Activation::of(ep);
     for (j, a) in acc.iter().enumerate() {
         if p0 + (j as i32) < sh.p {
             let at = out + j * sh.q as usize;
@@ -57,7 +58,7 @@ pub unsafe fn conv<E: Elem, const TAPS: usize>(x: *const E::Raw, w: *const E::Ra
             // and this thread's alone.
             unsafe {
                 let v = match finish {
-                    Some(f) => f.finish(ep, *a, if ep.residual != 0 { residual_one(ep.residual, at, half, E::BF16) } else { 0.0 }),
+                    Some(f) => f.finish(ep, &act, *a, if ep.residual != 0 { residual_one(ep.residual, at, half, E::BF16) } else { 0.0 }),
                     None => *a,
                 };
                 store_out::<E>(y, at, v, half)

@@ -3,7 +3,7 @@
 use convrs_spec::depthwise::{BLOCK_THREADS, NHWC_COLS};
 
 use crate::prelude::elem::{store_out, store_out4, Elem};
-use crate::prelude::epilogue::{residual_one, Epilogue};
+use crate::prelude::epilogue::{residual_one, Activation, Epilogue};
 use crate::prelude::*;
 
 use super::Window;
@@ -53,6 +53,7 @@ pub unsafe fn conv<E: Elem, const TAPS: usize, const VEC: usize>(x: *const E::Ra
     let half = sh.y_bits == 16;
     let ep = &sh.ep;
     let fused = !ep.is_identity();
+    let act = Activation::of(ep);
     // SAFETY: k0 + i < K; the epilogue's buffers as the host planned them.
     let finish: [Epilogue; VEC] = core::array::from_fn(|i| if fused { unsafe { Epilogue::of(ep, (k0 + i as i32) as u32) } } else { Epilogue::IDENTITY });
     for (j, a) in acc.iter().enumerate() {
@@ -64,7 +65,7 @@ pub unsafe fn conv<E: Elem, const TAPS: usize, const VEC: usize>(x: *const E::Ra
                     // SAFETY: channel k0 + i of output pixel (n, p, q0 + j) is inside the
                     // output, so inside the residual of its shape.
                     let r = if ep.residual != 0 { unsafe { residual_one(ep.residual, out + i, half, E::BF16) } } else { 0.0 };
-                    *v = finish[i].finish(ep, *v, r);
+                    *v = finish[i].finish(ep, &act, *v, r);
                 }
             }
             // SAFETY: the VEC channels of output pixel (n, p, q0 + j) are inside the output and

@@ -39,42 +39,56 @@ impl Epilogue {
 
     /// The finished value of accumulator `acc` with residual element `res` (0 without one).
     #[inline(always)]
-    pub fn finish(self, ep: &EpilogueArgs, acc: f32, res: f32) -> f32 {
-        activate(ep, acc * self.mul + self.add + f32::from_bits(ep.beta) * res)
+    pub fn finish(self, ep: &EpilogueArgs, act: &Activation, acc: f32, res: f32) -> f32 {
+        act.apply(acc * self.mul + self.add + f32::from_bits(ep.beta) * res)
     }
 }
 
-const RELU: u32 = Act::Relu as u32;
-const RELU6: u32 = Act::Relu6 as u32;
-const LEAKY: u32 = Act::LeakyRelu as u32;
-const SILU: u32 = Act::Silu as u32;
-const GELU_TANH: u32 = Act::GeluTanh as u32;
-const GELU_ERF: u32 = Act::GeluErf as u32;
+/// The activation in one of three forms, so that a kernel's unrolled epilogue holds three
+/// code paths per element, not one per activation (a branch on the form is uniform): piecewise
+/// linear (`lo * v` below 0, clamped at `hi` above: identity, ReLU, ReLU6, LeakyReLU), a
+/// sigmoid gate `v * sigmoid(a * v * (1 + b * v^2))` (SiLU, tanh GELU), or erf GELU.
+#[derive(Clone, Copy)]
+pub struct Activation {
+    form: u32,
+    lo: f32,
+    hi: f32,
+    a: f32,
+    b: f32,
+}
 
-/// `ep`'s activation of `v`. NaN stays NaN (as in PyTorch): the comparisons are written so that
-/// a NaN takes the branch that returns it.
-#[inline(always)]
-pub fn activate(ep: &EpilogueArgs, v: f32) -> f32 {
-    match ep.act {
-        RELU => {
-            if v < 0.0 { 0.0 } else { v }
+const LINEAR: u32 = 0;
+const GATE: u32 = 1;
+const ERF: u32 = 2;
+
+impl Activation {
+    /// `ep`'s activation (an unknown code acts as the identity; the host sends known ones).
+    #[inline(always)]
+    pub fn of(ep: &EpilogueArgs) -> Activation {
+        let linear = |lo: f32, hi: f32| Activation { form: LINEAR, lo, hi, a: 0.0, b: 0.0 };
+        match Act::from_code(ep.act) {
+            Some(Act::Relu) => linear(0.0, f32::INFINITY),
+            Some(Act::Relu6) => linear(0.0, 6.0),
+            Some(Act::LeakyRelu) => linear(f32::from_bits(ep.act_arg), f32::INFINITY),
+            Some(Act::Silu) => Activation { form: GATE, lo: 0.0, hi: 0.0, a: 1.0, b: 0.0 },
+            Some(Act::GeluTanh) => Activation { form: GATE, lo: 0.0, hi: 0.0, a: GELU_TANH_A, b: GELU_TANH_B },
+            Some(Act::GeluErf) => Activation { form: ERF, lo: 0.0, hi: 0.0, a: 0.0, b: 0.0 },
+            Some(Act::Identity) | None => linear(1.0, f32::INFINITY),
         }
-        RELU6 => {
-            if v < 0.0 {
-                0.0
-            } else if v > 6.0 {
-                6.0
-            } else {
-                v
+    }
+
+    /// The activation of `v`. A NaN stays NaN (as in PyTorch): every comparison is false for
+    /// it. `+ 0.0` makes ReLU's zeros positive, as PyTorch's are.
+    #[inline(always)]
+    pub fn apply(&self, v: f32) -> f32 {
+        match self.form {
+            LINEAR => {
+                let v = if v < 0.0 { v * self.lo + 0.0 } else { v };
+                if v > self.hi { self.hi } else { v }
             }
+            GATE => v * sigmoid(self.a * v * (1.0 + self.b * v * v)),
+            _ => 0.5 * v * erfc(-v * core::f32::consts::FRAC_1_SQRT_2),
         }
-        LEAKY => {
-            if v < 0.0 { v * f32::from_bits(ep.act_arg) } else { v }
-        }
-        SILU => v * sigmoid(v),
-        GELU_TANH => v * sigmoid(GELU_TANH_A * v * (1.0 + GELU_TANH_B * v * v)),
-        GELU_ERF => 0.5 * v * erfc(-v * core::f32::consts::FRAC_1_SQRT_2),
-        _ => v,
     }
 }
 

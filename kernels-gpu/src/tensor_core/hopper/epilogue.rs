@@ -9,7 +9,7 @@
 use convrs_spec::hopper::{Math as Spec, WARPGROUP};
 
 use super::math::{pack, Math};
-use crate::prelude::epilogue::{residual_pair, Epilogue};
+use crate::prelude::epilogue::{residual_pair, Activation, Epilogue};
 use crate::prelude::matrix::{shfl_xor, store_global_f32x2, store_global_v4, store_global_v4_if};
 use crate::prelude::wgmma::Accumulators;
 use crate::prelude::*;
@@ -89,6 +89,7 @@ unsafe fn fused<O: Operands, Acc: Accumulators, M: Math>(sh: &ConvShape, acc: &A
     let (warp, lane) = ((tid % WG) / 32, tid % 32);
     let row0 = m0 + cw * 64 + warp * 16 + lane / 4;
     let half = sh.y_bits == 16;
+    let act = Activation::of(ep);
     unroll!(32: Acc::N / 8, j => {
         let col = n0 + 8 * j as u32 + 2 * (lane % 4);
         unroll!(4: 2, e => {
@@ -102,8 +103,8 @@ unsafe fn fused<O: Operands, Acc: Accumulators, M: Math>(sh: &ConvShape, acc: &A
                     (Epilogue::of(ep, k0), Epilogue::of(ep, k1), r)
                 };
                 let i = 4 * j + 2 * e;
-                acc[i] = a.finish(ep, acc[i], r[0]);
-                acc[i + 1] = b.finish(ep, acc[i + 1], r[1]);
+                acc[i] = a.finish(ep, &act, acc[i], r[0]);
+                acc[i + 1] = b.finish(ep, &act, acc[i + 1], r[1]);
             }
         });
     });
