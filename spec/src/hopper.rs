@@ -280,6 +280,11 @@ impl Policy {
     }
 }
 
+/// The widest tile that fuses the epilogue: beside a 128x256 tile's 128 accumulators a thread
+/// has no registers left for the epilogue's operands (ptxas spilled), so a problem with an
+/// epilogue runs on 128x128 tiles and narrower ([`Config::fuses_epilogue`]).
+pub const MAX_FUSED_BN: usize = 128;
+
 /// One compiled configuration: a row of [`hopper_configs!`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Config {
@@ -311,6 +316,12 @@ pub const fn b_tile_bytes(rows: usize) -> usize {
 }
 
 impl Config {
+    /// Whether its entries apply the fused epilogue: its policy's rule, on tiles up to
+    /// [`MAX_FUSED_BN`] wide. The kernels decide it by the same rule.
+    pub const fn fuses_epilogue(&self) -> bool {
+        self.policy.fuses_epilogue() && self.bn <= MAX_FUSED_BN
+    }
+
     /// Threads per block.
     pub const fn threads(&self) -> usize {
         self.policy.threads()

@@ -26,7 +26,8 @@ fn conv2d_rejects_the_wrong_element_type() {
     let x = Tensor::random(p.input_shape(), Layout::Nchw, 1).unwrap();
     let w = Tensor::random(p.filter_shape(), Layout::Nchw, 2).unwrap();
     let (xh, wh) = (x.map(f16::from_f32), w.map(f16::from_f32));
-    for &algo in Algorithm::ALL {
+    // Kernels that read every type (the depthwise ones) have no wrong element type.
+    for &algo in Algorithm::ALL.iter().filter(|a| a.dtypes().len() < 3) {
         let fp32 = algo.dtypes().contains(&DType::F32);
         let e = if fp32 { conv2d(&gpu, algo, &p, &xh, &wh).unwrap_err() } else { conv2d(&gpu, algo, &p, &x, &w).unwrap_err() };
         // The message names the types the kernel takes and the type it was given.

@@ -65,9 +65,10 @@ fn wgmma_entries_hold_their_policy_and_nothing_else_is_in_the_module() {
                 let transposed = body.lines().filter(|l| l.contains("wgmma.mma_async") && l.trim_end().ends_with(", 0, 1;")).count();
                 assert_eq!(transposed, if planes { count(&mma) } else { 0 }, "{name}: transpose-B wgmmas");
             }
-            // The split-K entries alone take a workspace (one more pointer parameter) and meet in it.
+            // The split-K entries alone take a workspace (one more pointer parameter) and meet in it;
+            // every entry takes the fused epilogue's three addresses (`convrs_spec::epilogue_fields!`).
             let pointers = body[..body.find(')').unwrap()].matches(".param .u64").count();
-            let expected = 3 + p.filter_map() as usize + p.input_map() as usize + p.split_k() as usize;
+            let expected = 3 + p.filter_map() as usize + p.input_map() as usize + p.split_k() as usize + 3;
             assert_eq!(pointers, expected, "{name}: pointer parameters");
             assert_eq!(count("atom.acq_rel.gpu.global.add.u32") >= 1, p.split_k(), "{name}: split-K counters");
             // The 16-bit epilogue of its type (ConvShape::y_bits) beside the fp32 one; the

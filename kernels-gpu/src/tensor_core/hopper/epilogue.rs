@@ -9,7 +9,7 @@
 use convrs_spec::hopper::{Math as Spec, WARPGROUP};
 
 use super::math::{pack, Math};
-use crate::prelude::epilogue::{residual_pair, Activation, Epilogue};
+use crate::prelude::epilogue::{residual_pair, Activation};
 use crate::prelude::matrix::{shfl_xor, store_global_f32x2, store_global_v4, store_global_v4_if};
 use crate::prelude::wgmma::Accumulators;
 use crate::prelude::*;
@@ -73,9 +73,19 @@ pub(super) unsafe fn store_tile<O: Operands, Acc: Accumulators, M: Math>(sh: &Co
     }
 }
 
+/// Column groups of a chunk of [`fused`] (both row halves of each), whose operands load
+/// together: 4 spilled beside a 128x64 tile's accumulators. (128x256 tiles do not fuse: even
+/// one group at a time spilled there; `convrs_spec::hopper::MAX_FUSED_BN`.)
+const CHUNK: usize = 2;
+
 /// The tile's accumulators with the fused epilogue applied (`ConvShape::ep`; as they are when
 /// it is the identity): each element finished with its output channel's scale and bias and its
-/// residual element, read at its own output offset in the output's type.
+/// residual element, read at its own output offset in the output's type. The operands of a
+/// chunk of [`CHUNK`] column groups load before any of its arithmetic, with no branch between
+/// them (elements outside the output read channel 0 and offset 0, and are never stored), so
+/// their latencies overlap: loading per element behind its bounds check serialized one round
+/// trip per pair, which measured up to 6x the bare kernel's time. (One pass per operand over
+/// the whole tile let ptxas hoist every load, and spilled.)
 ///
 /// # Safety
 /// As [`store_tile`]; the epilogue's addresses hold K channels and an output-shaped residual.
@@ -90,22 +100,39 @@ unsafe fn fused<O: Operands, Acc: Accumulators, M: Math>(sh: &ConvShape, acc: &A
     let row0 = m0 + cw * 64 + warp * 16 + lane / 4;
     let half = sh.y_bits == 16;
     let act = Activation::of(ep);
-    unroll!(32: Acc::N / 8, j => {
-        let col = n0 + 8 * j as u32 + 2 * (lane % 4);
-        unroll!(4: 2, e => {
-            let row = row0 + 8 * e as u32;
-            if O::y_in(sh, row, col) {
-                let (k0, k1) = O::y_channels(sh, row, col);
-                // SAFETY: k0, k1 < K and (row, col), (row, col + 1) in the output (y_in of the
-                // 8-column group), a pair-aligned offset; the caller's buffers.
-                let (a, b, r) = unsafe {
-                    let r = if ep.residual != 0 { residual_pair(ep.residual, O::y_off(sh, row, col) as usize, half, M::BF16) } else { [0.0; 2] };
-                    (Epilogue::of(ep, k0), Epilogue::of(ep, k1), r)
-                };
-                let i = 4 * j + 2 * e;
-                acc[i] = a.finish(ep, &act, acc[i], r[0]);
-                acc[i + 1] = b.finish(ep, &act, acc[i + 1], r[1]);
-            }
+    let (alpha, beta) = (f32::from_bits(ep.alpha), f32::from_bits(ep.beta));
+    let per = const { if Acc::N / 8 < CHUNK { Acc::N / 8 } else { CHUNK } };
+    let load = |base: u64, k: u32| {
+        // SAFETY: k < K (or 0), inside the caller's K-value vector.
+        unsafe { load_global_nc_f32((base as *const f32).add(k as usize)) }
+    };
+    unroll!(16: Acc::N / 8 / per, c => {
+        // Pair (t, e)'s channels and residual offset, clamped into the tensors.
+        let at = |t: usize, e: usize| {
+            let (col, row) = (n0 + 8 * (c * per + t) as u32 + 2 * (lane % 4), row0 + 8 * e as u32);
+            if O::y_in(sh, row, col) { (O::y_channels(sh, row, col), O::y_off(sh, row, col) as usize) } else { ((0, 0), 0) }
+        };
+        // Sized for `unroll!(4: ..)`'s bodies (the compiler checks indices it never reaches).
+        let mut mul = [[[alpha; 2]; 2]; 4];
+        let mut add = [[[0.0f32; 2]; 2]; 4];
+        let mut res = [[[0.0f32; 2]; 2]; 4];
+        if ep.scale != 0 {
+            unroll!(4: per, t => { unroll!(4: 2, e => { let (k, _) = at(t, e); mul[t][e] = [alpha * load(ep.scale, k.0), alpha * load(ep.scale, k.1)]; }); });
+        }
+        if ep.bias != 0 {
+            unroll!(4: per, t => { unroll!(4: 2, e => { let (k, _) = at(t, e); add[t][e] = [load(ep.bias, k.0), load(ep.bias, k.1)]; }); });
+        }
+        if ep.residual != 0 {
+            // SAFETY: a pair-aligned offset inside the output (or 0), so inside the residual.
+            unroll!(4: per, t => { unroll!(4: 2, e => { res[t][e] = unsafe { residual_pair(ep.residual, at(t, e).1, half, M::BF16) }; }); });
+        }
+        unroll!(4: per, t => {
+            unroll!(4: 2, e => {
+                let i = 4 * (c * per + t) + 2 * e;
+                unroll!(4: 2, h => {
+                    acc[i + h] = act.apply(acc[i + h] * mul[t][e][h] + add[t][e][h] + beta * res[t][e][h]);
+                });
+            });
         });
     });
     acc
