@@ -74,9 +74,9 @@ pub(super) unsafe fn store_tile<O: Operands, Acc: Accumulators, M: Math>(sh: &Co
 }
 
 /// Column groups of a chunk of [`fused`] (both row halves of each), whose operands load
-/// together: 4 spilled beside a 128x64 tile's accumulators. (128x256 tiles do not fuse: even
-/// one group at a time spilled there; `convrs_spec::hopper::MAX_FUSED_BN`.)
-const CHUNK: usize = 2;
+/// together: a chunk's loads are one round trip, and the chunks' follow each other. (128x256
+/// tiles do not fuse: even one group at a time spilled there; `convrs_spec::hopper::MAX_FUSED_BN`.)
+const CHUNK: usize = 4;
 
 /// The tile's accumulators with the fused epilogue applied (`ConvShape::ep`; as they are when
 /// it is the identity): each element finished with its output channel's scale and bias and its
@@ -115,7 +115,6 @@ unsafe fn fused<O: Operands, Acc: Accumulators, M: Math>(sh: &ConvShape, acc: &A
         // Sized for `unroll!(4: ..)`'s bodies (the compiler checks indices it never reaches).
         let mut mul = [[[alpha; 2]; 2]; 4];
         let mut add = [[[0.0f32; 2]; 2]; 4];
-        let mut res = [[[0.0f32; 2]; 2]; 4];
         if ep.scale != 0 {
             unroll!(4: per, t => { unroll!(4: 2, e => { let (k, _) = at(t, e); mul[t][e] = [alpha * load(ep.scale, k.0), alpha * load(ep.scale, k.1)]; }); });
         }
@@ -124,13 +123,16 @@ unsafe fn fused<O: Operands, Acc: Accumulators, M: Math>(sh: &ConvShape, acc: &A
         }
         if ep.residual != 0 {
             // SAFETY: a pair-aligned offset inside the output (or 0), so inside the residual.
-            unroll!(4: per, t => { unroll!(4: 2, e => { res[t][e] = unsafe { residual_pair(ep.residual, at(t, e).1, half, M::BF16) }; }); });
+            unroll!(4: per, t => { unroll!(4: 2, e => {
+                let r = unsafe { residual_pair(ep.residual, at(t, e).1, half, M::BF16) };
+                add[t][e] = [add[t][e][0] + beta * r[0], add[t][e][1] + beta * r[1]];
+            }); });
         }
         unroll!(4: per, t => {
             unroll!(4: 2, e => {
                 let i = 4 * (c * per + t) + 2 * e;
                 unroll!(4: 2, h => {
-                    acc[i + h] = act.apply(acc[i + h] * mul[t][e][h] + add[t][e][h] + beta * res[t][e][h]);
+                    acc[i + h] = act.apply(acc[i + h] * mul[t][e][h] + add[t][e][h]);
                 });
             });
         });
