@@ -4,9 +4,11 @@
 //! ([`crate::Conv2d::with_epilogue`]); the per-channel vectors and the residual tensor are
 //! operands given at the call ([`crate::conv2d_fused`], [`EpilogueOperands`] for [`crate::launch_fused`]).
 //!
-//! The kernels that fuse it: the warp-specialized Hopper kernels (`wgmma_ws_*`,
-//! `wgmma_nchw1x1_persistent`) and the depthwise ones; every other kernel refuses a problem
-//! with an epilogue (other than [`Epilogue::NONE`]), naming them ([`crate::registry::KernelDesc::fuses_epilogue`]).
+//! The kernels that fuse it: the Hopper kernels with both tiles by TMA and no cluster
+//! (`wgmma_ws_tma_persistent`, `wgmma_ws_tma_splitk`, `wgmma_nchw1x1_persistent` and their
+//! TF32 and 3xTF32 forms, on tiles up to 128x128) and the depthwise ones; every other kernel
+//! refuses a problem with an epilogue (other than [`Epilogue::NONE`]), naming them
+//! ([`crate::registry::KernelDesc::fuses_epilogue`]).
 //!
 //! ```
 //! use convrs::epilogue::{Activation, Epilogue};
@@ -311,13 +313,9 @@ impl<O: Element> EpilogueOperands<'_, O> {
             }
         };
         let mut guards = Vec::new();
-        let mut ptr = |a: u64, len: usize, g: SyncOnDrop<'s>| {
-            guards.push(g);
-            (a, len)
-        };
-        let scale = self.scale.map(|s| s.device_ptr(gpu.stream())).map(|(a, g)| ptr(a, self.scale.map_or(0, |s| s.len()), g));
-        let bias = self.bias.map(|s| s.device_ptr(gpu.stream())).map(|(a, g)| ptr(a, self.bias.map_or(0, |s| s.len()), g));
-        let residual = self.residual.map(|s| s.device_ptr(gpu.stream())).map(|(a, g)| ptr(a, self.residual.map_or(0, |s| s.len()), g));
+        let scale = located(self.scale, gpu, &mut guards);
+        let bias = located(self.bias, gpu, &mut guards);
+        let residual = located(self.residual, gpu, &mut guards);
         let (act, act_arg) = ep.activation.code();
         let args = EpilogueArgs {
             scale: addr("scale", ep.scale, scale, k)?,
@@ -330,6 +328,16 @@ impl<O: Element> EpilogueOperands<'_, O> {
         };
         Ok((args, guards))
     }
+}
+
+/// The device address and length of `s`, if given, its stream guard kept in `guards` (so the
+/// read is recorded after the launch that follows).
+fn located<'s, T>(s: Option<&'s CudaSlice<T>>, gpu: &'s Gpu, guards: &mut Vec<SyncOnDrop<'s>>) -> Option<(u64, usize)> {
+    s.map(|s| {
+        let (address, guard) = s.device_ptr(gpu.stream());
+        guards.push(guard);
+        (address, s.len())
+    })
 }
 
 #[cfg(test)]

@@ -274,10 +274,18 @@ impl Policy {
     /// tiles by TMA and no cluster, which Auto runs. The epilogue unrolls its per-element work
     /// over every accumulator, which multiplied the PTX of a 128x256 entry by six; the earlier
     /// steps of the progression (and the clusters) stay bare. The kernels decide it by the same
-    /// rule: the input's map and a cluster of 1.
+    /// rule ([`fuses_epilogue`]): the input's map and a cluster of 1.
     pub const fn fuses_epilogue(self) -> bool {
-        self.input_map() && self.cluster == 1
+        fuses_epilogue(self.input_map(), self.cluster, 0)
     }
+}
+
+/// The rule of [`Policy::fuses_epilogue`] and [`Config::fuses_epilogue`], which the kernels
+/// evaluate on their const parameters too: the input's TMA map, a cluster of 1, tiles up to
+/// [`MAX_FUSED_BN`] wide.
+#[inline(always)]
+pub const fn fuses_epilogue(input_map: bool, cluster: usize, bn: usize) -> bool {
+    input_map && cluster == 1 && bn <= MAX_FUSED_BN
 }
 
 /// The widest tile that fuses the epilogue: beside a 128x256 tile's 128 accumulators a thread
@@ -319,7 +327,7 @@ impl Config {
     /// Whether its entries apply the fused epilogue: its policy's rule, on tiles up to
     /// [`MAX_FUSED_BN`] wide. The kernels decide it by the same rule.
     pub const fn fuses_epilogue(&self) -> bool {
-        self.policy.fuses_epilogue() && self.bn <= MAX_FUSED_BN
+        fuses_epilogue(self.policy.input_map(), self.policy.cluster, self.bn)
     }
 
     /// Threads per block.

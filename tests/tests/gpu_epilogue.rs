@@ -5,10 +5,9 @@
 //! and residual), NaN-poisoned outputs; and the refusals (CPU and GPU). Without a GPU (or, for
 //! the Hopper kernels, a Hopper) each GPU test announces that it was skipped.
 
-use convrs::bench::{activation_max_slope, EPILOGUE_ARITHMETIC_TOLERANCE};
+use convrs::bench::EpilogueData;
 use convrs::epilogue::{Activation, Epilogue};
 use convrs::prepared::EpilogueTensors;
-use convrs::reference::apply_epilogue;
 use convrs::registry::Family;
 use convrs::{compare, conv2d_cpu, conv2d_fused, Algorithm, Comparison, Conv2d, DType, DeviceModel, Element, Error, Gpu, Layout, Precision, Tensor};
 use convrs_tests::{gpu_or_skip, hopper_or_skip, kernels, problems_for, shout, tolerance_of, Out};
@@ -26,23 +25,6 @@ fn at_kernel_precision(algo: Algorithm, p: Conv2d) -> Conv2d {
     algo.kernel().map_or(p, |k| p.with_precision(k.precision))
 }
 
-/// Random operands for `ep` on `p`: scale in [0.5, 1.5] (a folded BatchNorm's), bias in
-/// [-1, 1], a residual in [-1, 1] times 4 (the size of a sum of a few dozen products) in the
-/// output's type `O`, in NHWC (converted to the kernel's layout by `Prepared`).
-struct Operands<O> {
-    scale: Vec<f32>,
-    bias: Vec<f32>,
-    residual: Tensor<O>,
-}
-
-fn operands<O: Element>(p: &Conv2d, seed: u64) -> Operands<O> {
-    let vector = |s: u64| Tensor::random([1, p.k, 1, 1], Layout::Nchw, s).map(|t| t.data().to_vec());
-    let scale = vector(seed ^ 1).unwrap().iter().map(|v| 1.0 + 0.5 * v).collect();
-    let bias = vector(seed ^ 2).unwrap();
-    let residual = Tensor::random(p.output_shape(), Layout::Nhwc, seed ^ 3).unwrap().map(|v| O::from_f32(4.0 * v));
-    Operands { scale, bias, residual }
-}
-
 /// Runs `algo` on `p` (with its epilogue) on fresh `T` data from `seed`, writing `O`, and
 /// compares with the reference: the bare convolution of the same (rounded; for TF32 kernels
 /// truncated) inputs in f64, then the epilogue in f64 on the same operands. Returns the
@@ -54,19 +36,18 @@ fn operands<O: Element>(p: &Conv2d, seed: u64) -> Operands<O> {
 fn fused_vs_cpu<T: Element, O: Element>(gpu: &Gpu, algo: Algorithm, p: &Conv2d, seed: u64, out: Out, round: impl Fn(f32) -> T) -> convrs::Result<(Comparison, f64)> {
     let x = Tensor::random(p.input_shape(), Layout::Nhwc, seed)?.map(&round);
     let w = Tensor::random(p.filter_shape(), Layout::Nhwc, seed ^ 0x9E37_79B9_7F4A_7C15)?.map(&round);
-    let ops = operands::<O>(p, seed);
-    let ep = p.epilogue;
-    let tensors = EpilogueTensors { scale: ep.scale.then_some(&ops.scale[..]), bias: ep.bias.then_some(&ops.bias[..]), residual: ep.residual.then_some(&ops.residual) };
+    // The bench's operands (scale in [0.5, 1.5], bias in [-1, 1)), the residual times 4 (the
+    // size of a sum of a few dozen products), rounded to the output's type as the kernel reads it.
+    let mut data = EpilogueData::random(p, seed)?;
+    data.residual = data.residual.map(|r| r.map(|v| 4.0 * v));
+    let data = data.rounded::<O>();
+    let tensors = EpilogueTensors { scale: data.scale.as_deref(), bias: data.bias.as_deref(), residual: data.residual.as_ref() };
     let y: Tensor<O> = conv2d_fused(gpu, algo, p, &x, &w, &tensors)?;
     // The reference reads what the tensor cores read: fp32 data truncated to TF32 by a TF32 kernel.
     let tf32 = |t: &Tensor<T>| t.map(|v| v.into()).map(|v: f64| if p.precision == Precision::Tf32 && T::DTYPE == DType::F32 { f32::from_bits((v as f32).to_bits() & !0x1FFF) as f64 } else { v });
     let conv = conv2d_cpu(&Conv2d { epilogue: Epilogue::NONE, ..*p }, &tf32(&x), &tf32(&w))?;
-    let reference = apply_epilogue(p, &conv, tensors.scale, tensors.bias, tensors.residual)?;
-    let norm = |v: &[f64]| v.iter().map(|v| v * v).sum::<f64>().sqrt();
-    // The scale's largest factor is 1.5 (`operands`); the arithmetic term's derivation is at
-    // `EPILOGUE_ARITHMETIC_TOLERANCE`.
-    let gain = ep.alpha().abs() as f64 * if ep.scale { 1.5 } else { 1.0 } * activation_max_slope(ep.activation) * norm(conv.data()) / norm(reference.data()).max(f64::MIN_POSITIVE);
-    let tol = tolerance_of(algo, T::DTYPE, out) * gain.max(1.0) + EPILOGUE_ARITHMETIC_TOLERANCE;
+    let reference = data.reference(p, conv.clone())?;
+    let tol = data.tolerance(p, tolerance_of(algo, T::DTYPE, out), &conv, &reference);
     Ok((compare(y.data(), reference.data()), tol))
 }
 

@@ -45,7 +45,7 @@
 //!   stage ([`super::consumer`]). After the last k-tile of a tile, `wait_group 0`, release the
 //!   last stage, and the epilogue ([`super::epilogue`]), or under split-K the meeting first.
 
-use convrs_spec::hopper::{plane_rows, MAX_FUSED_BN, stage_bytes, Math as Spec, BARRIER_BYTES, BLOCK_M, WARPGROUP};
+use convrs_spec::hopper::{fuses_epilogue, plane_rows, stage_bytes, Math as Spec, BARRIER_BYTES, BLOCK_M, WARPGROUP};
 use convrs_spec::split_k;
 use convrs_spec::EpilogueArgs;
 
@@ -269,7 +269,7 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
     let mut at = Position::START;
     // Which steps fuse the epilogue: `convrs_spec::hopper::Config::fuses_epilogue`. A constant
     // of the instantiation, so the others compile none of it.
-    let fuses = IM2COL && CLUSTER == 1 && Acc::N <= MAX_FUSED_BN;
+    let fuses = fuses_epilogue(IM2COL, CLUSTER as usize, Acc::N);
     let sh = &ConvShape { ep: if fuses { sh.ep } else { EpilogueArgs::NONE }, ..sh };
     // With im2col copies and 16-bit outputs each tile's last stores go under the next tile's
     // first k-tiles (bare convolutions: see `store_deferring`).
