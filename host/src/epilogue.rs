@@ -306,6 +306,9 @@ impl<O: Element> EpilogueOperands<'_, O> {
         let addr = |name: &'static str, wanted: bool, given: Option<(u64, usize)>, len: usize| -> Result<u64> {
             match (wanted, given) {
                 (false, None) => Ok(0),
+                // The Hopper kernels read operands in 16-byte vectors (cudarc's allocations are
+                // aligned far beyond that; this guards the contract).
+                (true, Some((a, _))) if a % 16 != 0 => Err(Error::InvalidArgument(format!("the epilogue's {name} is at {a:#x}, not 16-byte aligned"))),
                 (true, Some((a, got))) if got == len => Ok(a),
                 (true, Some((_, got))) => Err(Error::BufferSize { tensor: name, expected: len, got }),
                 (true, None) => Err(Error::InvalidArgument(format!("the epilogue ({ep}) reads a {name}, and none was given"))),

@@ -288,10 +288,10 @@ pub const fn fuses_epilogue(input_map: bool, cluster: usize, bn: usize) -> bool 
     input_map && cluster == 1 && bn <= MAX_FUSED_BN
 }
 
-/// The widest tile that fuses the epilogue: beside a 128x256 tile's 128 accumulators a thread
-/// has no registers left for the epilogue's operands (ptxas spilled), so a problem with an
-/// epilogue runs on 128x128 tiles and narrower ([`Config::fuses_epilogue`]).
-pub const MAX_FUSED_BN: usize = 128;
+/// The widest tile that fuses the epilogue: every tile, now that the epilogue works through
+/// shared memory on 8 elements at a time (when it ran on the registers, the 128x256 tiles had
+/// none left for its operands and spilled).
+pub const MAX_FUSED_BN: usize = 256;
 
 /// One compiled configuration: a row of [`hopper_configs!`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

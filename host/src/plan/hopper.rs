@@ -198,7 +198,7 @@ fn plan(desc: &KernelDesc, problem: &Conv2d, dtype: DType, device: &DeviceModel)
     // image's output channels (each padded to whole tiles) by an image's pixels.
     let (m, n) = if planes { (p.n * plane_rows(p.k), p.h * p.w) } else { (gemm_m(p), p.k) };
     let configs = || CONFIGS.iter().filter(move |c| c.policy == policy);
-    // A problem with a fused epilogue runs only on the tiles that fuse it (not 128x256).
+    // A problem with a fused epilogue runs only on the tiles that fuse it (no clusters).
     let fits = |c: &&Config| c.smem_bytes() <= device.smem_per_block as usize && tiles(c, m, n) <= i32::MAX as usize && (p.epilogue.is_none() || c.fuses_epilogue());
     let ktiles = p.c.div_ceil(policy.math.k_tile()) * p.r * p.s;
     // Split-K tries every split from 2 up to one k-tile a slice, where the launch's counters

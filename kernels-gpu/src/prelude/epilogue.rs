@@ -8,7 +8,7 @@ use core::arch::asm;
 use convrs_spec::epilogue::{Act, EpilogueArgs, GELU_TANH_A, GELU_TANH_B};
 
 use super::elem::widen16;
-use super::load_global_nc_f32;
+use super::{load_global_nc_f32, unroll};
 
 /// One output channel's share of the epilogue: `v = acc * mul + add` (alpha, scale and bias
 /// folded), then `+ beta * residual` and the activation.
@@ -51,10 +51,10 @@ impl Epilogue {
 #[derive(Clone, Copy)]
 pub struct Activation {
     form: u32,
-    lo: f32,
-    hi: f32,
-    a: f32,
-    b: f32,
+    /// Linear: the slope below 0 and the clamp above (`lo`, `hi`); gate: `a` and `b`. Two
+    /// fields for both, so that a decoded activation held through a tile takes three registers.
+    p: f32,
+    q: f32,
 }
 
 const LINEAR: u32 = 0;
@@ -65,14 +65,14 @@ impl Activation {
     /// `ep`'s activation (an unknown code acts as the identity; the host sends known ones).
     #[inline(always)]
     pub fn of(ep: &EpilogueArgs) -> Activation {
-        let linear = |lo: f32, hi: f32| Activation { form: LINEAR, lo, hi, a: 0.0, b: 0.0 };
+        let linear = |lo: f32, hi: f32| Activation { form: LINEAR, p: lo, q: hi };
         match Act::from_code(ep.act) {
             Some(Act::Relu) => linear(0.0, f32::INFINITY),
             Some(Act::Relu6) => linear(0.0, 6.0),
             Some(Act::LeakyRelu) => linear(f32::from_bits(ep.act_arg), f32::INFINITY),
-            Some(Act::Silu) => Activation { form: GATE, lo: 0.0, hi: 0.0, a: 1.0, b: 0.0 },
-            Some(Act::GeluTanh) => Activation { form: GATE, lo: 0.0, hi: 0.0, a: GELU_TANH_A, b: GELU_TANH_B },
-            Some(Act::GeluErf) => Activation { form: ERF, lo: 0.0, hi: 0.0, a: 0.0, b: 0.0 },
+            Some(Act::Silu) => Activation { form: GATE, p: 1.0, q: 0.0 },
+            Some(Act::GeluTanh) => Activation { form: GATE, p: GELU_TANH_A, q: GELU_TANH_B },
+            Some(Act::GeluErf) => Activation { form: ERF, p: 0.0, q: 0.0 },
             Some(Act::Identity) | None => linear(1.0, f32::INFINITY),
         }
     }
@@ -83,20 +83,52 @@ impl Activation {
     pub fn apply(&self, v: f32) -> f32 {
         match self.form {
             LINEAR => {
-                let v = if v < 0.0 { v * self.lo + 0.0 } else { v };
-                if v > self.hi { self.hi } else { v }
+                let v = if v < 0.0 { v * self.p + 0.0 } else { v };
+                if v > self.q { self.q } else { v }
             }
-            GATE => v * sigmoid(self.a * v * (1.0 + self.b * v * v)),
+            GATE => v * sigmoid(self.p * v * (1.0 + self.q * v * v)),
             _ => 0.5 * v * erfc(-v * core::f32::consts::FRAC_1_SQRT_2),
         }
     }
 }
 
+impl Activation {
+    /// The activation of every element of `v`, the branch on the form taken once for all of
+    /// them: a uniform branch around straight-line code, so a warp fetches only its form's
+    /// instructions (one branch per element spread the three forms' code through the
+    /// epilogue, and instruction fetch stalled: notes/epilogue.md).
+    #[inline(always)]
+    pub fn apply_all<const L: usize>(&self, v: &mut [f32; L]) {
+        const { assert!(L <= 16) };
+        // Unrolled by hand: a loop over the array left it in local memory.
+        match self.form {
+            LINEAR => unroll!(16: L, i => {
+                let t = if v[i] < 0.0 { v[i] * self.p + 0.0 } else { v[i] };
+                v[i] = if t > self.q { self.q } else { t };
+            }),
+            GATE => unroll!(16: L, i => { v[i] *= sigmoid(self.p * v[i] * (1.0 + self.q * v[i] * v[i])) }),
+            _ => unroll!(16: L, i => { v[i] = 0.5 * v[i] * erfc(-v[i] * core::f32::consts::FRAC_1_SQRT_2) }),
+        }
+    }
+}
+
 /// `1 / (1 + e^-x)`; `2^(-x log2 e)` by `ex2.approx` (relative error about 2^-22 plus the
-/// rounding of its argument), so about 1e-6 relative for |x| < 20 (tests allow for it).
+/// rounding of its argument), so about 1e-6 relative for |x| < 20 (tests allow for it), and
+/// the reciprocal within 1 ulp.
 #[inline(always)]
 fn sigmoid(x: f32) -> f32 {
-    1.0 / (1.0 + exp2(-x * core::f32::consts::LOG2_E))
+    rcp(1.0 + exp2(-x * core::f32::consts::LOG2_E))
+}
+
+/// `1 / x` by `rcp.approx.ftz.f32` (within 1 ulp): the IEEE division `/` compiles to a
+/// subroutine with a slow path, several times the instructions. Its arguments here lie in
+/// [1, inf], where flushing subnormals changes nothing.
+#[inline(always)]
+fn rcp(x: f32) -> f32 {
+    let y: f32;
+    // SAFETY: register arithmetic only.
+    unsafe { asm!("rcp.approx.ftz.f32 {y}, {x};", y = out(reg32) y, x = in(reg32) x, options(pure, nomem, nostack)) };
+    y
 }
 
 /// `2^x` by `ex2.approx.ftz.f32`: +inf above 128, 0 below -150.
@@ -114,7 +146,7 @@ fn exp2(x: f32) -> f32 {
 #[inline(always)]
 fn erfc(x: f32) -> f32 {
     let z = if x < 0.0 { -x } else { x };
-    let t = 1.0 / (1.0 + 0.5 * z);
+    let t = rcp(1.0 + 0.5 * z);
     let p = -1.265_512_2
         + t * (1.000_023_7 + t * (0.374_091_96 + t * (0.096_784_18 + t * (-0.186_288_06 + t * (0.278_868_07 + t * (-1.135_203_98 + t * (1.488_515_87 + t * (-0.822_152_23 + t * 0.170_872_77))))))));
     let r = t * exp2((p - z * z) * core::f32::consts::LOG2_E);
@@ -139,6 +171,29 @@ pub unsafe fn residual_pair(res: u64, off: usize, half: bool, bf16: bool) -> [f3
         } else {
             let p = (res as *const f32).add(off);
             [load_global_nc_f32(p), load_global_nc_f32(p.add(1))]
+        }
+    }
+}
+
+/// Residual elements `off..off + 8` as [`residual_pair`] reads two, in 16-byte loads.
+///
+/// # Safety
+/// As [`residual_pair`] for eight elements, aligned to 16 bytes.
+#[inline(always)]
+pub unsafe fn residual_eight(res: u64, off: usize, half: bool, bf16: bool) -> [f32; 8] {
+    // SAFETY: as the caller guarantees.
+    unsafe {
+        if half {
+            let (a, b, c, d): (u32, u32, u32, u32);
+            asm!("ld.global.nc.v4.u32 {{{a}, {b}, {c}, {d}}}, [{p}];", a = out(reg32) a, b = out(reg32) b, c = out(reg32) c, d = out(reg32) d,
+                p = in(reg64) (res as *const u16).add(off), options(pure, readonly, nostack));
+            let w = |v: u32| [widen(v as u16, bf16), widen((v >> 16) as u16, bf16)];
+            let (a, b, c, d) = (w(a), w(b), w(c), w(d));
+            [a[0], a[1], b[0], b[1], c[0], c[1], d[0], d[1]]
+        } else {
+            let p = (res as *const f32).add(off);
+            let (lo, hi) = (super::load_global_nc_f32x4(p), super::load_global_nc_f32x4(p.add(4)));
+            [lo.0[0], lo.0[1], lo.0[2], lo.0[3], hi.0[0], hi.0[1], hi.0[2], hi.0[3]]
         }
     }
 }

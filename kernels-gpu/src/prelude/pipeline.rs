@@ -33,6 +33,12 @@ impl Position {
     /// The first stage, phase 0.
     pub const START: Position = Position { stage: 0, phase: 0 };
 
+    /// The stage used before this position's in a ring of `STAGES` stages.
+    #[inline(always)]
+    pub fn prev_stage<const STAGES: usize>(self) -> u32 {
+        if self.stage == 0 { STAGES as u32 - 1 } else { self.stage - 1 }
+    }
+
     /// The next position of a ring of `STAGES` stages.
     #[inline(always)]
     pub fn next<const STAGES: usize>(self) -> Position {

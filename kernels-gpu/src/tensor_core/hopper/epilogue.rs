@@ -1,15 +1,18 @@
 //! The warp-specialized kernels' epilogue: a consumer warpgroup's accumulators to the output,
-//! fp32 as they are or rounded to the input's 16-bit type (`ConvShape::y_bits`). The 16-bit
-//! path can defer part of a tile's stores into the next tile's first k-tiles ([`Pending`]), so
-//! that the stores drain while the tensor cores work.
+//! fp32 as they are or rounded to the input's 16-bit type (`ConvShape::y_bits`). A bare
+//! convolution stores from registers ([`store_tile`]); its 16-bit path can defer part of a
+//! tile's stores into the next tile's first k-tiles ([`Pending`]), so that the stores drain
+//! while the tensor cores work. A fused epilogue goes through shared memory ([`store_fused`]).
 //!
 //! Register 4j+e' (e' < 2) of a consumer thread is D[16*warp + lane/4][8j + 2*(lane%4) + e'],
 //! 4j+2+e' the same 8 rows further (notes/hopper.md §1.4), warp and lane within the warpgroup.
 
-use convrs_spec::hopper::{Math as Spec, WARPGROUP};
+use core::arch::asm;
+
+use convrs_spec::hopper::{Math as Spec, ROW_BYTES, WARPGROUP};
 
 use super::math::{pack, Math};
-use crate::prelude::epilogue::{residual_pair, Activation};
+use crate::prelude::epilogue::{residual_eight, Activation};
 use crate::prelude::matrix::{shfl_xor, store_global_f32x2, store_global_v4, store_global_v4_if};
 use crate::prelude::wgmma::Accumulators;
 use crate::prelude::*;
@@ -29,8 +32,6 @@ const WG: u32 = WARPGROUP as u32;
 /// thread of one CTA. Every lane of the warp calls it together (shuffles).
 #[inline(always)]
 pub(super) unsafe fn store_tile<O: Operands, Acc: Accumulators, M: Math>(sh: &ConvShape, y: *mut f32, acc: &Acc, m0: u32, n0: u32, cw: u32, tid: u32) {
-    // SAFETY: as the caller guarantees.
-    let acc = &unsafe { fused::<O, Acc, M>(sh, acc, m0, n0, cw, tid) };
     let (warp, lane) = ((tid % WG) / 32, tid % 32);
     let q = lane % 4;
     let row0 = m0 + cw * 64 + warp * 16 + lane / 4;
@@ -73,71 +74,132 @@ pub(super) unsafe fn store_tile<O: Operands, Acc: Accumulators, M: Math>(sh: &Co
     }
 }
 
-/// Column groups of a chunk of [`fused`] (both row halves of each), whose operands load
-/// together: a chunk's loads are one round trip, and the chunks' follow each other. (128x256
-/// tiles do not fuse: even one group at a time spilled there; `convrs_spec::hopper::MAX_FUSED_BN`.)
-const CHUNK: usize = 4;
+/// Columns of a chunk of [`store_fused`]: one [`ROW_BYTES`] row of fp32 values.
+const CHUNK: usize = ROW_BYTES / 4;
 
-/// The tile's accumulators with the fused epilogue applied (`ConvShape::ep`; as they are when
-/// it is the identity): each element finished with its output channel's scale and bias and its
-/// residual element, read at its own output offset in the output's type. The operands of a
-/// chunk of [`CHUNK`] column groups load before any of its arithmetic, with no branch between
-/// them (elements outside the output read channel 0 and offset 0, and are never stored), so
-/// their latencies overlap: loading per element behind its bounds check serialized one round
-/// trip per pair, which measured up to 6x the bare kernel's time. (One pass per operand over
-/// the whole tile let ptxas hoist every load, and spilled.)
+/// Writes consumer warpgroup `cw`'s 64 rows of the tile at (`m0`, `n0`) with the fused epilogue
+/// (`ConvShape::ep`): y = act(alpha * acc * scale[k] + bias[k] + beta * residual), rounded once.
+///
+/// The accumulators go through shared memory a chunk of [`CHUNK`] columns at a time: each warp
+/// writes its 16 rows of the chunk into its own 16 rows of the last stage's A tile (`a_tile`,
+/// which the warpgroup holds: its wgmmas retired, the producer waits for its release), then
+/// reads them back as 8 consecutive columns of a row a lane, twice. The epilogue then runs on
+/// 8 elements at a time in a loop that is not unrolled: its code is one body per chunk, the
+/// activation's branch taken once per 8 elements, and the operands load as 16-byte vectors
+/// (scale and bias of 8 channels, 8 residual elements). Applied to the accumulators in registers
+/// instead, the unrolled code (one three-way activation branch per element, about 6800
+/// instructions on 128x128 tiles) ran each tile once out of an instruction cache it did not
+/// fit: 3x the bare kernel's time, two thirds of it instruction-fetch stalls (ncu, H100,
+/// notes/epilogue.md).
+///
+/// The 16-byte units of a staged row are swizzled by the row (unit u of row r at u ^ (r % 8)),
+/// so that both the pairs written and the vectors read back take the fewest wavefronts.
 ///
 /// # Safety
-/// As [`store_tile`]; the epilogue's addresses hold K channels and an output-shaped residual.
+/// As [`store_tile`], except that each warp may call it alone (split-K's last warp of a unit);
+/// `a_tile` is the shared address of a stage's A tile ([`ROW_BYTES`]-byte rows, 128 of them)
+/// that no wgmma or copy touches until this warpgroup releases it; the epilogue's addresses
+/// hold K channels and an output-shaped residual, 16-byte aligned.
 #[inline(always)]
-unsafe fn fused<O: Operands, Acc: Accumulators, M: Math>(sh: &ConvShape, acc: &Acc, m0: u32, n0: u32, cw: u32, tid: u32) -> Acc {
-    let mut acc = *acc;
-    let ep = &sh.ep;
-    if ep.is_identity() {
-        return acc;
-    }
+#[allow(clippy::too_many_arguments)]
+pub(super) unsafe fn store_fused<O: Operands, Acc: Accumulators, M: Math>(sh: &ConvShape, y: *mut f32, acc: &Acc, m0: u32, n0: u32, cw: u32, tid: u32, a_tile: u32) {
     let (warp, lane) = ((tid % WG) / 32, tid % 32);
-    let row0 = m0 + cw * 64 + warp * 16 + lane / 4;
-    let half = sh.y_bits == 16;
-    let act = Activation::of(ep);
-    let (alpha, beta) = (f32::from_bits(ep.alpha), f32::from_bits(ep.beta));
-    let per = const { if Acc::N / 8 < CHUNK { Acc::N / 8 } else { CHUNK } };
-    let load = |base: u64, k: u32| {
-        // SAFETY: k < K (or 0), inside the caller's K-value vector.
-        unsafe { load_global_nc_f32((base as *const f32).add(k as usize)) }
-    };
-    unroll!(16: Acc::N / 8 / per, c => {
-        // Pair (t, e)'s channels and residual offset, clamped into the tensors.
-        let at = |t: usize, e: usize| {
-            let (col, row) = (n0 + 8 * (c * per + t) as u32 + 2 * (lane % 4), row0 + 8 * e as u32);
-            if O::y_in(sh, row, col) { (O::y_channels(sh, row, col), O::y_off(sh, row, col) as usize) } else { ((0, 0), 0) }
-        };
-        // Sized for `unroll!(4: ..)`'s bodies (the compiler checks indices it never reaches).
-        let mut mul = [[[alpha; 2]; 2]; 4];
-        let mut add = [[[0.0f32; 2]; 2]; 4];
-        if ep.scale != 0 {
-            unroll!(4: per, t => { unroll!(4: 2, e => { let (k, _) = at(t, e); mul[t][e] = [alpha * load(ep.scale, k.0), alpha * load(ep.scale, k.1)]; }); });
-        }
-        if ep.bias != 0 {
-            unroll!(4: per, t => { unroll!(4: 2, e => { let (k, _) = at(t, e); add[t][e] = [load(ep.bias, k.0), load(ep.bias, k.1)]; }); });
-        }
-        if ep.residual != 0 {
-            // SAFETY: a pair-aligned offset inside the output (or 0), so inside the residual.
-            unroll!(4: per, t => { unroll!(4: 2, e => {
-                let r = unsafe { residual_pair(ep.residual, at(t, e).1, half, M::BF16) };
-                add[t][e] = [add[t][e][0] + beta * r[0], add[t][e][1] + beta * r[1]];
-            }); });
-        }
-        unroll!(4: per, t => {
+    let q = lane % 4;
+    let rows = cw * 64 + warp * 16;
+    let staged = a_tile + rows * ROW_BYTES as u32;
+    let unit = |r: u32, u: u32| staged + r * ROW_BYTES as u32 + (u ^ (r % 8)) * 16;
+    // Decoded once a tile, not in the loop (its table lookup and jump were a dependent chain
+    // in every iteration).
+    let act = Activation::of(&sh.ep);
+    // Every lane's reads of the stage (3xTF32's ldmatrix) before any lane's staging writes.
+    sync_warp();
+    unroll!(8: Acc::N / CHUNK, c => {
+        unroll!(4: CHUNK / 8, t => {
             unroll!(4: 2, e => {
-                let i = 4 * (c * per + t) + 2 * e;
-                unroll!(4: 2, h => {
-                    acc[i + h] = act.apply(acc[i + h] * mul[t][e][h] + add[t][e][h]);
-                });
+                let i = 4 * (CHUNK / 8 * c + t) + 2 * e;
+                let r = lane / 4 + 8 * e as u32;
+                // SAFETY: this warp's rows of the held A tile; 8-byte aligned.
+                unsafe { st_shared_f32x2(unit(r, 2 * t as u32 + q / 2) + (q % 2) * 8, acc[i], acc[i + 1]) };
             });
         });
+        sync_warp();
+        // Each lane's items of the chunk: (row, 8-column group) pairs, 16 x CHUNK / 8 of them.
+        let mut item = lane;
+        while item < (16 * CHUNK / 8) as u32 {
+            let (r, v) = (item / (CHUNK / 8) as u32, item % (CHUNK / 8) as u32);
+            // SAFETY: this warp's rows of the held A tile, written above; 16-byte aligned.
+            let (lo, hi) = unsafe { (ld_shared_f32x4(unit(r, 2 * v)), ld_shared_f32x4(unit(r, 2 * v + 1))) };
+            let x = [lo.0[0], lo.0[1], lo.0[2], lo.0[3], hi.0[0], hi.0[1], hi.0[2], hi.0[3]];
+            let (row, col) = (m0 + rows + r, n0 + (CHUNK * c) as u32 + 8 * v);
+            if O::y_in(sh, row, col) {
+                // SAFETY: row < M and col..col + 8 inside the output (K, or H*W for planes, a
+                // multiple of 8), 16-byte aligned; this thread's alone; operands as the caller
+                // guarantees.
+                unsafe { finish_eight::<O, M>(sh, &act, y, x, row, col) };
+            }
+            item = opaque(item + 32);
+        }
+        sync_warp();
     });
-    acc
+}
+
+/// `v`, hidden from the optimizer: a loop counter through it has no trip count, so the loop is
+/// neither unrolled nor duplicated.
+#[inline(always)]
+fn opaque(v: u32) -> u32 {
+    let o: u32;
+    // SAFETY: register move only.
+    unsafe { asm!("mov.u32 {o}, {v};", o = out(reg32) o, v = in(reg32) v, options(pure, nomem, nostack)) };
+    o
+}
+
+/// Finishes and stores output elements (`row`, `col..col + 8`) of accumulators `x`: the
+/// epilogue of [`store_fused`] (`act` decoded from it), then 16 bytes of a 16-bit output or
+/// 32 of fp32.
+///
+/// # Safety
+/// As [`store_fused`] for these 8 elements, all inside the output.
+#[inline(always)]
+unsafe fn finish_eight<O: Operands, M: Math>(sh: &ConvShape, act: &Activation, y: *mut f32, mut x: [f32; 8], row: u32, col: u32) {
+    let ep = &sh.ep;
+    let half = M::SPEC == Spec::Half && sh.y_bits == 16;
+    let off = O::y_off(sh, row, col) as usize;
+    // Per output channel: the 8 columns' channels, or (NCHW planes) the row's one.
+    let k = O::y_channels(sh, row, col).0 as usize;
+    let eight = |base: u64| -> [f32; 8] {
+        // SAFETY: K fp32 values at a 16-byte aligned address; k + 8 <= K where columns are
+        // channels (K a multiple of 8), k < K for planes.
+        unsafe {
+            let p = (base as *const f32).add(k);
+            if O::PLANES {
+                [load_global_nc_f32(p); 8]
+            } else {
+                let (lo, hi) = (load_global_nc_f32x4(p), load_global_nc_f32x4(p.add(4)));
+                [lo.0[0], lo.0[1], lo.0[2], lo.0[3], hi.0[0], hi.0[1], hi.0[2], hi.0[3]]
+            }
+        }
+    };
+    let alpha = f32::from_bits(ep.alpha);
+    let mul = if ep.scale != 0 { eight(ep.scale).map(|s| alpha * s) } else { [alpha; 8] };
+    let mut add = if ep.bias != 0 { eight(ep.bias) } else { [0.0; 8] };
+    if ep.residual != 0 {
+        let beta = f32::from_bits(ep.beta);
+        // SAFETY: the output's offset, 16-byte aligned, inside the output-shaped residual.
+        let r = unsafe { residual_eight(ep.residual, off, half, M::BF16) };
+        unroll!(8: 8, i => { add[i] = fma(beta, r[i], add[i]) });
+    }
+    unroll!(8: 8, i => { x[i] = fma(x[i], mul[i], add[i]) });
+    act.apply_all(&mut x);
+    // SAFETY: as the caller guarantees.
+    unsafe {
+        if half {
+            let v = [pack::<M>(x[0], x[1]), pack::<M>(x[2], x[3]), pack::<M>(x[4], x[5]), pack::<M>(x[6], x[7])];
+            store_global_v4((y as *mut u16).add(off) as *mut u32, v);
+        } else {
+            store_global_f32x4(y.add(off), F32x4([x[0], x[1], x[2], x[3]]));
+            store_global_f32x4(y.add(off + 4), F32x4([x[4], x[5], x[6], x[7]]));
+        }
+    }
 }
 
 /// Slices a deferred tile's stores are spread over: one after each of the next tile's first

@@ -43,7 +43,9 @@
 //!   tile. For each k-tile: wait for `full`, (with `cp.async` activations) the proxy fence, 4 x
 //!   m64nBNk16 wgmma, commit, `wait_group 1` (k-tile kt-1's wgmmas retired), then release kt-1's
 //!   stage ([`super::consumer`]). After the last k-tile of a tile, `wait_group 0`, release the
-//!   last stage, and the epilogue ([`super::epilogue`]), or under split-K the meeting first.
+//!   last stage, and the epilogue ([`super::epilogue`]), or under split-K the meeting first. A
+//!   fused epilogue keeps the last stage until it is done: it stages the accumulators in the
+//!   stage's A tile.
 
 use convrs_spec::hopper::{fuses_epilogue, plane_rows, stage_bytes, Math as Spec, BARRIER_BYTES, BLOCK_M, WARPGROUP};
 use convrs_spec::split_k;
@@ -51,14 +53,14 @@ use convrs_spec::EpilogueArgs;
 
 use super::consumer::consume;
 use super::math::Math;
-use super::epilogue::{store_deferring, store_pending, store_tile, Pending, SLICES};
+use super::epilogue::{store_deferring, store_fused, store_pending, store_tile, Pending, SLICES};
 use super::planes::produce_planes;
 use super::producer::{produce_cp_async, produce_tma};
 use super::scheduler::Tiles;
 use super::split_k::Split;
 use crate::prelude::mbarrier::{cluster_arrive, cluster_wait, fence_mbarrier_init, prefetch_tensormap, setmaxnreg_inc_224};
 use crate::prelude::pipeline::{empty_arrivals, Position, Ring};
-use crate::prelude::wgmma::Accumulators;
+use crate::prelude::wgmma::{fence_proxy_async_shared, Accumulators};
 use crate::prelude::*;
 use crate::tensor_core::implicit_gemm::Operands;
 
@@ -274,6 +276,8 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
     // With im2col copies and 16-bit outputs each tile's last stores go under the next tile's
     // first k-tiles (bare convolutions: see `store_deferring`).
     let defer = matches!(M::SPEC, Spec::Half) && IM2COL && !SPLIT && sh.y_bits == 16 && sh.ep.is_identity();
+    // A fused epilogue holds each tile's last stage for its staging (`store_fused`).
+    let hold = fuses && !sh.ep.is_identity();
     let mut pending = Pending::NONE;
     while let Some((m0, n0)) = tiles.next::<CLUSTER>() {
         // A warpgroup whose first row (so every row) lies outside the output: a ragged last M
@@ -284,7 +288,7 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
         // SAFETY: the whole warpgroup, for every tile the producer fills; the stores as
         // `store_pending` requires (the previous tile's, this thread's part).
         let acc = unsafe {
-            consume::<Acc, M, STAGES, CLUSTER, IM2COL>(ring, cw, tid, ktiles, idle, &mut at, |kt| {
+            consume::<Acc, M, STAGES, CLUSTER, IM2COL>(ring, cw, tid, ktiles, idle, hold, &mut at, |kt| {
                 if defer {
                     store_pending::<O, Acc>(&sh, y, &pending, cw, tid, kt, kt + 1);
                 }
@@ -297,9 +301,15 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
             // SAFETY: the whole warp, converged; this unit's region and counter, once per
             // launch by each slice (the grid's z slices walk the same tiles).
             if unsafe { split.meet(&mut acc, unit, tid % 32) } {
-                // SAFETY: as below (each warp writes its own 16 rows; shuffles within the
-                // warp); of the slices, only this warp writes them.
-                unsafe { store_tile::<O, Acc, M>(&sh, y, &acc, m0, n0, cw, tid) };
+                // SAFETY: as below (each warp writes its own 16 rows; shuffles and staging
+                // within the warp); of the slices, only this warp writes them.
+                unsafe {
+                    if hold {
+                        store_fused::<O, Acc, M>(&sh, y, &acc, m0, n0, cw, tid, ring.stage_addr(at.prev_stage::<STAGES>()));
+                    } else {
+                        store_tile::<O, Acc, M>(&sh, y, &acc, m0, n0, cw, tid);
+                    }
+                }
             }
         } else if defer && idle {
             // Nothing of this tile to store: the last tile's remaining stores, now.
@@ -309,9 +319,20 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
         } else if defer {
             // SAFETY: the caller's contract; this CTA's tile, the last tile's remaining stores.
             pending = unsafe { store_deferring::<O, Acc, M>(&sh, y, &pending, &acc, m0, n0, cw, tid, ktiles) };
+        } else if hold && !idle {
+            // SAFETY: the caller's contract; this CTA's tile, staged in the last stage's A
+            // tile, which this warpgroup still holds.
+            unsafe { store_fused::<O, Acc, M>(&sh, y, &acc, m0, n0, cw, tid, ring.stage_addr(at.prev_stage::<STAGES>())) };
         } else if !idle {
             // SAFETY: the caller's contract; this CTA's tile.
             unsafe { store_tile::<O, Acc, M>(&sh, y, &acc, m0, n0, cw, tid) };
+        }
+        if hold {
+            // The staging's generic-proxy writes before the producer's next copies into the
+            // stage (async proxy), then the release consume left to this point.
+            fence_proxy_async_shared();
+            // SAFETY: every thread of the warpgroup, once for the tile's last stage.
+            unsafe { ring.release::<CLUSTER>(at.prev_stage::<STAGES>()) };
         }
     }
     // SAFETY: the last tile's stores, as above.
