@@ -12,6 +12,26 @@
 //!  graph -> heuristics (instant, B, fallback) + engines 0..global count -> engine configs
 //!  engine config -> execution plan (+ workspace) -> variant pack (pointers) -> execute, time
 //! ```
+//!
+//! A problem with a fused epilogue ([`crate::Epilogue`], `y = act(alpha * conv * scale[k] +
+//! bias[k] + beta * residual)`) is cuDNN's fused graph of the whole layer
+//! ([`GraphConv::new_fused`]): the convolution writes a virtual fp32 tensor, and a chain of
+//! pointwise nodes (fp32 math, virtual fp32 tensors between them) computes the epilogue, the
+//! last one writing the real output:
+//!
+//! ```text
+//!  conv(X uid 1, W uid 2) -> v100
+//!    [MUL  by alpha   (uid 7, K copies, owned by the graph)   if alpha != 1]
+//!    [MUL  by scale   (uid 4, [1,K,1,1] fp32, the caller's)   if scale]
+//!    [ADD  bias       (uid 5, [1,K,1,1] fp32, the caller's)   if bias]
+//!    [ADD  residual   (uid 6, the output's shape and type)    if residual, beta = 1]
+//!    [MUL 1/beta (uid 8), ADD residual, MUL beta (uid 9)      if residual, beta != 0, 1]
+//!    [RELU_FWD / SWISH_FWD / GELU_APPROX_TANH_FWD / GELU_FWD  if an activation]
+//!  -> Y (uid 3); the intermediate outputs are virtual, uids 101, 102, ...
+//! ```
+//!
+//! Only the runtime-fusion engines take such graphs; the search tolerates every other engine's
+//! refusal, and where none takes the graph the error says so and why, engine by engine.
 
 use std::collections::{HashMap, HashSet};
 use std::ffi::c_void;
@@ -21,18 +41,40 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use cudarc::cudnn::sys;
-use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
+use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut, SyncOnDrop};
 
+use crate::epilogue::EpilogueOperands;
 use crate::timing::{time_runs, TimingConfig, TimingMethod};
-use crate::{Conv2d, DType, Element, Error, Gpu, Layout, Result};
+use crate::{Activation, Conv2d, DType, Element, Epilogue, Error, Gpu, Layout, Result};
 
 use sys::cudnnBackendAttributeName_t as Attr;
 use sys::cudnnBackendAttributeType_t as Ty;
 use sys::cudnnBackendDescriptorType_t as Kind;
 use sys::cudnnBackendNumericalNote_t as Note;
+use sys::cudnnPointwiseMode_t as Pw;
 
-/// Unique ids of the graph's tensors, in variant-pack order: input, filter, output.
-const UIDS: [i64; 3] = [1, 2, 3];
+/// Unique id of the input tensor. The real tensors' ids (1 to 9) are the variant pack's; the
+/// input, filter and output come first in it, then each pointwise node's operand in chain order.
+const UID_X: i64 = 1;
+/// Unique id of the filter tensor.
+const UID_W: i64 = 2;
+/// Unique id of the output tensor (the last node's output).
+const UID_Y: i64 = 3;
+/// Unique id of the caller's per-channel scale, a `[1, K, 1, 1]` fp32 tensor.
+const UID_SCALE: i64 = 4;
+/// Unique id of the caller's per-channel bias, a `[1, K, 1, 1]` fp32 tensor.
+const UID_BIAS: i64 = 5;
+/// Unique id of the caller's residual: the output's shape, strides and element type.
+const UID_RESIDUAL: i64 = 6;
+/// Unique id of the graph's own `[1, K, 1, 1]` fp32 vector of alpha (the factor on the sum).
+const UID_ALPHA: i64 = 7;
+/// Unique id of the graph's own vector of 1 / beta (the sum divided before the residual is added).
+const UID_INV_BETA: i64 = 8;
+/// Unique id of the graph's own vector of beta (the factor on the residual, and on that sum).
+const UID_BETA: i64 = 9;
+/// Unique id of the convolution's virtual fp32 output where pointwise nodes follow it; node `i`
+/// of the chain (from 0) writes virtual tensor `UID_VIRTUAL + 1 + i`, all but the last.
+const UID_VIRTUAL: i64 = 100;
 /// Byte alignment promised for every tensor (device allocations are 256-byte aligned).
 const ALIGNMENT: i64 = 16;
 /// Room for numerical notes; cuDNN 9.2 defines 10, later versions may add some.
@@ -99,15 +141,27 @@ pub struct Candidate {
     pub note: Option<String>,
 }
 
-/// A forward convolution planned as a cuDNN operation graph, with the fastest allowed engine.
+/// A forward convolution planned as a cuDNN operation graph, with the fastest allowed engine;
+/// with the problem's fused epilogue, if it has one (cuDNN's fused graph of the layer).
 pub struct GraphConv<T> {
     // Fields drop in order: everything made from the handle goes before it.
-    packs: HashMap<[u64; 3], Desc>,
+    packs: HashMap<Vec<u64>, Desc>,
     chosen: Chosen,
     _graph: OpGraph,
     handle: Handle,
     stream: Arc<CudaStream>,
     lens: [usize; 3],
+    /// The problem's epilogue, which the operands of each run are checked against.
+    epilogue: Epilogue,
+    /// Output channels: the length of the scale and bias vectors.
+    k: usize,
+    /// The chain of pointwise nodes after the convolution (empty for the bare convolution).
+    nodes: Vec<Node>,
+    /// The variant pack's unique ids, in its order ([`pack_uids`]).
+    uids: Vec<i64>,
+    /// The constant vectors the chain multiplies by (alpha, 1 / beta, beta): uid and buffer,
+    /// which every variant pack points to.
+    constants: Vec<(i64, CudaSlice<f32>)>,
     candidates: Vec<Candidate>,
     _element: PhantomData<T>,
 }
@@ -117,6 +171,10 @@ impl<T: Element> GraphConv<T> {
     /// KRSC / NPQK, the filter with C/G channels for G groups; anything else is
     /// [`Error::InvalidArgument`]) and picks the fastest engine
     /// that `math` allows by timing candidates on the given buffers within `budget`.
+    ///
+    /// The problem's epilogue is part of the graph ([`GraphConv::new_fused`]); one that reads
+    /// operands (scale, bias, residual) needs them, so it is an error here: pass the bare
+    /// problem (`problem.with_epilogue(Epilogue::NONE)`) for the convolution alone.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         gpu: &Gpu,
@@ -128,48 +186,91 @@ impl<T: Element> GraphConv<T> {
         w: &CudaSlice<T>,
         y: &mut CudaSlice<T>,
     ) -> Result<Self> {
+        Self::new_fused(gpu, problem, layout, math, budget, x, w, &EpilogueOperands::none(), y)
+    }
+
+    /// [`GraphConv::new`] for a problem with a fused epilogue, given its operands: cuDNN's
+    /// fused graph of the layer (the module docs show it), searched and timed on these buffers
+    /// like the bare convolution. `ep` holds exactly the operands `problem.epilogue` names:
+    /// `scale` and `bias` of K fp32 values, a `residual` of the output's length in `layout` and
+    /// type `T` (otherwise [`Error::InvalidArgument`] or [`Error::BufferSize`]). Where no
+    /// engine takes the graph (most engines do not fuse; the runtime-fusion ones may), the
+    /// error is [`Error::Cudnn`] naming each candidate's refusal.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new_fused(
+        gpu: &Gpu,
+        problem: &Conv2d,
+        layout: Layout,
+        math: Math,
+        budget: &SearchBudget,
+        x: &CudaSlice<T>,
+        w: &CudaSlice<T>,
+        ep: &EpilogueOperands<'_, T>,
+        y: &mut CudaSlice<T>,
+    ) -> Result<Self> {
         if !crate::cudnn::available() {
             return Err(Error::Cudnn("libcudnn was not found on the library path".into()));
         }
         problem.validate()?;
+        problem.epilogue.validate()?;
         strides(problem.input_shape(), layout)?;
         let lens = [problem.input_len(), problem.filter_len(), problem.output_len()];
         check_lens(lens, [x.len(), w.len(), y.len()])?;
+        let nodes = epilogue_nodes(&problem.epilogue)?;
+        let uids = pack_uids(&nodes);
         let stream = gpu.stream().clone();
+        let constants = constant_vectors(&nodes).into_iter().map(|(uid, value)| Ok((uid, gpu.upload(&vec![value; problem.k])?))).collect::<Result<Vec<_>>>()?;
         let handle = Handle::new(&stream)?;
-        let graph = OpGraph::new(&handle, problem, layout, data_type(T::DTYPE))?;
+        let graph = OpGraph::new(&handle, problem, layout, data_type(T::DTYPE), &nodes)?;
         let mut candidates = Vec::new();
         let configs = gather_configs(&graph, &mut candidates);
         let start = Instant::now();
         let chosen = {
-            let (xp, _gx) = x.device_ptr(&stream);
-            let (wp, _gw) = w.device_ptr(&stream);
-            let (yp, _gy) = y.device_ptr_mut(&stream);
-            let mut search = Search { gpu, handle: &handle, math, budget, start, ptrs: [xp, wp, yp], tried: 0, best: None, candidates };
+            let (ptrs, _guards) = addresses(&stream, &uids, &problem.epilogue, problem.k, x, w, y, ep, &constants)?;
+            let mut search = Search { gpu, handle: &handle, math, budget, start, uids: &uids, ptrs, tried: 0, best: None, candidates };
             for config in configs {
                 search.consider(config);
             }
             candidates = search.candidates;
             search.best
         };
-        let chosen = chosen.ok_or_else(|| no_engine(&candidates))?;
-        Ok(GraphConv { packs: HashMap::new(), chosen, _graph: graph, handle, stream, lens, candidates, _element: PhantomData })
+        let chosen = chosen.ok_or_else(|| no_engine(&candidates, &nodes))?;
+        Ok(GraphConv {
+            packs: HashMap::new(),
+            chosen,
+            _graph: graph,
+            handle,
+            stream,
+            lens,
+            epilogue: problem.epilogue,
+            k: problem.k,
+            nodes,
+            uids,
+            constants,
+            candidates,
+            _element: PhantomData,
+        })
     }
 
-    /// Enqueues one forward convolution on these buffers (same sizes as at planning).
+    /// Enqueues one forward convolution on these buffers (same sizes as at planning); for a
+    /// graph with an epilogue, one that reads no operands.
     pub fn run(&mut self, x: &CudaSlice<T>, w: &CudaSlice<T>, y: &mut CudaSlice<T>) -> Result<()> {
+        self.run_fused(x, w, &EpilogueOperands::none(), y)
+    }
+
+    /// Enqueues one run of the layer on these buffers and the epilogue operands `ep` (exactly
+    /// those the problem's epilogue names, of the sizes [`GraphConv::new_fused`] takes).
+    pub fn run_fused(&mut self, x: &CudaSlice<T>, w: &CudaSlice<T>, ep: &EpilogueOperands<'_, T>, y: &mut CudaSlice<T>) -> Result<()> {
         check_lens(self.lens, [x.len(), w.len(), y.len()])?;
-        let (xp, _gx) = x.device_ptr(&self.stream);
-        let (wp, _gw) = w.device_ptr(&self.stream);
-        let (yp, _gy) = y.device_ptr_mut(&self.stream);
-        let key = [xp, wp, yp];
-        if !self.packs.contains_key(&key) {
+        let (ptrs, _guards) = addresses(&self.stream, &self.uids, &self.epilogue, self.k, x, w, y, ep, &self.constants)?;
+        if !self.packs.contains_key(&ptrs) {
             if self.packs.len() >= MAX_VARIANT_PACKS {
                 self.packs.clear();
             }
-            self.packs.insert(key, variant_pack(key, self.chosen.workspace_ptr)?);
+            let pack = variant_pack(&self.uids, &ptrs, self.chosen.workspace_ptr)?;
+            self.packs.insert(ptrs.clone(), pack);
         }
-        let pack = self.packs.get(&key).ok_or_else(|| Error::Cudnn("variant pack cache".into()))?;
+        let pack = self.packs.get(&ptrs).ok_or_else(|| Error::Cudnn("variant pack cache".into()))?;
         execute(&self.handle, &self.chosen.plan, pack)
     }
 
@@ -178,10 +279,48 @@ impl<T: Element> GraphConv<T> {
         format!("graph eng{} ({})", self.chosen.engine, self.chosen.source)
     }
 
+    /// The graph's nodes, e.g. `conv -> add(bias) -> relu` (`conv` alone for the bare convolution).
+    pub fn graph_description(&self) -> String {
+        describe_nodes(&self.nodes)
+    }
+
     /// Every candidate the search looked at, in order, with its time or why it was skipped.
     pub fn candidates(&self) -> &[Candidate] {
         &self.candidates
     }
+}
+
+/// The device addresses of the variant pack's tensors in `uids` order ([`pack_uids`]), with the
+/// guards that order the buffers' use on `stream` (cudarc records it when they drop, after the
+/// enqueue that reads them). The epilogue operands `ep` are checked against `epilogue` first
+/// ([`operand_addresses`]).
+#[allow(clippy::too_many_arguments)]
+fn addresses<'s, T>(
+    stream: &'s Arc<CudaStream>,
+    uids: &[i64],
+    epilogue: &Epilogue,
+    k: usize,
+    x: &'s CudaSlice<T>,
+    w: &'s CudaSlice<T>,
+    y: &'s mut CudaSlice<T>,
+    ep: &EpilogueOperands<'s, T>,
+    constants: &'s [(i64, CudaSlice<f32>)],
+) -> Result<(Vec<u64>, Vec<SyncOnDrop<'s>>)> {
+    let output_len = y.len();
+    let mut guards = Vec::new();
+    let mut located = |address: (u64, SyncOnDrop<'s>)| {
+        guards.push(address.1);
+        address.0
+    };
+    let given = [
+        ep.scale.map(|s| (located(s.device_ptr(stream)), s.len())),
+        ep.bias.map(|b| (located(b.device_ptr(stream)), b.len())),
+        ep.residual.map(|r| (located(r.device_ptr(stream)), r.len())),
+    ];
+    let operands = operand_addresses(epilogue, k, output_len, given)?;
+    let core = [located(x.device_ptr(stream)), located(w.device_ptr(stream)), located(y.device_ptr_mut(stream))];
+    let owned: Vec<(i64, u64)> = constants.iter().map(|(uid, c)| (*uid, located(c.device_ptr(stream)))).collect();
+    Ok((pack_pointers(uids, core, operands, &owned)?, guards))
 }
 
 fn check_lens(expected: [usize; 3], got: [usize; 3]) -> Result<()> {
@@ -193,7 +332,7 @@ fn check_lens(expected: [usize; 3], got: [usize; 3]) -> Result<()> {
     Ok(())
 }
 
-fn no_engine(candidates: &[Candidate]) -> Error {
+fn no_engine(candidates: &[Candidate], nodes: &[Node]) -> Error {
     // The failures of candidates that were actually tried say most; filtered ones come last.
     let filtered = |c: &&Candidate| c.note.as_deref().is_some_and(|n| n.starts_with("excluded") || n.starts_with("not tried"));
     let reasons: Vec<String> = candidates
@@ -203,7 +342,220 @@ fn no_engine(candidates: &[Candidate]) -> Error {
         .take(8)
         .map(|c| format!("eng{} ({}): {}", c.engine, c.source, c.note.as_deref().unwrap_or("?")))
         .collect();
-    Error::Cudnn(format!("no engine ran this graph ({} candidates; first: {})", candidates.len(), reasons.join("; ")))
+    let graph = if nodes.is_empty() { String::new() } else { format!(" [{}]", describe_nodes(nodes)) };
+    Error::Cudnn(format!("no engine ran this graph{graph} ({} candidates; first: {})", candidates.len(), reasons.join("; ")))
+}
+
+/// The second input of a binary pointwise node.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Operand {
+    /// The caller's per-output-channel scale ([`UID_SCALE`]).
+    Scale,
+    /// The caller's per-output-channel bias ([`UID_BIAS`]).
+    Bias,
+    /// The caller's residual ([`UID_RESIDUAL`]).
+    Residual,
+    /// K copies of `value`, a `[1, K, 1, 1]` fp32 tensor the graph allocates and owns (the same
+    /// form as the scale's, which every fusing engine reads; a scalar would need a by-value or
+    /// broadcast tensor that fewer engines take).
+    Constant { uid: i64, value: f32 },
+}
+
+impl Operand {
+    fn uid(self) -> i64 {
+        match self {
+            Operand::Scale => UID_SCALE,
+            Operand::Bias => UID_BIAS,
+            Operand::Residual => UID_RESIDUAL,
+            Operand::Constant { uid, .. } => uid,
+        }
+    }
+
+    fn name(self) -> String {
+        match self {
+            Operand::Scale => "scale".into(),
+            Operand::Bias => "bias".into(),
+            Operand::Residual => "residual".into(),
+            Operand::Constant { value, .. } => format!("{value}"),
+        }
+    }
+}
+
+/// A pointwise descriptor's parameters beyond its mode (those cudnn-frontend sets, all
+/// `CUDNN_TYPE_DOUBLE`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Params {
+    None,
+    /// `RELU_FWD`: `v < lower_clip ? lower_clip + lower_clip_slope * (v - lower_clip) : min(v, upper_clip)`.
+    Relu { lower_clip: f64, upper_clip: f64, lower_clip_slope: f64 },
+    /// `SWISH_FWD`: `v * sigmoid(beta * v)`.
+    Swish { beta: f64 },
+}
+
+/// One pointwise node of the chain after the convolution: `mode(previous output[, operand])`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Node {
+    mode: sys::cudnnPointwiseMode_t,
+    operand: Option<Operand>,
+    params: Params,
+}
+
+impl Node {
+    fn binary(mode: Pw, operand: Operand) -> Node {
+        Node { mode, operand: Some(operand), params: Params::None }
+    }
+
+    fn unary(mode: Pw, params: Params) -> Node {
+        Node { mode, operand: None, params }
+    }
+
+    /// `mul(scale)`, `add(bias)`, `relu`, ...
+    fn describe(&self) -> String {
+        let op = match self.mode {
+            Pw::CUDNN_POINTWISE_MUL => "mul",
+            Pw::CUDNN_POINTWISE_ADD => "add",
+            Pw::CUDNN_POINTWISE_RELU_FWD => "relu",
+            Pw::CUDNN_POINTWISE_SWISH_FWD => "swish",
+            Pw::CUDNN_POINTWISE_GELU_APPROX_TANH_FWD => "gelu_approx_tanh",
+            Pw::CUDNN_POINTWISE_GELU_FWD => "gelu",
+            _ => "pointwise",
+        };
+        let params = match self.params {
+            Params::None => String::new(),
+            Params::Relu { lower_clip_slope, upper_clip, .. } => {
+                let mut p = Vec::new();
+                if lower_clip_slope != 0.0 {
+                    p.push(format!("slope {lower_clip_slope}"));
+                }
+                if upper_clip < f32::MAX as f64 {
+                    p.push(format!("upper {upper_clip}"));
+                }
+                if p.is_empty() { String::new() } else { format!("[{}]", p.join(", ")) }
+            }
+            Params::Swish { beta } if beta != 1.0 => format!("[beta {beta}]"),
+            Params::Swish { .. } => String::new(),
+        };
+        match self.operand {
+            Some(o) => format!("{op}({}){params}", o.name()),
+            None => format!("{op}{params}"),
+        }
+    }
+}
+
+/// The graph's nodes in order: `conv`, then each pointwise node (`conv -> add(bias) -> relu`).
+fn describe_nodes(nodes: &[Node]) -> String {
+    std::iter::once("conv".to_string()).chain(nodes.iter().map(Node::describe)).collect::<Vec<_>>().join(" -> ")
+}
+
+/// The pointwise node computing `act` (fp32 math), `None` for the identity: ReLU, ReLU6 (upper
+/// clip 6) and LeakyReLU (lower clip slope) are `RELU_FWD` (the upper clip otherwise the
+/// largest fp32, as cudnn-frontend sets it), SiLU is `SWISH_FWD` with beta 1, GELU's tanh form
+/// `GELU_APPROX_TANH_FWD` and its erf form `GELU_FWD`.
+fn activation_node(act: Activation) -> Option<Node> {
+    let relu = |upper_clip: f64, lower_clip_slope: f64| Node::unary(Pw::CUDNN_POINTWISE_RELU_FWD, Params::Relu { lower_clip: 0.0, upper_clip, lower_clip_slope });
+    Some(match act {
+        Activation::Identity => return None,
+        Activation::Relu => relu(f32::MAX as f64, 0.0),
+        Activation::Relu6 => relu(6.0, 0.0),
+        Activation::LeakyRelu(slope) => relu(f32::MAX as f64, slope as f64),
+        Activation::Silu => Node::unary(Pw::CUDNN_POINTWISE_SWISH_FWD, Params::Swish { beta: 1.0 }),
+        Activation::GeluTanh => Node::unary(Pw::CUDNN_POINTWISE_GELU_APPROX_TANH_FWD, Params::None),
+        Activation::GeluErf => Node::unary(Pw::CUDNN_POINTWISE_GELU_FWD, Params::None),
+    })
+}
+
+/// The chain of pointwise nodes computing `ep` after the convolution, in
+/// [`Epilogue::apply`]'s order (empty for the bare convolution): the sum times alpha (where not
+/// 1) and the scale, plus the bias, plus beta times the residual, then the activation. A beta
+/// other than 1 is applied on the chain itself, with no second branch in the graph:
+/// `v + beta * r = beta * (v / beta + r)` (two more fp32 roundings); beta 0 drops the residual.
+fn epilogue_nodes(ep: &Epilogue) -> Result<Vec<Node>> {
+    ep.validate()?;
+    let mut nodes = Vec::new();
+    if ep.is_none() {
+        return Ok(nodes);
+    }
+    let constant = |uid, value| Operand::Constant { uid, value };
+    if ep.alpha() != 1.0 {
+        nodes.push(Node::binary(Pw::CUDNN_POINTWISE_MUL, constant(UID_ALPHA, ep.alpha())));
+    }
+    if ep.scale {
+        nodes.push(Node::binary(Pw::CUDNN_POINTWISE_MUL, Operand::Scale));
+    }
+    if ep.bias {
+        nodes.push(Node::binary(Pw::CUDNN_POINTWISE_ADD, Operand::Bias));
+    }
+    let beta = ep.beta();
+    if ep.residual && beta == 1.0 {
+        nodes.push(Node::binary(Pw::CUDNN_POINTWISE_ADD, Operand::Residual));
+    } else if ep.residual && beta != 0.0 {
+        let inverse = 1.0 / beta;
+        if !inverse.is_normal() {
+            return Err(Error::InvalidArgument(format!("the cuDNN fused graph applies beta as 1/beta, then beta; beta = {beta} has no finite fp32 inverse")));
+        }
+        nodes.push(Node::binary(Pw::CUDNN_POINTWISE_MUL, constant(UID_INV_BETA, inverse)));
+        nodes.push(Node::binary(Pw::CUDNN_POINTWISE_ADD, Operand::Residual));
+        nodes.push(Node::binary(Pw::CUDNN_POINTWISE_MUL, constant(UID_BETA, beta)));
+    }
+    nodes.extend(activation_node(ep.activation));
+    Ok(nodes)
+}
+
+/// The unique ids of the graph's real tensors in variant-pack order: input, filter, output,
+/// then each node's operand in chain order (each appears once).
+fn pack_uids(nodes: &[Node]) -> Vec<i64> {
+    [UID_X, UID_W, UID_Y].into_iter().chain(nodes.iter().filter_map(|n| n.operand.map(Operand::uid))).collect()
+}
+
+/// The constant vectors the chain multiplies by: uid and value.
+fn constant_vectors(nodes: &[Node]) -> Vec<(i64, f32)> {
+    nodes
+        .iter()
+        .filter_map(|n| match n.operand {
+            Some(Operand::Constant { uid, value }) => Some((uid, value)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The caller's epilogue operands checked against `ep` on a problem of `k` output channels and
+/// `output_len` output elements: `given` holds the device address and length of each of
+/// scale, bias and residual where given. Every operand the epilogue names must be given, with
+/// its length (K, K, `output_len`) and at an address of the tensors' promised alignment, and no
+/// other; returns each one's address.
+fn operand_addresses(ep: &Epilogue, k: usize, output_len: usize, given: [Option<(u64, usize)>; 3]) -> Result<[Option<u64>; 3]> {
+    let operand = |name: &'static str, wanted: bool, len: usize, given: Option<(u64, usize)>| match (wanted, given) {
+        (false, None) => Ok(None),
+        (true, Some((a, _))) if a % ALIGNMENT as u64 != 0 => {
+            Err(Error::InvalidArgument(format!("the epilogue's {name} is at {a:#x}, not {ALIGNMENT}-byte aligned as the graph's tensors promise")))
+        }
+        (true, Some((a, got))) if got == len => Ok(Some(a)),
+        (true, Some((_, got))) => Err(Error::BufferSize { tensor: name, expected: len, got }),
+        (true, None) => Err(Error::InvalidArgument(format!("the epilogue ({ep}) reads a {name}, and none was given"))),
+        (false, Some(_)) => Err(Error::InvalidArgument(format!("a {name} was given, but the epilogue ({ep}) does not read one"))),
+    };
+    let [scale, bias, residual] = given;
+    Ok([operand("scale", ep.scale, k, scale)?, operand("bias", ep.bias, k, bias)?, operand("residual", ep.residual, output_len, residual)?])
+}
+
+/// The variant pack's data pointers for `uids`: `core` for the input, filter and output,
+/// `operands` for scale, bias and residual ([`operand_addresses`]), `constants` for the graph's
+/// own vectors. A uid with no pointer is an error (a pack cuDNN would read out of bounds with).
+fn pack_pointers(uids: &[i64], core: [u64; 3], operands: [Option<u64>; 3], constants: &[(i64, u64)]) -> Result<Vec<u64>> {
+    uids.iter()
+        .map(|&uid| {
+            let pointer = match uid {
+                UID_X => Some(core[0]),
+                UID_W => Some(core[1]),
+                UID_Y => Some(core[2]),
+                UID_SCALE => operands[0],
+                UID_BIAS => operands[1],
+                UID_RESIDUAL => operands[2],
+                _ => constants.iter().find(|c| c.0 == uid).map(|c| c.1),
+            };
+            pointer.ok_or_else(|| Error::Cudnn(format!("the graph's tensor uid {uid} has no device pointer")))
+        })
+        .collect()
 }
 
 fn data_type(dtype: DType) -> sys::cudnnDataType_t {
@@ -316,6 +668,22 @@ unsafe impl AttrValue for sys::cudnnConvolutionMode_t {
 unsafe impl AttrValue for sys::cudnnBackendHeurMode_t {
     const TYPE: Ty = Ty::CUDNN_TYPE_HEUR_MODE;
 }
+// SAFETY: `double` (the pointwise descriptor's clips and Swish beta).
+unsafe impl AttrValue for f64 {
+    const TYPE: Ty = Ty::CUDNN_TYPE_DOUBLE;
+}
+// SAFETY: C's `bool` (`CUDNN_ATTR_TENSOR_IS_VIRTUAL`): one byte, 0 or 1, as Rust's `bool`.
+unsafe impl AttrValue for bool {
+    const TYPE: Ty = Ty::CUDNN_TYPE_BOOLEAN;
+}
+// SAFETY: `cudnnPointwiseMode_t`, a C enum.
+unsafe impl AttrValue for sys::cudnnPointwiseMode_t {
+    const TYPE: Ty = Ty::CUDNN_TYPE_POINTWISE_MODE;
+}
+// SAFETY: `cudnnNanPropagation_t`, a C enum (the attribute type's name is misspelled in cuDNN).
+unsafe impl AttrValue for sys::cudnnNanPropagation_t {
+    const TYPE: Ty = Ty::CUDNN_TYPE_NAN_PROPOGATION;
+}
 
 /// An owned backend descriptor, destroyed on drop.
 struct Desc {
@@ -423,35 +791,91 @@ impl Drop for Desc {
 /// long as it does (cudnn-frontend keeps them too).
 struct OpGraph {
     graph: Desc,
-    _op: Desc,
+    /// The convolution's operation, then each pointwise node's.
+    _ops: Vec<Desc>,
     _conv: Desc,
-    _tensors: [Desc; 3],
+    _pointwise: Vec<Desc>,
+    _tensors: Vec<Desc>,
 }
 
 impl OpGraph {
-    fn new(handle: &Handle, problem: &Conv2d, layout: Layout, dtype: sys::cudnnDataType_t) -> Result<OpGraph> {
-        let [x, w, y] = operands(problem, layout)?;
-        let x = tensor(UIDS[0], dtype, x)?;
-        let w = tensor(UIDS[1], dtype, w)?;
-        let y = tensor(UIDS[2], dtype, y)?;
+    /// The graph of `problem` in `layout` with `dtype` data: the convolution, then `nodes`
+    /// ([`epilogue_nodes`]; none for the bare convolution, which writes the output itself).
+    fn new(handle: &Handle, problem: &Conv2d, layout: Layout, dtype: sys::cudnnDataType_t, nodes: &[Node]) -> Result<OpGraph> {
+        let float = sys::cudnnDataType_t::CUDNN_DATA_FLOAT;
+        let [xd, wd, yd] = operands(problem, layout)?;
+        let vector = channel_vector(problem.k, layout)?;
+        let x = tensor(UID_X, dtype, xd, false)?;
+        let w = tensor(UID_W, dtype, wd, false)?;
+        let y = tensor(UID_Y, dtype, yd, false)?;
+        // With nodes after it, the convolution writes a virtual fp32 tensor of the output's shape.
+        let mut previous = if nodes.is_empty() { None } else { Some(tensor(UID_VIRTUAL, float, yd, true)?) };
         let conv = convolution(problem)?;
         let op = Desc::new(Kind::CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR)?;
         op.set_descs(Attr::CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, &[&x])?;
         op.set_descs(Attr::CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, &[&w])?;
-        op.set_descs(Attr::CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, &[&y])?;
+        op.set_descs(Attr::CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, &[previous.as_ref().unwrap_or(&y)])?;
         op.set_descs(Attr::CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, &[&conv])?;
         op.set(Attr::CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, &[1.0f32])?;
         op.set(Attr::CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, &[0.0f32])?;
         op.finalize()?;
+        let mut ops = vec![op];
+        let mut pointwise = Vec::new();
+        let mut tensors = Vec::new();
+        for (i, node) in nodes.iter().enumerate() {
+            let input = previous.take().ok_or_else(|| Error::Cudnn("a pointwise node has no input".into()))?;
+            // Every node but the last writes a virtual fp32 tensor; the last writes Y.
+            let output = if i + 1 < nodes.len() { Some(tensor(UID_VIRTUAL + 1 + i as i64, float, yd, true)?) } else { None };
+            let operand = match node.operand {
+                None => None,
+                Some(Operand::Residual) => Some(tensor(UID_RESIDUAL, dtype, yd, false)?),
+                Some(other) => Some(tensor(other.uid(), float, vector, false)?),
+            };
+            let pw = pointwise_desc(node)?;
+            let op = Desc::new(Kind::CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR)?;
+            op.set_descs(Attr::CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, &[&pw])?;
+            op.set_descs(Attr::CUDNN_ATTR_OPERATION_POINTWISE_XDESC, &[&input])?;
+            if let Some(b) = &operand {
+                op.set_descs(Attr::CUDNN_ATTR_OPERATION_POINTWISE_BDESC, &[b])?;
+            }
+            op.set_descs(Attr::CUDNN_ATTR_OPERATION_POINTWISE_YDESC, &[output.as_ref().unwrap_or(&y)])?;
+            op.finalize()?;
+            ops.push(op);
+            pointwise.push(pw);
+            tensors.push(input);
+            tensors.extend(operand);
+            previous = output;
+        }
         let graph = Desc::new(Kind::CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR)?;
         graph.set(Attr::CUDNN_ATTR_OPERATIONGRAPH_HANDLE, &[handle.0])?;
-        graph.set_descs(Attr::CUDNN_ATTR_OPERATIONGRAPH_OPS, &[&op])?;
+        graph.set_descs(Attr::CUDNN_ATTR_OPERATIONGRAPH_OPS, &ops.iter().collect::<Vec<_>>())?;
         graph.finalize()?;
-        Ok(OpGraph { graph, _op: op, _conv: conv, _tensors: [x, w, y] })
+        tensors.extend([x, w, y]);
+        Ok(OpGraph { graph, _ops: ops, _conv: conv, _pointwise: pointwise, _tensors: tensors })
     }
 }
 
-/// Logical dims and element strides of the input, filter and output tensors (in [`UIDS`] order)
+/// A finalized pointwise descriptor for `node`, computing in fp32 (the attributes and their
+/// types as cudnn-frontend's `PointWiseDescBuilder_v8` sets them).
+fn pointwise_desc(node: &Node) -> Result<Desc> {
+    let d = Desc::new(Kind::CUDNN_BACKEND_POINTWISE_DESCRIPTOR)?;
+    d.set(Attr::CUDNN_ATTR_POINTWISE_MODE, &[node.mode])?;
+    d.set(Attr::CUDNN_ATTR_POINTWISE_MATH_PREC, &[sys::cudnnDataType_t::CUDNN_DATA_FLOAT])?;
+    match node.params {
+        Params::None => {}
+        Params::Relu { lower_clip, upper_clip, lower_clip_slope } => {
+            d.set(Attr::CUDNN_ATTR_POINTWISE_NAN_PROPAGATION, &[sys::cudnnNanPropagation_t::CUDNN_NOT_PROPAGATE_NAN])?;
+            d.set(Attr::CUDNN_ATTR_POINTWISE_RELU_LOWER_CLIP, &[lower_clip])?;
+            d.set(Attr::CUDNN_ATTR_POINTWISE_RELU_UPPER_CLIP, &[upper_clip])?;
+            d.set(Attr::CUDNN_ATTR_POINTWISE_RELU_LOWER_CLIP_SLOPE, &[lower_clip_slope])?;
+        }
+        Params::Swish { beta } => d.set(Attr::CUDNN_ATTR_POINTWISE_SWISH_BETA, &[beta])?,
+    }
+    d.finalize()?;
+    Ok(d)
+}
+
+/// Logical dims and element strides of the input, filter and output tensors (in that order)
 /// in `layout`. The filter is `[K, C/G, R, S]`, KCRS or KRSC with C/G channels: the backend's
 /// convolution descriptor has no group count, cuDNN infers the groups G from the input's C over
 /// the filter's (as cudnn-frontend and PyTorch describe grouped convolutions).
@@ -460,13 +884,24 @@ fn operands(problem: &Conv2d, layout: Layout) -> Result<[([i64; 4], [i64; 4]); 3
     Ok([desc(problem.input_shape())?, desc(problem.filter_shape())?, desc(problem.output_shape())?])
 }
 
-fn tensor(uid: i64, dtype: sys::cudnnDataType_t, (dims, strides): ([i64; 4], [i64; 4])) -> Result<Desc> {
+/// Dims and strides of a per-output-channel vector of `k` values broadcast over the output:
+/// `[1, K, 1, 1]`, strides `[K, 1, 1, 1]` in NCHW and `[K, 1, K, K]` in NHWC (cudnn-frontend's).
+fn channel_vector(k: usize, layout: Layout) -> Result<([i64; 4], [i64; 4])> {
+    let dims = [1, k, 1, 1];
+    Ok((dims.map(|v| v as i64), strides(dims, layout)?))
+}
+
+/// A finalized tensor descriptor; a virtual one lives only inside a fused engine (no pointer).
+fn tensor(uid: i64, dtype: sys::cudnnDataType_t, (dims, strides): ([i64; 4], [i64; 4]), is_virtual: bool) -> Result<Desc> {
     let d = Desc::new(Kind::CUDNN_BACKEND_TENSOR_DESCRIPTOR)?;
     d.set(Attr::CUDNN_ATTR_TENSOR_DATA_TYPE, &[dtype])?;
     d.set(Attr::CUDNN_ATTR_TENSOR_DIMENSIONS, &dims)?;
     d.set(Attr::CUDNN_ATTR_TENSOR_STRIDES, &strides)?;
     d.set(Attr::CUDNN_ATTR_TENSOR_UNIQUE_ID, &[uid])?;
     d.set(Attr::CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, &[ALIGNMENT])?;
+    if is_virtual {
+        d.set(Attr::CUDNN_ATTR_TENSOR_IS_VIRTUAL, &[true])?;
+    }
     d.finalize()?;
     Ok(d)
 }
@@ -602,10 +1037,15 @@ fn plan(handle: &Handle, cfg: &Desc) -> Result<Desc> {
     Ok(plan)
 }
 
-fn variant_pack(ptrs: [u64; 3], workspace: *mut c_void) -> Result<Desc> {
+/// A variant pack of the tensors `uids` at `ptrs` (one each, in the same order) and `workspace`.
+fn variant_pack(uids: &[i64], ptrs: &[u64], workspace: *mut c_void) -> Result<Desc> {
+    if uids.len() != ptrs.len() {
+        return Err(Error::Cudnn(format!("a variant pack of {} tensors given {} pointers", uids.len(), ptrs.len())));
+    }
     let pack = Desc::new(Kind::CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR)?;
-    pack.set(Attr::CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, &UIDS)?;
-    pack.set(Attr::CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, &ptrs.map(|p| p as *mut c_void))?;
+    pack.set(Attr::CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, uids)?;
+    let pointers: Vec<*mut c_void> = ptrs.iter().map(|&p| p as *mut c_void).collect();
+    pack.set(Attr::CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, &pointers)?;
     pack.set(Attr::CUDNN_ATTR_VARIANT_PACK_WORKSPACE, &[workspace])?;
     pack.finalize()?;
     Ok(pack)
@@ -626,7 +1066,9 @@ struct Search<'a> {
     math: Math,
     budget: &'a SearchBudget,
     start: Instant,
-    ptrs: [u64; 3],
+    /// The variant pack's unique ids, and the device pointers of the search's buffers for them.
+    uids: &'a [i64],
+    ptrs: Vec<u64>,
     tried: usize,
     best: Option<Chosen>,
     candidates: Vec<Candidate>,
@@ -666,7 +1108,7 @@ impl Search<'_> {
             return Err(format!("workspace of {bytes} bytes is over the {} byte limit", self.budget.max_workspace_bytes));
         }
         let workspace = if bytes > 0 { Some(self.gpu.alloc_zeros::<u8>(bytes).map_err(|e| e.to_string())?) } else { None };
-        let pack = variant_pack(self.ptrs, workspace_ptr(self.gpu, workspace.as_ref())).map_err(|e| e.to_string())?;
+        let pack = variant_pack(self.uids, &self.ptrs, workspace_ptr(self.gpu, workspace.as_ref())).map_err(|e| e.to_string())?;
         let run = |_: usize| execute(self.handle, &plan, &pack);
         run(0).and_then(|()| self.gpu.synchronize()).map_err(|e| format!("first run failed: {e}"))?;
         let probe = time_runs(self.gpu, TimingConfig { warmup: 0, runs: 1, method: TimingMethod::Events }, run).map_err(|e| e.to_string())?;
@@ -780,14 +1222,169 @@ mod tests {
     #[test]
     fn no_engine_error_names_tried_failures_first() {
         let c = |engine, note: &str| Candidate { engine, source: "global", median_ms: None, note: Some(note.into()) };
-        let e = no_engine(&[c(0, "excluded by Math::Fma: TENSOR_CORE note"), c(7, "first run failed: boom")]);
+        let e = no_engine(&[c(0, "excluded by Math::Fma: TENSOR_CORE note"), c(7, "first run failed: boom")], &[]);
         let Error::Cudnn(msg) = e else { panic!("not a cuDNN error: {e:?}") };
         assert!(msg.starts_with("no engine ran this graph (2 candidates; first: eng7 (global): first run failed: boom; eng0"), "{msg}");
+        // A fused graph's error names its nodes, so the bench row says which graph no engine took.
+        let nodes = epilogue_nodes(&"bias+relu".parse().unwrap()).unwrap();
+        let Error::Cudnn(msg) = no_engine(&[c(3, "cudnnBackendFinalize: CUDNN_STATUS_NOT_SUPPORTED")], &nodes) else { panic!() };
+        assert!(msg.starts_with("no engine ran this graph [conv -> add(bias) -> relu] (1 candidates; first: eng3 (global): cudnnBackendFinalize"), "{msg}");
     }
 
     #[test]
     fn default_budget() {
         let b = SearchBudget::default();
         assert_eq!((b.warmup, b.runs, b.max_candidates, b.max_seconds, b.max_workspace_bytes), (1, 3, 256, 3.0, 4 << 30));
+    }
+
+    fn ep(spec: &str) -> Epilogue {
+        spec.parse().unwrap()
+    }
+
+    #[test]
+    fn activations_map_to_pointwise_modes_with_their_parameters() {
+        let relu = |upper_clip: f64, lower_clip_slope: f64| Some(Node::unary(Pw::CUDNN_POINTWISE_RELU_FWD, Params::Relu { lower_clip: 0.0, upper_clip, lower_clip_slope }));
+        let f32_max = f32::MAX as f64;
+        assert_eq!(activation_node(Activation::Identity), None);
+        assert_eq!(activation_node(Activation::Relu), relu(f32_max, 0.0));
+        assert_eq!(activation_node(Activation::Relu6), relu(6.0, 0.0));
+        assert_eq!(activation_node(Activation::LeakyRelu(0.2)), relu(f32_max, 0.2f32 as f64));
+        assert_eq!(activation_node(Activation::Silu), Some(Node::unary(Pw::CUDNN_POINTWISE_SWISH_FWD, Params::Swish { beta: 1.0 })));
+        assert_eq!(activation_node(Activation::GeluTanh), Some(Node::unary(Pw::CUDNN_POINTWISE_GELU_APPROX_TANH_FWD, Params::None)));
+        assert_eq!(activation_node(Activation::GeluErf), Some(Node::unary(Pw::CUDNN_POINTWISE_GELU_FWD, Params::None)));
+        // Each node computes what the CPU reference does, read as cuDNN documents its modes.
+        let apply = |n: &Node, v: f64| match (n.mode, n.params) {
+            (Pw::CUDNN_POINTWISE_RELU_FWD, Params::Relu { lower_clip, upper_clip, lower_clip_slope }) => {
+                if v < lower_clip { lower_clip + lower_clip_slope * (v - lower_clip) } else { v.min(upper_clip) }
+            }
+            (Pw::CUDNN_POINTWISE_SWISH_FWD, Params::Swish { beta }) => v / (1.0 + (-beta * v).exp()),
+            (Pw::CUDNN_POINTWISE_GELU_FWD, _) => Activation::GeluErf.apply(v),
+            (Pw::CUDNN_POINTWISE_GELU_APPROX_TANH_FWD, _) => Activation::GeluTanh.apply(v),
+            other => panic!("unexpected {other:?}"),
+        };
+        for act in Activation::ALL.into_iter().chain([Activation::LeakyRelu(-0.5), Activation::LeakyRelu(3.0)]) {
+            for v in [-7.5, -1.0, -0.01, 0.0, 0.3, 2.0, 6.5, 40.0] {
+                let want = act.apply(v);
+                let got = activation_node(act).map_or(v, |n| apply(&n, v));
+                assert!((got - want).abs() <= 1e-12 * want.abs().max(1.0), "{} at {v}: {got} vs {want}", act.name());
+            }
+        }
+        // Every activation node is unary: it reads only the previous node's output.
+        assert!(Activation::ALL.into_iter().filter_map(activation_node).all(|n| n.operand.is_none()));
+    }
+
+    #[test]
+    fn the_chain_follows_the_epilogue_in_order() {
+        let modes = |spec: &str| epilogue_nodes(&ep(spec)).unwrap().iter().map(|n| (n.mode, n.operand.map(Operand::uid))).collect::<Vec<_>>();
+        use Pw::{CUDNN_POINTWISE_ADD as ADD, CUDNN_POINTWISE_MUL as MUL, CUDNN_POINTWISE_RELU_FWD as RELU};
+        assert!(epilogue_nodes(&Epilogue::NONE).unwrap().is_empty());
+        // beta without a residual is the bare convolution.
+        assert!(epilogue_nodes(&Epilogue::NONE.with_beta(3.0)).unwrap().is_empty());
+        assert_eq!(modes("bias+relu"), vec![(ADD, Some(UID_BIAS)), (RELU, None)]);
+        assert_eq!(modes("relu"), vec![(RELU, None)]);
+        assert_eq!(modes("scale+bias+residual"), vec![(MUL, Some(UID_SCALE)), (ADD, Some(UID_BIAS)), (ADD, Some(UID_RESIDUAL))]);
+        assert_eq!(
+            modes("alpha=2+scale+bias+residual+beta=0.5+relu"),
+            vec![(MUL, Some(UID_ALPHA)), (MUL, Some(UID_SCALE)), (ADD, Some(UID_BIAS)), (MUL, Some(UID_INV_BETA)), (ADD, Some(UID_RESIDUAL)), (MUL, Some(UID_BETA)), (RELU, None)]
+        );
+        // beta 0 reads no residual.
+        assert_eq!(modes("bias+residual+beta=0"), vec![(ADD, Some(UID_BIAS))]);
+        // Constants carry their values: alpha, 1/beta, beta.
+        assert_eq!(constant_vectors(&epilogue_nodes(&ep("alpha=2+residual+beta=0.5")).unwrap()), vec![(UID_ALPHA, 2.0), (UID_INV_BETA, 2.0), (UID_BETA, 0.5)]);
+        assert!(constant_vectors(&epilogue_nodes(&ep("scale+bias+residual+gelu")).unwrap()).is_empty());
+        // A beta whose inverse is not a normal fp32 number is refused with the reason.
+        let e = epilogue_nodes(&ep("residual").with_beta(1e-39)).unwrap_err();
+        assert!(e.to_string().contains("no finite fp32 inverse"), "{e}");
+        assert!(epilogue_nodes(&Epilogue::NONE.with_alpha(f32::INFINITY)).is_err());
+        assert_eq!(describe_nodes(&epilogue_nodes(&ep("alpha=2+scale+bias+leaky_relu:0.25")).unwrap()), "conv -> mul(2) -> mul(scale) -> add(bias) -> relu[slope 0.25]");
+        assert_eq!(describe_nodes(&epilogue_nodes(&ep("residual+relu6")).unwrap()), "conv -> add(residual) -> relu[upper 6]");
+        assert_eq!(describe_nodes(&[]), "conv");
+    }
+
+    #[test]
+    fn the_chain_computes_the_epilogue() {
+        // The chain evaluated in f64 with the operands' values equals Epilogue::apply.
+        let (acc, scale, bias, res) = (1.7, 0.8, -0.4, 2.5);
+        for spec in ["bias+relu", "scale+bias+residual+silu", "alpha=-1.5+scale+residual+beta=0.25+gelu", "alpha=3+residual+beta=-2+relu6", "residual+beta=0+gelu_tanh", "alpha=0.5"] {
+            let e = ep(spec);
+            let mut v = acc;
+            for n in epilogue_nodes(&e).unwrap() {
+                let b = match n.operand {
+                    None => 0.0,
+                    Some(Operand::Scale) => scale,
+                    Some(Operand::Bias) => bias,
+                    Some(Operand::Residual) => res,
+                    Some(Operand::Constant { value, .. }) => value as f64,
+                };
+                v = match n.mode {
+                    Pw::CUDNN_POINTWISE_MUL => v * b,
+                    Pw::CUDNN_POINTWISE_ADD => v + b,
+                    _ => e.activation.apply(v),
+                };
+            }
+            let want = e.apply(acc, scale, bias, res);
+            assert!((v - want).abs() < 1e-6 * want.abs().max(1.0), "{spec}: {v} vs {want}");
+        }
+    }
+
+    #[test]
+    fn uids_are_unique_and_only_operands_and_constants_join_the_pack() {
+        for spec in ["none", "relu", "gelu", "bias+relu", "scale+bias+residual+silu", "alpha=2+scale+bias+residual+beta=0.5+relu6", "alpha=0.5+leaky_relu"] {
+            let nodes = epilogue_nodes(&ep(spec)).unwrap();
+            let uids = pack_uids(&nodes);
+            assert_eq!(&uids[..3], &[UID_X, UID_W, UID_Y], "{spec}");
+            let mut sorted = uids.clone();
+            sorted.sort();
+            sorted.dedup();
+            assert_eq!(sorted.len(), uids.len(), "{spec}: {uids:?}");
+            // Real tensors stay under the virtual ones' ids, which number the nodes.
+            assert!(uids.iter().all(|&u| (1..UID_VIRTUAL).contains(&u)), "{spec}");
+            assert!(UID_VIRTUAL + nodes.len() as i64 <= 2 * UID_VIRTUAL);
+        }
+        // An epilogue without operands makes no extra pointers: relu alone is X, W, Y.
+        assert_eq!(pack_uids(&epilogue_nodes(&ep("relu")).unwrap()), vec![UID_X, UID_W, UID_Y]);
+        assert_eq!(pack_uids(&epilogue_nodes(&ep("gelu_tanh")).unwrap()), vec![UID_X, UID_W, UID_Y]);
+        // alpha alone adds the graph's own vector, not a caller's buffer.
+        assert_eq!(pack_uids(&epilogue_nodes(&ep("alpha=2+silu")).unwrap()), vec![UID_X, UID_W, UID_Y, UID_ALPHA]);
+        assert_eq!(pack_uids(&epilogue_nodes(&ep("bias+residual+relu")).unwrap()), vec![UID_X, UID_W, UID_Y, UID_BIAS, UID_RESIDUAL]);
+    }
+
+    #[test]
+    fn pack_pointers_follow_the_uids() {
+        let nodes = epilogue_nodes(&ep("alpha=2+scale+bias+residual+beta=0.5+relu")).unwrap();
+        let uids = pack_uids(&nodes);
+        let core = [0x1000, 0x2000, 0x3000];
+        let operands = [Some(0x4000), Some(0x5000), Some(0x6000)];
+        let constants = [(UID_ALPHA, 0x7000), (UID_INV_BETA, 0x8000), (UID_BETA, 0x9000)];
+        let ptrs = pack_pointers(&uids, core, operands, &constants).unwrap();
+        assert_eq!(uids, vec![1, 2, 3, UID_ALPHA, UID_SCALE, UID_BIAS, UID_INV_BETA, UID_RESIDUAL, UID_BETA]);
+        assert_eq!(ptrs, vec![0x1000, 0x2000, 0x3000, 0x7000, 0x4000, 0x5000, 0x8000, 0x6000, 0x9000]);
+        // No operands: the bare pack.
+        assert_eq!(pack_pointers(&[1, 2, 3], core, [None; 3], &[]).unwrap(), core.to_vec());
+        // A uid with nothing to point to is an error, not a pack cuDNN would read garbage through.
+        assert!(pack_pointers(&uids, core, [None, Some(0x5000), Some(0x6000)], &constants).unwrap_err().to_string().contains("uid 4"));
+        assert!(pack_pointers(&uids, core, operands, &constants[..1]).is_err());
+    }
+
+    #[test]
+    fn operands_are_checked_against_the_epilogue() {
+        let e = ep("scale+residual+relu");
+        let (k, out) = (8, 100);
+        assert_eq!(operand_addresses(&e, k, out, [Some((0x100, 8)), None, Some((0x200, 100))]).unwrap(), [Some(0x100), None, Some(0x200)]);
+        // None given where the epilogue reads none.
+        assert_eq!(operand_addresses(&ep("relu"), k, out, [None; 3]).unwrap(), [None; 3]);
+        let err = |given| operand_addresses(&e, k, out, given).unwrap_err().to_string();
+        assert!(err([None, None, Some((0x200, 100))]).contains("reads a scale, and none was given"));
+        assert!(err([Some((0x100, 8)), Some((0x300, 8)), Some((0x200, 100))]).contains("a bias was given, but the epilogue"));
+        assert!(matches!(operand_addresses(&e, k, out, [Some((0x100, 7)), None, Some((0x200, 100))]), Err(Error::BufferSize { tensor: "scale", expected: 8, got: 7 })));
+        assert!(matches!(operand_addresses(&e, k, out, [Some((0x100, 8)), None, Some((0x200, 99))]), Err(Error::BufferSize { tensor: "residual", expected: 100, got: 99 })));
+        assert!(err([Some((0x108, 8)), None, Some((0x200, 100))]).contains("not 16-byte aligned"));
+    }
+
+    #[test]
+    fn channel_vectors_broadcast_over_the_output() {
+        assert_eq!(channel_vector(64, Layout::Nchw).unwrap(), ([1, 64, 1, 1], [64, 1, 1, 1]));
+        assert_eq!(channel_vector(64, Layout::Nhwc).unwrap(), ([1, 64, 1, 1], [64, 1, 64, 64]));
+        assert!(channel_vector(64, Layout::Hwcn).is_err());
     }
 }

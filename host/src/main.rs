@@ -100,13 +100,17 @@ line shows the TF32 baselines, PyTorch's default for fp32 convolutions. fp16 is 
 The ratio of a row is the best baseline's median time over our kernel's. An in-process cuDNN baseline more than 5%\n\
 slower than PyTorch's is FLAGged: a bug in the baseline, not a win.\n\n\
 With an epilogue (--epilogue or its flags), every shape, of a suite or --shape, is the whole layer: our kernels\n\
-that fuse it run it on random operands, checked against the f64 reference with the epilogue applied, and\n\
-PyTorch computes it in eager mode (conv2d, then the epilogue's elementwise calls, timed together). cuDNN's rows\n\
-stay the bare convolution, shown marked `bare conv` and left out of every ratio and flag: the ratio is to\n\
-PyTorch eager. The NCHW caller's row (device tensors) runs only epilogues without operands for now.\n\n\
+that fuse it run it on random operands, checked against the f64 reference with the epilogue applied; PyTorch\n\
+computes it in eager mode (conv2d, then the epilogue's elementwise calls, timed together); and cuDNN's fused\n\
+graph computes it in-process (the convolution, then pointwise nodes for scale, bias, residual and activation;\n\
+engines searched like the bare graph's, the runtime-fusion ones taking it; on the same operands, checked against\n\
+the same reference). The ratio is to the faster of PyTorch eager and cuDNN's fused graph, named per shape; the\n\
+summary gives the geomean against each. cuDNN's bare-convolution rows are shown, marked `bare conv`, and left out\n\
+of every ratio and flag; a fused graph no engine took says why under the table. The NCHW caller's row (device\n\
+tensors) runs only epilogues without operands for now.\n\n\
 cuDNN is loaded from the library path (LD_LIBRARY_PATH first); `convrs info` says which version loads.\n\
 Exit status: 0 all checks passed; 1 a check failed; 2 error; 4 our kernels passed but cuDNN was not available\n\
-(with an epilogue: no PyTorch figure to judge them by).")]
+(with an epilogue: neither PyTorch eager nor cuDNN's fused graph gave a figure to judge them by).")]
     Bench {
         /// A suite to time (repeatable): seed, deepbench, resnet50, mobilenet, or a path to a suite .csv file. Default: seed.
         #[arg(long = "suite", value_name = "NAME|PATH")]
@@ -592,7 +596,8 @@ struct BenchReport {
     cudnn_version: Option<String>,
     pytorch: String,
     /// The fused epilogue of every shape (`none`: bare convolutions). With one, each group's
-    /// ratio is to PyTorch eager; cuDNN's rows are the bare convolution, not judged.
+    /// ratio is to the faster of PyTorch eager and cuDNN's fused graph (its `judgement` names
+    /// which); cuDNN's bare-convolution rows are shown, not judged.
     epilogue: String,
     timing_runs: usize,
     /// Wall time of the whole run, PyTorch included.
@@ -684,14 +689,14 @@ fn bench_cmd(device: usize, suites: &[Suite], algos: &[Algorithm], opts: &BenchO
             .filter_map(|g| Some(PlotPoint { shape: g.shape.clone(), family: g.best_kernel()?.family.clone(), dtype: g.precision.clone(), ratio: g.ratio()? }))
             .collect();
         let names: Vec<&str> = report.suites.iter().map(|s| s.name.as_str()).collect();
-        let against = if epilogue.is_none() { "best baseline".to_string() } else { format!("PyTorch eager, epilogue {epilogue}") };
+        let against = if epilogue.is_none() { "best baseline".to_string() } else { format!("the faster of PyTorch eager and cuDNN's fused graph, epilogue {epilogue}") };
         let title = format!("convrs vs {against}: {} on {}, {}", names.join(" + "), report.gpu, report.date);
         convrs::plot::write_svg(path, &title, &points)?;
     }
 
     let groups = || report.suites.iter().flat_map(|s| &s.groups);
     let failed: Vec<String> = groups()
-        .flat_map(|g| g.kernels.iter().chain(&g.cudnn).chain(&g.tf32_cudnn).map(move |m| (g, m)))
+        .flat_map(|g| g.kernels.iter().chain(&g.cudnn).chain(&g.cudnn_fused).chain(&g.tf32_cudnn).chain(&g.tf32_cudnn_fused).map(move |m| (g, m)))
         .filter(|(_, m)| m.timing.is_some() && !m.passed)
         .map(|(g, m)| format!("{} on {} ({})", m.name, g.shape, g.precision))
         .collect();
@@ -702,8 +707,8 @@ fn bench_cmd(device: usize, suites: &[Suite], algos: &[Algorithm], opts: &BenchO
     for e in &errors {
         eprintln!("convrs: could not measure {e}");
     }
-    // The judged baseline that is missing: cuDNN for bare convolutions; PyTorch eager, the only
-    // one computing the layer, under an epilogue.
+    // The judged baseline that is missing: cuDNN for bare convolutions; under an epilogue both
+    // baselines computing the layer, PyTorch eager and cuDNN's fused graph.
     let no_baseline = |g: &GroupResult| if g.epilogue.is_some() { g.best_baseline().is_none() } else { g.best_cudnn().is_none() };
     Ok(if !failed.is_empty() || !errors.is_empty() {
         Outcome::Failed
@@ -729,8 +734,10 @@ fn print_report(report: &BenchReport, opts: &BenchOptions, all_kernels: bool) {
     );
     if report.epilogue != Epilogue::NONE.to_string() {
         println!(
-            "\nEpilogue {} on every shape: our fused kernels and PyTorch eager compute the whole layer; cuDNN's rows are the bare \
-             convolution (marked `bare conv`), left out of every ratio and flag: each ratio is to PyTorch eager.",
+            "\nEpilogue {} on every shape: our fused kernels, PyTorch eager and cuDNN's fused graph (the convolution, then pointwise \
+             nodes) compute the whole layer on the same operands; each ratio is to the faster of PyTorch eager and cuDNN's fused \
+             graph, named in the `strongest baseline` column. cuDNN's bare-convolution rows (marked `bare conv`) are shown last, \
+             left out of every ratio and flag.",
             report.epilogue
         );
     }
@@ -748,6 +755,8 @@ fn print_report(report: &BenchReport, opts: &BenchOptions, all_kernels: bool) {
     let summaries: Vec<_> = report.suites.iter().flat_map(|s| s.summary.clone()).collect();
     println!("\n## Summary\n");
     print!("{}", report::summary_table(&summaries));
+    println!();
+    print!("{}", report::summary_lines(&summaries, report.epilogue != Epilogue::NONE.to_string()));
 }
 
 #[cfg(test)]
@@ -866,7 +875,7 @@ mod tests {
         }
         let mut cmd = Cli::command();
         let bench = cmd.find_subcommand_mut("bench").unwrap().render_long_help().to_string();
-        assert!(bench.contains("the ratio is to") && bench.contains("PyTorch eager"), "{bench}");
+        assert!(bench.contains("The ratio is to the faster of PyTorch eager and cuDNN's fused") && bench.contains("graph"), "{bench}");
     }
 
     #[test]

@@ -19,10 +19,14 @@
 //!
 //! A problem with a fused epilogue ([`crate::Epilogue`], `convrs bench --epilogue`) runs the whole
 //! layer: our kernels through [`Prepared::new_fused`] on random operands ([`EpilogueData`]),
-//! checked against the f64 reference with the epilogue applied, and PyTorch in eager mode the way
-//! its users write the layer ([`pytorch::eager_calls`]). cuDNN's rows stay the bare convolution
-//! (checked against the bare reference): they are shown, and left out of every ratio, flag and
-//! judged baseline ([`report::GroupResult::epilogue`]). Our NCHW caller's row goes through
+//! checked against the f64 reference with the epilogue applied; PyTorch in eager mode the way
+//! its users write the layer ([`pytorch::eager_calls`]); and cuDNN's fused graph of the layer
+//! ([`GraphConv::new_fused`]: the convolution, then pointwise nodes for the epilogue), searched
+//! and timed like the bare graph, on the same operands, checked against the same fused
+//! reference. The judged baseline is the faster of PyTorch eager and cuDNN's fused graph
+//! ([`report::GroupResult::best_baseline`]); cuDNN's bare-convolution rows stay shown (checked
+//! against the bare reference) and take no part in any ratio, flag or judged baseline
+//! ([`report::GroupResult::epilogue`]). Our NCHW caller's row goes through
 //! [`crate::device_conv::DeviceConv`], which takes no epilogue operands yet: where the epilogue
 //! has some, that row says so instead of running.
 
@@ -36,6 +40,7 @@ use cudarc::driver::CudaSlice;
 
 use crate::cudnn::CudnnConv;
 use crate::cudnn_graph::{GraphConv, Math, SearchBudget};
+use crate::epilogue::EpilogueOperands;
 use crate::prepared::{Prepared, Rotation, Runnable};
 use crate::timing::{time_runs, TimingConfig, TimingMethod};
 use crate::prepared::EpilogueTensors;
@@ -121,6 +126,16 @@ pub fn baseline_tolerance(dtype: DType, tf32: bool) -> f64 {
         (DType::F32, false) => 1e-3,
         _ => 1e-2,
     }
+}
+
+/// The relative L2 tolerance of cuDNN's fused graph of `p` (its rows are checked against the
+/// same fused reference `fused` as our fused rows, `conv` being the bare one): the baseline's
+/// [`baseline_tolerance`] scaled by the epilogue's gain exactly as our rows' tolerance is
+/// ([`EpilogueData::tolerance`]). A baseline's check catches a wrong answer; grading its
+/// precision by our kernels' bound would drop a fast engine that rounds more (FFT, Winograd)
+/// from the judged baselines, which could only flatter our ratio.
+pub fn fused_baseline_tolerance<O>(data: &EpilogueData<O>, p: &Conv2d, dtype: DType, tf32: bool, conv: &Tensor<f64>, fused: &Tensor<f64>) -> f64 {
+    data.tolerance(p, baseline_tolerance(dtype, tf32), conv, fused)
 }
 
 /// How long each row is timed, how hard the cuDNN engine search tries, and which element types
@@ -417,6 +432,49 @@ impl<T: Element + CudnnBaseline> Runnable for BaselineRun<'_, T> {
     }
 }
 
+/// One input set's epilogue operands on the device, as cuDNN's fused graph reads them (the
+/// residual in the graph's layout).
+struct DeviceEpilogue<T> {
+    scale: Option<CudaSlice<f32>>,
+    bias: Option<CudaSlice<f32>>,
+    residual: Option<CudaSlice<T>>,
+}
+
+impl<T> DeviceEpilogue<T> {
+    fn operands(&self) -> EpilogueOperands<'_, T> {
+        EpilogueOperands { scale: self.scale.as_ref(), bias: self.bias.as_ref(), residual: self.residual.as_ref() }
+    }
+}
+
+/// One input set of cuDNN's fused graph: the planned graph (shared by the sets), the set's
+/// input, filter and epilogue operands, and its output.
+struct FusedGraphRun<'a, T> {
+    graph: Rc<RefCell<GraphConv<T>>>,
+    x: &'a CudaSlice<T>,
+    w: &'a CudaSlice<T>,
+    ep: &'a DeviceEpilogue<T>,
+    y: CudaSlice<T>,
+    problem: Conv2d,
+    /// The output's layout (the operands').
+    layout: Layout,
+}
+
+impl<T: Element> Runnable for FusedGraphRun<'_, T> {
+    fn name(&self) -> String {
+        format!("cudnn fused {}", self.graph.borrow().engine_name())
+    }
+    fn enqueue(&mut self, _gpu: &Gpu) -> Result<()> {
+        self.graph.borrow_mut().run_fused(self.x, self.w, &self.ep.operands(), &mut self.y)
+    }
+    fn poison_output(&mut self, gpu: &Gpu) -> Result<()> {
+        gpu.poison(&mut self.y)
+    }
+    fn output_nchw(&self, gpu: &Gpu) -> Result<Vec<f64>> {
+        let y = Tensor::new(self.problem.output_shape(), self.layout, gpu.download(&self.y)?)?.to_layout(Layout::Nchw)?;
+        Ok(y.data().iter().map(|&v| v.into()).collect())
+    }
+}
+
 impl ShapeBench<'_> {
     /// The host sets in `(input, filter)` layouts, zero-padded to `run`'s sizes, on the device.
     fn upload<T: Element>(&self, sets: &[(Tensor<T>, Tensor<T>)], layouts: (Layout, Layout), run: &Conv2d) -> Result<Vec<(CudaSlice<T>, CudaSlice<T>)>> {
@@ -446,16 +504,20 @@ impl ShapeBench<'_> {
             flops: p.flops(),
             epilogue: (!p.epilogue.is_none()).then(|| p.epilogue.to_string()),
             cudnn: Vec::new(),
+            cudnn_fused: Vec::new(),
             pytorch: self.torch_row(precision, precision),
             tf32_cudnn: Vec::new(),
+            tf32_cudnn_fused: Vec::new(),
             tf32_pytorch: None,
             kernels: Vec::new(),
             heuristic_pick: heuristic_pick(p, T::DTYPE, algos, gpu.model()),
             nchw_user: None,
             nchw_user_tf32: None,
             nchw_cudnn: Vec::new(),
+            nchw_cudnn_fused: Vec::new(),
             nchw_pytorch: None,
             bytes: None,
+            judgement: None,
         };
 
         let layout = T::CUDNN_LAYOUT;
@@ -472,6 +534,16 @@ impl ShapeBench<'_> {
             let built = GraphConv::new(gpu, bare, layout, Math::Tf32, search, x0, w0, &mut y0).map(boxed);
             group.tf32_cudnn.push(self.baseline("cudnn graph tf32", T::CUDNN_LAYOUT, true, built, &operands, &bare_reference, progress)?);
             group.tf32_pytorch = Some(self.torch_row("tf32", "tf32"));
+        }
+        // With an epilogue, cuDNN's fused graph of the layer: the same operands as our fused
+        // rows (each set its own, the residual in cuDNN's layout), the same fused reference.
+        let fused_tolerance = |tf32: bool| fused_baseline_tolerance(&ep_sets[0], p, T::DTYPE, tf32, &bare_reference, reference);
+        if fused_reference.is_some() {
+            let eps = self.upload_epilogue(ep_sets, layout)?;
+            group.cudnn_fused.push(self.fused_baseline("cudnn fused graph", layout, T::MATH, &operands, &eps, reference, fused_tolerance(false), progress)?);
+            if T::DTYPE == DType::F32 {
+                group.tf32_cudnn_fused.push(self.fused_baseline("cudnn fused graph tf32", layout, Math::Tf32, &operands, &eps, reference, fused_tolerance(true), progress)?);
+            }
         }
         drop((operands, y0));
 
@@ -538,14 +610,19 @@ impl ShapeBench<'_> {
             // The fp32 baselines above were given NCHW tensors already.
             Some(_) if T::DTYPE == DType::F32 => {
                 group.nchw_cudnn = group.cudnn.clone();
+                group.nchw_cudnn_fused = group.cudnn_fused.clone();
                 group.nchw_pytorch = Some(group.pytorch.clone());
             }
-            Some(user) if user.timing.is_some() => self.nchw_baselines(&mut group, sets, &bare_reference, progress)?,
+            Some(user) if user.timing.is_some() => {
+                let fused = fused_reference.as_ref().map(|r| (ep_sets, r, fused_tolerance(false)));
+                self.nchw_baselines(&mut group, sets, &bare_reference, fused, progress)?
+            }
             // Nothing of ours ran for that caller: no engine search to compare with; PyTorch's
             // figure is already measured.
             Some(_) => group.nchw_pytorch = Some(self.torch_row(&format!("{}_nchw", T::DTYPE.name()), T::DTYPE.name())),
         }
         group.set_bytes(depthwise_bytes(p, T::DTYPE));
+        group.record_judgement();
         Ok(group)
     }
 
@@ -621,17 +698,89 @@ impl ShapeBench<'_> {
 
     /// The baselines given what an NCHW caller of a 16-bit type holds: cuDNN's graph API on NCHW
     /// tensors (its own engine search, tensor-core engines; the bare convolution, checked
-    /// against `bare_reference`) and PyTorch on contiguous tensors (the layer, epilogue included).
-    fn nchw_baselines<T: Element + CudnnBaseline>(&self, group: &mut GroupResult, sets: &[(Tensor<T>, Tensor<T>)], bare_reference: &Tensor<f64>, progress: &mut dyn FnMut(&str)) -> Result<()> {
+    /// against `bare_reference`), with an epilogue also cuDNN's fused graph on NCHW tensors
+    /// (`fused`: each set's operands, the fused reference and the tolerance), and PyTorch on
+    /// contiguous tensors (the layer, epilogue included).
+    fn nchw_baselines<T: Element + CudnnBaseline>(
+        &self,
+        group: &mut GroupResult,
+        sets: &[(Tensor<T>, Tensor<T>)],
+        bare_reference: &Tensor<f64>,
+        fused: Option<(&[EpilogueData<T>], &Tensor<f64>, f64)>,
+        progress: &mut dyn FnMut(&str),
+    ) -> Result<()> {
         let (p, gpu) = (&self.problem.with_epilogue(Epilogue::NONE), self.gpu);
         progress(&format!("{}: cuDNN engine search ({} NCHW)", self.label, T::DTYPE));
         let operands = self.upload(sets, (Layout::Nchw, Layout::Nchw), p)?;
         let mut y0 = gpu.alloc_zeros::<T>(p.output_len())?;
         let built = GraphConv::new(gpu, p, Layout::Nchw, T::MATH, &self.opts.search, &operands[0].0, &operands[0].1, &mut y0).map(boxed);
         group.nchw_cudnn.push(self.baseline("cudnn graph", Layout::Nchw, false, built, &operands, bare_reference, progress)?);
+        drop(y0);
+        if let Some((ep_sets, reference, tol)) = fused {
+            let eps = self.upload_epilogue(ep_sets, Layout::Nchw)?;
+            group.nchw_cudnn_fused.push(self.fused_baseline("cudnn fused graph", Layout::Nchw, T::MATH, &operands, &eps, reference, tol, progress)?);
+        }
         let config = format!("{}_nchw", T::DTYPE.name());
         group.nchw_pytorch = Some(self.torch_row(&config, T::DTYPE.name()));
         Ok(())
+    }
+
+    /// Each set's epilogue operands on the device for cuDNN's fused graph: scale and bias as
+    /// they are, the residual in `layout` (the graph's output layout).
+    fn upload_epilogue<T: Element>(&self, ep_sets: &[EpilogueData<T>], layout: Layout) -> Result<Vec<DeviceEpilogue<T>>> {
+        let gpu = self.gpu;
+        let vector = |v: &Option<Vec<f32>>| v.as_deref().map(|v| gpu.upload(v)).transpose();
+        ep_sets
+            .iter()
+            .map(|e| {
+                let residual = match &e.residual {
+                    Some(r) => Some(gpu.upload(r.to_layout(layout)?.data())?),
+                    None => None,
+                };
+                Ok(DeviceEpilogue { scale: vector(&e.scale)?, bias: vector(&e.bias)?, residual })
+            })
+            .collect()
+    }
+
+    /// cuDNN's fused graph of the layer ([`GraphConv::new_fused`]: the convolution, then
+    /// pointwise nodes computing the epilogue) on `operands` in `layout` with the engines `math`
+    /// allows: its engine search runs on set 0, then it is checked against `reference` within
+    /// `tol` and timed over every set with that set's epilogue operands `eps`, the protocol of
+    /// every row. Where no engine takes the graph, the row is not run and says why.
+    #[allow(clippy::too_many_arguments)]
+    fn fused_baseline<T: Element + CudnnBaseline>(
+        &self,
+        name: &str,
+        layout: Layout,
+        math: Math,
+        operands: &[(CudaSlice<T>, CudaSlice<T>)],
+        eps: &[DeviceEpilogue<T>],
+        reference: &Tensor<f64>,
+        tol: f64,
+        progress: &mut dyn FnMut(&str),
+    ) -> Result<Measurement> {
+        let (p, gpu) = (self.problem, self.gpu);
+        progress(&format!("{}: {name} engine search ({} {}, conv + {})", self.label, T::DTYPE, layout.name(), p.epilogue));
+        let row = Measurement::new(name, "cudnn", layout.name(), T::DTYPE.name());
+        let (Some((x0, w0)), Some(e0)) = (operands.first(), eps.first()) else {
+            return Ok(row.not_run("no input sets"));
+        };
+        let mut y0 = gpu.alloc_zeros::<T>(p.output_len())?;
+        let graph = match GraphConv::new_fused(gpu, p, layout, math, &self.opts.search, x0, w0, &e0.operands(), &mut y0) {
+            Err(e) => return Ok(row.not_run(format!("cuDNN's fused graph of conv + {}: {e}", p.epilogue))),
+            Ok(g) => Rc::new(RefCell::new(g)),
+        };
+        drop(y0);
+        let row = {
+            let g = graph.borrow();
+            Measurement { name: format!("cudnn fused {}", g.engine_name()), engines: g.candidates().to_vec(), note: Some(format!("graph {}", g.graph_description())), ..row }
+        };
+        let runs = operands
+            .iter()
+            .zip(eps)
+            .map(|((x, w), ep)| Ok(FusedGraphRun { graph: graph.clone(), x, w, ep, y: gpu.alloc_zeros::<T>(p.output_len())?, problem: *p, layout }))
+            .collect::<Result<Vec<_>>>()?;
+        self.measure(row, reference, tol, &mut Rotation::new(runs)?)
     }
 
     /// Checks and times one baseline (already planned, or why not) on operands (input, filter,

@@ -1,11 +1,14 @@
 //! What one bench run measured, and what follows from it: per shape and precision the best
 //! convrs kernel, the best baseline, their ratio, the flag for a weak baseline; per suite the
-//! summary (geometric mean, count at or above 1.0x, worst shape); the Markdown table, with a
-//! bandwidth line (GB/s of our kernel and of the best baseline) for each depthwise shape.
+//! summary (geometric mean, count at or above 1.0x, worst shape, and the geomeans against each
+//! baseline alone); the Markdown table, with a bandwidth line (GB/s of our kernel and of the
+//! best baseline) for each depthwise shape.
 //!
-//! A shape with a fused epilogue ([`GroupResult::epilogue`]) is judged against PyTorch eager
-//! alone, which computes the same layer: cuDNN's rows are the bare convolution, shown in their
-//! column marked so and left out of every ratio and flag.
+//! A shape with a fused epilogue ([`GroupResult::epilogue`]) is judged against the faster of the
+//! two baselines that compute the same layer: PyTorch eager and cuDNN's fused graph
+//! ([`GroupResult::cudnn_fused`]). cuDNN's bare-convolution rows are shown in their own column,
+//! marked so and left out of every ratio and flag; the table names the strongest baseline per
+//! shape, and [`GroupResult::judgement`] records it in the JSON.
 
 use crate::compare::Comparison;
 use crate::timing::Timing;
@@ -104,13 +107,22 @@ pub struct GroupResult {
     /// convolution: it cannot apply it) take no part in any ratio or flag.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub epilogue: Option<String>,
-    /// In-process cuDNN: the graph API's fastest engine, the legacy API's fastest algorithm.
+    /// In-process cuDNN: the graph API's fastest engine, the legacy API's fastest algorithm
+    /// (the bare convolution: not judged under an epilogue).
     pub cudnn: Vec<Measurement>,
+    /// With an epilogue: cuDNN's fused graph of the layer (the convolution, then pointwise nodes
+    /// computing the epilogue; [`crate::cudnn_graph::GraphConv::new_fused`]), the in-process
+    /// cuDNN baseline judged there (a row not run says why: often no engine takes the graph).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cudnn_fused: Vec<Measurement>,
     /// `torch.nn.functional.conv2d` in the same run (or why not).
     pub pytorch: Measurement,
     /// fp32 only: PyTorch's default for fp32 convolutions, TF32 tensor cores (cuDNN graph with
     /// tensor-core engines, and PyTorch with `allow_tf32`). Shown beside, never the judged baseline.
     pub tf32_cudnn: Vec<Measurement>,
+    /// fp32 with an epilogue: cuDNN's fused graph with TF32 engines allowed.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tf32_cudnn_fused: Vec<Measurement>,
     pub tf32_pytorch: Option<Measurement>,
     pub kernels: Vec<Measurement>,
     /// Tensor-core types: the fastest kernel on plain layouts run for a caller holding NCHW
@@ -127,6 +139,10 @@ pub struct GroupResult {
     /// contiguous (NCHW) tensors. The NCHW user row is judged against these.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub nchw_cudnn: Vec<Measurement>,
+    /// With an epilogue: cuDNN's fused graph given NCHW tensors (judged there instead of
+    /// [`GroupResult::nchw_cudnn`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub nchw_cudnn_fused: Vec<Measurement>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub nchw_pytorch: Option<Measurement>,
     /// The kernel the automatic choice's cost models predict fastest here (kernel time alone,
@@ -137,6 +153,28 @@ pub struct GroupResult {
     /// [`Measurement::gbps`] follows; such a layer moves bytes rather than doing FLOPs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bytes: Option<f64>,
+    /// Which baseline the shape was judged against and the ratios, for the JSON
+    /// ([`GroupResult::record_judgement`], once every row is in).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub judgement: Option<Judgement>,
+}
+
+/// The verdict on one group, as the JSON records it: the strongest baseline (the faster of
+/// PyTorch and the judged cuDNN rows: cuDNN's fused graph under an epilogue, its bare
+/// convolution otherwise), and our best kernel's speed against it and against each alone.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Judgement {
+    /// The strongest baseline's row (`pytorch eager fp16`, `cudnn fused graph eng12 (heur_b)`),
+    /// `None` where no baseline gave a figure.
+    pub strongest: Option<String>,
+    /// Which it is: `"pytorch"` or `"cudnn"`.
+    pub strongest_family: Option<String>,
+    /// [`GroupResult::ratio`]: the strongest baseline's time over our best kernel's.
+    pub ratio: Option<f64>,
+    /// [`GroupResult::ratio_vs_pytorch`].
+    pub ratio_vs_pytorch: Option<f64>,
+    /// [`GroupResult::ratio_vs_cudnn`].
+    pub ratio_vs_cudnn: Option<f64>,
 }
 
 /// Whether row `m` is one of a kernel that reads fp32 data as TF32 ([`crate::Precision::Tf32`]; only
@@ -154,12 +192,15 @@ impl GroupResult {
             .kernels
             .iter_mut()
             .chain(&mut self.cudnn)
+            .chain(&mut self.cudnn_fused)
             .chain([&mut self.pytorch])
             .chain(&mut self.tf32_cudnn)
+            .chain(&mut self.tf32_cudnn_fused)
             .chain(&mut self.tf32_pytorch)
             .chain(&mut self.nchw_user)
             .chain(&mut self.nchw_user_tf32)
             .chain(&mut self.nchw_cudnn)
+            .chain(&mut self.nchw_cudnn_fused)
             .chain(&mut self.nchw_pytorch);
         for m in rows {
             m.set_bandwidth(bytes);
@@ -212,35 +253,58 @@ impl GroupResult {
         fastest(&self.cudnn)
     }
 
-    /// `rows` of cuDNN where they compute what our rows do: none under an epilogue (they are
-    /// the bare convolution, a lighter task than the fused layer).
-    fn judged_cudnn<'a>(&self, rows: &'a [Measurement]) -> &'a [Measurement] {
+    /// The cuDNN rows that compute what our rows do: `fused` (cuDNN's fused graph) under an
+    /// epilogue, where the `bare` convolution is a lighter task than the layer; `bare` otherwise.
+    fn judged_cudnn<'a>(&self, bare: &'a [Measurement], fused: &'a [Measurement]) -> &'a [Measurement] {
         if self.epilogue.is_some() {
-            &[]
+            fused
         } else {
-            rows
+            bare
         }
     }
 
+    /// The fastest judged in-process cuDNN row of this precision: the fused graph under an
+    /// epilogue, the graph or legacy API's bare convolution otherwise.
+    pub fn best_judged_cudnn(&self) -> Option<&Measurement> {
+        fastest(self.judged_cudnn(&self.cudnn, &self.cudnn_fused))
+    }
+
     /// The strongest baseline of this precision: in-process cuDNN or PyTorch, whichever is
-    /// faster; PyTorch eager alone under an epilogue.
+    /// faster; under an epilogue PyTorch eager or cuDNN's fused graph.
     pub fn best_baseline(&self) -> Option<&Measurement> {
-        fastest(self.judged_cudnn(&self.cudnn).iter().chain([&self.pytorch]))
+        fastest(self.best_judged_cudnn().into_iter().chain([&self.pytorch]))
     }
 
     /// The strongest baseline given NCHW tensors of this type (tensor-core types).
     pub fn best_nchw_baseline(&self) -> Option<&Measurement> {
-        fastest(self.judged_cudnn(&self.nchw_cudnn).iter().chain(&self.nchw_pytorch))
+        fastest(self.judged_cudnn(&self.nchw_cudnn, &self.nchw_cudnn_fused).iter().chain(&self.nchw_pytorch))
     }
 
+    /// The fastest judged in-process cuDNN row with TF32 allowed (fp32 groups).
+    pub fn best_judged_tf32_cudnn(&self) -> Option<&Measurement> {
+        fastest(self.judged_cudnn(&self.tf32_cudnn, &self.tf32_cudnn_fused))
+    }
+
+    /// The strongest TF32 baseline (fp32 groups).
     pub fn best_tf32(&self) -> Option<&Measurement> {
-        fastest(self.judged_cudnn(&self.tf32_cudnn).iter().chain(&self.tf32_pytorch))
+        fastest(self.best_judged_tf32_cudnn().into_iter().chain(&self.tf32_pytorch))
     }
 
     /// Best baseline time over our best kernel's in the caller's layouts: above 1 means convrs
     /// is faster for a caller holding the tensors the baselines read.
     pub fn ratio(&self) -> Option<f64> {
         Some(self.best_baseline()?.ms()? / self.best_user_kernel()?.ms()?)
+    }
+
+    /// PyTorch's time (eager under an epilogue) over our best kernel's in the caller's layouts.
+    pub fn ratio_vs_pytorch(&self) -> Option<f64> {
+        Some(self.pytorch.ms()? / self.best_user_kernel()?.ms()?)
+    }
+
+    /// The judged cuDNN row's time ([`GroupResult::best_judged_cudnn`]: the fused graph under an
+    /// epilogue) over our best kernel's in the caller's layouts.
+    pub fn ratio_vs_cudnn(&self) -> Option<f64> {
+        Some(self.best_judged_cudnn()?.ms()? / self.best_user_kernel()?.ms()?)
     }
 
     /// The same with kernels in any layout, their conversions and zero-padding untimed.
@@ -266,6 +330,28 @@ impl GroupResult {
         Some(self.best_tf32()?.ms()? / self.best_tf32_caller()?.ms()?)
     }
 
+    /// [`GroupResult::ratio_tf32`] against PyTorch's TF32 figure alone.
+    pub fn ratio_tf32_vs_pytorch(&self) -> Option<f64> {
+        Some(self.tf32_pytorch.as_ref()?.ms()? / self.best_tf32_caller()?.ms()?)
+    }
+
+    /// [`GroupResult::ratio_tf32`] against the judged TF32 cuDNN row alone.
+    pub fn ratio_tf32_vs_cudnn(&self) -> Option<f64> {
+        Some(self.best_judged_tf32_cudnn()?.ms()? / self.best_tf32_caller()?.ms()?)
+    }
+
+    /// Records [`GroupResult::judgement`] from the rows as they are now.
+    pub fn record_judgement(&mut self) {
+        let strongest = self.best_baseline();
+        self.judgement = Some(Judgement {
+            strongest: strongest.map(|m| m.name.clone()),
+            strongest_family: strongest.map(|m| m.family.clone()),
+            ratio: self.ratio(),
+            ratio_vs_pytorch: self.ratio_vs_pytorch(),
+            ratio_vs_cudnn: self.ratio_vs_cudnn(),
+        });
+    }
+
     /// The heuristic pick's measured time over the fastest kernel's (1 = it picked the fastest).
     pub fn heuristic_ratio(&self) -> Option<f64> {
         let pick = self.kernels.iter().find(|k| Some(&k.name) == self.heuristic_pick.as_ref())?;
@@ -275,7 +361,8 @@ impl GroupResult {
     /// Which in-process baselines are more than [`FLAG_SLACK`] slower than PyTorch's
     /// (`"fp32"`/`"fp16"`, and `"tf32"`, `"fp16_nchw"`). None under an epilogue: cuDNN's bare
     /// convolution is then no judged baseline, so its weakness cannot make a win, and PyTorch's
-    /// figure is another task's.
+    /// figure is another task's; cuDNN's fused graph is judged beside PyTorch eager, so where it
+    /// is the slower one PyTorch eager is the baseline and no win comes from it either.
     pub fn flags(&self) -> Vec<String> {
         let mut flags = Vec::new();
         if self.epilogue.is_some() {
@@ -322,6 +409,12 @@ pub struct Summary {
     pub geomean: Option<f64>,
     /// The same with kernels in any layout, conversions untimed ([`GroupResult::ratio_any_layout`]).
     pub geomean_any_layout: Option<f64>,
+    /// Geometric mean of the ratio to PyTorch alone (eager under an epilogue;
+    /// [`GroupResult::ratio_vs_pytorch`]), over the shapes with both figures.
+    pub geomean_vs_pytorch: Option<f64>,
+    /// Geometric mean of the ratio to the judged in-process cuDNN alone (its fused graph under an
+    /// epilogue; [`GroupResult::ratio_vs_cudnn`]), over the shapes with both figures.
+    pub geomean_vs_cudnn: Option<f64>,
     pub at_or_above_1: usize,
     /// The shape with the lowest ratio, and the ratio.
     pub worst: Option<(String, f64)>,
@@ -353,7 +446,7 @@ pub fn summarize(suite: &str, groups: &[GroupResult]) -> Vec<Summary> {
     let mut out = Vec::new();
     for prec in precisions {
         let of: Vec<&GroupResult> = groups.iter().filter(|g| g.precision == prec).collect();
-        out.push(summary_of(suite, prec, &of, GroupResult::ratio));
+        out.push(summary_of(suite, prec, &of, Judge { best: GroupResult::ratio, pytorch: GroupResult::ratio_vs_pytorch, cudnn: GroupResult::ratio_vs_cudnn }));
         if of.iter().any(|g| !g.tf32_cudnn.is_empty() || g.tf32_pytorch.is_some()) {
             // Only the TF32 baselines' flags and our TF32-admitted kernels count; the heuristic and
             // any-layout columns are the fp32 line's.
@@ -367,16 +460,24 @@ pub fn summarize(suite: &str, groups: &[GroupResult]) -> Vec<Summary> {
                 heuristic_within_10pct: 0,
                 heuristic_compared: 0,
                 heuristic_worst: None,
-                ..summary_of(suite, "tf32", &of, GroupResult::ratio_tf32)
+                ..summary_of(suite, "tf32", &of, Judge { best: GroupResult::ratio_tf32, pytorch: GroupResult::ratio_tf32_vs_pytorch, cudnn: GroupResult::ratio_tf32_vs_cudnn })
             });
         }
     }
     out
 }
 
-/// The summary of groups `of` under the name `prec`, judged by `ratio`.
-fn summary_of(suite: &str, prec: &str, of: &[&GroupResult], ratio: fn(&GroupResult) -> Option<f64>) -> Summary {
-    let ratios: Vec<(&str, f64)> = of.iter().filter_map(|g| Some((g.shape.as_str(), ratio(g)?))).collect();
+/// How a summary line judges a group: its ratio to the strongest baseline, and to each alone.
+struct Judge {
+    best: fn(&GroupResult) -> Option<f64>,
+    pytorch: fn(&GroupResult) -> Option<f64>,
+    cudnn: fn(&GroupResult) -> Option<f64>,
+}
+
+/// The summary of groups `of` under the name `prec`, judged by `judge`.
+fn summary_of(suite: &str, prec: &str, of: &[&GroupResult], judge: Judge) -> Summary {
+    let ratios: Vec<(&str, f64)> = of.iter().filter_map(|g| Some((g.shape.as_str(), (judge.best)(g)?))).collect();
+    let geomean_of = |ratio: fn(&GroupResult) -> Option<f64>| geomean(&of.iter().filter_map(|g| ratio(g)).collect::<Vec<_>>());
     let values: Vec<f64> = ratios.iter().map(|r| r.1).collect();
     let picks: Vec<(&str, f64)> = of.iter().filter_map(|g| Some((g.shape.as_str(), g.heuristic_ratio()?))).collect();
     Summary {
@@ -386,6 +487,8 @@ fn summary_of(suite: &str, prec: &str, of: &[&GroupResult], ratio: fn(&GroupResu
         compared: ratios.len(),
         geomean: geomean(&values),
         geomean_any_layout: geomean(&of.iter().filter_map(|g| g.ratio_any_layout()).collect::<Vec<_>>()),
+        geomean_vs_pytorch: geomean_of(judge.pytorch),
+        geomean_vs_cudnn: geomean_of(judge.cudnn),
         at_or_above_1: values.iter().filter(|&&r| r >= 1.0).count(),
         worst: ratios.iter().min_by(|a, b| a.1.total_cmp(&b.1)).map(|(s, r)| (s.to_string(), *r)),
         no_kernel: of.iter().filter(|g| g.best_kernel().is_none()).count(),
@@ -429,10 +532,42 @@ fn check_cell(m: &Measurement) -> String {
 /// The table's header for bare convolutions.
 const HEADER: &str = "| shape | type | convrs kernel | ms | TFLOP/s | cuDNN in-process (ms, choice) | PyTorch ms | speed vs best baseline | rel L2 err | check |\n";
 
-/// The header where shapes have a fused epilogue: the ratio is to PyTorch eager, and the cuDNN
-/// column is the bare convolution, shown for what the epilogue costs beside it.
-const EPILOGUE_HEADER: &str =
-    "| shape | type | convrs kernel (fused epilogue) | ms | TFLOP/s | cuDNN in-process, bare convolution: not judged (ms, choice) | PyTorch eager ms (conv2d + epilogue calls) | speed vs PyTorch eager | rel L2 err | check |\n";
+/// The header where shapes have a fused epilogue: the judged baselines are cuDNN's fused graph
+/// and PyTorch eager, the strongest of them is named per line, and cuDNN's bare convolution is
+/// shown last, for what the epilogue costs beside it.
+const EPILOGUE_HEADER: &str = "| shape | type | convrs kernel (fused epilogue) | ms | TFLOP/s | cuDNN fused graph, conv + pointwise nodes (ms, choice) | PyTorch eager ms (conv2d + epilogue calls) | strongest baseline | speed vs strongest baseline | cuDNN bare convolution, not judged (ms, choice) | rel L2 err | check |\n";
+
+/// One line of the table, cell by cell. A bare table has 10 columns (`cudnn` is the in-process
+/// cuDNN cell; `strongest` and `bare` are not shown); a table of fused shapes has 12 (`cudnn` is
+/// the fused graph's cell, `strongest` names the judged baseline, `bare` is the bare convolution).
+struct Line {
+    shape: String,
+    kind: String,
+    kernel: String,
+    ms: String,
+    tflops: String,
+    cudnn: String,
+    pytorch: String,
+    strongest: String,
+    ratio: String,
+    bare: String,
+    err: String,
+    check: String,
+}
+
+impl Line {
+    fn render(&self, fused: bool) -> String {
+        let l = self;
+        if fused {
+            format!(
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+                l.shape, l.kind, l.kernel, l.ms, l.tflops, l.cudnn, l.pytorch, l.strongest, l.ratio, l.bare, l.err, l.check
+            )
+        } else {
+            format!("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", l.shape, l.kind, l.kernel, l.ms, l.tflops, l.cudnn, l.pytorch, l.ratio, l.err, l.check)
+        }
+    }
+}
 
 /// A cuDNN cell of group `g`: marked as the bare convolution where `g` has an epilogue.
 fn cudnn_cell(g: &GroupResult, m: Option<&Measurement>) -> String {
@@ -440,12 +575,35 @@ fn cudnn_cell(g: &GroupResult, m: Option<&Measurement>) -> String {
     format!("{}{bare}", named_cell(m))
 }
 
+/// A cell of cuDNN's fused graph: its time and engine, or that it was not run (the reason is
+/// listed under the table) or failed its check.
+fn fused_cell(rows: &[Measurement]) -> String {
+    match (fastest(rows), rows.first()) {
+        (Some(m), _) => named_cell(Some(m)),
+        (None, None) => "-".into(),
+        (None, Some(m)) if m.timing.is_none() => "not run (reason under the table)".into(),
+        (None, Some(_)) => "FAIL".into(),
+    }
+}
+
+/// The kind of a judged baseline row, for the "strongest baseline" cell.
+fn strongest_cell(m: Option<&Measurement>) -> String {
+    match m {
+        Some(m) if m.family == "pytorch" => "PyTorch eager".into(),
+        Some(m) if m.family == "cudnn" => "cuDNN fused graph".into(),
+        Some(m) => m.name.clone(),
+        None => "none".into(),
+    }
+}
+
 /// The Markdown table: per shape and precision the best kernel (every kernel with
 /// `all_kernels`), then for fp32 a line against the TF32 baselines; flagged baselines say so.
-/// Shapes with an epilogue get [`EPILOGUE_HEADER`] (the shape label names the epilogue).
+/// Shapes with an epilogue get [`EPILOGUE_HEADER`] (the shape label names the epilogue), and
+/// under the table the reason of every cuDNN fused graph that was not run.
 pub fn table(groups: &[GroupResult], all_kernels: bool) -> String {
-    let header = if groups.iter().any(|g| g.epilogue.is_some()) { EPILOGUE_HEADER } else { HEADER };
-    let mut out = format!("{header}| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+    let fused = groups.iter().any(|g| g.epilogue.is_some());
+    let (header, columns) = if fused { (EPILOGUE_HEADER, 12) } else { (HEADER, 10) };
+    let mut out = format!("{header}|{}\n", " --- |".repeat(columns));
     for g in groups {
         let best = g.best_user_kernel();
         // The judged row, and the fastest in any layout beside it when that is another kernel.
@@ -457,11 +615,27 @@ pub fn table(groups: &[GroupResult], all_kernels: bool) -> String {
         };
         let flags = g.flags();
         let flag = |prec: &str| if flags.iter().any(|f| f == prec) { " **FLAG: baseline >5% slower than PyTorch**" } else { "" };
-        let cudnn = format!("{}{}", cudnn_cell(g, g.best_cudnn()), flag(&g.precision));
+        let bare_cudnn = format!("{}{}", cudnn_cell(g, g.best_cudnn()), flag(&g.precision));
+        // In a fused table the cuDNN column is the fused graph's and the bare one comes last.
+        let (cudnn, bare) = if fused { (fused_cell(&g.cudnn_fused), bare_cudnn) } else { (bare_cudnn, String::new()) };
         let baseline_ms = g.best_baseline().and_then(Measurement::ms);
+        let line = |kernel: String, ms: String, tflops: String, ratio: String, err: String, check: String| Line {
+            shape: g.shape.clone(),
+            kind: g.precision.clone(),
+            kernel,
+            ms,
+            tflops,
+            cudnn: cudnn.clone(),
+            pytorch: ms_cell(Some(&g.pytorch)),
+            strongest: strongest_cell(g.best_baseline()),
+            ratio,
+            bare: bare.clone(),
+            err,
+            check,
+        };
         if rows.is_empty() {
             let why = g.kernels.iter().filter_map(|k| k.note.as_deref()).next().unwrap_or("no kernel passed");
-            out += &format!("| {} | {} | none: {why} | - | - | {cudnn} | {} | n/a | - | - |\n", g.shape, g.precision, ms_cell(Some(&g.pytorch)));
+            out += &line(format!("none: {why}"), "-".into(), "-".into(), "n/a".into(), "-".into(), "-".into()).render(fused);
         }
         for k in rows {
             let ratio = baseline_ms.zip(k.ms()).map(|(b, ms)| b / ms);
@@ -469,37 +643,73 @@ pub fn table(groups: &[GroupResult], all_kernels: bool) -> String {
             let tf = k.tflops.map(|t| format!("{t:.2}")).unwrap_or_else(|| "-".into());
             let ms = k.timing.map(|t| format!("{:.4}", t.median_ms)).unwrap_or_else(|| "-".into());
             let untimed = if k.user_layout { "" } else { ", conversion untimed" };
-            out += &format!(
-                "| {} | {} | {} ({}{untimed}) | {ms} | {tf} | {cudnn} | {} | {} | {err} | {} |\n",
-                g.shape, g.precision, k.name, k.layout, ms_cell(Some(&g.pytorch)), ratio_cell(ratio), check_cell(k)
-            );
+            out += &line(format!("{} ({}{untimed})", k.name, k.layout), ms, tf, ratio_cell(ratio), err, check_cell(k)).render(fused);
         }
         if g.bytes.is_some() {
-            out += &bandwidth_line(g);
+            out += &bandwidth_line(g).render(fused);
         }
         if let Some(k) = &g.nchw_user {
             let ms = k.ms().map(|ms| format!("{ms:.4}")).unwrap_or_else(|| "-".into());
             let err = k.check.map(|c| format!("{:.1e}", c.rel_l2_err)).unwrap_or_else(|| "-".into());
-            out += &format!(
-                "| {} | {} NCHW user (transforms timed; baselines given NCHW) | {} | {ms} | - | {} | {} | {} ({} vs NHWC) | {err} | {} |\n",
-                g.shape,
-                g.precision,
-                k.name,
-                cudnn_cell(g, fastest(&g.nchw_cudnn)),
-                ms_cell(g.nchw_pytorch.as_ref()),
-                ratio_cell(g.ratio_nchw_user()),
-                ratio_cell(g.ratio_nchw_user_vs_nhwc()),
-                check_cell(k)
-            );
+            let bare_nchw = cudnn_cell(g, fastest(&g.nchw_cudnn));
+            let (cudnn, bare) = if fused { (fused_cell(&g.nchw_cudnn_fused), bare_nchw) } else { (bare_nchw, String::new()) };
+            out += &Line {
+                shape: g.shape.clone(),
+                kind: format!("{} NCHW user (transforms timed; baselines given NCHW)", g.precision),
+                kernel: k.name.clone(),
+                ms,
+                tflops: "-".into(),
+                cudnn,
+                pytorch: ms_cell(g.nchw_pytorch.as_ref()),
+                strongest: strongest_cell(g.best_nchw_baseline()),
+                ratio: format!("{} ({} vs NHWC)", ratio_cell(g.ratio_nchw_user()), ratio_cell(g.ratio_nchw_user_vs_nhwc())),
+                bare,
+                err,
+                check: check_cell(k),
+            }
+            .render(fused);
         }
         if !g.tf32_cudnn.is_empty() || g.tf32_pytorch.is_some() {
             let best = g.best_tf32_caller();
             let kernel = best.map(|k| format!("{} ({})", k.name, k.layout)).unwrap_or_else(|| "none".into());
             let ms = best.and_then(Measurement::ms).map(|ms| format!("{ms:.4}")).unwrap_or_else(|| "-".into());
-            out += &format!(
-                "| {} | tf32 (PyTorch's fp32 default) | {kernel} | {ms} | - | {}{} | {} | {} | - | - |\n",
-                g.shape, cudnn_cell(g, fastest(&g.tf32_cudnn)), flag("tf32"), ms_cell(g.tf32_pytorch.as_ref()), ratio_cell(g.ratio_tf32())
-            );
+            let bare_tf32 = format!("{}{}", cudnn_cell(g, fastest(&g.tf32_cudnn)), flag("tf32"));
+            let (cudnn, bare) = if fused { (fused_cell(&g.tf32_cudnn_fused), bare_tf32) } else { (bare_tf32, String::new()) };
+            out += &Line {
+                shape: g.shape.clone(),
+                kind: "tf32 (PyTorch's fp32 default)".into(),
+                kernel,
+                ms,
+                tflops: "-".into(),
+                cudnn,
+                pytorch: ms_cell(g.tf32_pytorch.as_ref()),
+                strongest: strongest_cell(g.best_tf32()),
+                ratio: ratio_cell(g.ratio_tf32()),
+                bare,
+                err: "-".into(),
+                check: "-".into(),
+            }
+            .render(fused);
+        }
+    }
+    if fused {
+        out += &fused_graph_notes(groups);
+    }
+    out
+}
+
+/// Under a table of fused shapes: why each cuDNN fused graph that has no time was not run.
+fn fused_graph_notes(groups: &[GroupResult]) -> String {
+    let mut out = String::new();
+    for g in groups {
+        let rows = [("", &g.cudnn_fused), (" NCHW", &g.nchw_cudnn_fused), (" tf32", &g.tf32_cudnn_fused)];
+        for (what, rows) in rows {
+            for m in rows.iter().filter(|m| m.timing.is_none()) {
+                if out.is_empty() {
+                    out += "\ncuDNN fused graphs not run (no figure from cuDNN for these; PyTorch eager is their only baseline):\n\n";
+                }
+                out += &format!("- {} {}{what} ({}): {}\n", g.shape, g.precision, m.layout, m.note.as_deref().unwrap_or("no reason recorded"));
+            }
         }
     }
     out
@@ -507,7 +717,7 @@ pub fn table(groups: &[GroupResult], all_kernels: bool) -> String {
 
 /// A depthwise shape's line: the achieved bandwidth of our kernel ([`GroupResult::bandwidth_kernel`])
 /// and of the best baseline, each the shape's bytes over its median time.
-fn bandwidth_line(g: &GroupResult) -> String {
+fn bandwidth_line(g: &GroupResult) -> Line {
     let cell = |m: Option<&Measurement>| match m.and_then(|m| Some((m, m.ms()?, m.gbps?))) {
         Some((m, ms, gbps)) => {
             let untimed = if m.family == "cudnn" || m.family == "pytorch" || m.user_layout { "" } else { ", conversion untimed" };
@@ -517,10 +727,21 @@ fn bandwidth_line(g: &GroupResult) -> String {
     };
     let ((kernel, ms), (baseline, _)) = (cell(g.bandwidth_kernel()), cell(g.best_baseline()));
     let mb = g.bytes.map_or_else(|| "-".into(), |b| format!("{:.2} MB", b / 1e6));
-    format!(
-        "| {} | {} depthwise bandwidth ({mb} of input + filter + output over the median) | {kernel} | {ms} | - | best baseline {baseline} | - | - | - | - |\n",
-        g.shape, g.precision
-    )
+    let dash = || "-".to_string();
+    Line {
+        shape: g.shape.clone(),
+        kind: format!("{} depthwise bandwidth ({mb} of input + filter + output over the median)", g.precision),
+        kernel,
+        ms,
+        tflops: dash(),
+        cudnn: format!("best baseline {baseline}"),
+        pytorch: dash(),
+        strongest: dash(),
+        ratio: dash(),
+        bare: dash(),
+        err: dash(),
+        check: dash(),
+    }
 }
 
 /// The automatic choice against the measurements: per shape and type the heuristic pick, the
@@ -535,22 +756,60 @@ pub fn heuristic_table(groups: &[GroupResult]) -> String {
     out
 }
 
-/// The suite summaries as Markdown.
+/// The suite summaries as Markdown: beside the geomean against the strongest baseline, the
+/// geomeans against PyTorch alone and against the judged in-process cuDNN alone (its fused graph
+/// under an epilogue).
 pub fn summary_table(summaries: &[Summary]) -> String {
     let mut out = String::from(
-        "| suite | type | shapes | compared | geomean vs best baseline (caller's layout) | at or above 1.0x | worst shape | no kernel | flagged baselines | heuristic pick within 10% | heuristic worst | geomean, NCHW user vs NCHW baselines | NCHW user vs NHWC baselines | geomean, any layout (conversion untimed) |\n\
-         | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
+        "| suite | type | shapes | compared | geomean vs best baseline (caller's layout) | geomean vs PyTorch | geomean vs cuDNN in-process (fused graph under an epilogue) | at or above 1.0x | worst shape | no kernel | flagged baselines | heuristic pick within 10% | heuristic worst | geomean, NCHW user vs NCHW baselines | NCHW user vs NHWC baselines | geomean, any layout (conversion untimed) |\n\
+         | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
     );
     for s in summaries {
         let worst = s.worst.as_ref().map(|(shape, r)| format!("{shape} ({r:.2}x)")).unwrap_or_else(|| "-".into());
         let pick_worst = s.heuristic_worst.as_ref().map(|(shape, r)| format!("{shape} ({r:.2}x slower)")).unwrap_or_else(|| "-".into());
         out += &format!(
-            "| {} | {} | {} | {} | {} | {} | {worst} | {} | {} | {}/{} | {pick_worst} | {} | {} | {} |\n",
-            s.suite, s.precision, s.shapes, s.compared, ratio_cell(s.geomean), s.at_or_above_1, s.no_kernel, s.flagged, s.heuristic_within_10pct, s.heuristic_compared,
-            ratio_cell(s.geomean_nchw_user), ratio_cell(s.geomean_nchw_user_vs_nhwc), ratio_cell(s.geomean_any_layout)
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {worst} | {} | {} | {}/{} | {pick_worst} | {} | {} | {} |\n",
+            s.suite,
+            s.precision,
+            s.shapes,
+            s.compared,
+            ratio_cell(s.geomean),
+            ratio_cell(s.geomean_vs_pytorch),
+            ratio_cell(s.geomean_vs_cudnn),
+            s.at_or_above_1,
+            s.no_kernel,
+            s.flagged,
+            s.heuristic_within_10pct,
+            s.heuristic_compared,
+            ratio_cell(s.geomean_nchw_user),
+            ratio_cell(s.geomean_nchw_user_vs_nhwc),
+            ratio_cell(s.geomean_any_layout)
         );
     }
     out
+}
+
+/// One sentence per summary: the geomean against each baseline and against the strongest
+/// (`fused`: the shapes have an epilogue, so the baselines are PyTorch eager and cuDNN's fused
+/// graph), e.g. `deepbench fp16: geomean 1.02x vs PyTorch eager, 0.85x vs cuDNN's fused graph,
+/// 0.84x vs the strongest of the two per shape (45 shapes compared of 45)`.
+pub fn summary_lines(summaries: &[Summary], fused: bool) -> String {
+    let (pytorch, cudnn) = if fused { ("PyTorch eager", "cuDNN's fused graph") } else { ("PyTorch", "cuDNN in-process") };
+    summaries
+        .iter()
+        .map(|s| {
+            format!(
+                "{} {}: geomean {} vs {pytorch}, {} vs {cudnn}, {} vs the strongest of the two per shape ({} shapes compared of {})\n",
+                s.suite,
+                s.precision,
+                ratio_cell(s.geomean_vs_pytorch),
+                ratio_cell(s.geomean_vs_cudnn),
+                ratio_cell(s.geomean),
+                s.compared,
+                s.shapes
+            )
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -574,16 +833,20 @@ mod tests {
             flops: 1e9,
             epilogue: None,
             cudnn: vec![m("cudnn graph", Some(cudnn), true)],
+            cudnn_fused: vec![],
             pytorch: m("pytorch", pytorch, pytorch.is_some()),
             tf32_cudnn: vec![],
+            tf32_cudnn_fused: vec![],
             tf32_pytorch: None,
             kernels: kernels.iter().enumerate().map(|(i, &ms)| m(&format!("k{i}"), Some(ms), true)).collect(),
             heuristic_pick: (!kernels.is_empty()).then(|| "k0".to_string()),
             nchw_user: None,
             nchw_user_tf32: None,
             nchw_cudnn: vec![],
+            nchw_cudnn_fused: vec![],
             nchw_pytorch: None,
             bytes: None,
+            judgement: None,
         }
     }
 
@@ -748,34 +1011,93 @@ mod tests {
         assert!(json.get("bytes").is_none() && json["kernels"][0].get("gbps").is_none(), "{json}");
     }
 
+    /// `m` of a baseline family (`"pytorch"`, `"cudnn"`), as the bench names them.
+    fn of(family: &str, mut r: Measurement) -> Measurement {
+        r.family = family.into();
+        r.user_layout = false;
+        r
+    }
+
     #[test]
-    fn an_epilogue_is_judged_against_pytorch_eager_alone() {
+    fn an_epilogue_is_judged_against_the_stronger_of_pytorch_eager_and_the_fused_graph() {
         // cuDNN's bare convolution 0.5 ms (faster than anything fused), PyTorch eager 3 ms, ours 2 ms.
         let mut g = group("a ep=bias+relu", &[2.0], 0.5, Some(3.0));
+        g.pytorch = of("pytorch", m("pytorch eager fp16", Some(3.0), true));
+        g.cudnn[0] = of("cudnn", m("cudnn graph eng1 (heur_b)", Some(0.5), true));
         assert_eq!(g.ratio(), Some(0.25));
         g.epilogue = Some("bias+relu".into());
-        assert_eq!((g.ratio(), g.best_baseline().map(|b| b.name.as_str())), (Some(1.5), Some("pytorch")));
-        // cuDNN 6x slower than PyTorch would be flagged on a bare convolution; not here.
-        g.cudnn[0] = m("cudnn graph", Some(18.0), true);
+        // No fused graph row (or none that passed): PyTorch eager alone.
+        assert_eq!((g.ratio(), g.best_baseline().map(|b| b.name.as_str())), (Some(1.5), Some("pytorch eager fp16")));
+        assert_eq!((g.ratio_vs_pytorch(), g.ratio_vs_cudnn()), (Some(1.5), None));
+        g.cudnn_fused = vec![of("cudnn", m("cudnn fused graph eng7 (heur_b)", Some(1.0), false))];
+        assert_eq!(g.ratio(), Some(1.5));
+        g.cudnn_fused = vec![of("cudnn", m("cudnn fused graph", None, false).not_run("no engine ran this graph"))];
+        assert_eq!(g.ratio(), Some(1.5));
+        // cuDNN's fused graph at 2.5 ms is stronger than PyTorch eager: the ratio is to it.
+        g.cudnn_fused = vec![of("cudnn", m("cudnn fused graph eng7 (heur_b)", Some(2.5), true))];
+        assert_eq!((g.ratio(), g.best_baseline().map(|b| b.name.as_str())), (Some(1.25), Some("cudnn fused graph eng7 (heur_b)")));
+        assert_eq!((g.ratio_vs_pytorch(), g.ratio_vs_cudnn()), (Some(1.5), Some(1.25)));
+        // cuDNN's bare convolution 6x slower than PyTorch would be flagged on a bare convolution; not here.
+        g.cudnn[0] = of("cudnn", m("cudnn graph eng1 (heur_b)", Some(18.0), true));
         assert!(g.flags().is_empty());
-        // The NCHW and TF32 figures leave cuDNN out the same way.
+        // The NCHW figures take the fused graph given NCHW tensors, never the bare one.
         g.nchw_user = Some(m("k0 from NCHW", Some(4.0), true));
-        g.nchw_cudnn = vec![m("cudnn graph", Some(1.0), true)];
-        g.nchw_pytorch = Some(m("pytorch eager fp16_nchw", Some(6.0), true));
+        g.nchw_cudnn = vec![of("cudnn", m("cudnn graph", Some(1.0), true))];
+        g.nchw_pytorch = Some(of("pytorch", m("pytorch eager fp16_nchw", Some(6.0), true)));
         assert_eq!(g.ratio_nchw_user(), Some(1.5));
+        g.nchw_cudnn_fused = vec![of("cudnn", m("cudnn fused graph eng3 (global)", Some(5.0), true))];
+        assert_eq!(g.ratio_nchw_user(), Some(1.25));
+        // And the TF32 ones the fused TF32 graph.
         g.tf32_cudnn = vec![m("cudnn graph tf32", Some(0.1), true)];
         assert!(g.best_tf32().is_none());
+        g.tf32_cudnn_fused = vec![of("cudnn", m("cudnn fused graph eng9 (heur_b)", Some(0.7), true))];
+        assert_eq!(g.best_tf32().map(|b| b.name.as_str()), Some("cudnn fused graph eng9 (heur_b)"));
+        g.tf32_cudnn_fused.clear();
+        g.tf32_cudnn.clear();
+        // The summary: against each baseline, and against the stronger per shape.
         let s = &summarize("t", std::slice::from_ref(&g))[0];
-        assert_eq!((s.geomean, s.flagged, s.geomean_nchw_user), (Some(1.5), 0, Some(1.5)));
-        // The table says what the columns are, and marks cuDNN's cells as the bare convolution.
+        assert_eq!((s.geomean, s.geomean_vs_pytorch, s.geomean_vs_cudnn, s.flagged, s.geomean_nchw_user), (Some(1.25), Some(1.5), Some(1.25), 0, Some(1.25)));
+        let line = summary_lines(std::slice::from_ref(s), true);
+        assert_eq!(line, "t fp16: geomean 1.50x vs PyTorch eager, 1.25x vs cuDNN's fused graph, 1.25x vs the strongest of the two per shape (1 shapes compared of 1)\n");
+        assert!(summary_table(std::slice::from_ref(s)).contains("| t | fp16 | 1 | 1 | 1.25x | 1.50x | 1.25x | 1 |"), "{}", summary_table(std::slice::from_ref(s)));
+        // The table: the fused graph in the cuDNN column, the strongest named, the bare convolution last.
         let t = table(std::slice::from_ref(&g), false);
         assert!(t.starts_with(EPILOGUE_HEADER), "{t}");
-        assert!(t.contains("| k0 (NHWC) | 2.0000 | 0.50 | 18.0000 cudnn graph (bare conv) | 3.0000 | 1.50x |"), "{t}");
-        assert!(t.contains("| 1.0000 cudnn graph (bare conv) | 6.0000 | 1.50x (0.75x vs NHWC) |"), "{t}");
-        // The JSON records it; a bare group has no such field.
-        assert_eq!(serde_json::to_value(&g).unwrap()["epilogue"], "bias+relu");
-        assert!(serde_json::to_value(group("b", &[1.0], 1.0, None)).unwrap().get("epilogue").is_none());
+        assert_eq!(t.lines().nth(1), Some("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"));
+        let row = "| a ep=bias+relu | fp16 | k0 (NHWC) | 2.0000 | 0.50 | 2.5000 cudnn fused graph eng7 (heur_b) | 3.0000 | cuDNN fused graph | 1.25x | 18.0000 cudnn graph eng1 (heur_b) (bare conv) | - | ok |";
+        assert!(t.contains(row), "{t}");
+        assert!(t.contains("| k0 from NCHW | 4.0000 | - | 5.0000 cudnn fused graph eng3 (global) | 6.0000 | cuDNN fused graph | 1.25x (0.62x vs NHWC) | 1.0000 cudnn graph (bare conv) |"), "{t}");
+        assert!(t.lines().all(|l| l.is_empty() || l.matches(" | ").count() == 11), "every line has 12 cells: {t}");
+        // The JSON records the fused rows and the judgement; a bare group has neither fused rows nor an epilogue.
+        g.record_judgement();
+        let json = serde_json::to_value(&g).unwrap();
+        assert_eq!(json["epilogue"], "bias+relu");
+        assert_eq!(json["cudnn_fused"][0]["name"], "cudnn fused graph eng7 (heur_b)");
+        assert_eq!(json["judgement"], serde_json::json!({ "strongest": "cudnn fused graph eng7 (heur_b)", "strongest_family": "cudnn", "ratio": 1.25, "ratio_vs_pytorch": 1.5, "ratio_vs_cudnn": 1.25 }));
+        let bare = serde_json::to_value(group("b", &[1.0], 1.0, None)).unwrap();
+        assert!(bare.get("epilogue").is_none() && bare.get("cudnn_fused").is_none() && bare.get("nchw_cudnn_fused").is_none());
         assert!(table(&[group("b", &[1.0], 1.0, None)], false).starts_with(HEADER));
+    }
+
+    #[test]
+    fn a_fused_graph_no_engine_took_says_why_and_leaves_pytorch_eager_judged() {
+        let mut g = group("a ep=gelu", &[2.0], 0.5, Some(3.0));
+        g.pytorch = of("pytorch", m("pytorch eager fp16", Some(3.0), true));
+        g.epilogue = Some("gelu".into());
+        let why = "cuDNN's fused graph of conv + gelu: no engine ran this graph [conv -> gelu] (40 candidates; first: eng3 (global): NOT_SUPPORTED)";
+        g.cudnn_fused = vec![of("cudnn", m("cudnn fused graph", None, false).not_run(why))];
+        assert_eq!((g.ratio(), g.ratio_vs_cudnn()), (Some(1.5), None));
+        let t = table(std::slice::from_ref(&g), false);
+        assert!(t.contains("| not run (reason under the table) | 3.0000 | PyTorch eager | 1.50x |"), "{t}");
+        assert!(t.contains(&format!("- a ep=gelu fp16 (NHWC): {why}\n")), "{t}");
+        let s = &summarize("t", std::slice::from_ref(&g))[0];
+        assert_eq!((s.geomean, s.geomean_vs_pytorch, s.geomean_vs_cudnn), (Some(1.5), Some(1.5), None));
+        assert!(summary_lines(std::slice::from_ref(s), true).contains("1.50x vs PyTorch eager, n/a vs cuDNN's fused graph, 1.50x vs the strongest"));
+        // A fused graph that ran and failed its check is shown as such, and not judged.
+        g.cudnn_fused = vec![of("cudnn", m("cudnn fused graph eng7 (heur_b)", Some(0.1), false))];
+        assert!(table(std::slice::from_ref(&g), false).contains("| FAIL | 3.0000 | PyTorch eager | 1.50x |"));
+        g.record_judgement();
+        assert_eq!(g.judgement.as_ref().and_then(|j| j.strongest_family.as_deref()), Some("pytorch"));
     }
 
     #[test]
@@ -783,10 +1105,18 @@ mod tests {
         let mut g = group("a", &[1.0], 2.0, Some(2.0));
         g.epilogue = Some("residual".into());
         g.nchw_user = Some(m("k0 from NCHW", None, false).not_run(crate::bench::NO_DEVICE_EPILOGUE));
-        g.nchw_pytorch = Some(m("pytorch eager fp16_nchw", Some(3.0), true));
+        g.nchw_pytorch = Some(of("pytorch", m("pytorch eager fp16_nchw", Some(3.0), true)));
         assert_eq!((g.ratio_nchw_user(), g.ratio_nchw_user_vs_nhwc()), (None, None));
         let t = table(&[g], false);
-        assert!(t.contains("| k0 from NCHW | - | - | n/a | 3.0000 | n/a (n/a vs NHWC) | - | not run: no kernel (epilogue operands on device tensors not yet supported) |"), "{t}");
+        assert!(t.contains("| k0 from NCHW | - | - | - | 3.0000 | PyTorch eager | n/a (n/a vs NHWC) | n/a | - | not run: no kernel (epilogue operands on device tensors not yet supported) |"), "{t}");
+    }
+
+    #[test]
+    fn bare_summaries_name_pytorch_and_cudnn_in_process() {
+        // cuDNN 2 ms, PyTorch 4 ms, ours 1 ms: 2x against the strongest (cuDNN), 4x against PyTorch.
+        let s = &summarize("t", &[group("a", &[1.0], 2.0, Some(4.0))])[0];
+        assert_eq!((s.geomean, s.geomean_vs_pytorch, s.geomean_vs_cudnn), (Some(2.0), Some(4.0), Some(2.0)));
+        assert_eq!(summary_lines(std::slice::from_ref(s), false), "t fp16: geomean 4.00x vs PyTorch, 2.00x vs cuDNN in-process, 2.00x vs the strongest of the two per shape (1 shapes compared of 1)\n");
     }
 
     #[test]
