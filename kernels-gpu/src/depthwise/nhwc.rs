@@ -56,17 +56,19 @@ pub unsafe fn conv<E: Elem, const TAPS: usize, const VEC: usize>(x: *const E::Ra
     let act = Activation::of(ep);
     // SAFETY: k0 + i < K; the epilogue's buffers as the host planned them.
     let finish: [Epilogue; VEC] = core::array::from_fn(|i| if fused { unsafe { Epilogue::of(ep, (k0 + i as i32) as u32) } } else { Epilogue::IDENTITY });
-    for (j, a) in acc.iter().enumerate() {
+    // Unrolled by hand: with the epilogue's asm (ex2, rcp) in the body the compiler kept these
+    // loops, and `acc` went to local memory.
+    unroll!(8: COLS, j => {
         if q0 + (j as i32) < sh.q {
             let out = (((n * sh.p + p) * sh.q + q0 + j as i32) * sh.k + k0) as usize;
-            let mut a = *a;
+            let mut a = acc[j];
             if fused {
-                for (i, v) in a.iter_mut().enumerate() {
+                unroll!(4: VEC, i => {
                     // SAFETY: channel k0 + i of output pixel (n, p, q0 + j) is inside the
                     // output, so inside the residual of its shape.
                     let r = if ep.residual != 0 { unsafe { residual_one(ep.residual, out + i, half, E::BF16) } } else { 0.0 };
-                    *v = finish[i].finish(ep, &act, *v, r);
-                }
+                    a[i] = finish[i].finish(ep, &act, a[i], r);
+                });
             }
             // SAFETY: the VEC channels of output pixel (n, p, q0 + j) are inside the output and
             // this thread's alone; with VEC = 4, `out` is a multiple of 4 (K is).
@@ -78,7 +80,7 @@ pub unsafe fn conv<E: Elem, const TAPS: usize, const VEC: usize>(x: *const E::Ra
                 }
             }
         }
-    }
+    });
 }
 
 /// `VEC` channels of the [`COLS`] sums: taps outer, so each tap's channels are loaded once.

@@ -8,7 +8,7 @@ use core::arch::asm;
 use convrs_spec::epilogue::{Act, EpilogueArgs, GELU_TANH_A, GELU_TANH_B};
 
 use super::elem::widen16;
-use super::{load_global_nc_f32, unroll};
+use super::{fma, load_global_nc_f32, unroll};
 
 /// One output channel's share of the epilogue: `v = acc * mul + add` (alpha, scale and bias
 /// folded), then `+ beta * residual` and the activation.
@@ -82,6 +82,9 @@ impl Activation {
     #[inline(always)]
     pub fn apply(&self, v: f32) -> f32 {
         match self.form {
+            // Compares and selects, not `linear`'s asm: the depthwise kernels call this form, and
+            // asm in a loop body can keep the compiler from unrolling it (their arrays then go
+            // to local memory).
             LINEAR => {
                 let v = if v < 0.0 { v * self.p + 0.0 } else { v };
                 if v > self.q { self.q } else { v }
@@ -93,6 +96,15 @@ impl Activation {
 }
 
 impl Activation {
+    /// The piecewise linear form: `lo * v + 0` below 0 (the `+ 0` makes ReLU's zeros
+    /// positive), `v` above, clamped at `hi`, as `fma(lo, min(v, 0), max(v, 0))` and a min:
+    /// four instructions where compares and selects took six. A NaN stays NaN: the `max` and
+    /// the clamp propagate it (`.NaN`), the plain `min` drops it for the other operand, 0.
+    #[inline(always)]
+    fn linear(&self, v: f32) -> f32 {
+        min_nan(fma(self.p, min(v, 0.0), max_nan(v, 0.0)), self.q)
+    }
+
     /// The activation of every element of `v`, the branch on the form taken once for all of
     /// them: a uniform branch around straight-line code, so a warp fetches only its form's
     /// instructions (one branch per element spread the three forms' code through the
@@ -102,10 +114,7 @@ impl Activation {
         const { assert!(L <= 16) };
         // Unrolled by hand: a loop over the array left it in local memory.
         match self.form {
-            LINEAR => unroll!(16: L, i => {
-                let t = if v[i] < 0.0 { v[i] * self.p + 0.0 } else { v[i] };
-                v[i] = if t > self.q { self.q } else { t };
-            }),
+            LINEAR => unroll!(16: L, i => { v[i] = self.linear(v[i]) }),
             GATE => unroll!(16: L, i => { v[i] *= sigmoid(self.p * v[i] * (1.0 + self.q * v[i] * v[i])) }),
             _ => unroll!(16: L, i => { v[i] = 0.5 * v[i] * erfc(-v[i] * core::f32::consts::FRAC_1_SQRT_2) }),
         }
@@ -118,6 +127,33 @@ impl Activation {
 #[inline(always)]
 fn sigmoid(x: f32) -> f32 {
     rcp(1.0 + exp2(-x * core::f32::consts::LOG2_E))
+}
+
+/// `min(a, b)`, a NaN operand giving the other: `min.f32`.
+#[inline(always)]
+fn min(a: f32, b: f32) -> f32 {
+    let y: f32;
+    // SAFETY: register arithmetic only.
+    unsafe { asm!("min.f32 {y}, {a}, {b};", y = out(reg32) y, a = in(reg32) a, b = in(reg32) b, options(pure, nomem, nostack)) };
+    y
+}
+
+/// `max(a, b)`, NaN if either is: `max.NaN.f32` (sm_80).
+#[inline(always)]
+fn max_nan(a: f32, b: f32) -> f32 {
+    let y: f32;
+    // SAFETY: register arithmetic only.
+    unsafe { asm!("max.NaN.f32 {y}, {a}, {b};", y = out(reg32) y, a = in(reg32) a, b = in(reg32) b, options(pure, nomem, nostack)) };
+    y
+}
+
+/// `min(a, b)`, NaN if either is: `min.NaN.f32` (sm_80).
+#[inline(always)]
+fn min_nan(a: f32, b: f32) -> f32 {
+    let y: f32;
+    // SAFETY: register arithmetic only.
+    unsafe { asm!("min.NaN.f32 {y}, {a}, {b};", y = out(reg32) y, a = in(reg32) a, b = in(reg32) b, options(pure, nomem, nostack)) };
+    y
 }
 
 /// `1 / x` by `rcp.approx.ftz.f32` (within 1 ulp): the IEEE division `/` compiles to a

@@ -143,6 +143,35 @@ pub(super) unsafe fn store_fused<O: Operands, Acc: Accumulators, M: Math>(sh: &C
     });
 }
 
+/// Prefetches into L2 consumer warpgroup `cw`'s rows of the residual the fused epilogue of the
+/// tile at (`m0`, `n0`) will read (`ConvShape::ep`; nothing without one), a 128-byte line a
+/// thread at a time: called before the tile's mainloop, so that the epilogue's residual loads,
+/// each a dependent round trip in its loop, hit L2 instead of DRAM.
+///
+/// # Safety
+/// The residual address (where not 0) holds an output-shaped tensor in the output's type.
+#[inline(always)]
+pub(super) unsafe fn prefetch_residual<O: Operands, Acc: Accumulators, M: Math>(sh: &ConvShape, m0: u32, n0: u32, cw: u32, tid: u32) {
+    if sh.ep.residual == 0 {
+        return;
+    }
+    let bytes = if M::SPEC == Spec::Half && sh.y_bits == 16 { 2 } else { 4 };
+    // Lines of a row's Acc::N contiguous elements, and the elements of one.
+    let per_line = 128 / bytes;
+    let lines = Acc::N.div_ceil(per_line as usize) as u32;
+    let t = tid % WG;
+    let mut i = t;
+    while i < 64 * lines {
+        let (row, col) = (m0 + cw * 64 + i / lines, n0 + (i % lines) * per_line);
+        if O::y_in(sh, row, col) {
+            let p = (sh.ep.residual as *const u8).wrapping_add(O::y_off(sh, row, col) as usize * bytes as usize);
+            // SAFETY: an address inside the residual; a prefetch has no other effect.
+            unsafe { asm!("prefetch.global.L2 [{p}];", p = in(reg64) p, options(nostack, readonly)) };
+        }
+        i += WG;
+    }
+}
+
 /// `v`, hidden from the optimizer: a loop counter through it has no trip count, so the loop is
 /// neither unrolled nor duplicated.
 #[inline(always)]

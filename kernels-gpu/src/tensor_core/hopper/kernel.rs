@@ -53,7 +53,7 @@ use convrs_spec::EpilogueArgs;
 
 use super::consumer::consume;
 use super::math::Math;
-use super::epilogue::{store_deferring, store_fused, store_pending, store_tile, Pending, SLICES};
+use super::epilogue::{prefetch_residual, store_deferring, store_fused, store_pending, store_tile, Pending, SLICES};
 use super::planes::produce_planes;
 use super::producer::{produce_cp_async, produce_tma};
 use super::scheduler::Tiles;
@@ -285,6 +285,10 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
         // Split-K keeps every warp in its meeting; 3xTF32 computes it anyway (the branch around
         // its register fragments measured 144 bytes of spills in ptxas).
         let idle = !SPLIT && !matches!(M::SPEC, Spec::Tf32x3) && !O::y_in(&sh, m0 + cw * 64, n0);
+        if hold && !idle {
+            // SAFETY: the caller's contract (the residual is output-shaped).
+            unsafe { prefetch_residual::<O, Acc, M>(&sh, m0, n0, cw, tid) };
+        }
         // SAFETY: the whole warpgroup, for every tile the producer fills; the stores as
         // `store_pending` requires (the previous tile's, this thread's part).
         let acc = unsafe {
