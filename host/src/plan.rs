@@ -232,12 +232,12 @@ impl KernelDesc {
     }
 
     /// Whether it applies a fused epilogue ([`crate::Epilogue`]) in its store: the Hopper
-    /// kernels with both tiles by TMA and no cluster (`convrs_spec::hopper::Policy::fuses_epilogue`)
-    /// and the depthwise ones.
+    /// kernels with both tiles by TMA and no cluster (`convrs_spec::hopper::Policy::fuses_epilogue`),
+    /// the depthwise ones and `wmma_smallc` (few input channels).
     pub fn fuses_epilogue(&self) -> bool {
         match self.algorithm {
             Algorithm::Wgmma(p) => p.fuses_epilogue(),
-            Algorithm::DepthwiseNchw | Algorithm::DepthwiseNhwc => true,
+            Algorithm::DepthwiseNchw | Algorithm::DepthwiseNhwc | Algorithm::WmmaSmallC => true,
             _ => false,
         }
     }

@@ -1,6 +1,6 @@
 //! GPU tests of the fused epilogue (`y = act(alpha * conv * scale[k] + bias[k] + beta *
-//! residual)`) on every kernel that fuses it (the warp-specialized Hopper kernels and the
-//! depthwise ones, from the registry) in every element type and both output types, against the
+//! residual)`) on every kernel that fuses it (the warp-specialized Hopper kernels, the
+//! depthwise ones and `wmma_smallc`, from the registry) in every element type and both output types, against the
 //! f64 CPU reference (`conv2d_cpu` then `reference::apply_epilogue` on the same rounded inputs
 //! and residual), NaN-poisoned outputs; and the refusals (CPU and GPU). Without a GPU (or, for
 //! the Hopper kernels, a Hopper) each GPU test announces that it was skipped.
@@ -164,19 +164,32 @@ fn hopper_epilogues_match_cpu_for_every_activation() {
     }
 }
 
+/// Few-channel shapes (`wmma_smallc`): C = 1 and 3, a 5x20 speech filter with stride 2, ragged
+/// rows and columns, K of one and several column tiles.
+fn small_c_shapes() -> Vec<Conv2d> {
+    vec![
+        Conv2d::new(2, 1, 23, 37, 16, 5, 5).with_pad(2),
+        Conv2d::new(2, 3, 17, 19, 24, 3, 3).with_pad(1).with_stride(2),
+        Conv2d::new(1, 1, 30, 70, 72, 5, 20).with_stride(2),
+    ]
+}
+
+/// The fusing kernels that run on any GPU (depthwise, few channels), on the random problems of
+/// their kind.
 #[test]
-fn depthwise_epilogues_match_cpu_on_random_problems() {
-    let Some(gpu) = gpu_or_skip("depthwise_epilogues_match_cpu_on_random_problems") else { return };
+fn other_epilogues_match_cpu_on_random_problems() {
+    let Some(gpu) = gpu_or_skip("other_epilogues_match_cpu_on_random_problems") else { return };
     for (algo, dtype) in fusing(false) {
         property_test(&gpu, algo, dtype, 48);
     }
 }
 
 #[test]
-fn depthwise_epilogues_match_cpu_for_every_activation() {
-    let Some(gpu) = gpu_or_skip("depthwise_epilogues_match_cpu_for_every_activation") else { return };
+fn other_epilogues_match_cpu_for_every_activation() {
+    let Some(gpu) = gpu_or_skip("other_epilogues_match_cpu_for_every_activation") else { return };
     for (algo, dtype) in fusing(false) {
-        every_activation(&gpu, algo, dtype, &depthwise_shapes());
+        let shapes = if algo.family() == Some(Family::Depthwise) { depthwise_shapes() } else { small_c_shapes() };
+        every_activation(&gpu, algo, dtype, &shapes);
     }
 }
 

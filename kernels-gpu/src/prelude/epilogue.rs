@@ -40,7 +40,14 @@ impl Epilogue {
     /// The finished value of accumulator `acc` with residual element `res` (0 without one).
     #[inline(always)]
     pub fn finish(self, ep: &EpilogueArgs, act: &Activation, acc: f32, res: f32) -> f32 {
-        act.apply(acc * self.mul + self.add + f32::from_bits(ep.beta) * res)
+        act.apply(self.affine(ep, acc, res))
+    }
+
+    /// [`Epilogue::finish`] before the activation, for kernels that apply it to several
+    /// elements at once (`Activation::apply_all`).
+    #[inline(always)]
+    pub fn affine(self, ep: &EpilogueArgs, acc: f32, res: f32) -> f32 {
+        acc * self.mul + self.add + f32::from_bits(ep.beta) * res
     }
 }
 

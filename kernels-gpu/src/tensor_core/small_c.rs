@@ -20,6 +20,7 @@ use convrs_spec::small_c::{smem_bytes, BLOCK_M, K_TILE, ROW_BYTES, THREADS};
 
 use super::implicit_gemm::{divmod, store_pair, Operands};
 use super::nhwc::Nhwc;
+use crate::prelude::epilogue::{residual_pair, Activation, Epilogue};
 use crate::prelude::matrix::{ldmatrix_x4, mma_m16n8k16};
 use crate::prelude::*;
 
@@ -171,11 +172,18 @@ pub unsafe fn conv<const BN: usize, const BF16: bool>(x: *const u16, w: *const u
 
     // Epilogue: acc[i][j] is D rows 32*warp + 16i + lane/4 (+8), columns 8j + 2*(lane%4) (+1).
     let half = sh.y_bits == 16;
+    let ep = &sh.ep;
+    let act = Activation::of(ep);
     unroll!(4: 2, i => {
         let row = m0 + warp * 32 + 16 * i as u32 + lane / 4;
         unroll!(8: BN / 8, j => {
             let col = n0 + 8 * j as u32 + 2 * (lane % 4);
             if col < gemm_n {
+                if !ep.is_identity() {
+                    // SAFETY: the rows tested inside the output, col + 1 < K; the epilogue's
+                    // operands as the host planned them.
+                    acc[i][j] = unsafe { finish_quad::<BF16>(&sh, &act, half, acc[i][j], row, col, [row < gemm_m, row + 8 < gemm_m]) };
+                }
                 if row < gemm_m {
                     // SAFETY: row < M, col + 1 < K (K and col's 8-column group multiples of 8);
                     // each (row, col) belongs to one thread of one block.
@@ -188,6 +196,29 @@ pub unsafe fn conv<const BN: usize, const BF16: bool>(x: *const u16, w: *const u
             }
         });
     });
+}
+
+/// The fused epilogue (`ConvShape::ep`, not the identity) of one accumulator fragment: `v` is
+/// output (`row`, `col`), (`row`, `col + 1`), (`row + 8`, `col`), (`row + 8`, `col + 1`); the
+/// residual is read only for the rows `inside` the output. The activation's form is branched
+/// once for the four (see `Activation::apply_all`).
+///
+/// # Safety
+/// `col + 1 < K`; the rows `inside` are below M; the epilogue's addresses hold K channels and
+/// an output-shaped residual.
+#[inline(always)]
+unsafe fn finish_quad<const BF16: bool>(sh: &ConvShape, act: &Activation, half: bool, v: [f32; 4], row: u32, col: u32, inside: [bool; 2]) -> [f32; 4] {
+    let ep = &sh.ep;
+    // SAFETY: channels col and col + 1 < K.
+    let (e0, e1) = unsafe { (Epilogue::of(ep, col), Epilogue::of(ep, col + 1)) };
+    let residual = |r: u32, ok: bool| {
+        // SAFETY: row r is inside the output when ok, so its pair is inside the residual.
+        if ep.residual != 0 && ok { unsafe { residual_pair(ep.residual, Nhwc::y_off(sh, r, col) as usize, half, BF16) } } else { [0.0; 2] }
+    };
+    let (r0, r1) = (residual(row, inside[0]), residual(row + 8, inside[1]));
+    let mut out = [e0.affine(ep, v[0], r0[0]), e1.affine(ep, v[1], r0[1]), e0.affine(ep, v[2], r1[0]), e1.affine(ep, v[3], r1[1])];
+    act.apply_all(&mut out);
+    out
 }
 
 /// This thread's share of B: filter row `row / rsc` (`ok`: below K), from reduction index `kr`
