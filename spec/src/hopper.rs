@@ -271,27 +271,22 @@ impl Policy {
     }
 
     /// Whether the kernel applies the fused epilogue (`crate::epilogue`): the steps with both
-    /// tiles by TMA and no cluster, which Auto runs. The epilogue unrolls its per-element work
-    /// over every accumulator, which multiplied the PTX of a 128x256 entry by six; the earlier
-    /// steps of the progression (and the clusters) stay bare. The kernels decide it by the same
-    /// rule ([`fuses_epilogue`]): the input's map and a cluster of 1.
+    /// tiles by TMA and no cluster, which Auto runs, on every tile width; the earlier steps of
+    /// the progression (and the clusters) stay bare, which keeps their PTX as it was. The kernels
+    /// decide it by the same rule ([`fuses_epilogue`]).
     pub const fn fuses_epilogue(self) -> bool {
-        fuses_epilogue(self.input_map(), self.cluster, 0)
+        fuses_epilogue(self.input_map(), self.cluster)
     }
 }
 
 /// The rule of [`Policy::fuses_epilogue`] and [`Config::fuses_epilogue`], which the kernels
-/// evaluate on their const parameters too: the input's TMA map, a cluster of 1, tiles up to
-/// [`MAX_FUSED_BN`] wide.
+/// evaluate on their const parameters too: the input's TMA map and a cluster of 1. (Every tile
+/// width fuses since the epilogue works through shared memory; on the registers, the 128x256
+/// tiles had none left for its operands and spilled.)
 #[inline(always)]
-pub const fn fuses_epilogue(input_map: bool, cluster: usize, bn: usize) -> bool {
-    input_map && cluster == 1 && bn <= MAX_FUSED_BN
+pub const fn fuses_epilogue(input_map: bool, cluster: usize) -> bool {
+    input_map && cluster == 1
 }
-
-/// The widest tile that fuses the epilogue: every tile, now that the epilogue works through
-/// shared memory on 8 elements at a time (when it ran on the registers, the 128x256 tiles had
-/// none left for its operands and spilled).
-pub const MAX_FUSED_BN: usize = 256;
 
 /// One compiled configuration: a row of [`hopper_configs!`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -324,10 +319,9 @@ pub const fn b_tile_bytes(rows: usize) -> usize {
 }
 
 impl Config {
-    /// Whether its entries apply the fused epilogue: its policy's rule, on tiles up to
-    /// [`MAX_FUSED_BN`] wide. The kernels decide it by the same rule.
+    /// Whether its entries apply the fused epilogue: its policy's rule ([`fuses_epilogue`]).
     pub const fn fuses_epilogue(&self) -> bool {
-        fuses_epilogue(self.policy.input_map(), self.policy.cluster, self.bn)
+        self.policy.fuses_epilogue()
     }
 
     /// Threads per block.

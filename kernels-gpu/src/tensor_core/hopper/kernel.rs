@@ -271,7 +271,7 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
     let mut at = Position::START;
     // Which steps fuse the epilogue: `convrs_spec::hopper::Config::fuses_epilogue`. A constant
     // of the instantiation, so the others compile none of it.
-    let fuses = fuses_epilogue(IM2COL, CLUSTER as usize, Acc::N);
+    let fuses = fuses_epilogue(IM2COL, CLUSTER as usize);
     let sh = &ConvShape { ep: if fuses { sh.ep } else { EpilogueArgs::NONE }, ..sh };
     // With im2col copies and 16-bit outputs each tile's last stores go under the next tile's
     // first k-tiles (bare convolutions: see `store_deferring`).
