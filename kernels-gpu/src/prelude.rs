@@ -126,6 +126,17 @@ pub unsafe fn load_global_nc_f32x4(p: *const f32) -> F32x4 {
     F32x4([a, b, c, d])
 }
 
+/// Loads 32 bytes (8 `f32`s) through the read-only cache path, as two [`load_global_nc_f32x4`].
+///
+/// # Safety
+/// As [`load_global_nc_f32x4`], valid for 8 `f32`s.
+#[inline(always)]
+pub unsafe fn load_global_nc_f32x8(p: *const f32) -> [f32; 8] {
+    // SAFETY: as the caller guarantees, both halves.
+    let (lo, hi) = unsafe { (load_global_nc_f32x4(p), load_global_nc_f32x4(p.add(4))) };
+    [lo.0[0], lo.0[1], lo.0[2], lo.0[3], hi.0[0], hi.0[1], hi.0[2], hi.0[3]]
+}
+
 /// Loads one `f32` through the read-only cache path.
 ///
 /// # Safety

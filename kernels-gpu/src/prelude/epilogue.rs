@@ -234,9 +234,7 @@ pub unsafe fn residual_eight(res: u64, off: usize, half: bool, bf16: bool) -> [f
             let (a, b, c, d) = (w(a), w(b), w(c), w(d));
             [a[0], a[1], b[0], b[1], c[0], c[1], d[0], d[1]]
         } else {
-            let p = (res as *const f32).add(off);
-            let (lo, hi) = (super::load_global_nc_f32x4(p), super::load_global_nc_f32x4(p.add(4)));
-            [lo.0[0], lo.0[1], lo.0[2], lo.0[3], hi.0[0], hi.0[1], hi.0[2], hi.0[3]]
+            super::load_global_nc_f32x8((res as *const f32).add(off))
         }
     }
 }

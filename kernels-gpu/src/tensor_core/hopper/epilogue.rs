@@ -200,12 +200,7 @@ unsafe fn finish_eight<O: Operands, M: Math>(sh: &ConvShape, act: &Activation, y
         // channels (K a multiple of 8), k < K for planes.
         unsafe {
             let p = (base as *const f32).add(k);
-            if O::PLANES {
-                [load_global_nc_f32(p); 8]
-            } else {
-                let (lo, hi) = (load_global_nc_f32x4(p), load_global_nc_f32x4(p.add(4)));
-                [lo.0[0], lo.0[1], lo.0[2], lo.0[3], hi.0[0], hi.0[1], hi.0[2], hi.0[3]]
-            }
+            if O::PLANES { [load_global_nc_f32(p); 8] } else { load_global_nc_f32x8(p) }
         }
     };
     let alpha = f32::from_bits(ep.alpha);
