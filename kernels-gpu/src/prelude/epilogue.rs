@@ -96,8 +96,8 @@ impl Activation {
                 let v = if v < 0.0 { v * self.p + 0.0 } else { v };
                 if v > self.q { self.q } else { v }
             }
-            GATE => v * sigmoid(self.p * v * (1.0 + self.q * v * v)),
-            _ => 0.5 * v * erfc(-v * core::f32::consts::FRAC_1_SQRT_2),
+            GATE => self.gate(v),
+            _ => gelu_erf(v),
         }
     }
 }
@@ -112,6 +112,12 @@ impl Activation {
         min_nan(fma(self.p, min(v, 0.0), max_nan(v, 0.0)), self.q)
     }
 
+    /// The sigmoid-gate form: `v * sigmoid(a * v * (1 + b * v^2))`.
+    #[inline(always)]
+    fn gate(&self, v: f32) -> f32 {
+        v * sigmoid(self.p * v * (1.0 + self.q * v * v))
+    }
+
     /// The activation of every element of `v`, the branch on the form taken once for all of
     /// them: a uniform branch around straight-line code, so a warp fetches only its form's
     /// instructions (one branch per element spread the three forms' code through the
@@ -122,10 +128,16 @@ impl Activation {
         // Unrolled by hand: a loop over the array left it in local memory.
         match self.form {
             LINEAR => unroll!(16: L, i => { v[i] = self.linear(v[i]) }),
-            GATE => unroll!(16: L, i => { v[i] *= sigmoid(self.p * v[i] * (1.0 + self.q * v[i] * v[i])) }),
-            _ => unroll!(16: L, i => { v[i] = 0.5 * v[i] * erfc(-v[i] * core::f32::consts::FRAC_1_SQRT_2) }),
+            GATE => unroll!(16: L, i => { v[i] = self.gate(v[i]) }),
+            _ => unroll!(16: L, i => { v[i] = gelu_erf(v[i]) }),
         }
     }
+}
+
+/// GELU in its erf form, `v * (1 + erf(v / sqrt 2)) / 2`, through [`erfc`].
+#[inline(always)]
+fn gelu_erf(v: f32) -> f32 {
+    0.5 * v * erfc(-v * core::f32::consts::FRAC_1_SQRT_2)
 }
 
 /// `1 / (1 + e^-x)`; `2^(-x log2 e)` by `ex2.approx` (relative error about 2^-22 plus the
