@@ -19,7 +19,8 @@
 
 use crate::split_k;
 
-/// Block tile rows (GEMM M): two consumer warpgroups of m64.
+/// Block tile rows (GEMM M): two consumer warpgroups of m64, or under ping-pong one warpgroup's
+/// two m64 blocks.
 pub const BLOCK_M: usize = 128;
 /// Bytes of one shared row of a tile: one 128-byte swizzle row, [`Math::k_tile`] channels.
 pub const ROW_BYTES: usize = 128;
@@ -67,6 +68,10 @@ macro_rules! hopper_configs {
             (WsTma,      SplitK,     1,      128, 6, wgmma_ws_tma_splitk_128x128k64, wgmma_ws_tma_splitk_bf16_128x128k64)
             (WsTma,      SplitK,     1,       64, 8, wgmma_ws_tma_splitk_128x64k64, wgmma_ws_tma_splitk_bf16_128x64k64)
             (WsTma,      SplitK,     1,       32, 8, wgmma_ws_tma_splitk_128x32k64, wgmma_ws_tma_splitk_bf16_128x32k64)
+            // Step 10: ping-pong, each consumer warpgroup a whole tile of its own (its 128 rows as two
+            // m64 blocks), every other tile of the CTA's: one's epilogue under the other's mainloop.
+            (WsTma,      PingPong,   1,      128, 6, wgmma_ws_tma_pingpong_128x128k64, wgmma_ws_tma_pingpong_bf16_128x128k64)
+            (WsTma,      PingPong,   1,       64, 8, wgmma_ws_tma_pingpong_128x64k64, wgmma_ws_tma_pingpong_bf16_128x64k64)
             // Step 9: NCHW data, 1x1 stride 1: a GEMM per image, the filter as A and the image's
             // C x HW plane as an MN-major B, both by tiled TMA; NCHW out, no transform.
             (Planes,     Persistent, 1,      256, 4, wgmma_nchw1x1_persistent_128x256k64, wgmma_nchw1x1_persistent_bf16_128x256k64)
@@ -94,6 +99,9 @@ macro_rules! hopper_f32_configs {
             (Tf32x3,   WsTma,   Persistent, 1,      128, 4, wgmma_ws_tma_persistent_3xtf32_128x128k32)
             (Tf32x3,   WsTma,   Persistent, 1,       64, 6, wgmma_ws_tma_persistent_3xtf32_128x64k32)
             (Tf32x3,   WsTma,   Persistent, 1,       32, 8, wgmma_ws_tma_persistent_3xtf32_128x32k32)
+            // Step 10's ping-pong schedule on fp32 data in TF32.
+            (Tf32,     WsTma,   PingPong,   1,      128, 6, wgmma_ws_tma_pingpong_tf32_128x128k32)
+            (Tf32,     WsTma,   PingPong,   1,       64, 8, wgmma_ws_tma_pingpong_tf32_128x64k32)
             // Step 8's split-K on fp32 data: layers with fewer output tiles than SMs.
             (Tf32,     WsTma,   SplitK,     1,      128, 6, wgmma_ws_tma_splitk_tf32_128x128k32)
             (Tf32,     WsTma,   SplitK,     1,       64, 8, wgmma_ws_tma_splitk_tf32_128x64k32)
@@ -198,7 +206,18 @@ pub enum Schedule {
     /// Persistent, each tile's reduction split over the grid's z slices, which meet in a
     /// workspace ([`crate::split_k`]). One more argument after the maps: the workspace.
     SplitK,
+    /// Persistent, with the two consumer warpgroups taking alternate tiles of the CTA's
+    /// sequence, each a whole tile (its [`BLOCK_M`] rows as two m64 blocks): while one runs its
+    /// epilogue the other's MMAs keep the tensor cores busy (CUTLASS's ping-pong kernel). The
+    /// producer fills the ring in the tiles' order, as for [`Schedule::Persistent`]; each stage
+    /// is released by the one warpgroup that read it. Tiles at most [`PINGPONG_MAX_BN`] wide
+    /// (a thread holds the whole tile's BN fp32 accumulators).
+    PingPong,
 }
+
+/// The widest tile of [`Schedule::PingPong`]: 128 accumulators a consumer thread, as the
+/// 128x256 tiles of the other schedules.
+pub const PINGPONG_MAX_BN: usize = 128;
 
 /// A configuration's policy: what the kernel does, apart from the tile's size.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -227,6 +246,8 @@ impl Policy {
             (Producer::WsTma, Schedule::Persistent, 1, Math::Half) => "wgmma_ws_tma_persistent",
             (Producer::WsTma, Schedule::Persistent, 2, Math::Half) => "wgmma_ws_tma_persistent_cluster2",
             (Producer::WsTma, Schedule::SplitK, 1, Math::Half) => "wgmma_ws_tma_splitk",
+            (Producer::WsTma, Schedule::PingPong, 1, Math::Half) => "wgmma_ws_tma_pingpong",
+            (Producer::WsTma, Schedule::PingPong, 1, Math::Tf32) => "wgmma_ws_tma_pingpong_tf32",
             (Producer::Planes, Schedule::Persistent, 1, Math::Half) => "wgmma_nchw1x1_persistent",
             (Producer::WsTma, Schedule::Persistent, 1, Math::Tf32) => "wgmma_ws_tma_persistent_tf32",
             (Producer::WsTma, Schedule::Persistent, 1, Math::Tf32x3) => "wgmma_ws_tma_persistent_3xtf32",
@@ -262,7 +283,12 @@ impl Policy {
 
     /// Whether a grid walks the tiles on fewer CTAs than tiles.
     pub const fn persistent(self) -> bool {
-        matches!(self.schedule, Schedule::Persistent | Schedule::SplitK)
+        matches!(self.schedule, Schedule::Persistent | Schedule::SplitK | Schedule::PingPong)
+    }
+
+    /// Whether each consumer warpgroup computes whole tiles of its own ([`Schedule::PingPong`]).
+    pub const fn ping_pong(self) -> bool {
+        matches!(self.schedule, Schedule::PingPong)
     }
 
     /// Whether the kernel takes a workspace and splits the reduction over the grid's z slices.
@@ -442,6 +468,9 @@ const fn check(c: &Config) {
         Producer::WsTma => {}
         // Each tile is whole plane copies; the filter copy is the A tile (no multicast).
         Producer::Planes => assert!(c.bn % PLANE_BOX_PIXELS == 0 && p.cluster == 1 && matches!(p.math, Math::Half) && !p.split_k(), "plane producers: tiles of whole 64-pixel copies, no cluster, 16-bit, unsplit"),
+    }
+    if p.ping_pong() {
+        assert!(p.cluster == 1 && matches!(p.producer, Producer::WsTma) && !matches!(p.math, Math::Tf32x3) && c.bn <= PINGPONG_MAX_BN, "ping-pong: im2col TMA, no cluster, not 3xTF32, BN <= PINGPONG_MAX_BN");
     }
     if p.split_k() {
         assert!(p.cluster == 1 && matches!(p.producer, Producer::WsTma) && c.bn <= split_k::MAX_BN, "split-K: im2col TMA, no cluster, BN <= split_k::MAX_BN");

@@ -23,7 +23,7 @@ use crate::{Algorithm, Conv2d, Error, Layout, Precision, Result};
 /// (the 128x256 tiles), and to the layers each narrower tile was built for (BENCHMARKS.md,
 /// 2026-11-23 sessions one to six): the 128x128 tiles run at 0.78 (0.81 for multistage) of the
 /// 128x256 tile's rate, 128x64 at 0.66 and 128x32 at 0.37.
-pub const RATES: [(&str, f64); 34] = [
+pub const RATES: [(&str, f64); 38] = [
     ("wgmma_multistage_128x256k64", 1.42),
     ("wgmma_multistage_128x128k64", 1.42 / 0.81),
     ("wgmma_ws_cpasync_128x256k64", 1.10),
@@ -46,6 +46,12 @@ pub const RATES: [(&str, f64); 34] = [
     ("wgmma_ws_tma_splitk_128x128k64", 1.0 / 0.78),
     ("wgmma_ws_tma_splitk_128x64k64", 1.0 / 0.66),
     ("wgmma_ws_tma_splitk_128x32k64", 1.0 / 0.37),
+    // Ping-pong: step 7's rates until measured (its gain is the epilogue's overlap, which
+    // `epilogue_us` charges the other schedules).
+    ("wgmma_ws_tma_pingpong_128x128k64", 1.0 / 0.78),
+    ("wgmma_ws_tma_pingpong_128x64k64", 1.0 / 0.66),
+    ("wgmma_ws_tma_pingpong_tf32_128x128k32", 1.0 / 0.78),
+    ("wgmma_ws_tma_pingpong_tf32_128x64k32", 1.0 / 0.66),
     // NCHW planes: step 7's rates times 1.15, the median of its time over step 7's on the same
     // 19 layers (the 1x1 stride-1 layers of deepbench and resnet50 with H*W a multiple of 8;
     // H100, BENCHMARKS.md, eleventh session; 1.05x to 1.48x).
@@ -292,6 +298,7 @@ pub fn describe(policy: Policy) -> String {
         Schedule::Tile => "one CTA per output tile",
         Schedule::Persistent => "a persistent grid walking the tiles",
         Schedule::SplitK => "a persistent grid with each tile's reduction split over z slices meeting in a workspace",
+        Schedule::PingPong => "a persistent grid whose two consumer warpgroups take alternate tiles, each whole: one's epilogue runs under the other's mainloop",
     };
     let cluster = if policy.cluster > 1 { format!("; clusters of {} sharing each filter tile by TMA multicast", policy.cluster) } else { String::new() };
     let math = match policy.math {
@@ -330,7 +337,7 @@ const fn same(a: Policy, b: Policy) -> bool {
 }
 
 /// The policies, in the progression's order: one registry kernel each.
-pub const POLICIES: [Policy; 13] = policies();
+pub const POLICIES: [Policy; 15] = policies();
 
 /// What the registry lists for `policy`.
 const fn kernel(policy: Policy) -> KernelDesc {
@@ -342,11 +349,13 @@ const fn kernel(policy: Policy) -> KernelDesc {
             _ if matches!(policy.producer, Producer::Planes) => "family 3 on Hopper: 1x1 convolution on NCHW data as a wgmma GEMM per image, no transform",
             (Schedule::SplitK, Math::Tf32) => "family 3 on Hopper: wgmma implicit GEMM on fp32 data in TF32, split-K for layers with few output tiles",
             (Schedule::SplitK, Math::Tf32x3) => "family 3 on Hopper: wgmma implicit GEMM on fp32 data to fp32 accuracy (3xTF32), split-K for layers with few output tiles",
+            (Schedule::PingPong, Math::Tf32) => "family 3 on Hopper: wgmma implicit GEMM on fp32 data in TF32, ping-pong consumers (one tile's epilogue under the other's mainloop)",
             (_, Math::Tf32) => "family 3 on Hopper: wgmma implicit GEMM on fp32 data in TF32 (PyTorch's default precision)",
             (_, Math::Tf32x3) => "family 3 on Hopper: wgmma implicit GEMM on fp32 data to fp32 accuracy (3xTF32)",
             (Schedule::Tile, _) => "family 3 on Hopper: wgmma.mma_async implicit GEMM on plain channels-last data",
             (Schedule::Persistent, _) => "family 3 on Hopper: wgmma implicit GEMM on a persistent grid",
             (Schedule::SplitK, _) => "family 3 on Hopper: wgmma implicit GEMM with split-K, for layers with few output tiles",
+            (Schedule::PingPong, _) => "family 3 on Hopper: wgmma implicit GEMM, ping-pong consumers (one tile's epilogue under the other's mainloop)",
         },
         dtypes: match policy.math {
             Math::Half => &[DType::F16, DType::BF16],

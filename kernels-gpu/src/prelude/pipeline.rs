@@ -46,6 +46,16 @@ impl Position {
     }
 }
 
+impl Position {
+    /// The position `n` uses further on, in a ring of `STAGES` stages: what a ping-pong
+    /// consumer skips while the other warpgroup reads a tile's `n` k-tiles.
+    #[inline(always)]
+    pub fn advance<const STAGES: usize>(self, n: u32) -> Position {
+        let s = self.stage + n;
+        Position { stage: s % STAGES as u32, phase: self.phase ^ ((s / STAGES as u32) & 1) }
+    }
+}
+
 impl<const STAGES: usize> Ring<STAGES> {
     /// The shared address of stage `s`.
     #[inline(always)]

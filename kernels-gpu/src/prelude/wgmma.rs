@@ -217,3 +217,76 @@ accumulators!(128, 256, [1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 2
     32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63
     64 65 66 67 68 69 70 71 72 73 74 75 76 77 78 79 80 81 82 83 84 85 86 87 88 89 90 91 92 93 94 95
     96 97 98 99 100 101 102 103 104 105 106 107 108 109 110 111 112 113 114 115 116 117 118 119 120 121 122 123 124 125 126 127]);
+
+/// What to add to a [`desc_sw128`] descriptor to move it 64 rows (8 KiB) further: the second
+/// m64 block of a 128-row A tile.
+pub const DESC_64_ROWS: u64 = (64 * 128) >> 4;
+
+/// A warpgroup's accumulators for a whole 128-row tile, as two m64 blocks: rows 0-63 in `.0`,
+/// rows 64-127 in `.1` (the ping-pong schedule, where one warpgroup computes a tile alone).
+/// Each [`Accumulators::mma`] issues both blocks' wgmmas on the same B, the second's A
+/// [`DESC_64_ROWS`] further; the fence and the waits are the warpgroup's, issued for each
+/// block so that both register sets stay pinned. Indices `0..A::N / 2` are `.0`'s, the next
+/// `A::N / 2` `.1`'s. `N` stays the tile's columns. Register-A wgmmas (3xTF32) are not
+/// offered: the A fragments of two blocks would double the registers they hold.
+#[derive(Clone, Copy)]
+pub struct TwoBlocks<A>(pub A, pub A);
+
+impl<A: Accumulators> core::ops::Index<usize> for TwoBlocks<A> {
+    type Output = f32;
+    #[inline(always)]
+    fn index(&self, i: usize) -> &f32 {
+        if i < A::N / 2 { &self.0[i] } else { &self.1[i - A::N / 2] }
+    }
+}
+
+impl<A: Accumulators> IndexMut<usize> for TwoBlocks<A> {
+    #[inline(always)]
+    fn index_mut(&mut self, i: usize) -> &mut f32 {
+        if i < A::N / 2 { &mut self.0[i] } else { &mut self.1[i - A::N / 2] }
+    }
+}
+
+impl<A: Accumulators> Accumulators for TwoBlocks<A> {
+    const N: usize = A::N;
+    const ZERO: Self = TwoBlocks(A::ZERO, A::ZERO);
+    #[inline(always)]
+    unsafe fn fence(&mut self) {
+        // SAFETY: as the caller guarantees (both are the warpgroup's one fence).
+        unsafe {
+            self.0.fence();
+            self.1.fence();
+        }
+    }
+    #[inline(always)]
+    unsafe fn wait_1(&mut self) {
+        // SAFETY: as the caller guarantees. Both blocks' wgmmas of a step share its commit
+        // group, so the first wait retires both; the second pins `.1`'s registers.
+        unsafe {
+            self.0.wait_1();
+            self.1.wait_1();
+        }
+    }
+    #[inline(always)]
+    unsafe fn wait_0(&mut self) {
+        // SAFETY: as for `wait_1`.
+        unsafe {
+            self.0.wait_0();
+            self.1.wait_0();
+        }
+    }
+    #[inline(always)]
+    unsafe fn mma<const TY: u32, const B_MN: bool>(&mut self, a: u64, b: u64, scale_d: u32) {
+        // SAFETY: as the caller guarantees, for a 128-row A tile from `a`.
+        unsafe {
+            self.0.mma::<TY, B_MN>(a, b, scale_d);
+            self.1.mma::<TY, B_MN>(a + DESC_64_ROWS, b, scale_d);
+        }
+    }
+    #[inline(always)]
+    unsafe fn mma_tf32_ra(&mut self, _a: [u32; 4], _b: u64, _scale_d: u32) {
+        // Compiled (the kernel's ping-pong branch is monomorphized for every math) but never
+        // run: the ping-pong configurations exclude 3xTF32 (a const check in the kernel).
+        super::trap();
+    }
+}

@@ -12,6 +12,7 @@
 //! | 7 | `wgmma_ws_tma_persistent[_cluster2]` | activations by im2col TMA too: one producer thread, no proxy fence |
 //! | 8 | `wgmma_ws_tma_splitk` | split-K: the grid's z slices share each tile's reduction, meeting in a workspace |
 //! | 9 | `wgmma_nchw1x1_persistent` ([`planes`]) | NCHW data, 1x1: a GEMM per image, the filter as A, the pixels as an MN-major B; no transform |
+//! | 10 | `wgmma_ws_tma_pingpong[_tf32]` ([`kernel`]) | ping-pong: each consumer warpgroup a whole tile, one's epilogue under the other's mainloop |
 //!
 //! The pieces of the warp-specialized kernel, each written once: [`producer`], [`consumer`],
 //! [`epilogue`], the tile [`scheduler`], the [`split_k`] meeting, and the ring
@@ -40,7 +41,7 @@ macro_rules! entries {
     (@one $ops:ident Planes Persistent 1 $bn:tt $stages:tt $name:ident $math:ident $planes:ident) => {
         $crate::conv_kernel!(
             fn $name(x: *const u16, w: *const u16, y: *mut f32, wmap: *const u8, xmap: *const u8) => $crate::tensor_core::hopper::kernel::conv_tma::<
-                planes::Planes, [f32; $bn / 2], $stages, 1, true, math::$planes>
+                planes::Planes, [f32; $bn / 2], $stages, 1, true, false, math::$planes>
         );
     };
     (@one $ops:ident Multistage Tile 1 $bn:tt $stages:tt $name:ident $math:ident $planes:ident) => {
@@ -60,10 +61,16 @@ macro_rules! entries {
                 $ops, [f32; $bn / 2], $stages, math::$math>
         );
     };
+    (@one $ops:ident WsTma PingPong 1 $bn:tt $stages:tt $name:ident $math:ident $planes:ident) => {
+        $crate::conv_kernel!(
+            fn $name(x: *const u16, w: *const u16, y: *mut f32, wmap: *const u8, xmap: *const u8) => $crate::tensor_core::hopper::kernel::conv_tma::<
+                $ops, [f32; $bn / 2], $stages, 1, true, true, math::$math>
+        );
+    };
     (@one $ops:ident WsTma $schedule:ident $cluster:tt $bn:tt $stages:tt $name:ident $math:ident $planes:ident) => {
         $crate::conv_kernel!(
             fn $name(x: *const u16, w: *const u16, y: *mut f32, wmap: *const u8, xmap: *const u8) => $crate::tensor_core::hopper::kernel::conv_tma::<
-                $ops, [f32; $bn / 2], $stages, $cluster, { matches!(convrs_spec::hopper::Schedule::$schedule, convrs_spec::hopper::Schedule::Persistent) }, math::$math>
+                $ops, [f32; $bn / 2], $stages, $cluster, { matches!(convrs_spec::hopper::Schedule::$schedule, convrs_spec::hopper::Schedule::Persistent) }, false, math::$math>
         );
     };
 }
@@ -79,7 +86,13 @@ macro_rules! f32_entries {
     (@one $ops:ident $math:ident Persistent $bn:tt $stages:tt $name:ident) => {
         $crate::conv_kernel!(
             fn $name(x: *const f32, w: *const f32, y: *mut f32, wmap: *const u8, xmap: *const u8) => $crate::tensor_core::hopper::kernel::conv_tma_f32::<
-                $ops, [f32; $bn / 2], $stages, math::$math>
+                $ops, [f32; $bn / 2], $stages, false, math::$math>
+        );
+    };
+    (@one $ops:ident $math:ident PingPong $bn:tt $stages:tt $name:ident) => {
+        $crate::conv_kernel!(
+            fn $name(x: *const f32, w: *const f32, y: *mut f32, wmap: *const u8, xmap: *const u8) => $crate::tensor_core::hopper::kernel::conv_tma_f32::<
+                $ops, [f32; $bn / 2], $stages, true, math::$math>
         );
     };
     (@one $ops:ident $math:ident SplitK $bn:tt $stages:tt $name:ident) => {

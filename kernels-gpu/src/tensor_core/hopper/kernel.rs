@@ -47,7 +47,7 @@
 //!   fused epilogue keeps the last stage until it is done: it stages the accumulators in the
 //!   stage's A tile.
 
-use convrs_spec::hopper::{fuses_epilogue, plane_rows, stage_bytes, Math as Spec, BARRIER_BYTES, BLOCK_M, WARPGROUP};
+use convrs_spec::hopper::{fuses_epilogue, plane_rows, stage_bytes, Math as Spec, BARRIER_BYTES, BLOCK_M, PINGPONG_MAX_BN, WARPGROUP};
 use convrs_spec::split_k;
 use convrs_spec::EpilogueArgs;
 
@@ -60,7 +60,7 @@ use super::scheduler::Tiles;
 use super::split_k::Split;
 use crate::prelude::mbarrier::{cluster_arrive, cluster_wait, fence_mbarrier_init, prefetch_tensormap, setmaxnreg_inc_224};
 use crate::prelude::pipeline::{empty_arrivals, Position, Ring};
-use crate::prelude::wgmma::{fence_proxy_async_shared, Accumulators};
+use crate::prelude::wgmma::{fence_proxy_async_shared, Accumulators, TwoBlocks};
 use crate::prelude::*;
 use crate::tensor_core::implicit_gemm::Operands;
 
@@ -81,7 +81,7 @@ pub unsafe fn conv_cp_async<O: Operands, Acc: Accumulators, const STAGES: usize,
 ) {
     // SAFETY: as the caller guarantees; without IM2COL the input map is not read, without SPLIT
     // the workspace.
-    unsafe { conv::<O, Acc, STAGES, CLUSTER, PERSISTENT, M, false, false>(x, w, y, wmap, core::ptr::null(), core::ptr::null_mut(), sh) }
+    unsafe { conv::<O, Acc, STAGES, CLUSTER, PERSISTENT, false, M, false, false>(x, w, y, wmap, core::ptr::null(), core::ptr::null_mut(), sh) }
 }
 
 /// `Producer::WsTma` entries: [`conv`] with activations by im2col TMA copies through `xmap`.
@@ -89,7 +89,7 @@ pub unsafe fn conv_cp_async<O: Operands, Acc: Accumulators, const STAGES: usize,
 /// # Safety
 /// As [`conv`].
 #[inline(always)]
-pub unsafe fn conv_tma<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTER: u32, const PERSISTENT: bool, M: Math>(
+pub unsafe fn conv_tma<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTER: u32, const PERSISTENT: bool, const PINGPONG: bool, M: Math>(
     x: *const u16,
     w: *const u16,
     y: *mut f32,
@@ -98,7 +98,7 @@ pub unsafe fn conv_tma<O: Operands, Acc: Accumulators, const STAGES: usize, cons
     sh: ConvShape,
 ) {
     // SAFETY: as the caller guarantees; without SPLIT the workspace is not read.
-    unsafe { conv::<O, Acc, STAGES, CLUSTER, PERSISTENT, M, true, false>(x, w, y, wmap, xmap, core::ptr::null_mut(), sh) }
+    unsafe { conv::<O, Acc, STAGES, CLUSTER, PERSISTENT, PINGPONG, M, true, false>(x, w, y, wmap, xmap, core::ptr::null_mut(), sh) }
 }
 
 /// The fp32 entries (`Math::Tf32`, `Math::Tf32x3`; persistent, no cluster): [`conv_tma`] on
@@ -107,7 +107,7 @@ pub unsafe fn conv_tma<O: Operands, Acc: Accumulators, const STAGES: usize, cons
 /// # Safety
 /// As [`conv`].
 #[inline(always)]
-pub unsafe fn conv_tma_f32<O: Operands, Acc: Accumulators, const STAGES: usize, M: Math>(
+pub unsafe fn conv_tma_f32<O: Operands, Acc: Accumulators, const STAGES: usize, const PINGPONG: bool, M: Math>(
     x: *const f32,
     w: *const f32,
     y: *mut f32,
@@ -116,7 +116,7 @@ pub unsafe fn conv_tma_f32<O: Operands, Acc: Accumulators, const STAGES: usize, 
     sh: ConvShape,
 ) {
     // SAFETY: as the caller guarantees; x and w are not read.
-    unsafe { conv::<O, Acc, STAGES, 1, true, M, true, false>(x as *const u16, w as *const u16, y, wmap, xmap, core::ptr::null_mut(), sh) }
+    unsafe { conv::<O, Acc, STAGES, 1, true, PINGPONG, M, true, false>(x as *const u16, w as *const u16, y, wmap, xmap, core::ptr::null_mut(), sh) }
 }
 
 /// The fp32 `Schedule::SplitK` entries: [`conv_split_k`] on fp32 data, which only the tensor
@@ -135,7 +135,7 @@ pub unsafe fn conv_split_k_f32<O: Operands, Acc: Accumulators, const STAGES: usi
     sh: ConvShape,
 ) {
     // SAFETY: as the caller guarantees; x and w are not read.
-    unsafe { conv::<O, Acc, STAGES, 1, true, M, true, true>(x as *const u16, w as *const u16, y, wmap, xmap, ws, sh) }
+    unsafe { conv::<O, Acc, STAGES, 1, true, false, M, true, true>(x as *const u16, w as *const u16, y, wmap, xmap, ws, sh) }
 }
 
 /// `Schedule::SplitK` entries (always `Producer::WsTma`, persistent, no cluster): [`conv`] with
@@ -154,7 +154,7 @@ pub unsafe fn conv_split_k<O: Operands, Acc: Accumulators, const STAGES: usize, 
     sh: ConvShape,
 ) {
     // SAFETY: as the caller guarantees.
-    unsafe { conv::<O, Acc, STAGES, 1, true, M, true, true>(x, w, y, wmap, xmap, ws, sh) }
+    unsafe { conv::<O, Acc, STAGES, 1, true, false, M, true, true>(x, w, y, wmap, xmap, ws, sh) }
 }
 
 /// The kernel; see the module docs. Block tile 128 x `Acc::N` x one 128-byte row of channels,
@@ -170,7 +170,7 @@ pub unsafe fn conv_split_k<O: Operands, Acc: Accumulators, const STAGES: usize, 
 /// them with every index in `i32`.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTER: u32, const PERSISTENT: bool, M: Math, const IM2COL: bool, const SPLIT: bool>(
+unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTER: u32, const PERSISTENT: bool, const PINGPONG: bool, M: Math, const IM2COL: bool, const SPLIT: bool>(
     x: *const u16,
     _w: *const u16,
     y: *mut f32,
@@ -194,6 +194,9 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
         assert!(!matches!(M::SPEC, Spec::Tf32x3) || CLUSTER == 1);
         // NCHW planes: by TMA, unclustered, unsplit, 16-bit, whole plane copies a tile.
         assert!(!O::PLANES || (IM2COL && CLUSTER == 1 && !SPLIT && matches!(M::SPEC, Spec::Half) && Acc::N % 64 == 0));
+        // Ping-pong: persistent im2col tiles without clusters, each warpgroup's whole tile in
+        // its registers (`convrs_spec::hopper::Schedule::PingPong`).
+        assert!(!PINGPONG || (IM2COL && PERSISTENT && CLUSTER == 1 && !SPLIT && !O::PLANES && !matches!(M::SPEC, Spec::Tf32x3) && Acc::N <= PINGPONG_MAX_BN));
     }
     let raw = dynamic_smem_u32();
     // 1024-byte aligned start of the ring: the swizzle pattern repeats every 1024 bytes and
@@ -207,7 +210,8 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
     if tid == 0 {
         // SAFETY: the slots after the stages are inside the launch's shared memory (checked
         // above), initialised once, before any use (the barrier below).
-        unsafe { ring.init(if IM2COL { 1 } else { WG + 1 }, empty_arrivals::<CLUSTER>(2 * WG)) };
+        // Each stage is read by both consumer warpgroups, or under ping-pong by one.
+        unsafe { ring.init(if IM2COL { 1 } else { WG + 1 }, empty_arrivals::<CLUSTER>(if PINGPONG { WG } else { 2 * WG })) };
         fence_mbarrier_init();
         // SAFETY: the contract's tensor maps.
         unsafe {
@@ -267,6 +271,11 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
     let cw = tid / WG - 1;
     // SAFETY: the whole warpgroup; 56 x 128 + 224 x 256 <= 65536.
     unsafe { setmaxnreg_inc_224() };
+    if PINGPONG {
+        // SAFETY: the whole warpgroup, for the tiles the producer fills; the caller's contract.
+        unsafe { ping_pong::<O, Acc, STAGES, M>(&sh, y, ring, tiles, ktiles, cw, tid) };
+        return;
+    }
     let mut tiles = tiles;
     let mut at = Position::START;
     // Which steps fuse the epilogue: `convrs_spec::hopper::Config::fuses_epilogue`. A constant
@@ -347,6 +356,71 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
         unsafe {
             cluster_arrive();
             cluster_wait();
+        }
+    }
+}
+
+/// A consumer warpgroup under the ping-pong schedule: of the CTA's tiles, those at even (`cw`
+/// 0) or odd (`cw` 1) places of its sequence, each whole, its 128 rows as two m64 blocks
+/// ([`TwoBlocks`]). The ring is filled in the tiles' order, so the warpgroup skips the other's
+/// k-tiles ([`Position::advance`]); since they come after its own in the ring, the other
+/// warpgroup's MMAs start as this one's mainloop ends and run under this one's epilogue. No
+/// stores are deferred (the other warpgroup's mainloop hides them), and a tile's second block
+/// past M (a ragged last tile) is computed and not stored. A fused epilogue keeps the tile's
+/// last stage, as in [`conv`].
+///
+/// # Safety
+/// All 128 threads of consumer warpgroup `cw` call it together, after the barriers'
+/// initialisation, with the kernel's arguments (`conv`'s contract) and the tiles the producer
+/// fills, each of `ktiles` k-tiles.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn ping_pong<O: Operands, Acc: Accumulators, const STAGES: usize, M: Math>(sh: &ConvShape, y: *mut f32, ring: Ring<STAGES>, mut tiles: Tiles, ktiles: i32, cw: u32, tid: u32) {
+    // Every ping-pong configuration fuses the epilogue (`fuses_epilogue`: TMA, no cluster).
+    let hold = !sh.ep.is_identity();
+    let mut at = Position::START;
+    let mut mine = cw == 0;
+    while let Some((m0, n0)) = tiles.next::<1>() {
+        if !mine {
+            at = at.advance::<STAGES>(ktiles as u32);
+            mine = true;
+            continue;
+        }
+        mine = false;
+        let second = O::y_in(sh, m0 + 64, n0);
+        if hold {
+            // SAFETY: the caller's contract (the residual is output-shaped).
+            unsafe {
+                prefetch_residual::<O, Acc, M>(sh, m0, n0, 0, tid);
+                if second {
+                    prefetch_residual::<O, Acc, M>(sh, m0, n0, 1, tid);
+                }
+            }
+        }
+        // SAFETY: the whole warpgroup, for this tile's k-tiles, the A tile's 128 rows from block 0.
+        let acc = unsafe { consume::<TwoBlocks<Acc>, M, STAGES, 1, true>(ring, 0, tid, ktiles, false, hold, &mut at, |_| {}) };
+        if hold {
+            let stage = at.prev_stage::<STAGES>();
+            // SAFETY: the caller's contract; this warpgroup's tile, each block staged in its rows
+            // of the last stage's A tile, which this warpgroup still holds.
+            unsafe {
+                store_fused::<O, Acc, M>(sh, y, &acc.0, m0, n0, 0, tid, ring.stage_addr(stage));
+                if second {
+                    store_fused::<O, Acc, M>(sh, y, &acc.1, m0, n0, 1, tid, ring.stage_addr(stage));
+                }
+            }
+            // As in `conv`: the staging's writes before the producer's next copies, then the release.
+            fence_proxy_async_shared();
+            // SAFETY: every thread of the warpgroup, once for the tile's last stage.
+            unsafe { ring.release::<1>(stage) };
+        } else {
+            // SAFETY: the caller's contract; this warpgroup's tile.
+            unsafe {
+                store_tile::<O, Acc, M>(sh, y, &acc.0, m0, n0, 0, tid);
+                if second {
+                    store_tile::<O, Acc, M>(sh, y, &acc.1, m0, n0, 1, tid);
+                }
+            }
         }
     }
 }
