@@ -235,3 +235,27 @@ pub unsafe fn tma_load_3d_multicast(dst: u32, map: *const u8, c0: i32, c1: i32, 
             k = in(reg16) mask, options(nostack))
     };
 }
+
+/// `bar.sync id, threads`: waits until `threads` threads (this one included) have arrived at
+/// named barrier `id`, by this or by [`named_arrive`].
+///
+/// # Safety
+/// Every thread of each participating warp executes it together; `id` is 1-15 (0 is the
+/// block's `__syncthreads`), `threads` a multiple of 32 that the arrivals of each phase match
+/// exactly.
+#[inline(always)]
+pub unsafe fn named_sync(id: u32, threads: u32) {
+    // SAFETY: as the caller guarantees; no `nomem`: memory accesses stay on their side.
+    unsafe { asm!("bar.sync {i}, {n};", i = in(reg32) id, n = in(reg32) threads, options(nostack)) };
+}
+
+/// `bar.arrive id, threads`: counts this thread at named barrier `id` without waiting (the
+/// producer side of a [`named_sync`]).
+///
+/// # Safety
+/// As [`named_sync`].
+#[inline(always)]
+pub unsafe fn named_arrive(id: u32, threads: u32) {
+    // SAFETY: as the caller guarantees.
+    unsafe { asm!("bar.arrive {i}, {n};", i = in(reg32) id, n = in(reg32) threads, options(nostack)) };
+}

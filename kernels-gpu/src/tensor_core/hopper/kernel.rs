@@ -58,7 +58,7 @@ use super::planes::produce_planes;
 use super::producer::{produce_cp_async, produce_tma};
 use super::scheduler::Tiles;
 use super::split_k::Split;
-use crate::prelude::mbarrier::{cluster_arrive, cluster_wait, fence_mbarrier_init, prefetch_tensormap, setmaxnreg_inc_224};
+use crate::prelude::mbarrier::{cluster_arrive, cluster_wait, fence_mbarrier_init, named_arrive, named_sync, prefetch_tensormap, setmaxnreg_inc_224};
 use crate::prelude::pipeline::{empty_arrivals, Position, Ring};
 use crate::prelude::wgmma::{fence_proxy_async_shared, Accumulators, TwoBlocks};
 use crate::prelude::*;
@@ -66,6 +66,10 @@ use crate::tensor_core::implicit_gemm::Operands;
 
 /// Threads of a warpgroup.
 const WG: u32 = WARPGROUP as u32;
+
+/// The ping-pong schedule's named barriers: `ORDER + cw` is where consumer warpgroup `cw` waits
+/// for the other's mainloop (0 is the block's `__syncthreads`).
+const ORDER: u32 = 1;
 
 /// `Producer::WsCpAsync` entries: [`conv`] with activations by `cp.async`.
 ///
@@ -363,8 +367,12 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
 /// A consumer warpgroup under the ping-pong schedule: of the CTA's tiles, those at even (`cw`
 /// 0) or odd (`cw` 1) places of its sequence, each whole, its 128 rows as two m64 blocks
 /// ([`TwoBlocks`]). The ring is filled in the tiles' order, so the warpgroup skips the other's
-/// k-tiles ([`Position::advance`]); since they come after its own in the ring, the other
-/// warpgroup's MMAs start as this one's mainloop ends and run under this one's epilogue. No
+/// k-tiles ([`Position::advance`]). The mainloops take turns (CUTLASS's math order barrier):
+/// a warpgroup starts a tile's only once the other has waited for every stage of the tile
+/// before (named barrier `ORDER + cw`, which the other arrives at), so the other's MMAs run
+/// under this one's epilogue, and no wait on a stage's `full` barrier is for a phase more than
+/// one ahead of it (its parity would be ambiguous: a skipped-ahead wait returned at once on
+/// the H100, reading stages not yet landed). No
 /// stores are deferred (the other warpgroup's mainloop hides them), and a tile's second block
 /// past M (a ragged last tile) is computed and not stored. A fused epilogue keeps the tile's
 /// last stage, as in [`conv`].
@@ -379,14 +387,13 @@ unsafe fn ping_pong<O: Operands, Acc: Accumulators, const STAGES: usize, M: Math
     // Every ping-pong configuration fuses the epilogue (`fuses_epilogue`: TMA, no cluster).
     let hold = !sh.ep.is_identity();
     let mut at = Position::START;
-    let mut mine = cw == 0;
+    let mut place = 0u32;
     while let Some((m0, n0)) = tiles.next::<1>() {
-        if !mine {
+        place += 1;
+        if (place - 1) % 2 != cw {
             at = at.advance::<STAGES>(ktiles as u32);
-            mine = true;
             continue;
         }
-        mine = false;
         let second = O::y_in(sh, m0 + 64, n0);
         if hold {
             // SAFETY: the caller's contract (the residual is output-shaped).
@@ -397,8 +404,17 @@ unsafe fn ping_pong<O: Operands, Acc: Accumulators, const STAGES: usize, M: Math
                 }
             }
         }
+        if place > 1 {
+            // The other warpgroup's mainloop of the tile before. SAFETY: both consumer
+            // warpgroups, whole; the other arrives once per tile of its that a tile follows.
+            unsafe { named_sync(ORDER + cw, 2 * WG) };
+        }
         // SAFETY: the whole warpgroup, for this tile's k-tiles, the A tile's 128 rows from block 0.
         let acc = unsafe { consume::<TwoBlocks<Acc>, M, STAGES, 1, true>(ring, 0, tid, ktiles, false, hold, &mut at, |_| {}) };
+        if tiles.more() {
+            // The next tile's mainloop (the other's) may start. SAFETY: as above.
+            unsafe { named_arrive(ORDER + 1 - cw, 2 * WG) };
+        }
         if hold {
             let stage = at.prev_stage::<STAGES>();
             // SAFETY: the caller's contract; this warpgroup's tile, each block staged in its rows

@@ -52,6 +52,12 @@ impl Tiles {
         Tiles { per_image, ..self }
     }
 
+    /// Whether [`Tiles::next`] has another tile.
+    #[inline(always)]
+    pub(super) fn more(&self) -> bool {
+        self.next < self.end
+    }
+
     /// The next tile's first (row, column) of the GEMM output.
     #[inline(always)]
     pub(super) fn next<const CLUSTER: u32>(&mut self) -> Option<(u32, u32)> {
