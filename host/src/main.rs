@@ -138,6 +138,10 @@ Exit status: 0 all checks passed; 1 a check failed; 2 error; 4 our kernels passe
         /// Show every kernel's row, not only the best kernel per shape and type.
         #[arg(long)]
         all_kernels: bool,
+        /// Leave out the NCHW caller's rows and their NCHW baselines (fp16 and bf16 shapes run
+        /// about twice as fast when only the NHWC figures matter).
+        #[arg(long)]
+        no_nchw_caller: bool,
         /// Time PyTorch's conv2d on the same shapes (auto: when python3 has a CUDA-enabled torch).
         #[arg(long, value_enum, default_value_t = TorchMode::Auto)]
         pytorch: TorchMode,
@@ -328,7 +332,7 @@ fn main() -> ExitCode {
         }
         Command::Run { algo, dtype, layout, tune, shape, runs, timing, seed, f32_out } => run(cli.device, algo, dtype, layout, tune, &shape, TimingConfig { warmup: 3, runs: runs.max(1), method: timing }, seed, f32_out),
         Command::Explain { shape, dtype, layout, device_model } => explain(cli.device, &shape, dtype, layout, device_model.as_deref()),
-        Command::Bench { suites, shapes, geometry, epilogue, algos, part, dtypes, all_kernels, pytorch, runs, warmup, timing, search_seconds, seed, json, plot } => {
+        Command::Bench { suites, shapes, geometry, epilogue, algos, part, dtypes, all_kernels, no_nchw_caller, pytorch, runs, warmup, timing, search_seconds, seed, json, plot } => {
             if algos.contains(&Algorithm::Auto) {
                 eprintln!("convrs: bench times kernels (--algo NAME, repeatable); the automatic choice is judged in its own table against every kernel");
                 return ExitCode::from(2);
@@ -344,6 +348,7 @@ fn main() -> ExitCode {
                 search: SearchBudget { max_seconds: search_seconds, method: timing, ..SearchBudget::default() },
                 seed,
                 dtypes,
+                nchw_caller: !no_nchw_caller,
             };
             epilogue
                 .epilogue()
@@ -587,6 +592,12 @@ struct BenchOutput {
     plot: Option<std::path::PathBuf>,
 }
 
+/// Writes `report` to `path` as JSON.
+fn write_json(path: &std::path::Path, report: &BenchReport) -> convrs::Result<()> {
+    let text = serde_json::to_string_pretty(report).map_err(|e| convrs::Error::InvalidArgument(format!("JSON: {e}")))?;
+    std::fs::write(path, text).map_err(|e| convrs::Error::InvalidArgument(format!("cannot write {}: {e}", path.display())))
+}
+
 /// Everything one bench run measured, for `--json`.
 #[derive(serde::Serialize)]
 struct BenchReport {
@@ -600,12 +611,16 @@ struct BenchReport {
     /// which); cuDNN's bare-convolution rows are shown, not judged.
     epilogue: String,
     timing_runs: usize,
+    /// While the run is under way (the file is rewritten after every shape), how far it got;
+    /// absent once it finished.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    partial: Option<String>,
     /// Wall time of the whole run, PyTorch included.
     seconds: f64,
     suites: Vec<SuiteReport>,
 }
 
-#[derive(serde::Serialize)]
+#[derive(Clone, serde::Serialize)]
 struct SuiteReport {
     name: String,
     groups: Vec<GroupResult>,
@@ -659,6 +674,23 @@ fn bench_cmd(device: usize, suites: &[Suite], algos: &[Algorithm], opts: &BenchO
             if let Some(b) = &bar {
                 b.inc(1);
             }
+            // The JSON so far, after every shape: a run cut off by a time limit keeps what it measured.
+            if let Some(path) = &out.json {
+                let partial = SuiteReport { name: suite.name.clone(), groups: groups.clone(), summary: Vec::new(), errors: errors.clone() };
+                let report = BenchReport {
+                    gpu: gpu.info().name.clone(),
+                    date: bench::today(),
+                    commit: std::env::var("CONVRS_COMMIT").ok(),
+                    cudnn_version: cudnn_version.clone(),
+                    pytorch: torch.describe(),
+                    epilogue: epilogue.to_string(),
+                    partial: Some(format!("{} of suite {}'s {} shapes", i + 1, suite.name, suite.shapes.len())),
+                    timing_runs: opts.timing.runs,
+                    seconds: started.elapsed().as_secs_f64(),
+                    suites: reports.iter().cloned().chain([partial]).collect(),
+                };
+                write_json(path, &report)?;
+            }
         }
         let summary = report::summarize(&suite.name, &groups);
         reports.push(SuiteReport { name: suite.name.clone(), groups, summary, errors });
@@ -674,13 +706,13 @@ fn bench_cmd(device: usize, suites: &[Suite], algos: &[Algorithm], opts: &BenchO
         pytorch: torch.describe(),
         epilogue: epilogue.to_string(),
         timing_runs: opts.timing.runs,
+        partial: None,
         seconds: started.elapsed().as_secs_f64(),
         suites: reports,
     };
     print_report(&report, opts, out.all_kernels);
     if let Some(path) = &out.json {
-        let text = serde_json::to_string_pretty(&report).map_err(|e| convrs::Error::InvalidArgument(format!("JSON: {e}")))?;
-        std::fs::write(path, text).map_err(|e| convrs::Error::InvalidArgument(format!("cannot write {}: {e}", path.display())))?;
+        write_json(path, &report)?;
     }
     if let Some(path) = &out.plot {
         let groups: Vec<&GroupResult> = report.suites.iter().flat_map(|s| &s.groups).collect();

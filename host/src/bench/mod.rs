@@ -147,6 +147,8 @@ pub struct BenchOptions {
     pub seed: u64,
     /// The element types to measure (empty: every type some kernel of the run reads).
     pub dtypes: Vec<DType>,
+    /// Whether to measure the NCHW caller's rows (and their NCHW baselines) too.
+    pub nchw_caller: bool,
 }
 
 /// The element types a run measures: those of `wanted` (all if empty) that some of `algos` reads,
@@ -595,8 +597,8 @@ impl ShapeBench<'_> {
             group.kernels.push(row?);
         }
         drop(uploaded);
-        group.nchw_user = self.nchw_user(&group, sets, reference, &tolerance, progress)?;
-        if T::DTYPE == DType::F32 && (!group.tf32_cudnn.is_empty() || group.tf32_pytorch.is_some()) {
+        group.nchw_user = if self.opts.nchw_caller { self.nchw_user(&group, sets, reference, &tolerance, progress)? } else { None };
+        if self.opts.nchw_caller && T::DTYPE == DType::F32 && (!group.tf32_cudnn.is_empty() || group.tf32_pytorch.is_some()) {
             // A caller asking for TF32: the fastest kernel at TF32 precision or better, from
             // NCHW. Where that is no TF32 kernel, the fp32 caller's row is already the answer.
             let k = group.best_tf32_any_layout().and_then(|m| crate::registry::by_name(&m.name)).filter(|k| k.on_plain_layouts());
