@@ -10,7 +10,6 @@
 use core::arch::asm;
 
 use convrs_spec::hopper::{Math as Spec, ROW_BYTES, WARPGROUP};
-use convrs_spec::EpilogueArgs;
 
 use super::math::{pack, Math};
 use crate::prelude::epilogue::{residual_eight, Activation};
@@ -124,18 +123,6 @@ pub(super) unsafe fn store_fused<O: Operands, Acc: Accumulators, M: Math>(sh: &C
             });
         });
         sync_warp();
-        // A lane's items all lie in its 8-column group of the chunk (32 items apart, CHUNK / 8
-        // groups a row): where columns are channels, their scale and bias load once a chunk.
-        // Not on 128x256 tiles, whose accumulators leave no room for them (ptxas: 12 bytes of
-        // spills): those load them with each item.
-        let hoist = !O::PLANES && Acc::N <= 128;
-        let col = n0 + (CHUNK * c) as u32 + 8 * (lane % (CHUNK / 8) as u32);
-        let chunk_terms = if hoist && col < O::gemm_mn(sh).1 {
-            // SAFETY: channels col..col + 8 < K (a multiple of 8), as the caller guarantees.
-            unsafe { channel_terms::<O>(&sh.ep, col as usize) }
-        } else {
-            ([0.0; 8], [0.0; 8])
-        };
         // Each lane's items of the chunk: (row, 8-column group) pairs, 16 x CHUNK / 8 of them.
         let mut item = lane;
         while item < (16 * CHUNK / 8) as u32 {
@@ -147,11 +134,8 @@ pub(super) unsafe fn store_fused<O: Operands, Acc: Accumulators, M: Math>(sh: &C
             if O::y_in(sh, row, col) {
                 // SAFETY: row < M and col..col + 8 inside the output (K, or H*W for planes, a
                 // multiple of 8), 16-byte aligned; this thread's alone; operands as the caller
-                // guarantees (channels col.., or under planes the row's channel, < K).
-                unsafe {
-                    let terms = if hoist { chunk_terms } else { channel_terms::<O>(&sh.ep, O::y_channels(sh, row, col).0 as usize) };
-                    finish_eight::<O, M>(sh, &act, y, x, terms, row, col)
-                };
+                // guarantees.
+                unsafe { finish_eight::<O, M>(sh, &act, y, x, row, col) };
             }
             item = opaque(item + 32);
         }
@@ -198,17 +182,22 @@ fn opaque(v: u32) -> u32 {
     o
 }
 
-/// The per-output-channel terms of 8 output elements: (alpha * scale, bias) of channels
-/// `k..k + 8`, or under NCHW planes (where the 8 are pixels of one channel) of channel `k`, 8
-/// times. Without a scale, alpha; without a bias, zeros.
+/// Finishes and stores output elements (`row`, `col..col + 8`) of accumulators `x`: the
+/// epilogue of [`store_fused`] (`act` decoded from it), then 16 bytes of a 16-bit output or
+/// 32 of fp32.
 ///
 /// # Safety
-/// The epilogue's scale and bias (where not 0) hold K fp32 values, 16-byte aligned; `k + 8 <= K`
-/// (planes: `k < K`).
+/// As [`store_fused`] for these 8 elements, all inside the output.
 #[inline(always)]
-unsafe fn channel_terms<O: Operands>(ep: &EpilogueArgs, k: usize) -> ([f32; 8], [f32; 8]) {
+unsafe fn finish_eight<O: Operands, M: Math>(sh: &ConvShape, act: &Activation, y: *mut f32, mut x: [f32; 8], row: u32, col: u32) {
+    let ep = &sh.ep;
+    let half = M::SPEC == Spec::Half && sh.y_bits == 16;
+    let off = O::y_off(sh, row, col) as usize;
+    // Per output channel: the 8 columns' channels, or (NCHW planes) the row's one.
+    let k = O::y_channels(sh, row, col).0 as usize;
     let eight = |base: u64| -> [f32; 8] {
-        // SAFETY: as the caller guarantees.
+        // SAFETY: K fp32 values at a 16-byte aligned address; k + 8 <= K where columns are
+        // channels (K a multiple of 8), k < K for planes.
         unsafe {
             let p = (base as *const f32).add(k);
             if O::PLANES { [load_global_nc_f32(p); 8] } else { load_global_nc_f32x8(p) }
@@ -216,23 +205,7 @@ unsafe fn channel_terms<O: Operands>(ep: &EpilogueArgs, k: usize) -> ([f32; 8], 
     };
     let alpha = f32::from_bits(ep.alpha);
     let mul = if ep.scale != 0 { eight(ep.scale).map(|s| alpha * s) } else { [alpha; 8] };
-    let add = if ep.bias != 0 { eight(ep.bias) } else { [0.0; 8] };
-    (mul, add)
-}
-
-/// Finishes and stores output elements (`row`, `col..col + 8`) of accumulators `x`, whose
-/// channel terms ([`channel_terms`]) are `terms`: the
-/// epilogue of [`store_fused`] (`act` decoded from it), then 16 bytes of a 16-bit output or
-/// 32 of fp32.
-///
-/// # Safety
-/// As [`store_fused`] for these 8 elements, all inside the output.
-#[inline(always)]
-unsafe fn finish_eight<O: Operands, M: Math>(sh: &ConvShape, act: &Activation, y: *mut f32, mut x: [f32; 8], terms: ([f32; 8], [f32; 8]), row: u32, col: u32) {
-    let ep = &sh.ep;
-    let half = M::SPEC == Spec::Half && sh.y_bits == 16;
-    let off = O::y_off(sh, row, col) as usize;
-    let (mul, mut add) = terms;
+    let mut add = if ep.bias != 0 { eight(ep.bias) } else { [0.0; 8] };
     if ep.residual != 0 {
         let beta = f32::from_bits(ep.beta);
         // SAFETY: the output's offset, 16-byte aligned, inside the output-shaped residual.
