@@ -46,6 +46,8 @@
 //!   last stage, and the epilogue ([`super::epilogue`]), or under split-K the meeting first. A
 //!   fused epilogue keeps the last stage until it is done: it stages the accumulators in the
 //!   stage's A tile.
+//! - Under `Schedule::PingPong` (step 10), each consumer warpgroup takes every other tile
+//!   whole, as two m64 blocks, and the mainloops take turns ([`ping_pong`]).
 
 use convrs_spec::hopper::{fuses_epilogue, plane_rows, stage_bytes, Math as Spec, BARRIER_BYTES, BLOCK_M, PINGPONG_MAX_BN, WARPGROUP};
 use convrs_spec::split_k;
