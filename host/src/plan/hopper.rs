@@ -154,11 +154,17 @@ fn grid_blocks(c: &Config, d: &DeviceModel, m: usize, n: usize, splits: usize) -
     all.min(resident(c, d) / splits / cluster * cluster).max(cluster)
 }
 
+/// The value of developer override `name`: unset or empty (`NAME=`, as a script passes an
+/// unset variable) is no override.
+fn dev_override(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
 /// A developer's override of the split-K choice, for measuring what the cost model predicts:
 /// `CONVRS_SPLIT_K=BN,Z` plans only the tile BN columns wide split Z ways (a problem where that
 /// is no candidate is refused). Unset in normal use.
 fn forced_split() -> Result<Option<(usize, usize)>> {
-    let Ok(text) = std::env::var("CONVRS_SPLIT_K") else { return Ok(None) };
+    let Some(text) = dev_override("CONVRS_SPLIT_K") else { return Ok(None) };
     let bad = || Error::InvalidArgument(format!("CONVRS_SPLIT_K=`{text}`: expected BN,Z (tile width, split count), e.g. 128,4"));
     let (bn, z) = text.split_once(',').ok_or_else(bad)?;
     Ok(Some((bn.trim().parse().map_err(|_| bad())?, z.trim().parse().map_err(|_| bad())?)))
@@ -168,7 +174,7 @@ fn forced_split() -> Result<Option<(usize, usize)>> {
 /// `CONVRS_HOPPER_BN=BN` plans only the configurations BN columns wide (a kernel without that
 /// width refuses). Unset in normal use.
 fn forced_width() -> Result<Option<usize>> {
-    let Ok(text) = std::env::var("CONVRS_HOPPER_BN") else { return Ok(None) };
+    let Some(text) = dev_override("CONVRS_HOPPER_BN") else { return Ok(None) };
     text.trim().parse().map(Some).map_err(|_| Error::InvalidArgument(format!("CONVRS_HOPPER_BN=`{text}`: expected a tile width, e.g. 128")))
 }
 
