@@ -48,9 +48,9 @@ pub const RATES: [(&str, f64); 38] = [
     ("wgmma_ws_tma_splitk_128x32k64", 1.0 / 0.37),
     // Ping-pong: step 7's rates times 1.05. On deepbench part 1/2 (H100, sixteenth session,
     // BENCHMARKS.md) it ran at 0.98x step 7's speed bare (0.64x to 1.24x by shape) and 0.90x
-    // with bias+ReLU (0.62x to 1.27x): a warpgroup's epilogue covers 128 rows, twice step 7's, and hides under
-    // the other's mainloop only where a CTA has several tiles. Until a model of that overlap is
-    // fitted, Auto keeps step 7 and ping-pong runs where asked for.
+    // with bias+ReLU (0.62x to 1.27x): a warpgroup's epilogue covers 128 rows, twice step 7's,
+    // and hides under the other's mainloop only where a CTA has several tiles. Until a model of
+    // that overlap is fitted, Auto keeps step 7 and ping-pong runs where asked for.
     ("wgmma_ws_tma_pingpong_128x128k64", 1.05 / 0.78),
     ("wgmma_ws_tma_pingpong_128x64k64", 1.05 / 0.66),
     ("wgmma_ws_tma_pingpong_tf32_128x128k32", 1.05 / 0.78),
