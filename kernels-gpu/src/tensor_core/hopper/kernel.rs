@@ -370,14 +370,13 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
 /// 0) or odd (`cw` 1) places of its sequence, each whole, its 128 rows as two m64 blocks
 /// ([`TwoBlocks`]). The ring is filled in the tiles' order, so the warpgroup skips the other's
 /// k-tiles ([`Position::advance`]). The mainloops take turns (CUTLASS's math order barrier):
-/// a warpgroup starts a tile's only once the other has waited for every stage of the tile
-/// before (named barrier `ORDER + cw`, which the other arrives at), so the other's MMAs run
-/// under this one's epilogue, and no wait on a stage's `full` barrier is for a phase more than
-/// one ahead of it (its parity would be ambiguous: a skipped-ahead wait returned at once on
-/// the H100, reading stages not yet landed). No
-/// stores are deferred (the other warpgroup's mainloop hides them), and a tile's second block
-/// past M (a ragged last tile) is computed and not stored. A fused epilogue keeps the tile's
-/// last stage, as in [`conv`].
+/// a warpgroup starts a tile's mainloop only once the other has waited for every stage of the
+/// tile before (named barrier `ORDER + cw`, which the other arrives at). So the other's MMAs
+/// run under this one's epilogue, and no wait on a stage's `full` barrier is for a phase more
+/// than one ahead of it (its parity would be ambiguous: a skipped-ahead wait returned at once
+/// on the H100, reading stages not yet landed). No stores are deferred (the other warpgroup's
+/// mainloop hides them), and a tile's second block past M (a ragged last tile) is computed and
+/// not stored. A fused epilogue keeps the tile's last stage, as in [`conv`].
 ///
 /// # Safety
 /// All 128 threads of consumer warpgroup `cw` call it together, after the barriers'
