@@ -661,6 +661,19 @@ fn bench_cmd(device: usize, suites: &[Suite], algos: &[Algorithm], opts: &BenchO
     if cudnn_version.is_none() {
         eprintln!("convrs: WARNING: libcudnn was not found on the library path: the cuDNN baseline is unavailable");
     }
+    // The report of `suites` measured so far; `partial` says how far a run under way got.
+    let report_of = |suites: Vec<SuiteReport>, partial: Option<String>| BenchReport {
+        gpu: gpu.info().name.clone(),
+        date: bench::today(),
+        commit: std::env::var("CONVRS_COMMIT").ok(),
+        cudnn_version: cudnn_version.clone(),
+        pytorch: torch.describe(),
+        epilogue: epilogue.to_string(),
+        timing_runs: opts.timing.runs,
+        partial,
+        seconds: started.elapsed().as_secs_f64(),
+        suites,
+    };
     let mut reports = Vec::new();
     for suite in suites {
         let (mut groups, mut errors) = (Vec::new(), Vec::new());
@@ -677,19 +690,8 @@ fn bench_cmd(device: usize, suites: &[Suite], algos: &[Algorithm], opts: &BenchO
             // The JSON so far, after every shape: a run cut off by a time limit keeps what it measured.
             if let Some(path) = &out.json {
                 let partial = SuiteReport { name: suite.name.clone(), groups: groups.clone(), summary: Vec::new(), errors: errors.clone() };
-                let report = BenchReport {
-                    gpu: gpu.info().name.clone(),
-                    date: bench::today(),
-                    commit: std::env::var("CONVRS_COMMIT").ok(),
-                    cudnn_version: cudnn_version.clone(),
-                    pytorch: torch.describe(),
-                    epilogue: epilogue.to_string(),
-                    partial: Some(format!("{} of suite {}'s {} shapes", i + 1, suite.name, suite.shapes.len())),
-                    timing_runs: opts.timing.runs,
-                    seconds: started.elapsed().as_secs_f64(),
-                    suites: reports.iter().cloned().chain([partial]).collect(),
-                };
-                write_json(path, &report)?;
+                let so_far = format!("{} of suite {}'s {} shapes", i + 1, suite.name, suite.shapes.len());
+                write_json(path, &report_of(reports.iter().cloned().chain([partial]).collect(), Some(so_far)))?;
             }
         }
         let summary = report::summarize(&suite.name, &groups);
@@ -698,18 +700,7 @@ fn bench_cmd(device: usize, suites: &[Suite], algos: &[Algorithm], opts: &BenchO
     if let Some(b) = &bar {
         b.finish_and_clear();
     }
-    let report = BenchReport {
-        gpu: gpu.info().name.clone(),
-        date: bench::today(),
-        commit: std::env::var("CONVRS_COMMIT").ok(),
-        cudnn_version,
-        pytorch: torch.describe(),
-        epilogue: epilogue.to_string(),
-        timing_runs: opts.timing.runs,
-        partial: None,
-        seconds: started.elapsed().as_secs_f64(),
-        suites: reports,
-    };
+    let report = report_of(reports, None);
     print_report(&report, opts, out.all_kernels);
     if let Some(path) = &out.json {
         write_json(path, &report)?;
