@@ -35,10 +35,14 @@ fn cudnn_err(what: &'static str) -> impl FnOnce(cudarc::cudnn::CudnnError) -> Er
     move |e| Error::Cudnn(format!("{what}: {e}"))
 }
 
-/// Is libcudnn loadable on this machine?
+/// Is libcudnn loadable on this machine? (Without the `dynamic-loading` feature libcudnn is
+/// linked, so a process that started has it.)
 pub fn available() -> bool {
+    #[cfg(feature = "dynamic-loading")]
     // SAFETY: only tries to dlopen the library.
-    unsafe { sys::is_culib_present() }
+    return unsafe { sys::is_culib_present() };
+    #[cfg(not(feature = "dynamic-loading"))]
+    true
 }
 
 /// cuDNN's version as major.minor.patch.

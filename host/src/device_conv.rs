@@ -30,6 +30,11 @@
 //! # Ok::<(), convrs::Error>(())
 //! ```
 
+use std::mem::ManuallyDrop;
+use std::ops::{Deref, DerefMut};
+
+use cudarc::driver::CudaSlice;
+
 use crate::device_tensor::{relayout_into, DeviceTensor};
 use crate::prepared::{Prepared, Runnable};
 use crate::registry::KernelDesc;
@@ -50,15 +55,20 @@ impl<T: Element, O: Element> DeviceConv<T, O> {
     /// the kernels on plain layouts), allocates the kernel's operands, and transforms `filter`
     /// (`[K, C, R, S]` in any plain layout) into the kernel's layout, zero-padded to its multiples.
     pub fn new(gpu: &Gpu, algo: Algorithm, problem: &Conv2d, filter: &DeviceTensor<T>, input_layout: Layout, output_layout: Layout) -> Result<Self> {
+        Self::with_filter_slice(gpu, algo, problem, filter.data(), filter.layout(), input_layout, output_layout)
+    }
+
+    /// [`DeviceConv::new`] with the filter in a buffer the caller owns (`[K, C, R, S]` in
+    /// `filter_layout`, exactly `problem.filter_len()` elements): it is read once, here, on the
+    /// GPU's stream, and not kept.
+    pub fn with_filter_slice(gpu: &Gpu, algo: Algorithm, problem: &Conv2d, filter: &CudaSlice<T>, filter_layout: Layout, input_layout: Layout, output_layout: Layout) -> Result<Self> {
         problem.validate()?;
         let ep = &problem.epilogue;
         if ep.scale || ep.bias || ep.residual {
             return Err(Error::InvalidArgument(format!("device convolutions take no epilogue operands yet (the problem's epilogue is {ep}); conv2d_fused and Prepared::new_fused do")));
         }
         for (what, l) in [("input", input_layout), ("output", output_layout)] {
-            if !l.is_plain() {
-                return Err(Error::InvalidArgument(format!("device convolutions take NCHW, NHWC or HWCN {what}s, not {l}")));
-            }
+            plain(l, what)?;
         }
         let kernel = match algo {
             Algorithm::Auto => {
@@ -76,7 +86,7 @@ impl<T: Element, O: Element> DeviceConv<T, O> {
         // An output element the kernel failed to write must not come through as a stale value.
         prepared.poison_output(gpu)?;
         let mut conv = DeviceConv { kernel, prepared, problem: *problem, input_layout, output_layout };
-        conv.set_filter(gpu, filter)?;
+        conv.set_filter_slice(gpu, filter, filter_layout)?;
         Ok(conv)
     }
 
@@ -86,9 +96,16 @@ impl<T: Element, O: Element> DeviceConv<T, O> {
         if filter.dims() != self.problem.filter_shape() {
             return Err(Error::InvalidArgument(format!("filter dims {:?} do not match the problem's {:?}", filter.dims(), self.problem.filter_shape())));
         }
+        self.set_filter_slice(gpu, filter.data(), filter.layout())
+    }
+
+    /// [`DeviceConv::set_filter`] from a buffer the caller owns (`[K, C, R, S]` in `layout`).
+    pub fn set_filter_slice(&mut self, gpu: &Gpu, filter: &CudaSlice<T>, layout: Layout) -> Result<()> {
+        plain(layout, "filter")?;
+        check_len("filter", filter.len(), self.problem.filter_len())?;
         let run = *self.prepared.run_problem();
         let (_, w) = self.prepared.operands_mut();
-        relayout_into(gpu, filter.data(), filter.dims(), filter.layout(), w, run.filter_shape(), self.kernel.layouts.1)?;
+        relayout_into(gpu, filter, self.problem.filter_shape(), layout, w, run.filter_shape(), self.kernel.layouts.1)?;
         self.prepared.refresh_filter(gpu)
     }
 
@@ -115,19 +132,49 @@ impl<T: Element, O: Element> DeviceConv<T, O> {
         };
         matches("input", input.dims(), input.layout(), self.problem.input_shape(), self.input_layout)?;
         matches("output", output.dims(), output.layout(), self.problem.output_shape(), self.output_layout)?;
+        self.run_on(gpu, input.data(), output.data_mut())
+    }
+
+    /// [`DeviceConv::run`] on buffers the caller owns: `input` holds exactly the problem's input
+    /// (`[N, C, H, W]` in the input layout given at `new`, `problem.input_len()` elements) and
+    /// `output` gets exactly its output, in the output layout. Everything is enqueued on the
+    /// GPU's stream ([`Gpu::from_stream`]: the caller's) and nothing is synchronized: the buffers
+    /// must stay alive, and `output` unread and unwritten by other streams, until the stream
+    /// has run the work.
+    pub fn run_on(&mut self, gpu: &Gpu, input: &CudaSlice<T>, output: &mut CudaSlice<O>) -> Result<()> {
+        check_len("input", input.len(), self.problem.input_len())?;
+        check_len("output", output.len(), self.problem.output_len())?;
         let run = *self.prepared.run_problem();
         let (direct_in, direct_out) = self.direct();
         if !direct_in {
             let (x, _) = self.prepared.operands_mut();
-            relayout_into(gpu, input.data(), input.dims(), input.layout(), x, run.input_shape(), self.kernel.layouts.0)?;
+            relayout_into(gpu, input, self.problem.input_shape(), self.input_layout, x, run.input_shape(), self.kernel.layouts.0)?;
         }
-        let x = direct_in.then(|| input.data());
+        let x = direct_in.then_some(input);
         if direct_out {
-            return self.prepared.enqueue_with(gpu, x, Some(output.data_mut()));
+            return self.prepared.enqueue_with(gpu, x, Some(output));
         }
         self.prepared.enqueue_with(gpu, x, None)?;
-        let dims = output.dims();
-        relayout_into(gpu, self.prepared.output_buffer(), run.output_shape(), self.kernel.layouts.2, output.data_mut(), dims, self.output_layout)
+        relayout_into(gpu, self.prepared.output_buffer(), run.output_shape(), self.kernel.layouts.2, output, self.problem.output_shape(), self.output_layout)
+    }
+
+    /// [`DeviceConv::run_on`] on raw device addresses (a framework's tensors: PyTorch's
+    /// `data_ptr()`, a `CUdeviceptr` from any allocator), neither owned nor freed here. Both must
+    /// be aligned to 16 bytes (the tensor-memory-access kernels' requirement; checked).
+    ///
+    /// # Safety
+    /// `input` must address `problem.input_len()` readable elements of `T` and `output`
+    /// `problem.output_len()` writable elements of `O`, in the GPU's context, not overlapping,
+    /// and both must stay allocated until the GPU's stream has run the work enqueued here.
+    pub unsafe fn run_raw(&mut self, gpu: &Gpu, input: u64, output: u64) -> Result<()> {
+        for (what, address) in [("input", input), ("output", output)] {
+            if address == 0 || address % 16 != 0 {
+                return Err(Error::InvalidArgument(format!("the {what} address {address:#x} is not a 16-byte aligned device address")));
+            }
+        }
+        // SAFETY: the caller vouches for both ranges; the borrows never free them (see Borrowed).
+        let (x, mut y) = unsafe { (Borrowed::<T>::new(gpu, input, self.problem.input_len()), Borrowed::<O>::new(gpu, output, self.problem.output_len())) };
+        self.run_on(gpu, &x, &mut y)
     }
 
     /// Whether the kernel reads the caller's input and writes the caller's output where they
@@ -146,5 +193,48 @@ impl<T: Element, O: Element> DeviceConv<T, O> {
     /// The kernel's name with its entry (as the bench's rows name it).
     pub fn name(&self) -> String {
         self.prepared.name()
+    }
+}
+
+fn plain(layout: Layout, what: &str) -> Result<()> {
+    if layout.is_plain() { Ok(()) } else { Err(Error::InvalidArgument(format!("device convolutions take NCHW, NHWC or HWCN {what}s, not {layout}"))) }
+}
+
+fn check_len(tensor: &'static str, got: usize, expected: usize) -> Result<()> {
+    if got == expected { Ok(()) } else { Err(Error::BufferSize { tensor, expected, got }) }
+}
+
+/// A caller's device buffer seen as a `CudaSlice` for the length of one call, never freed:
+/// dropping it gives the address back with `leak` (which frees nothing).
+struct Borrowed<T>(ManuallyDrop<CudaSlice<T>>);
+
+impl<T> Borrowed<T> {
+    /// # Safety
+    /// `address` must hold `len` elements of `T` in the stream's context for as long as the work
+    /// enqueued on them runs.
+    unsafe fn new(gpu: &Gpu, address: u64, len: usize) -> Self {
+        // SAFETY: forwarded to the caller.
+        Borrowed(ManuallyDrop::new(unsafe { gpu.stream().upgrade_device_ptr(address, len) }))
+    }
+}
+
+impl<T> Drop for Borrowed<T> {
+    fn drop(&mut self) {
+        // SAFETY: taken once, here; the slice is not used after.
+        let slice = unsafe { ManuallyDrop::take(&mut self.0) };
+        slice.leak();
+    }
+}
+
+impl<T> Deref for Borrowed<T> {
+    type Target = CudaSlice<T>;
+    fn deref(&self) -> &CudaSlice<T> {
+        &self.0
+    }
+}
+
+impl<T> DerefMut for Borrowed<T> {
+    fn deref_mut(&mut self) -> &mut CudaSlice<T> {
+        &mut self.0
     }
 }

@@ -59,6 +59,7 @@ impl Gpu {
     /// # Ok::<(), convrs::Error>(())
     /// ```
     pub fn new(ordinal: usize) -> Result<Gpu> {
+        #[cfg(feature = "dynamic-loading")]
         // SAFETY: only tries to dlopen the driver library; nothing from it is called yet.
         if !unsafe { cudarc::driver::sys::is_culib_present() } {
             return Err(Error::NoGpu("the CUDA driver library (libcuda.so) was not found: is an NVIDIA driver installed?".into()));
@@ -74,6 +75,41 @@ impl Gpu {
         // One stream, used in order: cudarc's per-buffer event tracking would only add launch overhead.
         // SAFETY: convrs issues all work on a single stream, so no cross-stream ordering is needed.
         unsafe { ctx.disable_event_tracking() };
+        // A stream of our own, not the legacy default stream: only such a stream can be captured
+        // into a CUDA graph (the bench's timing method).
+        let stream = ctx.new_stream().map_err(cuda_err("stream"))?;
+        Self::open(ctx, stream, ordinal)
+    }
+
+    /// convrs on a stream the caller owns (a framework's: candle's `CudaDevice::cuda_stream()`,
+    /// or any cudarc stream): every launch, copy and allocation of this `Gpu` is enqueued on
+    /// `stream`, in the caller's order, and nothing here synchronizes it except
+    /// [`Gpu::synchronize`] and the host copies ([`Gpu::download`]). The stream's context keeps
+    /// its settings: cudarc's event tracking, if the caller has it on, stays on (convrs's own
+    /// buffers then carry events too), so the caller's other tensors keep their cross-stream
+    /// ordering.
+    ///
+    /// The kernels are loaded into the stream's context once per `Gpu`: keep one per stream and
+    /// share it (`Gpu` is `Send + Sync`; launches from several threads go to the one stream in
+    /// the order they are made).
+    ///
+    /// ```no_run
+    /// use std::sync::Arc;
+    /// let ctx = cudarc::driver::CudaContext::new(0).expect("a GPU");
+    /// let stream = ctx.new_stream().expect("a stream"); // the caller's
+    /// let gpu = convrs::Gpu::from_stream(stream.clone())?;
+    /// assert!(Arc::ptr_eq(gpu.stream(), &stream));
+    /// # Ok::<(), convrs::Error>(())
+    /// ```
+    pub fn from_stream(stream: Arc<CudaStream>) -> Result<Gpu> {
+        let ctx = stream.context().clone();
+        let ordinal = ctx.ordinal();
+        Self::open(ctx, stream, ordinal)
+    }
+
+    /// Reads the device and loads the kernels into `ctx`, launching on `stream`.
+    fn open(ctx: Arc<CudaContext>, stream: Arc<CudaStream>, ordinal: usize) -> Result<Gpu> {
+        ctx.bind_to_thread().map_err(cuda_err("binding the context"))?;
         let cc = ctx.compute_capability().map_err(cuda_err("compute capability"))?;
         let ptx_arch = crate::ptx::arch_for(cc).ok_or_else(|| {
             Error::NoGpu(format!("device has compute capability {}.{}; convrs needs 8.0 (Ampere) or newer", cc.0, cc.1))
@@ -135,9 +171,6 @@ impl Gpu {
             None
         };
         model.sm90a = sm90a.is_some();
-        // A stream of our own, not the legacy default stream: only such a stream can be captured
-        // into a CUDA graph (the bench's timing method).
-        let stream = ctx.new_stream().map_err(cuda_err("stream"))?;
         Ok(Gpu { ctx, stream, module, sm90a, functions: Mutex::new(HashMap::new()), info, model, tune_cache: Mutex::new(None), tensor_maps: Mutex::default() })
     }
 

@@ -66,6 +66,10 @@ pub mod timing;
 pub mod tune;
 pub mod workspace;
 
+/// The cudarc convrs is built on, for callers handing it their streams and buffers
+/// ([`Gpu::from_stream`], [`device_conv::DeviceConv::run_on`]) without a version mismatch.
+pub use cudarc;
+
 pub use algorithm::{conv2d, conv2d_fused, conv2d_to, launch, launch_fused, Algorithm};
 pub use epilogue::{Activation, Epilogue};
 pub use dtype::{DType, Element, Precision};
