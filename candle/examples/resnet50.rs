@@ -4,21 +4,28 @@
 //!
 //!   cargo run --release --example resnet50 -- [--batch 1,32] [--dtype f32,f16] [--iters 20] [--json FILE]
 //!
-//! The two models differ in one constructor (`Backend::conv`). Weights are generated (no
-//! download): convolutions Kaiming-normal, batch norms with random statistics, the last batch
-//! norm of each bottleneck scaled by 0.2 so that activations stay in fp16's range.
+//! The models differ only in `ConvBn::new`: candle_nn's `Conv2d`, convrs's `Conv2d` in its
+//! place (the drop-in switch: one constructor), or convrs's `Conv2d` with the batch norm folded
+//! in and ReLU and the block's residual applied in the convolution's epilogue. Weights are
+//! generated (no download): convolutions Kaiming-normal, batch norms with random statistics,
+//! the last batch norm of each bottleneck scaled to [0.15, 0.25] so that activations stay in
+//! fp16's range.
 
 use std::time::Instant;
 
 use candle_core::{DType, Device, Module, ModuleT, Tensor, D};
 use candle_nn::{batch_norm, linear, BatchNorm, Conv2dConfig, Linear, VarBuilder, VarMap};
-use convrs_candle::Precision;
+use convrs_candle::{Activation, Precision};
 
-/// Where a model's convolutions run: the one line a model changes to switch.
+/// Where a model's convolutions run: the one argument a model changes to switch.
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Backend {
     Candle,
+    /// convrs's `Conv2d` in place of candle_nn's; batch norms and activations stay candle's.
     Convrs(Precision),
+    /// convrs's `Conv2d` with each batch norm folded in and the activation (and the block's
+    /// residual) applied in the convolution's epilogue.
+    ConvrsFused(Precision),
 }
 
 enum Conv {
@@ -36,35 +43,57 @@ impl Module for Conv {
 }
 
 impl Backend {
-    fn conv(self, cin: usize, cout: usize, k: usize, stride: usize, vb: VarBuilder) -> candle_core::Result<Conv> {
-        let cfg = Conv2dConfig { padding: k / 2, stride, ..Default::default() };
-        Ok(match self {
-            Backend::Candle => Conv::Candle(candle_nn::conv2d_no_bias(cin, cout, k, cfg, vb)?),
-            Backend::Convrs(p) => Conv::Convrs(convrs_candle::conv2d_no_bias(cin, cout, k, cfg, vb)?.with_precision(p)),
-        })
-    }
-
     fn name(self) -> String {
         match self {
             Backend::Candle if cfg!(feature = "candle-cudnn") => "candle (cuDNN)".into(),
             Backend::Candle => "candle (im2col + cuBLAS)".into(),
-            Backend::Convrs(p) => format!("convrs ({p} for f32)"),
+            Backend::Convrs(p) => format!("convrs conv ({p} for f32)"),
+            Backend::ConvrsFused(p) => format!("convrs conv+BN+act(+residual) fused ({p} for f32)"),
         }
     }
 }
 
-struct ConvBn {
-    conv: Conv,
-    bn: BatchNorm,
+/// Convolution, batch norm (inference) and, where `act`, ReLU: three candle_nn-style layers, or
+/// one fused convrs layer.
+enum ConvBn {
+    Layers { conv: Conv, bn: BatchNorm, act: bool },
+    Fused(convrs_candle::Conv2d),
 }
 
 impl ConvBn {
-    fn new(b: Backend, cin: usize, cout: usize, k: usize, stride: usize, vb: VarBuilder) -> candle_core::Result<Self> {
-        Ok(ConvBn { conv: b.conv(cin, cout, k, stride, vb.pp("conv"))?, bn: batch_norm(cout, 1e-5, vb.pp("bn"))? })
+    fn new(be: Backend, cin: usize, cout: usize, k: usize, stride: usize, act: bool, vb: VarBuilder) -> candle_core::Result<Self> {
+        let cfg = Conv2dConfig { padding: k / 2, stride, ..Default::default() };
+        let bn = batch_norm(cout, 1e-5, vb.pp("bn"))?;
+        let vb = vb.pp("conv");
+        Ok(match be {
+            Backend::Candle => ConvBn::Layers { conv: Conv::Candle(candle_nn::conv2d_no_bias(cin, cout, k, cfg, vb)?), bn, act },
+            Backend::Convrs(p) => ConvBn::Layers { conv: Conv::Convrs(convrs_candle::conv2d_no_bias(cin, cout, k, cfg, vb)?.with_precision(p)), bn, act },
+            Backend::ConvrsFused(p) => {
+                let activation = if act { Activation::Relu } else { Activation::Identity };
+                ConvBn::Fused(convrs_candle::conv2d_no_bias(cin, cout, k, cfg, vb)?.with_precision(p).fuse_batch_norm(&bn)?.with_activation(activation))
+            }
+        })
     }
 
     fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
-        self.bn.forward_t(&self.conv.forward(x)?, false)
+        match self {
+            ConvBn::Layers { conv, bn, act } => {
+                let y = bn.forward_t(&conv.forward(x)?, false)?;
+                if *act { y.relu() } else { Ok(y) }
+            }
+            ConvBn::Fused(c) => c.forward(x),
+        }
+    }
+
+    /// The layer with `residual` added before the activation.
+    fn forward_residual(&self, x: &Tensor, residual: &Tensor) -> candle_core::Result<Tensor> {
+        match self {
+            ConvBn::Layers { conv, bn, act } => {
+                let y = (bn.forward_t(&conv.forward(x)?, false)? + residual)?;
+                if *act { y.relu() } else { Ok(y) }
+            }
+            ConvBn::Fused(c) => c.forward_residual(x, residual),
+        }
     }
 }
 
@@ -78,24 +107,23 @@ struct Bottleneck {
 impl Bottleneck {
     fn new(be: Backend, cin: usize, mid: usize, stride: usize, vb: VarBuilder) -> candle_core::Result<Self> {
         let cout = 4 * mid;
-        let down = (stride != 1 || cin != cout).then(|| ConvBn::new(be, cin, cout, 1, stride, vb.pp("down"))).transpose()?;
+        let down = (stride != 1 || cin != cout).then(|| ConvBn::new(be, cin, cout, 1, stride, false, vb.pp("down"))).transpose()?;
         Ok(Bottleneck {
-            a: ConvBn::new(be, cin, mid, 1, 1, vb.pp("a"))?,
-            b: ConvBn::new(be, mid, mid, 3, stride, vb.pp("b"))?,
-            c: ConvBn::new(be, mid, cout, 1, 1, vb.pp("c"))?,
+            a: ConvBn::new(be, cin, mid, 1, 1, true, vb.pp("a"))?,
+            b: ConvBn::new(be, mid, mid, 3, stride, true, vb.pp("b"))?,
+            c: ConvBn::new(be, mid, cout, 1, 1, true, vb.pp("c"))?,
             down,
         })
     }
 
     fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
-        let y = self.a.forward(x)?.relu()?;
-        let y = self.b.forward(&y)?.relu()?;
-        let y = self.c.forward(&y)?;
+        let y = self.a.forward(x)?;
+        let y = self.b.forward(&y)?;
         let shortcut = match &self.down {
             Some(d) => d.forward(x)?,
             None => x.clone(),
         };
-        (y + shortcut)?.relu()
+        self.c.forward_residual(&y, &shortcut)
     }
 }
 
@@ -107,7 +135,7 @@ struct ResNet50 {
 
 impl ResNet50 {
     fn new(be: Backend, vb: VarBuilder) -> candle_core::Result<Self> {
-        let stem = ConvBn::new(be, 3, 64, 7, 2, vb.pp("stem"))?;
+        let stem = ConvBn::new(be, 3, 64, 7, 2, true, vb.pp("stem"))?;
         let mut blocks = Vec::new();
         let mut cin = 64;
         for (stage, (mid, count, stride)) in [(64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2)].into_iter().enumerate() {
@@ -120,7 +148,7 @@ impl ResNet50 {
     }
 
     fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
-        let x = self.stem.forward(x)?.relu()?;
+        let x = self.stem.forward(x)?;
         // Max pool 3x3, stride 2, padding 1: after the ReLU every value is >= 0, so zero padding
         // is the same as -inf padding.
         let x = x.pad_with_zeros(2, 1, 1)?.pad_with_zeros(3, 1, 1)?.max_pool2d_with_stride(3, 2)?;
@@ -228,9 +256,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let vb = VarBuilder::from_varmap(&varmap, dtype, &dev);
         let reference = ResNet50::new(Backend::Candle, vb.clone())?;
         randomize_batch_norms(&varmap, dtype, &dev)?;
-        let mut backends = vec![Backend::Convrs(Precision::Fp32)];
+        let mut backends = vec![Backend::Convrs(Precision::Fp32), Backend::ConvrsFused(Precision::Fp32)];
         if dtype == DType::F32 {
-            backends.push(Backend::Convrs(Precision::Tf32));
+            backends.extend([Backend::Convrs(Precision::Tf32), Backend::ConvrsFused(Precision::Tf32)]);
         }
         for &batch in &args.batches {
             let x = Tensor::randn(0f32, 1f32, (batch, 3, 224, 224), &dev)?.to_dtype(dtype)?;
@@ -247,14 +275,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             };
             row(Backend::Candle.name(), t_ref, 0.0);
             for &be in &backends {
-                if dtype != DType::F32 && be != Backend::Convrs(Precision::Fp32) {
-                    continue;
-                }
                 let model = ResNet50::new(be, vb.clone())?;
                 let y = model.forward(&x)?;
                 let err = rel_l2(&y, &y_ref)?;
                 let t = time(&model, &x, &dev, args.iters)?;
-                let name = if dtype == DType::F32 { be.name() } else { "convrs".into() };
+                let name = if dtype == DType::F32 { be.name() } else { be.name().replace(" (fp32 for f32)", "") };
                 row(name, t, err);
             }
             if let Some(path) = &args.json {

@@ -1,32 +1,33 @@
-//! The drop-in 2-D convolution: [`Conv2d`] (a `candle_nn::Module`, built like `candle_nn::Conv2d`)
-//! and the free function [`conv2d`].
+//! The drop-in 2-D convolution: [`Conv2d`] (a `candle_nn::Module`, built like `candle_nn::Conv2d`),
+//! its fused forms (a folded batch norm, an activation, a residual, all in the convolution's
+//! kernel), and the constructors [`conv2d`] and [`conv2d_no_bias`].
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Once};
 
 use candle_core::cuda_backend::CudaDType;
 use candle_core::{DType, Device, Module, Storage, Tensor};
-use candle_nn::Conv2dConfig;
-use convrs::device_conv::DeviceConv;
-use convrs::{Algorithm, Element, Layout, Precision};
+use candle_nn::{BatchNorm, Conv2dConfig};
+use convrs::device_conv::{DeviceConv, DeviceVectors};
+use convrs::{Activation, Algorithm, Element, Epilogue, Layout, Precision};
 use half::{bf16, f16};
 
 use crate::op::{Planned, RunOp};
 
-/// What the plan cache keys on: the input's dims and the stream (one plan per shape a layer
-/// sees; a model at one batch size has one per layer).
+/// What the plan cache keys on: the input's dims, the stream, and whether a residual is added
+/// (one plan per shape a layer sees; a model at one batch size has one or two per layer).
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 struct Key {
     dims: [usize; 4],
     stream: usize,
+    residual: bool,
 }
 
 enum Plan {
     F32(Mutex<Planned<f32>>),
     F16(Mutex<Planned<f16>>),
     Bf16(Mutex<Planned<bf16>>),
-    /// convrs refused this shape or dtype: candle's own convolution runs it (the reason was
-    /// printed once).
+    /// convrs refused this shape or dtype: candle runs it (the reason was printed once).
     Candle,
 }
 
@@ -34,15 +35,18 @@ enum Plan {
 /// `forward` as `candle_nn::Conv2d` (weights `[K, C/groups, R, S]`, candle's OIHW; NCHW in and
 /// out; f32, f16 and bf16 on CUDA), so a model switches by changing the constructor.
 ///
-/// The weights are constant: each input shape gets a plan whose filter is brought to the
-/// kernel's layout once, the first time that shape is seen (keyed by the layer and the input's
-/// dims, never by a device address). A layer whose weights change in place (training through
-/// a `Var`) must call [`Conv2d::weights_changed`]. What convrs cannot run (CPU tensors, f64,
-/// grouped layers with 1 < groups < C, ...) runs through candle's own `conv2d`, and the layer
-/// says so on stderr once, with convrs's reason.
-///
-/// fp32 layers compute at [`Precision::Fp32`] unless told otherwise ([`Conv2d::with_precision`]:
-/// `Tf32` is what PyTorch computes fp32 convolutions in by default).
+/// - **Plans.** The weights are constant: each input shape gets a plan whose filter is brought
+///   to the kernel's layout once, the first time that shape is seen (keyed by the layer and the
+///   input's dims, never by a device address). A layer whose weights change in place (training
+///   through a `Var`) must call [`Conv2d::weights_changed`].
+/// - **Fused layers.** [`Conv2d::fuse_batch_norm`], [`Conv2d::with_activation`] and
+///   [`Conv2d::forward_residual`] make the layer `act(conv(x) * scale + shift + residual)` in
+///   one kernel (the bias too: with any of them it is folded into the shift).
+/// - **Fallback.** What convrs cannot run (CPU tensors, f64, grouped layers with
+///   1 < groups < C, ...) runs on candle's own `conv2d` (and candle's ops for the fused parts),
+///   and the layer says so on stderr once, with convrs's reason.
+/// - **fp32** layers compute at [`Precision::Fp32`] unless told otherwise
+///   ([`Conv2d::with_precision`]: `Tf32` is what PyTorch computes fp32 convolutions in by default).
 ///
 /// ```no_run
 /// use candle_core::{DType, Device, Module, Tensor};
@@ -64,21 +68,71 @@ pub struct Conv2d {
     /// How candle runs what convrs refuses.
     pub(crate) fallback: Fallback,
     precision: Precision,
+    /// The fused epilogue's per-channel factor and shift (fp32, `[K]`), and its activation.
+    scale: Option<Tensor>,
+    shift: Option<Tensor>,
+    activation: Activation,
     plans: Mutex<HashMap<Key, Arc<Plan>>>,
     fallback_said: Once,
 }
 
 impl Conv2d {
-    /// `weight` `[K, C/groups, R, S]`, `bias` `[K]` (added after the convolution, as candle_nn does).
+    /// `weight` `[K, C/groups, R, S]`, `bias` `[K]`.
     pub fn new(weight: Tensor, bias: Option<Tensor>, config: Conv2dConfig) -> Self {
         let (p, st, d) = (config.padding, config.stride, config.dilation);
-        Conv2d { weight, bias, config, geometry: [(p, p), (st, st), (d, d)], fallback: Fallback::Conv2d, precision: Precision::Fp32, plans: Mutex::default(), fallback_said: Once::new() }
+        Conv2d {
+            weight,
+            bias,
+            config,
+            geometry: [(p, p), (st, st), (d, d)],
+            fallback: Fallback::Conv2d,
+            precision: Precision::Fp32,
+            scale: None,
+            shift: None,
+            activation: Activation::Identity,
+            plans: Mutex::default(),
+            fallback_said: Once::new(),
+        }
     }
 
     /// The precision of fp32 layers ([`Precision::Tf32`], `Fp32` (the default) or `Fma`).
     pub fn with_precision(self, precision: Precision) -> Self {
         self.weights_changed();
         Conv2d { precision, ..self }
+    }
+
+    /// This layer followed by `bn` in inference mode (its running statistics), folded into the
+    /// kernel's epilogue: `scale = gamma / sqrt(var + eps)`, `shift = beta - mean * scale`
+    /// (plus the layer's bias times `scale`). Computed here once, on the weights' device.
+    pub fn fuse_batch_norm(self, bn: &BatchNorm) -> candle_core::Result<Self> {
+        let f32 = |t: &Tensor| t.to_device(self.weight.device())?.to_dtype(DType::F32);
+        let var = f32(bn.running_var())?;
+        let mut scale = (var + bn.eps())?.sqrt()?.recip()?;
+        let mut shift = f32(bn.running_mean())?.neg()?;
+        if let Some((gamma, beta)) = bn.weight_and_bias() {
+            scale = (scale * f32(gamma)?)?;
+            shift = ((shift * &scale)? + f32(beta)?)?;
+        } else {
+            shift = (shift * &scale)?;
+        }
+        // Folded onto what this layer already applies: (conv * s0 + b0) * scale + shift.
+        let (s0, b0) = self.vectors()?;
+        let shift = match b0 {
+            Some(b0) => ((b0 * &scale)? + shift)?,
+            None => shift,
+        };
+        let scale = match s0 {
+            Some(s0) => (s0 * &scale)?,
+            None => scale,
+        };
+        self.weights_changed();
+        Ok(Conv2d { bias: None, scale: Some(scale.contiguous()?), shift: Some(shift.contiguous()?), ..self })
+    }
+
+    /// This layer followed by `activation`, applied in the kernel's epilogue.
+    pub fn with_activation(self, activation: Activation) -> Self {
+        self.weights_changed();
+        Conv2d { activation, ..self }
     }
 
     pub fn weight(&self) -> &Tensor {
@@ -93,52 +147,110 @@ impl Conv2d {
         &self.config
     }
 
-    /// Drops every plan, so the next `forward` reads the weights again.
+    /// Drops every plan, so the next `forward` reads the weights (and fused vectors) again.
     pub fn weights_changed(&self) {
         self.plans.lock().unwrap_or_else(|p| p.into_inner()).clear();
     }
 
-    /// The convrs problem this layer runs on an input of `dims` (`[N, C, H, W]`).
+    /// The epilogue's (scale, shift) as fp32 `[K]` tensors: the bias becomes the shift.
+    fn vectors(&self) -> candle_core::Result<(Option<Tensor>, Option<Tensor>)> {
+        let shift = match (&self.shift, &self.bias) {
+            (Some(s), _) => Some(s.clone()),
+            (None, Some(b)) => Some(b.to_dtype(DType::F32)?.contiguous()?),
+            (None, None) => None,
+        };
+        Ok((self.scale.clone(), shift))
+    }
+
+    /// The epilogue of a forward with or without a residual.
+    fn epilogue(&self, residual: bool) -> Epilogue {
+        let mut ep = Epilogue::NONE.with_activation(self.activation);
+        (ep.scale, ep.bias, ep.residual) = (self.scale.is_some(), self.shift.is_some() || self.bias.is_some(), residual);
+        ep
+    }
+
+    /// The convrs problem this layer runs on an input of `dims` (`[N, C, H, W]`), without a
+    /// residual.
     pub fn problem(&self, dims: [usize; 4]) -> candle_core::Result<convrs::Conv2d> {
+        self.problem_with(dims, false)
+    }
+
+    fn problem_with(&self, dims: [usize; 4], residual: bool) -> candle_core::Result<convrs::Conv2d> {
         let (k, c_g, r, s) = self.weight.dims4()?;
-        let c = self.config;
         let [pad, stride, dilation] = self.geometry;
         let p = convrs::Conv2d { pad, stride, dilation, ..convrs::Conv2d::new(dims[0], dims[1], dims[2], dims[3], k, r, s) }
-            .with_groups(c.groups)
-            .with_precision(self.precision);
+            .with_groups(self.config.groups)
+            .with_precision(self.precision)
+            .with_epilogue(self.epilogue(residual));
         if p.group_c() != c_g {
-            candle_core::bail!("conv2d: the weight has {c_g} input channels per group, the input {} in {} groups", dims[1], c.groups);
+            candle_core::bail!("conv2d: the weight has {c_g} input channels per group, the input {} in {} groups", dims[1], self.config.groups);
         }
         Ok(p)
     }
 
-    /// The convolution alone (no bias) by convrs, or by candle where convrs refuses.
-    fn convolve(&self, x: &Tensor) -> candle_core::Result<Tensor> {
-        let candle = |x: &Tensor| self.fallback.run(x, &self.weight, &self.config);
+    /// `act(conv(x) * scale + shift + residual)`: the layer with `residual` (the output's shape
+    /// and dtype) added before the activation, in the kernel (a ResNet block's last layer).
+    pub fn forward_residual(&self, x: &Tensor, residual: &Tensor) -> candle_core::Result<Tensor> {
+        self.run(x, Some(residual))
+    }
+
+    fn run(&self, x: &Tensor, residual: Option<&Tensor>) -> candle_core::Result<Tensor> {
         let Device::Cuda(device) = x.device() else {
             self.say_fallback(&format!("the input is on {:?}; convrs runs on CUDA devices", x.device()));
-            return candle(x);
+            return self.with_candle(x, residual);
         };
         let (n, c, h, w) = x.dims4()?;
-        let dims = [n, c, h, w];
-        let key = Key { dims, stream: device.cuda_stream().cu_stream() as usize };
+        let key = Key { dims: [n, c, h, w], stream: device.cuda_stream().cu_stream() as usize, residual: residual.is_some() };
         let plan = self.plan(key, device)?;
-        // The op reads a contiguous tensor at an offset aligned for the kernels' tensor maps.
-        let aligned = x.layout().start_offset() * x.dtype().size_in_bytes() % 16 == 0;
-        let run = |x: &Tensor| match &*plan {
-            Plan::F32(p) => x.apply_op1_no_bwd(&RunOp { planned: p }),
-            Plan::F16(p) => x.apply_op1_no_bwd(&RunOp { planned: p }),
-            Plan::Bf16(p) => x.apply_op1_no_bwd(&RunOp { planned: p }),
-            Plan::Candle => candle(x),
+        // The op reads contiguous tensors at offsets aligned for the kernels' vector accesses.
+        let ready = |t: &Tensor| -> candle_core::Result<Tensor> {
+            let aligned = t.layout().start_offset() * t.dtype().size_in_bytes() % 16 == 0;
+            if t.is_contiguous() && aligned { Ok(t.clone()) } else { t.force_contiguous() }
         };
-        if x.is_contiguous() && aligned { run(x) } else { run(&x.force_contiguous()?) }
+        let x = ready(x)?;
+        let residual = residual.map(ready).transpose()?;
+        match &*plan {
+            Plan::F32(p) => RunOp { planned: p }.apply(&x, residual.as_ref()),
+            Plan::F16(p) => RunOp { planned: p }.apply(&x, residual.as_ref()),
+            Plan::Bf16(p) => RunOp { planned: p }.apply(&x, residual.as_ref()),
+            Plan::Candle => self.with_candle(&x, residual.as_ref()),
+        }
+    }
+
+    /// The layer by candle's convolution and ops (the fallback).
+    fn with_candle(&self, x: &Tensor, residual: Option<&Tensor>) -> candle_core::Result<Tensor> {
+        let mut y = self.fallback.run(x, &self.weight, &self.config)?;
+        let (scale, shift) = self.vectors()?;
+        let dtype = y.dtype();
+        let channel = |v: Tensor| -> candle_core::Result<Tensor> {
+            let k = v.dims1()?;
+            v.to_dtype(dtype)?.reshape((1, k, 1, 1))
+        };
+        if let Some(s) = scale {
+            y = y.broadcast_mul(&channel(s)?)?;
+        }
+        if let Some(b) = shift {
+            y = y.broadcast_add(&channel(b)?)?;
+        }
+        if let Some(r) = residual {
+            y = (y + r)?;
+        }
+        match self.activation {
+            Activation::Identity => Ok(y),
+            Activation::Relu => y.relu(),
+            Activation::Relu6 => y.clamp(0f32, 6f32),
+            Activation::LeakyRelu(slope) => candle_nn::ops::leaky_relu(&y, slope as f64),
+            Activation::Silu => y.silu(),
+            Activation::GeluTanh => y.gelu(),
+            Activation::GeluErf => y.gelu_erf(),
+        }
     }
 
     fn plan(&self, key: Key, device: &candle_core::CudaDevice) -> candle_core::Result<Arc<Plan>> {
         if let Some(p) = self.plans.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
             return Ok(p.clone());
         }
-        let problem = self.problem(key.dims)?;
+        let problem = self.problem_with(key.dims, key.residual)?;
         let made = match self.weight.dtype() {
             DType::F32 => self.make::<f32>(&problem, device).map(|p| Plan::F32(Mutex::new(p))),
             DType::F16 => self.make::<f16>(&problem, device).map(|p| Plan::F16(Mutex::new(p))),
@@ -153,18 +265,21 @@ impl Conv2d {
         Ok(plan)
     }
 
-    /// Plans `problem` on `device`'s stream and brings the weights to the kernel's layout;
-    /// `Err` carries convrs's reason for refusing.
+    /// Plans `problem` on `device`'s stream and brings the weights (and the epilogue's vectors)
+    /// to the kernel; `Err` carries convrs's reason for refusing.
     fn make<T: Element + CudaDType>(&self, problem: &convrs::Conv2d, device: &candle_core::CudaDevice) -> Result<Planned<T>, String> {
-        let gpu = crate::gpu::gpu_for(device).map_err(|e| e.to_string())?;
-        let weight = self.weight.to_device(&Device::Cuda(device.clone())).and_then(|w| w.force_contiguous()).map_err(|e| e.to_string())?;
-        let (storage, layout) = weight.storage_and_layout();
-        let Storage::Cuda(storage) = &*storage else { return Err("the weight is not on the GPU".into()) };
-        debug_assert_eq!(layout.start_offset(), 0);
-        let slice = storage.as_cuda_slice::<T>().map_err(|e| e.to_string())?;
-        let conv = DeviceConv::<T>::with_filter_slice(&gpu, Algorithm::Auto, problem, slice, Layout::Nchw, Layout::Nchw, Layout::Nchw).map_err(|e| e.to_string())?;
-        let out = problem.output_shape();
-        Ok(Planned { conv, gpu, output_shape: candle_core::Shape::from_dims(&out) })
+        let text = |e: candle_core::Error| e.to_string();
+        let gpu = crate::gpu::gpu_for(device).map_err(text)?;
+        let on_device = |t: &Tensor| t.to_device(&Device::Cuda(device.clone())).and_then(|t| t.force_contiguous());
+        let weight = on_device(&self.weight).map_err(text)?;
+        let (scale, shift) = self.vectors().map_err(text)?;
+        let (scale, shift) = (scale.map(|t| on_device(&t)).transpose().map_err(text)?, shift.map(|t| on_device(&t)).transpose().map_err(text)?);
+        // The storage guards live until the plan has copied what it keeps.
+        let (w, sc, sh) = (weight.storage_and_layout().0, scale.as_ref().map(|t| t.storage_and_layout().0), shift.as_ref().map(|t| t.storage_and_layout().0));
+        let w = cuda_slice::<T>(&w)?;
+        let vectors = DeviceVectors { scale: sc.as_deref().map(cuda_slice::<f32>).transpose()?, bias: sh.as_deref().map(cuda_slice::<f32>).transpose()? };
+        let conv = DeviceConv::<T>::fused(&gpu, Algorithm::Auto, problem, w, Layout::Nchw, Layout::Nchw, Layout::Nchw, vectors).map_err(|e| e.to_string())?;
+        Ok(Planned { conv, gpu, output_shape: candle_core::Shape::from_dims(&problem.output_shape()) })
     }
 
     fn say_fallback(&self, why: &str) {
@@ -175,13 +290,21 @@ impl Conv2d {
     /// `None` where candle's own convolution runs it.
     pub fn kernel_for(&self, dims: [usize; 4], device: &Device) -> candle_core::Result<Option<String>> {
         let Device::Cuda(d) = device else { return Ok(None) };
-        let plan = self.plan(Key { dims, stream: d.cuda_stream().cu_stream() as usize }, d)?;
+        let plan = self.plan(Key { dims, stream: d.cuda_stream().cu_stream() as usize, residual: false }, d)?;
         Ok(match &*plan {
             Plan::F32(p) => Some(p.lock().unwrap_or_else(|p| p.into_inner()).conv.name()),
             Plan::F16(p) => Some(p.lock().unwrap_or_else(|p| p.into_inner()).conv.name()),
             Plan::Bf16(p) => Some(p.lock().unwrap_or_else(|p| p.into_inner()).conv.name()),
             Plan::Candle => None,
         })
+    }
+}
+
+/// The device buffer of a CUDA storage holding `U`.
+fn cuda_slice<U: CudaDType>(s: &Storage) -> Result<&candle_core::cuda_backend::cudarc::driver::CudaSlice<U>, String> {
+    match s {
+        Storage::Cuda(s) => s.as_cuda_slice::<U>().map_err(|e| e.to_string()),
+        _ => Err("a tensor of the layer is not on the GPU".into()),
     }
 }
 
@@ -203,11 +326,7 @@ impl Fallback {
 
 impl Module for Conv2d {
     fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
-        let y = self.convolve(x)?;
-        match &self.bias {
-            None => Ok(y),
-            Some(bias) => y.broadcast_add(&bias.reshape((1, bias.dims1()?, 1, 1))?),
-        }
+        self.run(x, None)
     }
 }
 

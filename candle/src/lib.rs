@@ -28,7 +28,7 @@ mod op;
 
 pub use conv1d::{conv1d, conv1d_no_bias, Conv1d};
 pub use conv2d::{conv2d, conv2d_no_bias, Conv2d};
-pub use convrs::Precision;
+pub use convrs::{Activation, Precision};
 pub use gpu::gpu_for;
 
 /// convrs's errors as candle's.

@@ -166,3 +166,62 @@ fn conv1d_matches_candle_in_f64() {
         assert!(conv.as_conv2d().kernel_for([3, c, 1, l], &dev).unwrap().is_some());
     }
 }
+
+/// A batch norm with random statistics and affine terms, on `dev`.
+fn random_bn(k: usize, dev: &Device) -> candle_nn::BatchNorm {
+    let u = |lo: f32, hi: f32| Tensor::rand(lo, hi, k, dev).unwrap();
+    candle_nn::BatchNorm::new(k, u(-0.2, 0.2), u(0.5, 1.5), u(0.5, 1.5), u(-0.5, 0.5), 1e-5).unwrap()
+}
+
+/// The fused layer in f64 by candle's CPU ops: batch norm in inference mode, residual, ReLU.
+fn fused_reference(x: &Tensor, w: &Tensor, bias: Option<&Tensor>, bn: &candle_nn::BatchNorm, residual: &Tensor, c: Conv2dConfig) -> Tensor {
+    let cpu = |t: &Tensor| t.to_device(&Device::Cpu).unwrap().to_dtype(DType::F64).unwrap();
+    let mut y = cpu(x).conv2d(&cpu(w), c.padding, c.stride, c.dilation, c.groups).unwrap();
+    let k = w.dim(0).unwrap();
+    let ch = |t: &Tensor| cpu(t).reshape((1, k, 1, 1)).unwrap();
+    if let Some(b) = bias {
+        y = y.broadcast_add(&ch(b)).unwrap();
+    }
+    let (gamma, beta) = bn.weight_and_bias().unwrap();
+    let inv = (cpu(bn.running_var()) + bn.eps()).unwrap().sqrt().unwrap().recip().unwrap();
+    let y = y.broadcast_sub(&ch(bn.running_mean())).unwrap().broadcast_mul(&inv.reshape((1, k, 1, 1)).unwrap()).unwrap();
+    let y = y.broadcast_mul(&ch(gamma)).unwrap().broadcast_add(&ch(beta)).unwrap();
+    (y + cpu(residual)).unwrap().relu().unwrap()
+}
+
+#[test]
+fn fused_layers_match_candle_in_f64() {
+    let Some(dev) = cuda_or_skip("fused_layers_match_candle_in_f64") else { return };
+    for (dtype, tol) in [(DType::F16, 2e-3), (DType::BF16, 1.2e-2), (DType::F32, 1e-5)] {
+        for (x_dims, k, rs, c) in [((2, 32, 14, 14), 64, 3, cfg(1, 1, 1, 1)), ((4, 64, 8, 8), 256, 1, cfg(0, 1, 1, 1)), ((2, 16, 15, 15), 32, 3, cfg(1, 2, 1, 1))] {
+            let x = Tensor::randn(0f32, 1.0, x_dims, &dev).unwrap().to_dtype(dtype).unwrap();
+            let w = Tensor::randn(0f32, 0.2, (k, x_dims.1, rs, rs), &dev).unwrap().to_dtype(dtype).unwrap();
+            let b = Tensor::randn(0f32, 1.0, k, &dev).unwrap().to_dtype(dtype).unwrap();
+            let bn = random_bn(k, &dev);
+            let conv = Conv2d::new(w.clone(), Some(b.clone()), c).fuse_batch_norm(&bn).unwrap().with_activation(convrs_candle::Activation::Relu);
+            let plain = conv.forward(&Tensor::zeros(x_dims, dtype, &dev).unwrap()).unwrap();
+            let residual = Tensor::randn(0f32, 1.0, plain.dims(), &dev).unwrap().to_dtype(dtype).unwrap();
+            let y = conv.forward_residual(&x, &residual).unwrap();
+            let want = fused_reference(&x, &w, Some(&b), &bn, &residual, c);
+            let err = rel_l2(&y, &want);
+            assert!(err <= tol, "{dtype:?} {x_dims:?} -> {k} {rs}x{rs}: rel L2 {err:.3e}");
+            assert!(conv.kernel_for([x_dims.0, x_dims.1, x_dims.2, x_dims.3], &dev).unwrap().is_some());
+        }
+    }
+}
+
+#[test]
+fn fused_layers_on_the_cpu_run_candles_ops() {
+    let dev = Device::Cpu;
+    let c = cfg(1, 1, 1, 1);
+    let x = Tensor::randn(0f32, 1.0, (2, 8, 6, 6), &dev).unwrap();
+    let w = Tensor::randn(0f32, 0.2, (16, 8, 3, 3), &dev).unwrap();
+    let b = Tensor::randn(0f32, 1.0, 16, &dev).unwrap();
+    let bn = random_bn(16, &dev);
+    let residual = Tensor::randn(0f32, 1.0, (2, 16, 6, 6), &dev).unwrap();
+    let conv = Conv2d::new(w.clone(), Some(b.clone()), c).fuse_batch_norm(&bn).unwrap().with_activation(convrs_candle::Activation::Relu);
+    let y = conv.forward_residual(&x, &residual).unwrap();
+    // fp32 ops in another order than the f64 reference: a few fp32 roundings apart.
+    let err = rel_l2(&y, &fused_reference(&x, &w, Some(&b), &bn, &residual, c));
+    assert!(err <= 1e-6, "rel L2 {err:.3e}");
+}

@@ -36,6 +36,7 @@ use std::ops::{Deref, DerefMut};
 use cudarc::driver::CudaSlice;
 
 use crate::device_tensor::{relayout_into, DeviceTensor};
+use crate::epilogue::EpilogueOperands;
 use crate::prepared::{Prepared, Runnable};
 use crate::registry::KernelDesc;
 use crate::{Algorithm, Conv2d, Element, Error, Gpu, Layout, Result};
@@ -48,6 +49,22 @@ pub struct DeviceConv<T: Element, O: Element = T> {
     problem: Conv2d,
     input_layout: Layout,
     output_layout: Layout,
+    /// The fused epilogue's per-channel vectors, zero-padded to the kernel's K (constant like
+    /// the filter: set at `fused`, again by `set_vectors`).
+    scale: Option<CudaSlice<f32>>,
+    bias: Option<CudaSlice<f32>>,
+    /// The residual in the kernel's output layout, where the caller's is not that layout: each
+    /// run transforms the caller's into it.
+    residual: Option<CudaSlice<O>>,
+}
+
+/// A fused epilogue's per-output-channel vectors on the device: `scale` and `bias`, fp32, K
+/// values each (a folded batch norm: `scale = gamma / sqrt(var + eps)`, `bias = beta - mean *
+/// scale`), each given exactly when the problem's [`crate::Epilogue`] names it.
+#[derive(Clone, Copy, Default)]
+pub struct DeviceVectors<'a> {
+    pub scale: Option<&'a CudaSlice<f32>>,
+    pub bias: Option<&'a CudaSlice<f32>>,
 }
 
 impl<T: Element, O: Element> DeviceConv<T, O> {
@@ -62,11 +79,37 @@ impl<T: Element, O: Element> DeviceConv<T, O> {
     /// `filter_layout`, exactly `problem.filter_len()` elements): it is read once, here, on the
     /// GPU's stream, and not kept.
     pub fn with_filter_slice(gpu: &Gpu, algo: Algorithm, problem: &Conv2d, filter: &CudaSlice<T>, filter_layout: Layout, input_layout: Layout, output_layout: Layout) -> Result<Self> {
+        Self::fused(gpu, algo, problem, filter, filter_layout, input_layout, output_layout, DeviceVectors::default())
+    }
+
+    /// The whole layer: the convolution and the problem's fused epilogue ([`Conv2d::epilogue`]:
+    /// activation, alpha, beta), with its per-channel `vectors` (copied here, on the stream; the
+    /// caller's buffers are not kept) and, where the epilogue adds a residual, the residual
+    /// given to each run ([`DeviceConv::run_fused_on`]) in the caller's output layout. Only
+    /// kernels that fuse the epilogue are planned (`Auto` chooses among them); the others are
+    /// refused with the reason.
+    ///
+    /// ```no_run
+    /// use convrs::device_conv::{DeviceConv, DeviceVectors};
+    /// use convrs::{Activation, Algorithm, Conv2d, Epilogue, Gpu, Layout};
+    /// use half::f16;
+    /// let gpu = Gpu::new(0)?;
+    /// // conv + folded batch norm + residual + ReLU, NCHW in and out (a ResNet block's last layer).
+    /// let p = Conv2d::new(8, 64, 56, 56, 256, 1, 1)
+    ///     .with_epilogue(Epilogue::NONE.with_scale().with_bias().with_residual().with_activation(Activation::Relu));
+    /// let w = gpu.alloc_zeros::<f16>(p.filter_len())?; // KCRS
+    /// let (scale, bias) = (gpu.upload(&vec![1.0f32; 256])?, gpu.upload(&vec![0.0f32; 256])?);
+    /// let vectors = DeviceVectors { scale: Some(&scale), bias: Some(&bias) };
+    /// let mut conv = DeviceConv::<f16>::fused(&gpu, Algorithm::Auto, &p, &w, Layout::Nchw, Layout::Nchw, Layout::Nchw, vectors)?;
+    /// let (x, shortcut) = (gpu.alloc_zeros::<f16>(p.input_len())?, gpu.alloc_zeros::<f16>(p.output_len())?);
+    /// let mut y = gpu.alloc_zeros::<f16>(p.output_len())?;
+    /// conv.run_fused_on(&gpu, &x, Some(&shortcut), &mut y)?;
+    /// # Ok::<(), convrs::Error>(())
+    /// ```
+    #[allow(clippy::too_many_arguments)]
+    pub fn fused(gpu: &Gpu, algo: Algorithm, problem: &Conv2d, filter: &CudaSlice<T>, filter_layout: Layout, input_layout: Layout, output_layout: Layout, vectors: DeviceVectors<'_>) -> Result<Self> {
         problem.validate()?;
-        let ep = &problem.epilogue;
-        if ep.scale || ep.bias || ep.residual {
-            return Err(Error::InvalidArgument(format!("device convolutions take no epilogue operands yet (the problem's epilogue is {ep}); conv2d_fused and Prepared::new_fused do")));
-        }
+        problem.epilogue.validate()?;
         for (what, l) in [("input", input_layout), ("output", output_layout)] {
             plain(l, what)?;
         }
@@ -85,9 +128,35 @@ impl<T: Element, O: Element> DeviceConv<T, O> {
         let mut prepared = Prepared::<T, O>::from_device(gpu, kernel.algorithm, problem, x, w)?;
         // An output element the kernel failed to write must not come through as a stale value.
         prepared.poison_output(gpu)?;
-        let mut conv = DeviceConv { kernel, prepared, problem: *problem, input_layout, output_layout };
+        let ep = problem.epilogue;
+        let zeros = |wanted: bool| wanted.then(|| gpu.alloc_zeros::<f32>(run.k)).transpose();
+        let (scale, bias) = (zeros(ep.scale)?, zeros(ep.bias)?);
+        let mut conv = DeviceConv { kernel, prepared, problem: *problem, input_layout, output_layout, scale, bias, residual: None };
+        if ep.residual && !conv.direct().1 {
+            conv.residual = Some(gpu.alloc_zeros::<O>(run.output_len())?);
+        }
         conv.set_filter_slice(gpu, filter, filter_layout)?;
+        conv.set_vectors(gpu, vectors)?;
         Ok(conv)
+    }
+
+    /// Copies new epilogue vectors into the cached ones (call it whenever they change, as
+    /// [`DeviceConv::set_filter`] for the weights).
+    pub fn set_vectors(&mut self, gpu: &Gpu, vectors: DeviceVectors<'_>) -> Result<()> {
+        let ep = self.problem.epilogue;
+        for (name, mine, given) in [("scale", &mut self.scale, vectors.scale), ("bias", &mut self.bias, vectors.bias)] {
+            match (mine, given) {
+                (None, None) => {}
+                (Some(mine), Some(given)) => {
+                    check_len(name, given.len(), self.problem.k)?;
+                    let mut head = mine.slice_mut(0..self.problem.k);
+                    gpu.stream().memcpy_dtod(given, &mut head).map_err(crate::gpu::cuda_err("copying the epilogue's vectors"))?;
+                }
+                (Some(_), None) => return Err(Error::InvalidArgument(format!("the epilogue ({ep}) reads a {name}, and none was given"))),
+                (None, Some(_)) => return Err(Error::InvalidArgument(format!("a {name} was given, but the epilogue ({ep}) does not read one (Epilogue::with_{name})"))),
+            }
+        }
+        Ok(())
     }
 
     /// Transforms new weights into the cached filter (the same buffer, so plans and captured
@@ -142,19 +211,41 @@ impl<T: Element, O: Element> DeviceConv<T, O> {
     /// must stay alive, and `output` unread and unwritten by other streams, until the stream
     /// has run the work.
     pub fn run_on(&mut self, gpu: &Gpu, input: &CudaSlice<T>, output: &mut CudaSlice<O>) -> Result<()> {
+        self.run_fused_on(gpu, input, None, output)
+    }
+
+    /// [`DeviceConv::run_on`] with the residual the epilogue adds (the output's dims, in the
+    /// caller's output layout; `None` exactly when the epilogue adds none).
+    pub fn run_fused_on(&mut self, gpu: &Gpu, input: &CudaSlice<T>, residual: Option<&CudaSlice<O>>, output: &mut CudaSlice<O>) -> Result<()> {
         check_len("input", input.len(), self.problem.input_len())?;
         check_len("output", output.len(), self.problem.output_len())?;
+        let ep = self.problem.epilogue;
+        match residual {
+            Some(r) if ep.residual => check_len("residual", r.len(), self.problem.output_len())?,
+            None if !ep.residual => {}
+            Some(_) => return Err(Error::InvalidArgument(format!("a residual was given, but the epilogue ({ep}) adds none"))),
+            None => return Err(Error::InvalidArgument(format!("the epilogue ({ep}) adds a residual, and none was given (run_fused_on)"))),
+        }
         let run = *self.prepared.run_problem();
         let (direct_in, direct_out) = self.direct();
         if !direct_in {
             let (x, _) = self.prepared.operands_mut();
             relayout_into(gpu, input, self.problem.input_shape(), self.input_layout, x, run.input_shape(), self.kernel.layouts.0)?;
         }
+        // The residual in the kernel's output layout: the caller's where that is it, else a copy.
+        let residual = match (residual, &mut self.residual) {
+            (Some(r), Some(mine)) => {
+                relayout_into(gpu, r, self.problem.output_shape(), self.output_layout, mine, run.output_shape(), self.kernel.layouts.2)?;
+                Some(&*mine)
+            }
+            (r, _) => r,
+        };
+        let ops = EpilogueOperands { scale: self.scale.as_ref(), bias: self.bias.as_ref(), residual };
         let x = direct_in.then_some(input);
         if direct_out {
-            return self.prepared.enqueue_with(gpu, x, Some(output));
+            return self.prepared.enqueue_with(gpu, x, Some(output), Some(&ops));
         }
-        self.prepared.enqueue_with(gpu, x, None)?;
+        self.prepared.enqueue_with(gpu, x, None, Some(&ops))?;
         relayout_into(gpu, self.prepared.output_buffer(), run.output_shape(), self.kernel.layouts.2, output, self.problem.output_shape(), self.output_layout)
     }
 

@@ -221,14 +221,18 @@ impl<T: Element, O: Element> Prepared<T, O> {
     /// Enqueues one run that reads `x` in place of the own input buffer and writes `y` in place
     /// of the own output buffer (each `None`: the own), both in the kernel's layouts and sized for
     /// the run problem: [`crate::launch`] checks the lengths and builds an input map for `x`.
-    pub(crate) fn enqueue_with(&mut self, gpu: &Gpu, x: Option<&CudaSlice<T>>, y: Option<&mut CudaSlice<O>>) -> Result<()> {
+    /// `ep`, where given, replaces the own epilogue operands (sized for the run problem too).
+    pub(crate) fn enqueue_with(&mut self, gpu: &Gpu, x: Option<&CudaSlice<T>>, y: Option<&mut CudaSlice<O>>, ep: Option<&EpilogueOperands<'_, O>>) -> Result<()> {
         let x = x.unwrap_or(&self.x);
         let w = self.w_split.as_ref().unwrap_or(&self.w);
         let y = match y {
             Some(y) => y,
             None => &mut self.y,
         };
-        launch_fused(gpu, &self.plan, &self.run, x, w, y, &mut self.ws, &self.ep.operands())
+        match ep {
+            Some(ep) => launch_fused(gpu, &self.plan, &self.run, x, w, y, &mut self.ws, ep),
+            None => launch_fused(gpu, &self.plan, &self.run, x, w, y, &mut self.ws, &self.ep.operands()),
+        }
     }
 
     /// The output buffer (the run problem's output in the kernel's layout).

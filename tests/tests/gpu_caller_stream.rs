@@ -134,3 +134,59 @@ fn two_gpus_on_two_streams() {
         }
     });
 }
+
+/// The whole layer from NCHW: `DeviceConv::fused` with scale, bias, a residual in NCHW and an
+/// activation, on the caller's buffers, against the f64 reference of the same rounded operands
+/// (`conv2d_cpu`, then `EpilogueData::reference`), within the bench's fused tolerance (the bare
+/// convolution's, scaled by what the epilogue can enlarge, plus its own arithmetic).
+fn fused_from_nchw<T: convrs::Element>(gpu: &Gpu, p: &Conv2d, seed: u64) {
+    use convrs::bench::{tolerance, EpilogueData};
+    use convrs::device_conv::DeviceVectors;
+    let x = Tensor::random(p.input_shape(), Layout::Nchw, seed).unwrap().map(T::from_f32);
+    let w = Tensor::random(p.filter_shape(), Layout::Nchw, seed + 1).unwrap().map(T::from_f32);
+    let data = EpilogueData::random(p, seed + 2).unwrap().rounded::<T>();
+    let bare = conv2d_cpu(&Conv2d { epilogue: convrs::Epilogue::NONE, ..*p }, &x, &w).unwrap();
+    let want = data.reference(p, bare.clone()).unwrap();
+    let tol = data.tolerance(p, tolerance(T::DTYPE, T::DTYPE), &bare, &want);
+    let (dx, dw) = (gpu.upload(x.data()).unwrap(), gpu.upload(w.data()).unwrap());
+    let vector = |v: &Option<Vec<f32>>| v.as_deref().map(|v| gpu.upload(v).unwrap());
+    let (scale, bias) = (vector(&data.scale), vector(&data.bias));
+    let residual = data.residual.as_ref().map(|r| gpu.upload(r.data()).unwrap());
+    let vectors = DeviceVectors { scale: scale.as_ref(), bias: bias.as_ref() };
+    let mut conv = DeviceConv::<T>::fused(gpu, Algorithm::Auto, p, &dw, Layout::Nchw, Layout::Nchw, Layout::Nchw, vectors).unwrap_or_else(|e| panic!("{p}: {e}"));
+    let mut dy = gpu.upload(&vec![T::from_f32(f32::NAN); p.output_len()]).unwrap();
+    conv.run_fused_on(gpu, &dx, residual.as_ref(), &mut dy).unwrap_or_else(|e| panic!("{p}: {e}"));
+    let got: Vec<f64> = gpu.download(&dy).unwrap().into_iter().map(Into::into).collect();
+    let c = compare(&got, want.data());
+    assert!(c.passes(tol), "{} {p} ({}): {c} (tolerance {tol:.2e})", T::DTYPE, conv.name());
+}
+
+#[test]
+fn fused_layers_from_nchw_match_the_reference() {
+    use convrs::{Activation, Epilogue};
+    let Some(gpu) = gpu_or_skip("fused_layers_from_nchw_match_the_reference") else { return };
+    let full = Epilogue::NONE.with_scale().with_bias().with_residual().with_activation(Activation::Relu);
+    let shapes = [
+        Conv2d::new(2, 24, 13, 11, 40, 3, 3).with_pad(1).with_epilogue(full),
+        // 1x1 stride 1 with H*W a multiple of 8: the NCHW plane kernel's, output written in place.
+        Conv2d::new(3, 64, 8, 8, 96, 1, 1).with_epilogue(full),
+        Conv2d::new(2, 32, 15, 15, 64, 3, 3).with_pad(1).with_stride(2).with_epilogue(Epilogue::NONE.with_scale().with_bias().with_activation(Activation::Silu)),
+        Conv2d::new(1, 16, 9, 9, 8, 1, 1).with_epilogue(Epilogue::NONE.with_bias().with_residual()),
+    ];
+    for (i, p) in shapes.iter().enumerate() {
+        let seed = 300 + 10 * i as u64;
+        fused_from_nchw::<f16>(&gpu, p, seed);
+        fused_from_nchw::<half::bf16>(&gpu, p, seed + 1);
+        fused_from_nchw::<f32>(&gpu, p, seed + 2);
+    }
+    // A residual the epilogue does not add, and a missing one, are refused before any launch.
+    let p = shapes[0];
+    let w = gpu.alloc_zeros::<f16>(p.filter_len()).unwrap();
+    let v = gpu.upload(&vec![1.0f32; p.k]).unwrap();
+    let vectors = convrs::device_conv::DeviceVectors { scale: Some(&v), bias: Some(&v) };
+    let mut conv = DeviceConv::<f16>::fused(&gpu, Algorithm::Auto, &p, &w, Layout::Nchw, Layout::Nchw, Layout::Nchw, vectors).unwrap();
+    let (x, mut y) = (gpu.alloc_zeros::<f16>(p.input_len()).unwrap(), gpu.alloc_zeros::<f16>(p.output_len()).unwrap());
+    assert!(matches!(conv.run_on(&gpu, &x, &mut y), Err(Error::InvalidArgument(ref m)) if m.contains("residual")));
+    let no_scale = convrs::device_conv::DeviceVectors { scale: None, bias: Some(&v) };
+    assert!(DeviceConv::<f16>::fused(&gpu, Algorithm::Auto, &p, &w, Layout::Nchw, Layout::Nchw, Layout::Nchw, no_scale).is_err());
+}

@@ -27,8 +27,8 @@
 //! ([`report::GroupResult::best_baseline`]); cuDNN's bare-convolution rows stay shown (checked
 //! against the bare reference) and take no part in any ratio, flag or judged baseline
 //! ([`report::GroupResult::epilogue`]). Our NCHW caller's row goes through
-//! [`crate::device_conv::DeviceConv`], which takes no epilogue operands yet: where the epilogue
-//! has some, that row says so instead of running.
+//! [`crate::device_conv::DeviceConv::fused`]: the epilogue's vectors on the device once, the
+//! residual given to each run in NCHW.
 
 pub mod pytorch;
 pub mod report;
@@ -275,16 +275,6 @@ impl<O> EpilogueData<O> {
         bare * gain.max(1.0) + EPILOGUE_ARITHMETIC_TOLERANCE
     }
 }
-
-/// Whether a [`crate::device_conv::DeviceConv`] (device tensors in the caller's layouts: the
-/// NCHW caller's rows) can run a problem with epilogue `ep`: only without operands for now, as
-/// `DeviceConv::new` checks (an activation or alpha alone it applies).
-pub fn device_tensors_take(ep: &Epilogue) -> bool {
-    !(ep.scale || ep.bias || ep.residual)
-}
-
-/// What the NCHW caller's row says where [`device_tensors_take`] is false.
-pub const NO_DEVICE_EPILOGUE: &str = "no kernel (epilogue operands on device tensors not yet supported)";
 
 /// The bytes a depthwise convolution moves at least: its input, filter and output once each, in
 /// `dtype` elements (every row of a bench group writes its output in the input's type). `None`
@@ -597,13 +587,13 @@ impl ShapeBench<'_> {
             group.kernels.push(row?);
         }
         drop(uploaded);
-        group.nchw_user = if self.opts.nchw_caller { self.nchw_user(&group, sets, reference, &tolerance, progress)? } else { None };
+        group.nchw_user = if self.opts.nchw_caller { self.nchw_user(&group, sets, ep_sets, reference, &tolerance, progress)? } else { None };
         if self.opts.nchw_caller && T::DTYPE == DType::F32 && (!group.tf32_cudnn.is_empty() || group.tf32_pytorch.is_some()) {
             // A caller asking for TF32: the fastest kernel at TF32 precision or better, from
             // NCHW. Where that is no TF32 kernel, the fp32 caller's row is already the answer.
             let k = group.best_tf32_any_layout().and_then(|m| crate::registry::by_name(&m.name)).filter(|k| k.on_plain_layouts());
             group.nchw_user_tf32 = match k {
-                Some(k) if k.precision == crate::Precision::Tf32 => Some(self.nchw_user_of(k, crate::Precision::Tf32, sets, reference, tolerance(crate::Precision::Tf32), progress)?),
+                Some(k) if k.precision == crate::Precision::Tf32 => Some(self.nchw_user_of(k, crate::Precision::Tf32, sets, ep_sets, reference, tolerance(crate::Precision::Tf32), progress)?),
                 _ => None,
             };
         }
@@ -636,6 +626,7 @@ impl ShapeBench<'_> {
         &self,
         group: &GroupResult,
         sets: &[(Tensor<T>, Tensor<T>)],
+        ep_sets: &[EpilogueData<T>],
         reference: &Tensor<f64>,
         tolerance: &dyn Fn(Precision) -> f64,
         progress: &mut dyn FnMut(&str),
@@ -645,7 +636,7 @@ impl ShapeBench<'_> {
         let (fastest, native) = (kernel(group.best_kernel()), kernel(group.best_kernel_in(Layout::Nchw)));
         for k in [fastest, native.filter(|n| fastest.is_none_or(|f| f.name != n.name))].into_iter().flatten() {
             let precision = self.problem.precision;
-            let row = self.nchw_user_of(k, precision, sets, reference, tolerance(precision), progress)?;
+            let row = self.nchw_user_of(k, precision, sets, ep_sets, reference, tolerance(precision), progress)?;
             if best.as_ref().is_none_or(|b| row.ms().unwrap_or(f64::INFINITY) < b.ms().unwrap_or(f64::INFINITY)) {
                 best = Some(row);
             }
@@ -658,32 +649,35 @@ impl ShapeBench<'_> {
     /// transforms the output back to NCHW, or runs on the caller's tensors where the kernel reads
     /// NCHW as it is. The filter is transformed once per weights, as `DeviceConv` does; that
     /// one-time cost is timed on its own and given in the row's note. Checked against
-    /// `reference` within `tol`. Not run where the epilogue has operands ([`device_tensors_take`]).
+    /// `reference` within `tol`. A fused epilogue runs in the kernel, its vectors given once, its
+    /// residual (NCHW, one per set) with each run.
     #[allow(clippy::too_many_arguments)]
     fn nchw_user_of<T: Element + CudnnBaseline>(
         &self,
         k: &'static crate::registry::KernelDesc,
         precision: crate::Precision,
         sets: &[(Tensor<T>, Tensor<T>)],
+        ep_sets: &[EpilogueData<T>],
         reference: &Tensor<f64>,
         tol: f64,
         progress: &mut dyn FnMut(&str),
     ) -> Result<Measurement> {
-        use crate::device_conv::DeviceConv;
+        use crate::device_conv::{DeviceConv, DeviceVectors};
         use crate::device_tensor::DeviceTensor;
         let row = Measurement::new(format!("{} from NCHW", k.name), k.family.name(), "NCHW", T::DTYPE.name());
-        if !device_tensors_take(&self.problem.epilogue) {
-            return Ok(row.not_run(NO_DEVICE_EPILOGUE));
-        }
         progress(&format!("{}: {} for an NCHW caller", self.label, k.name));
         let gpu = self.gpu;
         let p = &self.problem.with_precision(precision);
         let mut runs = Vec::new();
-        for (x, w) in sets {
+        for ((x, w), e) in sets.iter().zip(ep_sets) {
             let (x, w) = (DeviceTensor::upload(gpu, x)?, DeviceTensor::upload(gpu, w)?);
-            let conv = DeviceConv::<T, T>::new(gpu, k.algorithm, p, &w, Layout::Nchw, Layout::Nchw)?;
+            let vector = |v: &Option<Vec<f32>>| v.as_deref().map(|v| gpu.upload(v)).transpose();
+            let (scale, bias) = (vector(&e.scale)?, vector(&e.bias)?);
+            let vectors = DeviceVectors { scale: scale.as_ref(), bias: bias.as_ref() };
+            let conv = DeviceConv::<T, T>::fused(gpu, k.algorithm, p, w.data(), w.layout(), Layout::Nchw, Layout::Nchw, vectors)?;
+            let residual = e.residual.as_ref().map(|r| DeviceTensor::upload(gpu, r)).transpose()?;
             let y = conv.new_output(gpu)?;
-            runs.push(NchwCallerRun { conv, x, w, y });
+            runs.push(NchwCallerRun { conv, x, w, residual, y });
         }
         // A kernel on the caller's tensors makes a tensor map per input buffer at its first run,
         // which a CUDA graph capture cannot: every set runs once before the timing.
@@ -866,12 +860,14 @@ fn heuristic_pick(p: &Conv2d, dtype: DType, algos: &[Algorithm], device: &crate:
         .map(|(name, _)| name.to_string())
 }
 
-/// One input set of the NCHW caller's row: the planned convolution (its filter transformed
-/// at set-up), the caller's NCHW input and filter, and its NCHW output.
+/// One input set of the NCHW caller's row: the planned convolution (its filter and epilogue
+/// vectors cached at set-up), the caller's NCHW input, filter, residual (where the epilogue adds
+/// one) and output.
 struct NchwCallerRun<T: Element> {
     conv: crate::device_conv::DeviceConv<T, T>,
     x: crate::device_tensor::DeviceTensor<T>,
     w: crate::device_tensor::DeviceTensor<T>,
+    residual: Option<crate::device_tensor::DeviceTensor<T>>,
     y: crate::device_tensor::DeviceTensor<T>,
 }
 
@@ -880,7 +876,7 @@ impl<T: Element> Runnable for NchwCallerRun<T> {
         format!("{} from NCHW", self.conv.name())
     }
     fn enqueue(&mut self, gpu: &Gpu) -> Result<()> {
-        self.conv.run(gpu, &self.x, &mut self.y)
+        self.conv.run_fused_on(gpu, self.x.data(), self.residual.as_ref().map(|r| r.data()), self.y.data_mut())
     }
     fn poison_output(&mut self, gpu: &Gpu) -> Result<()> {
         // The kernel's own output was poisoned when the plan was made, so an element the kernel
@@ -1003,13 +999,6 @@ mod tests {
         let big = Tensor::new(p.output_shape(), Layout::Nchw, vec![100.0; 4]).unwrap();
         assert_eq!(d.tolerance(&p, 1e-4, &conv, &big), 1e-4 + EPILOGUE_ARITHMETIC_TOLERANCE);
         assert_eq!(activation_max_slope(Activation::LeakyRelu(-3.0)), 3.0);
-    }
-
-    #[test]
-    fn device_tensors_take_epilogues_without_operands_only() {
-        for (spec, takes) in [("none", true), ("relu", true), ("alpha=2+gelu", true), ("bias", false), ("scale+relu", false), ("residual", false)] {
-            assert_eq!(device_tensors_take(&spec.parse().unwrap()), takes, "{spec}");
-        }
     }
 
     #[test]
