@@ -4,7 +4,9 @@
 //! release test binaries and the crate's examples (the PTX is embedded in each), packed into
 //! `payload.tar.xz` (the PTX repeats in every binary, which xz folds: 85 MiB become about 6), plus
 //! `run-gpu.sh`, which unpacks them and runs the GPU tests, compute-sanitizer over every kernel,
-//! the benchmark and the examples there.
+//! the benchmark and the examples there. With `--candle`, convrs-candle's test binary and its
+//! ResNet-50 example come too (`candle/build-gpu.sh`: it needs the CUDA toolkit candle builds
+//! with, which `candle/toolkit.sh` makes from pip wheels), for run-gpu.sh's `candle` step.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -46,11 +48,19 @@ fn copy(from: &Path, to: &Path) -> Result<u64, String> {
 
 pub fn gpu_bundle(args: &[String]) -> Result<(), String> {
     let root = crate::workspace_root();
-    let out = match args {
-        [] => root.join("target/gpu-bundle"),
-        [flag, dir] if flag == "--out" => PathBuf::from(dir),
-        _ => return Err("usage: cargo xtask gpu-bundle [--out DIR]".into()),
-    };
+    let mut out = root.join("target/gpu-bundle");
+    let mut candle = false;
+    let mut it = args.iter();
+    while let Some(flag) = it.next() {
+        match (flag.as_str(), it.clone().next()) {
+            ("--out", Some(dir)) => {
+                out = PathBuf::from(dir);
+                it.next();
+            }
+            ("--candle", _) => candle = true,
+            _ => return Err("usage: cargo xtask gpu-bundle [--out DIR] [--candle]".into()),
+        }
+    }
     run(cargo().current_dir(&root).args(["build", "--release", "-p", "convrs", "--bin", "convrs", "--examples"]))?;
     let json = run(cargo().current_dir(&root).args([
         "test", "--release", "--no-run", "--message-format=json", "-p", "convrs", "-p", "convrs-tests",
@@ -88,6 +98,9 @@ pub fn gpu_bundle(args: &[String]) -> Result<(), String> {
         }
         copy(t, &dest)?;
     }
+    if candle {
+        run(Command::new("bash").arg(root.join("candle/build-gpu.sh")).arg(stage.join("candle")))?;
+    }
     // The GPU machine has no git: the commit travels as a file, and every figure names it.
     let commit = Command::new("git").current_dir(&root).args(["describe", "--always", "--dirty", "--abbrev=12"]).output();
     let commit = commit.ok().filter(|o| o.status.success()).map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
@@ -96,7 +109,7 @@ pub fn gpu_bundle(args: &[String]) -> Result<(), String> {
     std::fs::write(&script, RUN_GPU_SH).map_err(|e| format!("cannot write {}: {e}", script.display()))?;
     Command::new("chmod").arg("+x").arg(&script).status().map_err(|e| e.to_string())?;
     // Symbols are not needed to run; stripping keeps the payload small.
-    let binaries = ["tests", "examples"].iter().flat_map(|d| std::fs::read_dir(stage.join(d)).into_iter().flatten().flatten().map(|e| e.path()));
+    let binaries = ["tests", "examples", "candle"].iter().flat_map(|d| std::fs::read_dir(stage.join(d)).into_iter().flatten().flatten().map(|e| e.path()));
     let _ = Command::new("strip").arg(stage.join("convrs")).args(binaries).status();
     let unpacked = dir_size(&stage);
     // xz -9's 64 MiB window spans several binaries, so the PTX every one embeds (tens of MiB)

@@ -5,7 +5,10 @@
 #                                            memcheck, racecheck and synccheck (SANITIZE_TOOLS), both output types;
 #                                 bench    - `convrs bench` (BENCH_SUITES, default "seed deepbench") against
 #                                            cuDNN (graph + legacy API) and PyTorch: tables, JSON, SVG per suite;
-#                                 examples - the crate's examples (quickstart, resnet_block, explain).
+#                                 examples - the crate's examples (quickstart, resnet_block, explain);
+#                                 candle   - where the bundle has it (gpu-bundle --candle): convrs-candle's
+#                                            GPU tests and its ResNet-50 example (candle's convolution, by
+#                                            cuBLAS and by cuDNN, against convrs's; PyTorch eager beside).
 # One device command may run 10 minutes: run the steps in separate calls (STEPS="tests sanitize",
 # then STEPS=bench BENCH_SUITES=seed, then BENCH_SUITES=deepbench BENCH_DTYPES=fp32 (and fp16,
 # bf16 in their own calls), then STEPS=examples).
@@ -26,7 +29,9 @@ fi
 dest=${OUT:-$PWD/gpu-out}
 mkdir -p "$dest"
 out=$(mktemp -d)
-steps=${STEPS:-tests sanitize bench examples}
+default_steps="tests sanitize bench examples"
+[ -d "$bin/candle" ] && default_steps="$default_steps candle"
+steps=${STEPS:-$default_steps}
 export CONVRS_REQUIRE_GPU=1
 # On a Hopper (compute capability 9.0) the wgmma tests must run, not skip.
 if [ "$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1)" = "9.0" ]; then
@@ -153,6 +158,26 @@ if [[ " $steps " == *" examples "* ]]; then
     "$bin/examples/$ex" 2>&1 | tee -a "$out/examples.log"
     [ "${PIPESTATUS[0]}" -eq 0 ] || failed+=("example:$ex")
   done
+fi
+
+if [[ " $steps " == *" candle "* ]]; then
+  if [ ! -d "$bin/candle" ]; then
+    echo "candle step: this bundle was made without --candle"; failed+=("candle:missing")
+  else
+    # candle links the CUDA 13 libraries: PyTorch's copies (cuBLAS, cuRAND, NVRTC, cudart, cuDNN).
+    cu13=$(python3 -c "import nvidia.cu13, os; print(os.path.join(list(nvidia.cu13.__path__)[0], 'lib'))" 2>/dev/null)
+    candle_libs="${torch_cudnn:+$torch_cudnn:}${cu13}"
+    echo "candle: LD_LIBRARY_PATH adds $candle_libs" | tee "$out/candle.log"
+    LD_LIBRARY_PATH="$candle_libs:${LD_LIBRARY_PATH:-}" "$bin/candle/layers" --test-threads 1 2>&1 | tee -a "$out/candle.log"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || failed+=("candle:tests")
+    for ex in resnet50 resnet50-candle-cudnn; do
+      LD_LIBRARY_PATH="$candle_libs:${LD_LIBRARY_PATH:-}" "$bin/candle/$ex" ${CANDLE_ARGS:-} --json "$out/candle-$ex.json" 2>&1 | tee "$out/candle-$ex.md"
+      [ "${PIPESTATUS[0]}" -eq 0 ] || failed+=("candle:$ex")
+    done
+    # shellcheck disable=SC2086
+    python3 "$bin/candle/resnet50_torch.py" ${CANDLE_ARGS:-} --json "$out/candle-pytorch.json" 2>&1 | tee "$out/candle-pytorch.md"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || failed+=("candle:pytorch")
+  fi
 fi
 
 tar -czf "$dest/results.tgz" -C "$out" . && echo "results: $dest/results.tgz ($(ls "$out" | tr '\n' ' '))"
