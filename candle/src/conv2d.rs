@@ -313,6 +313,9 @@ pub(crate) enum Fallback {
     Conv2d,
     /// A 1-D layer seen as 2-D (H = 1): candle's conv1d with the 3-D weight.
     Conv1d(Tensor),
+    /// A layer with its own (H, W) padding (a transposed convolution's phase): the input
+    /// zero-padded by candle, then its conv2d unpadded.
+    Padded(usize, usize),
 }
 
 impl Fallback {
@@ -320,6 +323,7 @@ impl Fallback {
         match self {
             Fallback::Conv2d => x.conv2d(weight, c.padding, c.stride, c.dilation, c.groups),
             Fallback::Conv1d(w) => x.squeeze(2)?.conv1d(w, c.padding, c.stride, c.dilation, c.groups)?.unsqueeze(2),
+            Fallback::Padded(ph, pw) => x.pad_with_zeros(2, *ph, *ph)?.pad_with_zeros(3, *pw, *pw)?.conv2d(weight, 0, c.stride, c.dilation, c.groups),
         }
     }
 }

@@ -20,14 +20,19 @@
 //! - Non-contiguous inputs, and views whose start is not 16-byte aligned, are made contiguous
 //!   first (one copy, by candle); contiguous views at an aligned offset are read in place.
 //! - What convrs cannot run goes to candle's own convolution, and the layer says so once.
+//!
+//! The layers: [`Conv2d`] (with its fused forms: a folded batch norm, an activation, a residual),
+//! [`Conv1d`] (as H = 1), and [`ConvTranspose2d`] (as one convolution per output phase).
 
 mod conv1d;
 mod conv2d;
+mod conv_transpose;
 mod gpu;
 mod op;
 
 pub use conv1d::{conv1d, conv1d_no_bias, Conv1d};
 pub use conv2d::{conv2d, conv2d_no_bias, Conv2d};
+pub use conv_transpose::{conv_transpose2d, ConvTranspose2d};
 pub use convrs::{Activation, Precision};
 pub use gpu::gpu_for;
 

@@ -225,3 +225,55 @@ fn fused_layers_on_the_cpu_run_candles_ops() {
     let err = rel_l2(&y, &fused_reference(&x, &w, Some(&b), &bn, &residual, c));
     assert!(err <= 1e-6, "rel L2 {err:.3e}");
 }
+
+/// Transposed convolutions: (input dims, C_out, kernel, padding, output_padding, stride, dilation).
+const TRANSPOSED: [((usize, usize, usize, usize), usize, usize, usize, usize, usize, usize); 5] = [
+    ((2, 16, 9, 9), 8, 4, 1, 0, 2, 1),  // the usual 2x upsampling
+    ((1, 8, 7, 6), 12, 3, 1, 1, 2, 1),  // output padding
+    ((2, 8, 10, 10), 8, 3, 1, 0, 1, 2), // stride 1, dilated: one phase
+    ((1, 6, 5, 7), 4, 5, 2, 0, 3, 1),   // stride 3
+    ((2, 4, 6, 6), 4, 1, 0, 0, 1, 1),   // 1x1
+];
+
+fn transposed_case(dev: &Device, dtype: DType, i: usize, tol: f64) {
+    let (x_dims, k, r, p, op, s, d) = TRANSPOSED[i];
+    let x = Tensor::randn(0f32, 1.0, x_dims, dev).unwrap().to_dtype(dtype).unwrap();
+    let w = Tensor::randn(0f32, 0.2, (x_dims.1, k, r, r), dev).unwrap().to_dtype(dtype).unwrap();
+    let b = Tensor::randn(0f32, 1.0, k, dev).unwrap().to_dtype(dtype).unwrap();
+    let cfg = candle_nn::ConvTranspose2dConfig { padding: p, output_padding: op, stride: s, dilation: d };
+    let layer = convrs_candle::ConvTranspose2d::new(w.clone(), Some(b.clone()), cfg).unwrap();
+    assert!(layer.runs_on_convrs(x_dims.2, x_dims.3).unwrap(), "case {i} should map onto convolutions");
+    let y = layer.forward(&x).unwrap();
+    let cpu = |t: &Tensor| t.to_device(&Device::Cpu).unwrap().to_dtype(DType::F64).unwrap();
+    let want = cpu(&x).conv_transpose2d(&cpu(&w), p, op, s, d).unwrap().broadcast_add(&cpu(&b).reshape((1, k, 1, 1)).unwrap()).unwrap();
+    assert_eq!(y.dims(), want.dims(), "case {i}");
+    let err = rel_l2(&y, &want);
+    assert!(err <= tol, "{dtype:?} case {i}: rel L2 {err:.3e}");
+}
+
+#[test]
+fn transposed_convolutions_by_phases_match_candle_on_the_cpu() {
+    // On the CPU each phase runs on candle's conv2d: this checks the decomposition and the
+    // interleaving (f32 sums in another order than the f64 reference).
+    for i in 0..TRANSPOSED.len() {
+        transposed_case(&Device::Cpu, DType::F32, i, 1e-6);
+    }
+    // A stride larger than the filter leaves phases without taps: candle's own runs it.
+    let w = Tensor::randn(0f32, 0.2, (4, 4, 2, 2), &Device::Cpu).unwrap();
+    let cfg = candle_nn::ConvTranspose2dConfig { padding: 0, output_padding: 0, stride: 3, dilation: 1 };
+    let layer = convrs_candle::ConvTranspose2d::new(w.clone(), None, cfg).unwrap();
+    assert!(!layer.runs_on_convrs(5, 5).unwrap());
+    let x = Tensor::randn(0f32, 1.0, (1, 4, 5, 5), &Device::Cpu).unwrap();
+    let y = layer.forward(&x).unwrap();
+    let want = x.conv_transpose2d(&w, 0, 0, 3, 1).unwrap();
+    assert_eq!(y.flatten_all().unwrap().to_vec1::<f32>().unwrap(), want.flatten_all().unwrap().to_vec1::<f32>().unwrap());
+}
+
+#[test]
+fn transposed_convolutions_match_candle_in_f64() {
+    let Some(dev) = cuda_or_skip("transposed_convolutions_match_candle_in_f64") else { return };
+    for i in 0..TRANSPOSED.len() {
+        transposed_case(&dev, DType::F32, i, 1e-5);
+        transposed_case(&dev, DType::F16, i, 2e-3);
+    }
+}

@@ -7,8 +7,9 @@
 #                                            cuDNN (graph + legacy API) and PyTorch: tables, JSON, SVG per suite;
 #                                 examples - the crate's examples (quickstart, resnet_block, explain);
 #                                 candle   - where the bundle has it (gpu-bundle --candle): convrs-candle's
-#                                            GPU tests and its ResNet-50 example (candle's convolution, by
-#                                            cuBLAS and by cuDNN, against convrs's; PyTorch eager beside).
+#                                            GPU tests, its ResNet-50 example (candle's convolution, by
+#                                            cuBLAS and by cuDNN, against convrs's; PyTorch eager beside)
+#                                            and its transposed-convolution example.
 # One device command may run 10 minutes: run the steps in separate calls (STEPS="tests sanitize",
 # then STEPS=bench BENCH_SUITES=seed, then BENCH_SUITES=deepbench BENCH_DTYPES=fp32 (and fp16,
 # bf16 in their own calls), then STEPS=examples).
@@ -174,6 +175,8 @@ if [[ " $steps " == *" candle "* ]]; then
       LD_LIBRARY_PATH="$candle_libs:${LD_LIBRARY_PATH:-}" "$bin/candle/$ex" ${CANDLE_ARGS:-} --json "$out/candle-$ex.json" 2>&1 | tee "$out/candle-$ex.md"
       [ "${PIPESTATUS[0]}" -eq 0 ] || failed+=("candle:$ex")
     done
+    LD_LIBRARY_PATH="$candle_libs:${LD_LIBRARY_PATH:-}" "$bin/candle/conv_transpose" 2>&1 | tee "$out/candle-conv_transpose.md"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || failed+=("candle:conv_transpose")
     # shellcheck disable=SC2086
     python3 "$bin/candle/resnet50_torch.py" ${CANDLE_ARGS:-} --json "$out/candle-pytorch.json" 2>&1 | tee "$out/candle-pytorch.md"
     [ "${PIPESTATUS[0]}" -eq 0 ] || failed+=("candle:pytorch")
