@@ -107,7 +107,7 @@ engines searched like the bare graph's, the runtime-fusion ones taking it; on th
 the same reference). The ratio is to the faster of PyTorch eager and cuDNN's fused graph, named per shape; the\n\
 summary gives the geomean against each. cuDNN's bare-convolution rows are shown, marked `bare conv`, and left out\n\
 of every ratio and flag; a fused graph no engine took says why under the table. The NCHW caller's row (device\n\
-tensors) runs only epilogues without operands for now.\n\n\
+tensors, DeviceConv::fused) runs the whole layer too: scale and bias cached, the residual given in NCHW.\n\n\
 cuDNN is loaded from the library path (LD_LIBRARY_PATH first); `convrs info` says which version loads.\n\
 Exit status: 0 all checks passed; 1 a check failed; 2 error; 4 our kernels passed but cuDNN was not available\n\
 (with an epilogue: neither PyTorch eager nor cuDNN's fused graph gave a figure to judge them by).")]
