@@ -31,6 +31,12 @@ pub struct DeviceInfo {
 }
 
 /// An open GPU with convrs's kernels loaded. Cheap to share by reference; launches go to one stream.
+///
+/// `Gpu` is `Send + Sync`: threads may share one, and their launches are enqueued on its one
+/// stream in the order they are made (each thread keeps its own plans, e.g. a
+/// [`crate::device_conv::DeviceConv`], which `run` needs mutably). For concurrency on the device,
+/// make one `Gpu` per stream ([`Gpu::from_stream`]). `tests/tests/gpu_caller_stream.rs` runs
+/// both: two threads on one `Gpu`, and two `Gpu`s on two streams.
 pub struct Gpu {
     ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
@@ -295,3 +301,11 @@ impl Gpu {
         self.stream.synchronize().map_err(cuda_err("kernel execution"))
     }
 }
+
+// The docs above promise these; a field that broke them would fail here, at compile time.
+const _: fn() = || {
+    fn shared<T: Send + Sync>() {}
+    fn movable<T: Send>() {}
+    shared::<Gpu>();
+    movable::<crate::device_conv::DeviceConv<half::f16>>();
+};
