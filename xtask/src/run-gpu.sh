@@ -9,7 +9,8 @@
 #                                 candle   - where the bundle has it (gpu-bundle --candle): convrs-candle's
 #                                            GPU tests, its ResNet-50 example (candle's convolution, by
 #                                            cuBLAS and by cuDNN, against convrs's; PyTorch eager beside)
-#                                            and its transposed-convolution example.
+#                                            its transposed and depthwise 1-D convolution examples and the
+#                                            Stable Diffusion VAE decoder.
 # One device command may run 10 minutes: run the steps in separate calls (STEPS="tests sanitize",
 # then STEPS=bench BENCH_SUITES=seed, then BENCH_SUITES=deepbench BENCH_DTYPES=fp32 (and fp16,
 # bf16 in their own calls), then STEPS=examples).
@@ -175,8 +176,10 @@ if [[ " $steps " == *" candle "* ]]; then
       LD_LIBRARY_PATH="$candle_libs:${LD_LIBRARY_PATH:-}" "$bin/candle/$ex" ${CANDLE_ARGS:-} --json "$out/candle-$ex.json" 2>&1 | tee "$out/candle-$ex.md"
       [ "${PIPESTATUS[0]}" -eq 0 ] || failed+=("candle:$ex")
     done
-    LD_LIBRARY_PATH="$candle_libs:${LD_LIBRARY_PATH:-}" "$bin/candle/conv_transpose" 2>&1 | tee "$out/candle-conv_transpose.md"
-    [ "${PIPESTATUS[0]}" -eq 0 ] || failed+=("candle:conv_transpose")
+    for ex in conv_transpose conv1d_depthwise vae_decoder; do
+      LD_LIBRARY_PATH="$candle_libs:${LD_LIBRARY_PATH:-}" "$bin/candle/$ex" 2>&1 | tee "$out/candle-$ex.md"
+      [ "${PIPESTATUS[0]}" -eq 0 ] || failed+=("candle:$ex")
+    done
     # shellcheck disable=SC2086
     python3 "$bin/candle/resnet50_torch.py" ${CANDLE_ARGS:-} --json "$out/candle-pytorch.json" 2>&1 | tee "$out/candle-pytorch.md"
     [ "${PIPESTATUS[0]}" -eq 0 ] || failed+=("candle:pytorch")
