@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds what the GPU machine runs of convrs-candle into DEST (default target/candle-gpu): the
-# test binary `layers`, the examples `conv_transpose`, `conv1d_depthwise` and `vae_decoder`, the example `resnet50` twice (candle's convolution by im2col + cuBLAS,
-# and by cuDNN: `resnet50-candle-cudnn`), and PyTorch's side of the example. Needs the toolkit
-# that toolkit.sh makes (it is run here). `cargo xtask gpu-bundle --candle` calls this.
+# test binary `layers`; the examples `conv_transpose`, `conv1d_depthwise` and `vae_decoder`;
+# the example `resnet50` twice (candle's convolution by im2col + cuBLAS, and by cuDNN:
+# `resnet50-candle-cudnn`) and PyTorch's side of it. Needs the toolkit that toolkit.sh makes
+# (it is run here). `cargo xtask gpu-bundle --candle` calls this.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 dest="${1:-$here/../target/candle-gpu}"
