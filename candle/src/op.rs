@@ -8,7 +8,7 @@ use candle_core::backend::BackendStorage;
 use candle_core::cuda_backend::cudarc::driver::{CudaSlice, DevicePtr};
 use candle_core::cuda_backend::{CudaDType, CudaStorage};
 use candle_core::{CpuStorage, CustomOp1, CustomOp2, Layout, Shape, Tensor};
-use convrs::device_conv::DeviceConv;
+use convrs::device_conv::{BorrowedSlice, DeviceConv};
 use convrs::{Element, Gpu};
 
 use crate::to_candle;
@@ -53,7 +53,7 @@ impl<T: Element + CudaDType> RunOp<'_, T> {
 /// is all of it, else the range at its offset, borrowed (never freed here).
 enum View<'a, T> {
     Whole(&'a CudaSlice<T>),
-    Part(std::mem::ManuallyDrop<CudaSlice<T>>),
+    Part(BorrowedSlice<T>),
 }
 
 impl<'a, T: Element + CudaDType> View<'a, T> {
@@ -72,9 +72,8 @@ impl<'a, T: Element + CudaDType> View<'a, T> {
         let (base, _sync) = slice.device_ptr(gpu.stream());
         let address = base + (offset * std::mem::size_of::<T>()) as u64;
         // SAFETY: `offset + len` elements lie inside candle's live buffer (checked above), which
-        // outlives the work enqueued on it (candle frees in stream order); the view is leaked,
-        // never freed, when dropped.
-        Ok(View::Part(std::mem::ManuallyDrop::new(unsafe { gpu.stream().upgrade_device_ptr(address, len) })))
+        // outlives the work enqueued on it (candle frees in stream order).
+        Ok(View::Part(unsafe { BorrowedSlice::new(gpu, address, len) }))
     }
 }
 
@@ -84,15 +83,6 @@ impl<T> std::ops::Deref for View<'_, T> {
         match self {
             View::Whole(s) => s,
             View::Part(s) => s,
-        }
-    }
-}
-
-impl<T> Drop for View<'_, T> {
-    fn drop(&mut self) {
-        if let View::Part(s) = self {
-            // SAFETY: taken once, here; gives the borrowed range back without freeing it.
-            unsafe { std::mem::ManuallyDrop::take(s) }.leak();
         }
     }
 }

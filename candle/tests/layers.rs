@@ -9,12 +9,17 @@ use candle_core::{DType, Device, Module, Tensor};
 use candle_nn::{Conv1dConfig, Conv2dConfig};
 use convrs_candle::{Conv1d, Conv2d, Precision};
 
+/// candle's CUDA device 0, or `None` after a SKIPPED banner written straight to stderr (past the
+/// harness's capture, so CI's log shows it); a panic where `CONVRS_REQUIRE_GPU=1` (the GPU
+/// machine's run). Device::new_cuda's error is not printed: without a driver, formatting it
+/// calls the driver.
 fn cuda_or_skip(test: &str) -> Option<Device> {
-    // Device::new_cuda's error is not printed: without a driver, formatting it calls the driver.
+    use std::io::Write;
     match Device::new_cuda(0) {
         Ok(d) => Some(d),
+        Err(_) if std::env::var("CONVRS_REQUIRE_GPU").is_ok_and(|v| v == "1") => panic!("CONVRS_REQUIRE_GPU=1 but candle found no CUDA device"),
         Err(_) => {
-            eprintln!("\n=== SKIPPED {test}: no CUDA device (this is not a pass) ===\n");
+            let _ = writeln!(std::io::stderr(), "\n*** SKIPPED GPU test `{test}`: no CUDA device (this is not a pass) ***\n");
             None
         }
     }

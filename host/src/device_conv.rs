@@ -263,8 +263,8 @@ impl<T: Element, O: Element> DeviceConv<T, O> {
                 return Err(Error::InvalidArgument(format!("the {what} address {address:#x} is not a 16-byte aligned device address")));
             }
         }
-        // SAFETY: the caller vouches for both ranges; the borrows never free them (see Borrowed).
-        let (x, mut y) = unsafe { (Borrowed::<T>::new(gpu, input, self.problem.input_len()), Borrowed::<O>::new(gpu, output, self.problem.output_len())) };
+        // SAFETY: the caller vouches for both ranges; the borrows never free them.
+        let (x, mut y) = unsafe { (BorrowedSlice::<T>::new(gpu, input, self.problem.input_len()), BorrowedSlice::<O>::new(gpu, output, self.problem.output_len())) };
         self.run_on(gpu, &x, &mut y)
     }
 
@@ -295,21 +295,22 @@ fn check_len(tensor: &'static str, got: usize, expected: usize) -> Result<()> {
     if got == expected { Ok(()) } else { Err(Error::BufferSize { tensor, expected, got }) }
 }
 
-/// A caller's device buffer seen as a `CudaSlice` for the length of one call, never freed:
-/// dropping it gives the address back with `leak` (which frees nothing).
-struct Borrowed<T>(ManuallyDrop<CudaSlice<T>>);
+/// A caller's device buffer seen as a `CudaSlice` (what [`DeviceConv::run_on`] takes), never
+/// freed: dropping it gives the address back with `leak`, which frees nothing. For a framework's
+/// tensors that live inside a larger allocation (a view at an offset).
+pub struct BorrowedSlice<T>(ManuallyDrop<CudaSlice<T>>);
 
-impl<T> Borrowed<T> {
+impl<T> BorrowedSlice<T> {
     /// # Safety
-    /// `address` must hold `len` elements of `T` in the stream's context for as long as the work
-    /// enqueued on them runs.
-    unsafe fn new(gpu: &Gpu, address: u64, len: usize) -> Self {
+    /// `address` must hold `len` elements of `T` in the GPU's context, and stay allocated until
+    /// the GPU's stream has run the work enqueued on the slice.
+    pub unsafe fn new(gpu: &Gpu, address: u64, len: usize) -> Self {
         // SAFETY: forwarded to the caller.
-        Borrowed(ManuallyDrop::new(unsafe { gpu.stream().upgrade_device_ptr(address, len) }))
+        BorrowedSlice(ManuallyDrop::new(unsafe { gpu.stream().upgrade_device_ptr(address, len) }))
     }
 }
 
-impl<T> Drop for Borrowed<T> {
+impl<T> Drop for BorrowedSlice<T> {
     fn drop(&mut self) {
         // SAFETY: taken once, here; the slice is not used after.
         let slice = unsafe { ManuallyDrop::take(&mut self.0) };
@@ -317,14 +318,14 @@ impl<T> Drop for Borrowed<T> {
     }
 }
 
-impl<T> Deref for Borrowed<T> {
+impl<T> Deref for BorrowedSlice<T> {
     type Target = CudaSlice<T>;
     fn deref(&self) -> &CudaSlice<T> {
         &self.0
     }
 }
 
-impl<T> DerefMut for Borrowed<T> {
+impl<T> DerefMut for BorrowedSlice<T> {
     fn deref_mut(&mut self) -> &mut CudaSlice<T> {
         &mut self.0
     }
