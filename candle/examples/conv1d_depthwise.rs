@@ -5,7 +5,7 @@
 //!
 //!   cargo run --release --example conv1d_depthwise -- [--iters 20]
 
-use std::time::Instant;
+mod common;
 
 use candle_core::{DType, Device, Module, Tensor};
 use candle_nn::Conv1dConfig;
@@ -14,26 +14,8 @@ use candle_nn::Conv1dConfig;
 /// tail is cut) and Conformer-style (kernel 31, padded 15) layers.
 const LAYERS: [(usize, usize, usize, usize, usize); 4] = [(1, 5120, 2048, 4, 3), (8, 1536, 1024, 4, 3), (16, 512, 1000, 31, 15), (1, 2048, 4096, 4, 3)];
 
-fn median_ms(f: &dyn Fn() -> candle_core::Result<Tensor>, dev: &Device, iters: usize) -> candle_core::Result<f64> {
-    f()?;
-    dev.synchronize()?;
-    let mut t = Vec::new();
-    for _ in 0..iters {
-        let start = Instant::now();
-        f()?;
-        dev.synchronize()?;
-        t.push(start.elapsed().as_secs_f64() * 1e3);
-    }
-    t.sort_by(f64::total_cmp);
-    Ok(t[t.len() / 2])
-}
-
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let iters = match std::env::args().skip(1).collect::<Vec<_>>().as_slice() {
-        [] => 20,
-        [flag, n] if flag == "--iters" => n.parse()?,
-        _ => return Err("usage: conv1d_depthwise [--iters N]".into()),
-    };
+    let iters = common::iters_flag("conv1d_depthwise")?;
     let dev = Device::new_cuda(0)?;
     println!("| layer (B, C, L, kernel, pad; groups = C) | dtype | candle ms | convrs ms | speed-up | convrs kernel | rel L2 |");
     println!("| --- | --- | --- | --- | --- | --- | --- |");
@@ -45,11 +27,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let theirs = candle_nn::Conv1d::new(w.clone(), None, cfg);
             let ours = convrs_candle::Conv1d::new(w, None, cfg)?;
             let (a, o) = (theirs.forward(&x)?, ours.forward(&x)?);
-            let (a64, o64) = (a.to_dtype(DType::F64)?, o.to_dtype(DType::F64)?);
-            let err = ((&a64 - &o64)?.sqr()?.sum_all()?.to_scalar::<f64>()? / a64.sqr()?.sum_all()?.to_scalar::<f64>()?).sqrt();
+            let err = common::rel_l2(&o, &a)?;
             let kernel = ours.as_conv2d().kernel_for([b, c, 1, l], &dev)?.unwrap_or_else(|| "candle (fallback)".into());
-            let t_candle = median_ms(&|| theirs.forward(&x), &dev, iters)?;
-            let t_convrs = median_ms(&|| ours.forward(&x), &dev, iters)?;
+            let t_candle = common::median_ms(&|| theirs.forward(&x), &dev, iters)?;
+            let t_convrs = common::median_ms(&|| ours.forward(&x), &dev, iters)?;
             println!("| {b}, {c}, {l}, {k}, {p} | {dtype:?} | {t_candle:.3} | {t_convrs:.3} | {:.1}x | {kernel} | {err:.2e} |", t_candle / t_convrs);
         }
     }

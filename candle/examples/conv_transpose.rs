@@ -4,7 +4,7 @@
 //!
 //!   cargo run --release --example conv_transpose -- [--iters 20]
 
-use std::time::Instant;
+mod common;
 
 use candle_core::{DType, Device, Module, Tensor};
 use candle_nn::ConvTranspose2dConfig;
@@ -18,26 +18,8 @@ const LAYERS: [(usize, usize, usize, usize, usize, usize, usize, usize); 5] = [
     (1, 256, 64, 64, 128, 3, 1, 1),
 ];
 
-fn median_ms(f: &dyn Fn() -> candle_core::Result<Tensor>, dev: &Device, iters: usize) -> candle_core::Result<f64> {
-    f()?;
-    dev.synchronize()?;
-    let mut t = Vec::new();
-    for _ in 0..iters {
-        let start = Instant::now();
-        f()?;
-        dev.synchronize()?;
-        t.push(start.elapsed().as_secs_f64() * 1e3);
-    }
-    t.sort_by(f64::total_cmp);
-    Ok(t[t.len() / 2])
-}
-
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let iters = match std::env::args().skip(1).collect::<Vec<_>>().as_slice() {
-        [] => 20,
-        [flag, n] if flag == "--iters" => n.parse()?,
-        _ => return Err("usage: conv_transpose [--iters N]".into()),
-    };
+    let iters = common::iters_flag("conv_transpose")?;
     let dev = Device::new_cuda(0)?;
     println!("| layer (N,C,H,W -> K, RxR, pad, stride) | dtype | candle ms | convrs ms | speed-up | rel L2 |");
     println!("| --- | --- | --- | --- | --- | --- |");
@@ -49,10 +31,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let theirs = candle_nn::ConvTranspose2d::new(wt.clone(), None, cfg);
             let ours = convrs_candle::ConvTranspose2d::new(wt, None, cfg)?;
             let (a, b) = (theirs.forward(&x)?, ours.forward(&x)?);
-            let (a64, b64) = (a.to_dtype(DType::F64)?, b.to_dtype(DType::F64)?);
-            let err = ((&a64 - &b64)?.sqr()?.sum_all()?.to_scalar::<f64>()? / a64.sqr()?.sum_all()?.to_scalar::<f64>()?).sqrt();
-            let t_candle = median_ms(&|| theirs.forward(&x), &dev, iters)?;
-            let t_convrs = median_ms(&|| ours.forward(&x), &dev, iters)?;
+            let err = common::rel_l2(&b, &a)?;
+            let t_candle = common::median_ms(&|| theirs.forward(&x), &dev, iters)?;
+            let t_convrs = common::median_ms(&|| ours.forward(&x), &dev, iters)?;
             println!("| {n},{c},{h},{w} -> {k}, {r}x{r}, p{p}, s{s} | {dtype:?} | {t_candle:.3} | {t_convrs:.3} | {:.1}x | {err:.2e} |", t_candle / t_convrs);
         }
     }
