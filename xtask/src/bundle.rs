@@ -4,9 +4,9 @@
 //! release test binaries and the crate's examples (the PTX is embedded in each), packed into
 //! `payload.tar.xz` (the PTX repeats in every binary, which xz folds: 85 MiB become about 6), plus
 //! `run-gpu.sh`, which unpacks them and runs the GPU tests, compute-sanitizer over every kernel,
-//! the benchmark and the examples there. With `--candle`, convrs-candle's test binary and its
-//! ResNet-50 example come too (`candle/build-gpu.sh`: it needs the CUDA toolkit candle builds
-//! with, which `candle/toolkit.sh` makes from pip wheels), for run-gpu.sh's `candle` step.
+//! the benchmark and the examples there. With `--candle`, convrs-candle's test binary and
+//! examples come too (`candle/build-gpu.sh`: it needs the CUDA toolkit candle builds with, which
+//! `candle/toolkit.sh` makes from pip wheels), for run-gpu.sh's `candle` step.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -50,15 +50,13 @@ pub fn gpu_bundle(args: &[String]) -> Result<(), String> {
     let root = crate::workspace_root();
     let mut out = root.join("target/gpu-bundle");
     let mut candle = false;
+    const USAGE: &str = "usage: cargo xtask gpu-bundle [--out DIR] [--candle]";
     let mut it = args.iter();
     while let Some(flag) = it.next() {
-        match (flag.as_str(), it.clone().next()) {
-            ("--out", Some(dir)) => {
-                out = PathBuf::from(dir);
-                it.next();
-            }
-            ("--candle", _) => candle = true,
-            _ => return Err("usage: cargo xtask gpu-bundle [--out DIR] [--candle]".into()),
+        match flag.as_str() {
+            "--out" => out = PathBuf::from(it.next().ok_or(USAGE)?),
+            "--candle" => candle = true,
+            _ => return Err(USAGE.into()),
         }
     }
     run(cargo().current_dir(&root).args(["build", "--release", "-p", "convrs", "--bin", "convrs", "--examples"]))?;
