@@ -29,8 +29,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let (a, o) = (theirs.forward(&x)?, ours.forward(&x)?);
             let err = common::rel_l2(&o, &a)?;
             let kernel = ours.as_conv2d().kernel_for([b, c, 1, l], &dev)?.unwrap_or_else(|| "candle (fallback)".into());
-            let t_candle = common::median_ms(&|| theirs.forward(&x), &dev, iters)?;
-            let t_convrs = common::median_ms(&|| ours.forward(&x), &dev, iters)?;
+            let t_candle = common::median_ms(&|| theirs.forward(&x), &dev, 1, iters)?;
+            let t_convrs = common::median_ms(&|| ours.forward(&x), &dev, 1, iters)?;
             println!("| {b}, {c}, {l}, {k}, {p} | {dtype:?} | {t_candle:.3} | {t_convrs:.3} | {:.1}x | {kernel} | {err:.2e} |", t_candle / t_convrs);
         }
     }

@@ -32,8 +32,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let ours = convrs_candle::ConvTranspose2d::new(wt, None, cfg)?;
             let (a, b) = (theirs.forward(&x)?, ours.forward(&x)?);
             let err = common::rel_l2(&b, &a)?;
-            let t_candle = common::median_ms(&|| theirs.forward(&x), &dev, iters)?;
-            let t_convrs = common::median_ms(&|| ours.forward(&x), &dev, iters)?;
+            let t_candle = common::median_ms(&|| theirs.forward(&x), &dev, 1, iters)?;
+            let t_convrs = common::median_ms(&|| ours.forward(&x), &dev, 1, iters)?;
             println!("| {n},{c},{h},{w} -> {k}, {r}x{r}, p{p}, s{s} | {dtype:?} | {t_candle:.3} | {t_convrs:.3} | {:.1}x | {err:.2e} |", t_candle / t_convrs);
         }
     }

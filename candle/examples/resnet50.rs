@@ -11,7 +11,7 @@
 //! the last batch norm of each bottleneck scaled to [0.15, 0.25] so that activations stay in
 //! fp16's range.
 
-use std::time::Instant;
+mod common;
 
 use candle_core::{DType, Device, Module, ModuleT, Tensor, D};
 use candle_nn::{batch_norm, linear, BatchNorm, Conv2dConfig, Linear, VarBuilder, VarMap};
@@ -221,30 +221,6 @@ fn parse_args() -> Result<Args, String> {
     Ok(a)
 }
 
-/// Median seconds per forward (each one synchronized), after warm-up.
-fn time(model: &ResNet50, x: &Tensor, dev: &Device, iters: usize) -> candle_core::Result<f64> {
-    for _ in 0..3 {
-        model.forward(x)?;
-    }
-    dev.synchronize()?;
-    let mut t = Vec::with_capacity(iters);
-    for _ in 0..iters {
-        let start = Instant::now();
-        model.forward(x)?;
-        dev.synchronize()?;
-        t.push(start.elapsed().as_secs_f64());
-    }
-    t.sort_by(f64::total_cmp);
-    Ok(t[t.len() / 2])
-}
-
-fn rel_l2(a: &Tensor, b: &Tensor) -> candle_core::Result<f64> {
-    let (a, b) = (a.to_dtype(DType::F64)?, b.to_dtype(DType::F64)?);
-    let num = (&a - &b)?.sqr()?.sum_all()?.to_scalar::<f64>()?;
-    let den = b.sqr()?.sum_all()?.to_scalar::<f64>()?;
-    Ok((num / den).sqrt())
-}
-
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = parse_args()?;
     let dev = Device::new_cuda(0)?;
@@ -263,7 +239,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         for &batch in &args.batches {
             let x = Tensor::randn(0f32, 1f32, (batch, 3, 224, 224), &dev)?.to_dtype(dtype)?;
             let y_ref = reference.forward(&x)?;
-            let t_ref = time(&reference, &x, &dev, args.iters)?;
+            let t_ref = common::median_ms(&|| reference.forward(&x), &dev, 3, args.iters)? / 1e3;
             let mut row = |name: String, t: f64, err: f64| {
                 println!("| {dtype:?} | {batch} | {name} | {:.3} | {:.1} | {:.2}x | {err:.2e} |", t * 1e3, batch as f64 / t, t_ref / t);
                 rows.push(format!(
@@ -277,8 +253,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             for &be in &backends {
                 let model = ResNet50::new(be, vb.clone())?;
                 let y = model.forward(&x)?;
-                let err = rel_l2(&y, &y_ref)?;
-                let t = time(&model, &x, &dev, args.iters)?;
+                let err = common::rel_l2(&y, &y_ref)?;
+                let t = common::median_ms(&|| model.forward(&x), &dev, 3, args.iters)? / 1e3;
                 let name = if dtype == DType::F32 { be.name() } else { be.name().replace(" (fp32 for f32)", "") };
                 row(name, t, err);
             }

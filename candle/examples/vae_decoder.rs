@@ -7,7 +7,7 @@
 //!
 //!   cargo run --release --example vae_decoder -- [--latent 64] [--batch 1] [--dtype f32,f16] [--iters 5]
 
-use std::time::Instant;
+mod common;
 
 use candle_core::{DType, Device, Module, Tensor};
 use candle_nn::{group_norm, linear, Conv2dConfig, GroupNorm, Linear, VarBuilder, VarMap};
@@ -154,20 +154,6 @@ impl Decoder {
     }
 }
 
-fn median_ms(model: &Decoder, z: &Tensor, dev: &Device, iters: usize) -> candle_core::Result<f64> {
-    model.forward(z)?;
-    dev.synchronize()?;
-    let mut t = Vec::new();
-    for _ in 0..iters {
-        let start = Instant::now();
-        model.forward(z)?;
-        dev.synchronize()?;
-        t.push(start.elapsed().as_secs_f64() * 1e3);
-    }
-    t.sort_by(f64::total_cmp);
-    Ok(t[t.len() / 2])
-}
-
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (mut latent, mut batch, mut iters, mut dtypes) = (64usize, 1usize, 5usize, vec![DType::F32, DType::F16]);
     let mut args = std::env::args().skip(1);
@@ -190,15 +176,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let reference = Decoder::new(Backend::Candle, vb.clone())?;
         let z = Tensor::randn(0f32, 1.0, (batch, 4, latent, latent), &dev)?.to_dtype(dtype)?;
         let y_ref = reference.forward(&z)?;
-        let t_ref = median_ms(&reference, &z, &dev, iters)?;
+        let t_ref = common::median_ms(&|| reference.forward(&z), &dev, 1, iters)?;
         let image = 8 * latent;
         println!("| {dtype:?} | {batch}x{latent}x{latent} | {image}x{image} | candle (im2col + cuBLAS) | {t_ref:.2} | 1.00x | 0 |");
         for be in [Backend::Convrs, Backend::ConvrsFused] {
             let model = Decoder::new(be, vb.clone())?;
             let y = model.forward(&z)?;
-            let (a, b) = (y.to_dtype(DType::F64)?, y_ref.to_dtype(DType::F64)?);
-            let err = ((&a - &b)?.sqr()?.sum_all()?.to_scalar::<f64>()? / b.sqr()?.sum_all()?.to_scalar::<f64>()?).sqrt();
-            let t = median_ms(&model, &z, &dev, iters)?;
+            let err = common::rel_l2(&y, &y_ref)?;
+            let t = common::median_ms(&|| model.forward(&z), &dev, 1, iters)?;
             let name = match (be, dtype) {
                 (Backend::Convrs, DType::F32) => "convrs conv (TF32)",
                 (Backend::Convrs, _) => "convrs conv",

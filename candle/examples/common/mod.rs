@@ -1,13 +1,17 @@
-//! What the layer examples share: the timing, the `--iters` flag, and the error measure.
+//! What the examples share: the timing, the `--iters` flag, and the error measure.
+// Each example is compiled with its own copy of this module and uses a part of it.
+#![allow(dead_code)]
 
 use std::time::Instant;
 
 use candle_core::{DType, Device, Tensor};
 
 /// Median milliseconds of `iters` calls of `f`, each followed by a device synchronize, after
-/// one warm-up call: what a caller waits, host launch time included.
-pub fn median_ms(f: &dyn Fn() -> candle_core::Result<Tensor>, dev: &Device, iters: usize) -> candle_core::Result<f64> {
-    f()?;
+/// `warmups` untimed calls: what a caller waits, host launch time included.
+pub fn median_ms(f: &dyn Fn() -> candle_core::Result<Tensor>, dev: &Device, warmups: usize, iters: usize) -> candle_core::Result<f64> {
+    for _ in 0..warmups {
+        f()?;
+    }
     dev.synchronize()?;
     let mut t = Vec::new();
     for _ in 0..iters {
