@@ -249,7 +249,7 @@ impl Gpu {
         use cudarc::driver::DevicePtr;
         let (address, _sync) = input.device_ptr(&self.stream);
         let key = match kind {
-            crate::plan::InputMap::Im2col => MapKey::Input(InputMapKey::new(address, problem, T::DTYPE).map_err(Error::InvalidArgument)?),
+            crate::plan::InputMap::Im2col { pixels } => MapKey::Input(InputMapKey::new(address, problem, T::DTYPE, pixels).map_err(Error::InvalidArgument)?),
             crate::plan::InputMap::Planes => MapKey::Planes(PlaneMapKey::new(address, problem, T::DTYPE)),
         };
         self.tensor_map(key)

@@ -57,9 +57,12 @@ pub struct LaunchPlan {
 /// The kinds of TMA tensor map of the input a kernel may take.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum InputMap {
-    /// NHWC read in im2col mode for the problem's geometry: boxes of 128 output pixels' taps by
-    /// 128 bytes of channels.
-    Im2col,
+    /// NHWC read in im2col mode for the problem's geometry: boxes of `pixels` output pixels'
+    /// taps (the kernel's block tile rows: 128, or 64) by 128 bytes of channels.
+    Im2col {
+        /// Output pixels a copy brings.
+        pixels: u32,
+    },
     /// NCHW read as planes: a 3-D tensor {H*W, C, N}, boxes of 64 pixels by 64 channels of one
     /// image (`convrs_spec::hopper::Producer::Planes`).
     Planes,
@@ -75,9 +78,9 @@ impl LaunchPlan {
     /// use convrs::DType;
     /// let plan = LaunchPlan::new("wgmma_ws_tma_splitk_128x64k64", (12, 1, 4), (384, 1, 1), 197_760, DType::F16, 9.5)
     ///     .with_filter_map(64)
-    ///     .with_input_map()
+    ///     .with_input_map(128)
     ///     .with_workspace(1 << 20);
-    /// assert_eq!((plan.filter_map_rows, plan.input_map, plan.workspace_bytes), (Some(64), Some(InputMap::Im2col), 1 << 20));
+    /// assert_eq!((plan.filter_map_rows, plan.input_map, plan.workspace_bytes), (Some(64), Some(InputMap::Im2col { pixels: 128 }), 1 << 20));
     /// ```
     pub fn new(kernel: &'static str, grid: (u32, u32, u32), block: (u32, u32, u32), shared_bytes: u32, dtype: DType, predicted_us: f64) -> Self {
         LaunchPlan { kernel, grid, block, shared_bytes, dtype, out_dtype: DType::F32, predicted_us, filter_map_rows: None, input_map: None, workspace_bytes: 0, split_filter: false, epilogue: crate::Epilogue::NONE }
@@ -105,9 +108,9 @@ impl LaunchPlan {
         LaunchPlan { filter_map_rows: Some(rows), ..self }
     }
 
-    /// The same plan taking the input's im2col tensor map.
-    pub fn with_input_map(self) -> Self {
-        LaunchPlan { input_map: Some(InputMap::Im2col), ..self }
+    /// The same plan taking the input's im2col tensor map, copies of `pixels` output pixels.
+    pub fn with_input_map(self, pixels: u32) -> Self {
+        LaunchPlan { input_map: Some(InputMap::Im2col { pixels }), ..self }
     }
 
     /// The same plan taking the input's plane map ([`InputMap::Planes`]).

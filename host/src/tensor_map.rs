@@ -28,8 +28,6 @@ const BOX_ROW_BYTES: u32 = convrs_spec::hopper::ROW_BYTES as u32;
 fn box_channels(dtype: DType) -> u32 {
     BOX_ROW_BYTES / dtype.size() as u32
 }
-/// Pixels (GEMM rows) per im2col box: the kernels' block tile rows.
-const BOX_PIXELS: u32 = convrs_spec::hopper::BLOCK_M as u32;
 
 /// What a filter map encodes; equal keys give equal maps.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -125,6 +123,8 @@ pub(crate) struct InputMapKey {
     /// The convolution's strides, W then H.
     pub strides: [u32; 2],
     pub dtype: DType,
+    /// Output pixels (GEMM rows) a copy brings: the kernel's block tile rows.
+    pub pixels: u32,
 }
 
 /// For a 4-D tensor the im2col bounding box's corners are signed 8-bit numbers (CUDA driver
@@ -135,8 +135,9 @@ pub(crate) const IM2COL_MAX_OFFSET: usize = 255;
 pub(crate) const IM2COL_MAX_STRIDE: usize = 8;
 
 impl InputMapKey {
-    /// The key of `problem`'s input at `address`, or why im2col mode cannot describe it.
-    pub fn new(address: u64, problem: &Conv2d, dtype: DType) -> std::result::Result<Self, String> {
+    /// The key of `problem`'s input at `address` read `pixels` output pixels a copy, or why
+    /// im2col mode cannot describe it.
+    pub fn new(address: u64, problem: &Conv2d, dtype: DType, pixels: u32) -> std::result::Result<Self, String> {
         let p = problem;
         let corner = |pad: usize, taps: usize, dil: usize| -> std::result::Result<(i32, i32), String> {
             let (lo, hi) = (-(pad as i64), pad as i64 - ((taps - 1) * dil) as i64);
@@ -161,11 +162,12 @@ impl InputMapKey {
             upper: [w_hi, h_hi],
             strides: [p.stride.1 as u32, p.stride.0 as u32],
             dtype,
+            pixels,
         })
     }
 
     /// The driver's encoding: a 4-D tensor {C, W, H, N} (innermost first) read in im2col mode,
-    /// 128 pixels of 128 bytes of channels a copy, 128-byte swizzle (as the filter's boxes), zeros outside
+    /// `pixels` pixels of 128 bytes of channels a copy, 128-byte swizzle (as the filter's boxes), zeros outside
     /// the tensor (padding, channel tails, rows past the last image).
     pub fn encode(&self) -> Result<[u8; 128]> {
         let data_type = data_type(self.dtype);
@@ -189,7 +191,7 @@ impl InputMapKey {
                 self.lower.as_ptr(),
                 self.upper.as_ptr(),
                 box_channels(self.dtype),
-                BOX_PIXELS,
+                self.pixels,
                 element_strides.as_ptr(),
                 CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
                 CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,

@@ -2,12 +2,13 @@
 //! kernels (which declare an entry per row and dtype) and the host (which plans from the rows).
 //!
 //! A configuration is a *policy* (how the operand tiles reach shared memory, how the output tiles
-//! are scheduled, how many CTAs share a filter tile) and a block tile (128 x BN x 64 with STAGES
+//! are scheduled, how many CTAs share a filter tile, the block tile's rows: 128, or 64 under
+//! step 12's ping-pong) and a block tile (BM x BN x one 128-byte row of channels, with STAGES
 //! k-tiles in the shared ring) and what the tensor cores compute ([`Math`]). The 16-bit rows of
 //! [`hopper_configs!`] have an fp16 and a bf16 entry point, the same code with the other `wgmma`
 //! type; the fp32 rows of [`hopper_f32_configs!`] one entry each, in TF32 or 3xTF32.
 //!
-//! Shared memory: each stage is the A tile (128 rows of 128 bytes: 64 16-bit or 32 fp32
+//! Shared memory: each stage is the A tile (BM rows of 128 bytes: 64 16-bit or 32 fp32
 //! channels, one 128-byte swizzle row) then the B tile (BN rows; 3xTF32: the filter's TF32 high
 //! parts, then its remainders), each on a 1024-byte boundary, which the kernel finds by aligning
 //! the dynamic shared memory's start up (the launch asks for 1 KiB more than the stages); the
@@ -19,9 +20,13 @@
 
 use crate::split_k;
 
-/// Block tile rows (GEMM M): two consumer warpgroups of m64, or under ping-pong one warpgroup's
-/// two m64 blocks.
+/// Block tile rows (GEMM M) of every configuration but step 12's: two consumer warpgroups of
+/// m64, or under ping-pong one warpgroup's two m64 blocks. [`Policy::block_m`] is a
+/// configuration's own.
 pub const BLOCK_M: usize = 128;
+/// Rows of one `wgmma` block (m64): a warpgroup's share of a 128-row tile, and the whole tile
+/// of step 12's ping-pong.
+pub const WGMMA_M: usize = 64;
 /// Bytes of one shared row of a tile: one 128-byte swizzle row, [`Math::k_tile`] channels.
 pub const ROW_BYTES: usize = 128;
 /// Channels per k-tile of 16-bit data ([`Math::Half`]); fp32 k-tiles have half as many.
@@ -34,80 +39,92 @@ pub const BARRIER_BYTES: usize = 128;
 /// Dynamic shared memory a block may have on sm_90 (227 KiB).
 pub const MAX_SMEM_BYTES: usize = 232448;
 
-/// Calls `$callback! { $ctx... (Producer, Schedule, CLUSTER, BN, STAGES, fp16_entry, bf16_entry) ... }`,
+/// Calls `$callback! { $ctx... (Producer, Schedule, CLUSTER, BM, BN, STAGES, fp16_entry, bf16_entry) ... }`,
 /// one row per compiled configuration, in the order of the progression. `Producer` and
 /// `Schedule` are variant names of [`Producer`] and [`Schedule`].
 #[macro_export]
 macro_rules! hopper_configs {
     ($callback:path $(, $ctx:tt)*) => {
         $callback! { $($ctx)*
-            // producer  schedule    cluster BN  stages entries (fp16, bf16)
+            // producer  schedule    cluster BM   BN  stages entries (fp16, bf16)
             // Step 3: every thread copies, both warpgroups compute (the ring runs STAGES-2 ahead).
-            (Multistage, Tile,       1,      256, 4, wgmma_multistage_128x256k64, wgmma_multistage_bf16_128x256k64)
-            (Multistage, Tile,       1,      128, 5, wgmma_multistage_128x128k64, wgmma_multistage_bf16_128x128k64)
+            (Multistage, Tile,       1,      128, 256, 4, wgmma_multistage_128x256k64, wgmma_multistage_bf16_128x256k64)
+            (Multistage, Tile,       1,      128, 128, 5, wgmma_multistage_128x128k64, wgmma_multistage_bf16_128x128k64)
             // Step 4: a producer warpgroup and two consumers on an mbarrier ring (a whole ring ahead).
-            (WsCpAsync,  Tile,       1,      256, 4, wgmma_ws_cpasync_128x256k64, wgmma_ws_cpasync_bf16_128x256k64)
-            (WsCpAsync,  Tile,       1,      128, 6, wgmma_ws_cpasync_128x128k64, wgmma_ws_cpasync_bf16_128x128k64)
+            (WsCpAsync,  Tile,       1,      128, 256, 4, wgmma_ws_cpasync_128x256k64, wgmma_ws_cpasync_bf16_128x256k64)
+            (WsCpAsync,  Tile,       1,      128, 128, 6, wgmma_ws_cpasync_128x128k64, wgmma_ws_cpasync_bf16_128x128k64)
             // Step 5: clusters of 2 along M sharing each filter tile by TMA multicast.
-            (WsCpAsync,  Tile,       2,      256, 4, wgmma_ws_cpasync_cluster2_128x256k64, wgmma_ws_cpasync_cluster2_bf16_128x256k64)
-            (WsCpAsync,  Tile,       2,      128, 6, wgmma_ws_cpasync_cluster2_128x128k64, wgmma_ws_cpasync_cluster2_bf16_128x128k64)
+            (WsCpAsync,  Tile,       2,      128, 256, 4, wgmma_ws_cpasync_cluster2_128x256k64, wgmma_ws_cpasync_cluster2_bf16_128x256k64)
+            (WsCpAsync,  Tile,       2,      128, 128, 6, wgmma_ws_cpasync_cluster2_128x128k64, wgmma_ws_cpasync_cluster2_bf16_128x128k64)
             // Step 6: a persistent grid, the next tile's loads under the epilogue.
-            (WsCpAsync,  Persistent, 1,      256, 4, wgmma_ws_cpasync_persistent_128x256k64, wgmma_ws_cpasync_persistent_bf16_128x256k64)
-            (WsCpAsync,  Persistent, 1,      128, 6, wgmma_ws_cpasync_persistent_128x128k64, wgmma_ws_cpasync_persistent_bf16_128x128k64)
-            (WsCpAsync,  Persistent, 2,      256, 4, wgmma_ws_cpasync_persistent_cluster2_128x256k64, wgmma_ws_cpasync_persistent_cluster2_bf16_128x256k64)
-            (WsCpAsync,  Persistent, 2,      128, 6, wgmma_ws_cpasync_persistent_cluster2_128x128k64, wgmma_ws_cpasync_persistent_cluster2_bf16_128x128k64)
+            (WsCpAsync,  Persistent, 1,      128, 256, 4, wgmma_ws_cpasync_persistent_128x256k64, wgmma_ws_cpasync_persistent_bf16_128x256k64)
+            (WsCpAsync,  Persistent, 1,      128, 128, 6, wgmma_ws_cpasync_persistent_128x128k64, wgmma_ws_cpasync_persistent_bf16_128x128k64)
+            (WsCpAsync,  Persistent, 2,      128, 256, 4, wgmma_ws_cpasync_persistent_cluster2_128x256k64, wgmma_ws_cpasync_persistent_cluster2_bf16_128x256k64)
+            (WsCpAsync,  Persistent, 2,      128, 128, 6, wgmma_ws_cpasync_persistent_cluster2_128x128k64, wgmma_ws_cpasync_persistent_cluster2_bf16_128x128k64)
             // Step 7: both tiles by TMA, the activations in im2col mode (one producer thread).
-            (WsTma,      Persistent, 1,      256, 4, wgmma_ws_tma_persistent_128x256k64, wgmma_ws_tma_persistent_bf16_128x256k64)
-            (WsTma,      Persistent, 1,      128, 6, wgmma_ws_tma_persistent_128x128k64, wgmma_ws_tma_persistent_bf16_128x128k64)
+            (WsTma,      Persistent, 1,      128, 256, 4, wgmma_ws_tma_persistent_128x256k64, wgmma_ws_tma_persistent_bf16_128x256k64)
+            (WsTma,      Persistent, 1,      128, 128, 6, wgmma_ws_tma_persistent_128x128k64, wgmma_ws_tma_persistent_bf16_128x128k64)
             // 128x64 for K <= 64 and 128x32 for K <= 32: no filter rows zero-filled past K.
-            (WsTma,      Persistent, 1,       64, 8, wgmma_ws_tma_persistent_128x64k64, wgmma_ws_tma_persistent_bf16_128x64k64)
-            (WsTma,      Persistent, 1,       32, 8, wgmma_ws_tma_persistent_128x32k64, wgmma_ws_tma_persistent_bf16_128x32k64)
-            (WsTma,      Persistent, 2,      256, 4, wgmma_ws_tma_persistent_cluster2_128x256k64, wgmma_ws_tma_persistent_cluster2_bf16_128x256k64)
-            (WsTma,      Persistent, 2,      128, 6, wgmma_ws_tma_persistent_cluster2_128x128k64, wgmma_ws_tma_persistent_cluster2_bf16_128x128k64)
+            (WsTma,      Persistent, 1,      128,  64, 8, wgmma_ws_tma_persistent_128x64k64, wgmma_ws_tma_persistent_bf16_128x64k64)
+            (WsTma,      Persistent, 1,      128,  32, 8, wgmma_ws_tma_persistent_128x32k64, wgmma_ws_tma_persistent_bf16_128x32k64)
+            (WsTma,      Persistent, 2,      128, 256, 4, wgmma_ws_tma_persistent_cluster2_128x256k64, wgmma_ws_tma_persistent_cluster2_bf16_128x256k64)
+            (WsTma,      Persistent, 2,      128, 128, 6, wgmma_ws_tma_persistent_cluster2_128x128k64, wgmma_ws_tma_persistent_cluster2_bf16_128x128k64)
             // Step 8: split-K, the slices meeting in a workspace (tiles up to split_k::MAX_BN).
-            (WsTma,      SplitK,     1,      128, 6, wgmma_ws_tma_splitk_128x128k64, wgmma_ws_tma_splitk_bf16_128x128k64)
-            (WsTma,      SplitK,     1,       64, 8, wgmma_ws_tma_splitk_128x64k64, wgmma_ws_tma_splitk_bf16_128x64k64)
-            (WsTma,      SplitK,     1,       32, 8, wgmma_ws_tma_splitk_128x32k64, wgmma_ws_tma_splitk_bf16_128x32k64)
+            (WsTma,      SplitK,     1,      128, 128, 6, wgmma_ws_tma_splitk_128x128k64, wgmma_ws_tma_splitk_bf16_128x128k64)
+            (WsTma,      SplitK,     1,      128,  64, 8, wgmma_ws_tma_splitk_128x64k64, wgmma_ws_tma_splitk_bf16_128x64k64)
+            (WsTma,      SplitK,     1,      128,  32, 8, wgmma_ws_tma_splitk_128x32k64, wgmma_ws_tma_splitk_bf16_128x32k64)
             // Step 10: ping-pong, each consumer warpgroup a whole tile of its own (its 128 rows as two
             // m64 blocks), every other tile of the CTA's: one's epilogue under the other's mainloop.
-            (WsTma,      PingPong,   1,      128, 6, wgmma_ws_tma_pingpong_128x128k64, wgmma_ws_tma_pingpong_bf16_128x128k64)
-            (WsTma,      PingPong,   1,       64, 8, wgmma_ws_tma_pingpong_128x64k64, wgmma_ws_tma_pingpong_bf16_128x64k64)
+            (WsTma,      PingPong,   1,      128, 128, 6, wgmma_ws_tma_pingpong_128x128k64, wgmma_ws_tma_pingpong_bf16_128x128k64)
+            (WsTma,      PingPong,   1,      128,  64, 8, wgmma_ws_tma_pingpong_128x64k64, wgmma_ws_tma_pingpong_bf16_128x64k64)
+            // Step 12: ping-pong on 64-row tiles, one m64 block a warpgroup (CUTLASS's): twice
+            // the tiles of a small-M layer without splitting its reduction, and each epilogue
+            // the size of step 7's, under the other warpgroup's mainloop.
+            (WsTma,      PingPong,   1,       64, 256, 5, wgmma_ws_tma_pingpong_m64_64x256k64, wgmma_ws_tma_pingpong_m64_bf16_64x256k64)
+            (WsTma,      PingPong,   1,       64, 128, 8, wgmma_ws_tma_pingpong_m64_64x128k64, wgmma_ws_tma_pingpong_m64_bf16_64x128k64)
+            (WsTma,      PingPong,   1,       64,  64, 8, wgmma_ws_tma_pingpong_m64_64x64k64, wgmma_ws_tma_pingpong_m64_bf16_64x64k64)
+            (WsTma,      PingPong,   1,       64,  32, 8, wgmma_ws_tma_pingpong_m64_64x32k64, wgmma_ws_tma_pingpong_m64_bf16_64x32k64)
             // Step 9: NCHW data, 1x1 stride 1: a GEMM per image, the filter as A and the image's
             // C x HW plane as an MN-major B, both by tiled TMA; NCHW out, no transform.
-            (Planes,     Persistent, 1,      256, 4, wgmma_nchw1x1_persistent_128x256k64, wgmma_nchw1x1_persistent_bf16_128x256k64)
-            (Planes,     Persistent, 1,      128, 6, wgmma_nchw1x1_persistent_128x128k64, wgmma_nchw1x1_persistent_bf16_128x128k64)
-            (Planes,     Persistent, 1,       64, 8, wgmma_nchw1x1_persistent_128x64k64, wgmma_nchw1x1_persistent_bf16_128x64k64)
+            (Planes,     Persistent, 1,      128, 256, 4, wgmma_nchw1x1_persistent_128x256k64, wgmma_nchw1x1_persistent_bf16_128x256k64)
+            (Planes,     Persistent, 1,      128, 128, 6, wgmma_nchw1x1_persistent_128x128k64, wgmma_nchw1x1_persistent_bf16_128x128k64)
+            (Planes,     Persistent, 1,      128,  64, 8, wgmma_nchw1x1_persistent_128x64k64, wgmma_nchw1x1_persistent_bf16_128x64k64)
         }
     };
 }
 
-/// Calls `$callback! { $ctx... (Math, Producer, Schedule, CLUSTER, BN, STAGES, entry) ... }`, one
+/// Calls `$callback! { $ctx... (Math, Producer, Schedule, CLUSTER, BM, BN, STAGES, entry) ... }`, one
 /// row per compiled fp32 configuration: the tensor cores on fp32 data, in TF32 or 3xTF32
 /// ([`Math`]). Each k-tile is 32 channels (the same 128 bytes a row as the 16-bit rows).
 #[macro_export]
 macro_rules! hopper_f32_configs {
     ($callback:path $(, $ctx:tt)*) => {
         $callback! { $($ctx)*
-            // math    producer schedule    cluster BN  stages entry
+            // math    producer schedule    cluster BM   BN  stages entry
             // Step 10: TF32, step 7's kernel with `wgmma .tf32` on 32-channel k-tiles.
-            (Tf32,     WsTma,   Persistent, 1,      256, 4, wgmma_ws_tma_persistent_tf32_128x256k32)
-            (Tf32,     WsTma,   Persistent, 1,      128, 6, wgmma_ws_tma_persistent_tf32_128x128k32)
-            (Tf32,     WsTma,   Persistent, 1,       64, 8, wgmma_ws_tma_persistent_tf32_128x64k32)
-            (Tf32,     WsTma,   Persistent, 1,       32, 8, wgmma_ws_tma_persistent_tf32_128x32k32)
+            (Tf32,     WsTma,   Persistent, 1,      128, 256, 4, wgmma_ws_tma_persistent_tf32_128x256k32)
+            (Tf32,     WsTma,   Persistent, 1,      128, 128, 6, wgmma_ws_tma_persistent_tf32_128x128k32)
+            (Tf32,     WsTma,   Persistent, 1,      128,  64, 8, wgmma_ws_tma_persistent_tf32_128x64k32)
+            (Tf32,     WsTma,   Persistent, 1,      128,  32, 8, wgmma_ws_tma_persistent_tf32_128x32k32)
             // Step 11: 3xTF32, each stage with the filter's high and low TF32 parts, the
             // activations split in registers: three wgmmas a step.
-            (Tf32x3,   WsTma,   Persistent, 1,      128, 4, wgmma_ws_tma_persistent_3xtf32_128x128k32)
-            (Tf32x3,   WsTma,   Persistent, 1,       64, 6, wgmma_ws_tma_persistent_3xtf32_128x64k32)
-            (Tf32x3,   WsTma,   Persistent, 1,       32, 8, wgmma_ws_tma_persistent_3xtf32_128x32k32)
+            (Tf32x3,   WsTma,   Persistent, 1,      128, 128, 4, wgmma_ws_tma_persistent_3xtf32_128x128k32)
+            (Tf32x3,   WsTma,   Persistent, 1,      128,  64, 6, wgmma_ws_tma_persistent_3xtf32_128x64k32)
+            (Tf32x3,   WsTma,   Persistent, 1,      128,  32, 8, wgmma_ws_tma_persistent_3xtf32_128x32k32)
             // Step 10's ping-pong schedule on fp32 data in TF32.
-            (Tf32,     WsTma,   PingPong,   1,      128, 6, wgmma_ws_tma_pingpong_tf32_128x128k32)
-            (Tf32,     WsTma,   PingPong,   1,       64, 8, wgmma_ws_tma_pingpong_tf32_128x64k32)
+            (Tf32,     WsTma,   PingPong,   1,      128, 128, 6, wgmma_ws_tma_pingpong_tf32_128x128k32)
+            (Tf32,     WsTma,   PingPong,   1,      128,  64, 8, wgmma_ws_tma_pingpong_tf32_128x64k32)
+            // Step 12's 64-row ping-pong in TF32.
+            (Tf32,     WsTma,   PingPong,   1,       64, 256, 5, wgmma_ws_tma_pingpong_m64_tf32_64x256k32)
+            (Tf32,     WsTma,   PingPong,   1,       64, 128, 8, wgmma_ws_tma_pingpong_m64_tf32_64x128k32)
+            (Tf32,     WsTma,   PingPong,   1,       64,  64, 8, wgmma_ws_tma_pingpong_m64_tf32_64x64k32)
+            (Tf32,     WsTma,   PingPong,   1,       64,  32, 8, wgmma_ws_tma_pingpong_m64_tf32_64x32k32)
             // Step 8's split-K on fp32 data: layers with fewer output tiles than SMs.
-            (Tf32,     WsTma,   SplitK,     1,      128, 6, wgmma_ws_tma_splitk_tf32_128x128k32)
-            (Tf32,     WsTma,   SplitK,     1,       64, 8, wgmma_ws_tma_splitk_tf32_128x64k32)
-            (Tf32,     WsTma,   SplitK,     1,       32, 8, wgmma_ws_tma_splitk_tf32_128x32k32)
-            (Tf32x3,   WsTma,   SplitK,     1,       64, 6, wgmma_ws_tma_splitk_3xtf32_128x64k32)
-            (Tf32x3,   WsTma,   SplitK,     1,       32, 8, wgmma_ws_tma_splitk_3xtf32_128x32k32)
+            (Tf32,     WsTma,   SplitK,     1,      128, 128, 6, wgmma_ws_tma_splitk_tf32_128x128k32)
+            (Tf32,     WsTma,   SplitK,     1,      128,  64, 8, wgmma_ws_tma_splitk_tf32_128x64k32)
+            (Tf32,     WsTma,   SplitK,     1,      128,  32, 8, wgmma_ws_tma_splitk_tf32_128x32k32)
+            (Tf32x3,   WsTma,   SplitK,     1,      128,  64, 6, wgmma_ws_tma_splitk_3xtf32_128x64k32)
+            (Tf32x3,   WsTma,   SplitK,     1,      128,  32, 8, wgmma_ws_tma_splitk_3xtf32_128x32k32)
         }
     };
 }
@@ -207,17 +224,18 @@ pub enum Schedule {
     /// workspace ([`crate::split_k`]). One more argument after the maps: the workspace.
     SplitK,
     /// Persistent, with the two consumer warpgroups taking alternate tiles of the CTA's
-    /// sequence, each a whole tile (its [`BLOCK_M`] rows as two m64 blocks): while one runs its
-    /// epilogue the other's MMAs keep the tensor cores busy (CUTLASS's ping-pong kernel). The
-    /// producer fills the ring in the tiles' order, as for [`Schedule::Persistent`]; each stage
-    /// is released by the one warpgroup that read it. Tiles at most [`PINGPONG_MAX_BN`] wide
-    /// (a thread holds the whole tile's BN fp32 accumulators).
+    /// sequence, each a whole tile (128 rows as two m64 blocks, or one of [`WGMMA_M`] rows):
+    /// while one runs its epilogue the other's MMAs keep the tensor cores busy (CUTLASS's
+    /// ping-pong kernel). The producer fills the ring in the tiles' order, as for
+    /// [`Schedule::Persistent`]; each stage is released by the one warpgroup that read it.
+    /// Tiles of at most [`PINGPONG_MAX_ACC`] outputs a thread (a thread holds its share of the
+    /// whole tile's fp32 accumulators).
     PingPong,
 }
 
-/// The widest tile of [`Schedule::PingPong`]: 128 accumulators a consumer thread, as the
-/// 128x256 tiles of the other schedules.
-pub const PINGPONG_MAX_BN: usize = 128;
+/// The most fp32 accumulators a consumer thread holds: 128, as the 128x256 tiles of the
+/// two-warpgroup schedules. A ping-pong tile BM x BN holds BM * BN / 128 a thread.
+pub const PINGPONG_MAX_ACC: usize = 128;
 
 /// A configuration's policy: what the kernel does, apart from the tile's size.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -231,12 +249,22 @@ pub struct Policy {
     pub cluster: usize,
     /// What the tensor cores compute, on which data.
     pub math: Math,
+    /// Block tile rows: [`BLOCK_M`], or [`WGMMA_M`] (one m64 block a tile: ping-pong only,
+    /// where each consumer warpgroup computes a tile alone).
+    pub block_m: usize,
 }
 
 impl Policy {
     /// The policy's name, the host's kernel name for it; every entry of a configuration with
     /// this policy starts with it. Empty for combinations no configuration compiles.
     pub const fn name(self) -> &'static str {
+        if self.block_m != BLOCK_M {
+            return match (self.producer, self.schedule, self.cluster, self.math, self.block_m) {
+                (Producer::WsTma, Schedule::PingPong, 1, Math::Half, WGMMA_M) => "wgmma_ws_tma_pingpong_m64",
+                (Producer::WsTma, Schedule::PingPong, 1, Math::Tf32, WGMMA_M) => "wgmma_ws_tma_pingpong_m64_tf32",
+                _ => "",
+            };
+        }
         match (self.producer, self.schedule, self.cluster, self.math) {
             (Producer::Multistage, Schedule::Tile, 1, Math::Half) => "wgmma_multistage",
             (Producer::WsCpAsync, Schedule::Tile, 1, Math::Half) => "wgmma_ws_cpasync",
@@ -327,16 +355,20 @@ pub struct Config {
     pub entries: &'static [&'static str],
 }
 
-/// Bytes of one pipeline stage with tiles `bn` wide under `math`: [`BLOCK_M`] rows of
-/// activations and `bn` rows per filter tile, of [`ROW_BYTES`] each.
+/// Bytes of one pipeline stage with tiles `bm x bn` under `math`: `bm` rows of activations and
+/// `bn` rows per filter tile, of [`ROW_BYTES`] each.
 #[inline(always)]
-pub const fn stage_bytes(bn: usize, math: Math) -> usize {
-    (BLOCK_M + math.b_tiles() * bn) * ROW_BYTES
+pub const fn stage_bytes(bm: usize, bn: usize, math: Math) -> usize {
+    (bm + math.b_tiles() * bn) * ROW_BYTES
 }
 
-/// Bytes one im2col copy delivers: [`BLOCK_M`] pixels of [`K_TILE`] channels (zero-filled ones
-/// included), part of the full barrier's expected transaction count.
-pub const A_TILE_BYTES: usize = BLOCK_M * ROW_BYTES;
+/// Bytes the A tile's copy delivers for tiles `bm` rows high: `bm` pixels (or under
+/// [`Producer::Planes`] filter rows) of one 128-byte row of channels, zero-filled ones included;
+/// part of the full barrier's expected transaction count.
+#[inline(always)]
+pub const fn a_tile_bytes(bm: usize) -> usize {
+    bm * ROW_BYTES
+}
 
 /// Bytes a filter copy of `rows` rows delivers (the whole box, zero-filled rows included).
 #[inline(always)]
@@ -358,7 +390,7 @@ impl Config {
     /// Dynamic shared memory bytes per block: the stages, 1 KiB to align them to 1024, and the
     /// barriers of the warp-specialized kernels.
     pub const fn smem_bytes(&self) -> usize {
-        let ring = self.stages * stage_bytes(self.bn, self.policy.math) + 1024;
+        let ring = self.stages * stage_bytes(self.block_m(), self.bn, self.policy.math) + 1024;
         if self.policy.warp_specialized() { ring + BARRIER_BYTES } else { ring }
     }
 
@@ -366,6 +398,12 @@ impl Config {
     /// of its cluster; under [`Producer::Planes`] the filter is the A tile, [`BLOCK_M`] rows.
     pub const fn filter_box_rows(&self) -> usize {
         if matches!(self.policy.producer, Producer::Planes) { BLOCK_M } else { self.bn / self.policy.cluster }
+    }
+
+    /// Block tile rows ([`Policy::block_m`]); with the im2col producer also the input map's
+    /// pixels a copy.
+    pub const fn block_m(&self) -> usize {
+        self.policy.block_m
     }
 
     /// The entry point for fp16 (`bf16` false) or bf16 data; an fp32 configuration's one entry.
@@ -387,10 +425,10 @@ impl Config {
 }
 
 macro_rules! declare_configs {
-    ($(($producer:ident, $schedule:ident, $cluster:literal, $bn:literal, $stages:literal, $fp16:ident, $bf16:ident))*) => {
+    ($(($producer:ident, $schedule:ident, $cluster:literal, $bm:literal, $bn:literal, $stages:literal, $fp16:ident, $bf16:ident))*) => {
         /// The 16-bit configurations, in the order of the progression.
         const HALF_CONFIGS: [Config; [$($bn),*].len()] = [$(Config {
-            policy: Policy { producer: Producer::$producer, schedule: Schedule::$schedule, cluster: $cluster, math: Math::Half },
+            policy: Policy { producer: Producer::$producer, schedule: Schedule::$schedule, cluster: $cluster, math: Math::Half, block_m: $bm },
             bn: $bn,
             stages: $stages,
             entries: &[stringify!($fp16), stringify!($bf16)],
@@ -400,10 +438,10 @@ macro_rules! declare_configs {
 crate::hopper_configs!(declare_configs);
 
 macro_rules! declare_f32_configs {
-    ($(($math:ident, $producer:ident, $schedule:ident, $cluster:literal, $bn:literal, $stages:literal, $entry:ident))*) => {
+    ($(($math:ident, $producer:ident, $schedule:ident, $cluster:literal, $bm:literal, $bn:literal, $stages:literal, $entry:ident))*) => {
         /// The fp32 configurations, in the order of the progression.
         const F32_CONFIGS: [Config; [$($bn),*].len()] = [$(Config {
-            policy: Policy { producer: Producer::$producer, schedule: Schedule::$schedule, cluster: $cluster, math: Math::$math },
+            policy: Policy { producer: Producer::$producer, schedule: Schedule::$schedule, cluster: $cluster, math: Math::$math, block_m: $bm },
             bn: $bn,
             stages: $stages,
             entries: &[stringify!($entry)],
@@ -469,8 +507,13 @@ const fn check(c: &Config) {
         // Each tile is whole plane copies; the filter copy is the A tile (no multicast).
         Producer::Planes => assert!(c.bn % PLANE_BOX_PIXELS == 0 && p.cluster == 1 && matches!(p.math, Math::Half) && !p.split_k(), "plane producers: tiles of whole 64-pixel copies, no cluster, 16-bit, unsplit"),
     }
+    // 64-row tiles are one warpgroup's m64 block: only where each warpgroup has tiles of its own.
+    assert!(p.block_m == BLOCK_M || (p.block_m == WGMMA_M && p.ping_pong()), "block tiles of 128 rows, or 64 under ping-pong");
     if p.ping_pong() {
-        assert!(p.cluster == 1 && matches!(p.producer, Producer::WsTma) && !matches!(p.math, Math::Tf32x3) && c.bn <= PINGPONG_MAX_BN, "ping-pong: im2col TMA, no cluster, not 3xTF32, BN <= PINGPONG_MAX_BN");
+        assert!(
+            p.cluster == 1 && matches!(p.producer, Producer::WsTma) && !matches!(p.math, Math::Tf32x3) && p.block_m * c.bn / WARPGROUP <= PINGPONG_MAX_ACC,
+            "ping-pong: im2col TMA, no cluster, not 3xTF32, at most PINGPONG_MAX_ACC accumulators a thread"
+        );
     }
     if p.split_k() {
         assert!(p.cluster == 1 && matches!(p.producer, Producer::WsTma) && c.bn <= split_k::MAX_BN, "split-K: im2col TMA, no cluster, BN <= split_k::MAX_BN");
@@ -487,6 +530,7 @@ const _: () = {
                 && CONFIGS[i].policy.schedule as u8 == CONFIGS[j].policy.schedule as u8
                 && CONFIGS[i].policy.cluster == CONFIGS[j].policy.cluster
                 && CONFIGS[i].policy.math as u8 == CONFIGS[j].policy.math as u8
+                && CONFIGS[i].policy.block_m == CONFIGS[j].policy.block_m
                 && CONFIGS[i].bn == CONFIGS[j].bn), "two configurations with one policy and tile width");
             j += 1;
         }
@@ -508,7 +552,10 @@ mod tests {
         // 3xTF32 stages hold two filter tiles: 128 + 2 x 128 rows.
         let x3 = CONFIGS.iter().find(|c| c.entries[0] == "wgmma_ws_tma_persistent_3xtf32_128x128k32").unwrap();
         assert_eq!((x3.smem_bytes(), x3.k_tile()), (4 * 384 * 128 + 1024 + 128, 32));
-        assert_eq!(A_TILE_BYTES, 16384);
+        assert_eq!(a_tile_bytes(BLOCK_M), 16384);
+        // Step 12's 64-row stages: 64 + BN rows.
+        let pp = CONFIGS.iter().find(|c| c.entries[0] == "wgmma_ws_tma_pingpong_m64_64x128k64").unwrap();
+        assert_eq!((pp.block_m(), pp.smem_bytes(), pp.policy.name()), (64, 8 * 192 * 128 + 1024 + 128, "wgmma_ws_tma_pingpong_m64"));
     }
 
     #[test]

@@ -13,6 +13,7 @@
 //! | 8 | `wgmma_ws_tma_splitk` | split-K: the grid's z slices share each tile's reduction, meeting in a workspace |
 //! | 9 | `wgmma_nchw1x1_persistent` ([`planes`]) | NCHW data, 1x1: a GEMM per image, the filter as A, the pixels as an MN-major B; no transform |
 //! | 10 | `wgmma_ws_tma_pingpong[_tf32]` ([`kernel`]) | ping-pong: each consumer warpgroup a whole tile, one's epilogue under the other's mainloop |
+//! | 12 | `wgmma_ws_tma_pingpong_m64[_tf32]` | ping-pong on 64-row tiles, one m64 block a warpgroup: twice the tiles, epilogues of step 7's size |
 //!
 //! The pieces of the warp-specialized kernel, each written once: [`producer`], [`consumer`],
 //! [`epilogue`], the tile [`scheduler`], the [`split_k`] meeting, and the ring
@@ -32,45 +33,45 @@ pub mod split_k;
 /// operands `$ops`, with the argument list of its policy (`convrs_spec::hopper::Producer`,
 /// `Schedule`).
 macro_rules! entries {
-    ($ops:ident $(($producer:ident, $schedule:ident, $cluster:tt, $bn:tt, $stages:tt, $fp16:ident, $bf16:ident))*) => {
+    ($ops:ident $(($producer:ident, $schedule:ident, $cluster:tt, $bm:tt, $bn:tt, $stages:tt, $fp16:ident, $bf16:ident))*) => {
         $(
-            entries!(@one $ops $producer $schedule $cluster $bn $stages $fp16 F16 F16Planes);
-            entries!(@one $ops $producer $schedule $cluster $bn $stages $bf16 Bf16 Bf16Planes);
+            entries!(@one $ops $producer $schedule $cluster $bm $bn $stages $fp16 F16 F16Planes);
+            entries!(@one $ops $producer $schedule $cluster $bm $bn $stages $bf16 Bf16 Bf16Planes);
         )*
     };
-    (@one $ops:ident Planes Persistent 1 $bn:tt $stages:tt $name:ident $math:ident $planes:ident) => {
+    (@one $ops:ident Planes Persistent 1 128 $bn:tt $stages:tt $name:ident $math:ident $planes:ident) => {
         $crate::conv_kernel!(
             fn $name(x: *const u16, w: *const u16, y: *mut f32, wmap: *const u8, xmap: *const u8) => $crate::tensor_core::hopper::kernel::conv_tma::<
-                planes::Planes, [f32; $bn / 2], $stages, 1, true, false, math::$planes>
+                planes::Planes, [f32; $bn / 2], $stages, 1, true, false, math::$planes, 128>
         );
     };
-    (@one $ops:ident Multistage Tile 1 $bn:tt $stages:tt $name:ident $math:ident $planes:ident) => {
+    (@one $ops:ident Multistage Tile 1 128 $bn:tt $stages:tt $name:ident $math:ident $planes:ident) => {
         $crate::conv_kernel!(
             fn $name(x: *const u16, w: *const u16, y: *mut f32) => $crate::tensor_core::hopper::multistage::conv::<$ops, [f32; $bn / 2], $stages, math::$math>
         );
     };
-    (@one $ops:ident WsCpAsync $schedule:ident $cluster:tt $bn:tt $stages:tt $name:ident $math:ident $planes:ident) => {
+    (@one $ops:ident WsCpAsync $schedule:ident $cluster:tt 128 $bn:tt $stages:tt $name:ident $math:ident $planes:ident) => {
         $crate::conv_kernel!(
             fn $name(x: *const u16, w: *const u16, y: *mut f32, wmap: *const u8) => $crate::tensor_core::hopper::kernel::conv_cp_async::<
                 $ops, [f32; $bn / 2], $stages, $cluster, { matches!(convrs_spec::hopper::Schedule::$schedule, convrs_spec::hopper::Schedule::Persistent) }, math::$math>
         );
     };
-    (@one $ops:ident WsTma SplitK 1 $bn:tt $stages:tt $name:ident $math:ident $planes:ident) => {
+    (@one $ops:ident WsTma SplitK 1 128 $bn:tt $stages:tt $name:ident $math:ident $planes:ident) => {
         $crate::conv_kernel!(
             fn $name(x: *const u16, w: *const u16, y: *mut f32, wmap: *const u8, xmap: *const u8, ws: *mut u32) => $crate::tensor_core::hopper::kernel::conv_split_k::<
                 $ops, [f32; $bn / 2], $stages, math::$math>
         );
     };
-    (@one $ops:ident WsTma PingPong 1 $bn:tt $stages:tt $name:ident $math:ident $planes:ident) => {
+    (@one $ops:ident WsTma PingPong 1 $bm:tt $bn:tt $stages:tt $name:ident $math:ident $planes:ident) => {
         $crate::conv_kernel!(
             fn $name(x: *const u16, w: *const u16, y: *mut f32, wmap: *const u8, xmap: *const u8) => $crate::tensor_core::hopper::kernel::conv_tma::<
-                $ops, [f32; $bn / 2], $stages, 1, true, true, math::$math>
+                $ops, [f32; $bn / 2], $stages, 1, true, true, math::$math, $bm>
         );
     };
-    (@one $ops:ident WsTma $schedule:ident $cluster:tt $bn:tt $stages:tt $name:ident $math:ident $planes:ident) => {
+    (@one $ops:ident WsTma $schedule:ident $cluster:tt 128 $bn:tt $stages:tt $name:ident $math:ident $planes:ident) => {
         $crate::conv_kernel!(
             fn $name(x: *const u16, w: *const u16, y: *mut f32, wmap: *const u8, xmap: *const u8) => $crate::tensor_core::hopper::kernel::conv_tma::<
-                $ops, [f32; $bn / 2], $stages, $cluster, { matches!(convrs_spec::hopper::Schedule::$schedule, convrs_spec::hopper::Schedule::Persistent) }, false, math::$math>
+                $ops, [f32; $bn / 2], $stages, $cluster, { matches!(convrs_spec::hopper::Schedule::$schedule, convrs_spec::hopper::Schedule::Persistent) }, false, math::$math, 128>
         );
     };
 }
@@ -78,24 +79,24 @@ macro_rules! entries {
 /// Declares the entry of every row of `convrs_spec::hopper_f32_configs!` on operands `$ops`:
 /// the im2col TMA producer on a persistent grid, fp32 data, the reduction whole or split.
 macro_rules! f32_entries {
-    ($ops:ident $(($math:ident, WsTma, $schedule:ident, 1, $bn:tt, $stages:tt, $name:ident))*) => {
+    ($ops:ident $(($math:ident, WsTma, $schedule:ident, 1, $bm:tt, $bn:tt, $stages:tt, $name:ident))*) => {
         $(
-            f32_entries!(@one $ops $math $schedule $bn $stages $name);
+            f32_entries!(@one $ops $math $schedule $bm $bn $stages $name);
         )*
     };
-    (@one $ops:ident $math:ident Persistent $bn:tt $stages:tt $name:ident) => {
+    (@one $ops:ident $math:ident Persistent 128 $bn:tt $stages:tt $name:ident) => {
         $crate::conv_kernel!(
             fn $name(x: *const f32, w: *const f32, y: *mut f32, wmap: *const u8, xmap: *const u8) => $crate::tensor_core::hopper::kernel::conv_tma_f32::<
-                $ops, [f32; $bn / 2], $stages, false, math::$math>
+                $ops, [f32; $bn / 2], $stages, false, math::$math, 128>
         );
     };
-    (@one $ops:ident $math:ident PingPong $bn:tt $stages:tt $name:ident) => {
+    (@one $ops:ident $math:ident PingPong $bm:tt $bn:tt $stages:tt $name:ident) => {
         $crate::conv_kernel!(
             fn $name(x: *const f32, w: *const f32, y: *mut f32, wmap: *const u8, xmap: *const u8) => $crate::tensor_core::hopper::kernel::conv_tma_f32::<
-                $ops, [f32; $bn / 2], $stages, true, math::$math>
+                $ops, [f32; $bn / 2], $stages, true, math::$math, $bm>
         );
     };
-    (@one $ops:ident $math:ident SplitK $bn:tt $stages:tt $name:ident) => {
+    (@one $ops:ident $math:ident SplitK 128 $bn:tt $stages:tt $name:ident) => {
         $crate::conv_kernel!(
             fn $name(x: *const f32, w: *const f32, y: *mut f32, wmap: *const u8, xmap: *const u8, ws: *mut u32) => $crate::tensor_core::hopper::kernel::conv_split_k_f32::<
                 $ops, [f32; $bn / 2], $stages, math::$math>

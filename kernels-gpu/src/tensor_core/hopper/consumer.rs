@@ -2,13 +2,13 @@
 //! warp-specialized consumer warpgroup's whole reduction of one tile, each k-tile's MMAs those
 //! of its [`Math`] (which the multistage kernel issues too).
 
-use convrs_spec::hopper::{BLOCK_M, ROW_BYTES};
+use convrs_spec::hopper::ROW_BYTES;
 
 use super::math::{a_row, Math};
 use crate::prelude::pipeline::{Position, Ring};
 use crate::prelude::wgmma::{desc_sw128, fence_proxy_async_shared, Accumulators};
 
-/// A consumer warpgroup (`cw` 0 or 1: block-tile rows 64cw..) on one tile: runs every k-tile's
+/// A consumer warpgroup (`cw` 0 or 1: block-tile rows 64cw.. of a tile `BM` rows high) on one tile: runs every k-tile's
 /// wgmmas as soon as its stage (from `at`, which it advances) is full and hands each stage back
 /// once they retired, the last one too unless `hold` (then the caller releases it, after using its
 /// A tile as the fused epilogue's staging: `store_fused`); calls `under(kt)` after issuing each k-tile's wgmmas
@@ -21,7 +21,7 @@ use crate::prelude::wgmma::{desc_sw128, fence_proxy_async_shared, Accumulators};
 /// All 128 threads of warpgroup cw + 1 call it together (`tid` the thread's index in the block), after the barriers' initialisation,
 /// once for each tile the producer fills.
 #[inline(always)]
-pub(super) unsafe fn consume<Acc: Accumulators, M: Math, const STAGES: usize, const CLUSTER: u32, const IM2COL: bool>(
+pub(super) unsafe fn consume<Acc: Accumulators, M: Math, const STAGES: usize, const CLUSTER: u32, const IM2COL: bool, const BM: usize>(
     ring: Ring<STAGES>,
     cw: u32,
     tid: u32,
@@ -32,7 +32,7 @@ pub(super) unsafe fn consume<Acc: Accumulators, M: Math, const STAGES: usize, co
     mut under: impl FnMut(u32),
 ) -> Acc {
     let a_desc = desc_sw128(ring.smem + cw * 64 * ROW_BYTES as u32);
-    let b_desc = M::b_desc(ring.smem + (BLOCK_M * ROW_BYTES) as u32);
+    let b_desc = M::b_desc(ring.smem + (BM * ROW_BYTES) as u32);
     let a_row = a_row(ring.smem, cw, tid);
     let mut acc = Acc::ZERO;
     // The running sum of `Math::finish` (3xTF32 only; unused otherwise).

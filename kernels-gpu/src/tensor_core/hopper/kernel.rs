@@ -16,7 +16,8 @@
 //! - With `Producer::WsTma`, `xmap`, the input's im2col tensor map, encoded by
 //!   `cuTensorMapEncodeIm2col` as a 4-D tensor {C, W, H, N} (byte strides C*2, W*C*2, H*W*C*2),
 //!   bounding box corners {-pad_w, -pad_h} and {pad_w - (S-1)*dil_w, pad_h - (R-1)*dil_h},
-//!   element strides {1, stride_w, stride_h, 1}, 64 channels per pixel, 128 pixels per column,
+//!   element strides {1, stride_w, stride_h, 1}, 64 channels per pixel, BM pixels per column (the
+//!   block tile's rows: 128, or 64 for step 12's ping-pong),
 //!   128B swizzle, zero fill; so the copy for output row m0 and tap (r, s) brings rows m0.. of
 //!   the im2col matrix, exactly the A tile step 3's addressing builds.
 //! - fp32 entries (`Math::Tf32`, `Math::Tf32x3`): both maps of FLOAT32 tensors, boxes of 32
@@ -31,7 +32,7 @@
 //! - With `Schedule::SplitK`, `ws`, the workspace (`convrs_spec::split_k::workspace_bytes` for
 //!   the launch, its counters zero), where the grid's z slices meet.
 //!
-//! Launch: 384 threads; a 1-D grid of `ceil(M / 128) * ceil(K / BN)` blocks (N tile fastest; in
+//! Launch: 384 threads; a 1-D grid of `ceil(M / BM) * ceil(K / BN)` blocks (N tile fastest; in
 //! clusters the M tiles rounded up to whole clusters), or with a persistent schedule fewer (a
 //! multiple of the cluster size), times the split count in z; `Config::smem_bytes` of dynamic
 //! shared memory.
@@ -46,10 +47,11 @@
 //!   last stage, and the epilogue ([`super::epilogue`]), or under split-K the meeting first. A
 //!   fused epilogue keeps the last stage until it is done: it stages the accumulators in the
 //!   stage's A tile.
-//! - Under `Schedule::PingPong` (step 10), each consumer warpgroup takes every other tile
-//!   whole, as two m64 blocks, and the mainloops take turns ([`ping_pong`]).
+//! - Under `Schedule::PingPong` (steps 10 and 12), each consumer warpgroup takes every other
+//!   tile whole, as two m64 blocks (BM = 128) or one (BM = 64), and the mainloops take turns
+//!   ([`ping_pong`]).
 
-use convrs_spec::hopper::{fuses_epilogue, plane_rows, stage_bytes, Math as Spec, BARRIER_BYTES, BLOCK_M, PINGPONG_MAX_BN, WARPGROUP};
+use convrs_spec::hopper::{fuses_epilogue, plane_rows, stage_bytes, Math as Spec, BARRIER_BYTES, BLOCK_M, PINGPONG_MAX_ACC, WARPGROUP, WGMMA_M};
 use convrs_spec::split_k;
 use convrs_spec::EpilogueArgs;
 
@@ -87,15 +89,16 @@ pub unsafe fn conv_cp_async<O: Operands, Acc: Accumulators, const STAGES: usize,
 ) {
     // SAFETY: as the caller guarantees; without IM2COL the input map is not read, without SPLIT
     // the workspace.
-    unsafe { conv::<O, Acc, STAGES, CLUSTER, PERSISTENT, false, M, false, false>(x, w, y, wmap, core::ptr::null(), core::ptr::null_mut(), sh) }
+    unsafe { conv::<O, Acc, STAGES, CLUSTER, PERSISTENT, false, M, false, false, BLOCK_M>(x, w, y, wmap, core::ptr::null(), core::ptr::null_mut(), sh) }
 }
 
-/// `Producer::WsTma` entries: [`conv`] with activations by im2col TMA copies through `xmap`.
+/// `Producer::WsTma` entries: [`conv`] with activations by im2col TMA copies through `xmap`,
+/// tiles `BM` rows high.
 ///
 /// # Safety
 /// As [`conv`].
 #[inline(always)]
-pub unsafe fn conv_tma<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTER: u32, const PERSISTENT: bool, const PINGPONG: bool, M: Math>(
+pub unsafe fn conv_tma<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTER: u32, const PERSISTENT: bool, const PINGPONG: bool, M: Math, const BM: usize>(
     x: *const u16,
     w: *const u16,
     y: *mut f32,
@@ -104,7 +107,7 @@ pub unsafe fn conv_tma<O: Operands, Acc: Accumulators, const STAGES: usize, cons
     sh: ConvShape,
 ) {
     // SAFETY: as the caller guarantees; without SPLIT the workspace is not read.
-    unsafe { conv::<O, Acc, STAGES, CLUSTER, PERSISTENT, PINGPONG, M, true, false>(x, w, y, wmap, xmap, core::ptr::null_mut(), sh) }
+    unsafe { conv::<O, Acc, STAGES, CLUSTER, PERSISTENT, PINGPONG, M, true, false, BM>(x, w, y, wmap, xmap, core::ptr::null_mut(), sh) }
 }
 
 /// The fp32 entries (`Math::Tf32`, `Math::Tf32x3`; persistent, no cluster): [`conv_tma`] on
@@ -113,7 +116,7 @@ pub unsafe fn conv_tma<O: Operands, Acc: Accumulators, const STAGES: usize, cons
 /// # Safety
 /// As [`conv`].
 #[inline(always)]
-pub unsafe fn conv_tma_f32<O: Operands, Acc: Accumulators, const STAGES: usize, const PINGPONG: bool, M: Math>(
+pub unsafe fn conv_tma_f32<O: Operands, Acc: Accumulators, const STAGES: usize, const PINGPONG: bool, M: Math, const BM: usize>(
     x: *const f32,
     w: *const f32,
     y: *mut f32,
@@ -122,7 +125,7 @@ pub unsafe fn conv_tma_f32<O: Operands, Acc: Accumulators, const STAGES: usize, 
     sh: ConvShape,
 ) {
     // SAFETY: as the caller guarantees; x and w are not read.
-    unsafe { conv::<O, Acc, STAGES, 1, true, PINGPONG, M, true, false>(x as *const u16, w as *const u16, y, wmap, xmap, core::ptr::null_mut(), sh) }
+    unsafe { conv::<O, Acc, STAGES, 1, true, PINGPONG, M, true, false, BM>(x as *const u16, w as *const u16, y, wmap, xmap, core::ptr::null_mut(), sh) }
 }
 
 /// The fp32 `Schedule::SplitK` entries: [`conv_split_k`] on fp32 data, which only the tensor
@@ -141,7 +144,7 @@ pub unsafe fn conv_split_k_f32<O: Operands, Acc: Accumulators, const STAGES: usi
     sh: ConvShape,
 ) {
     // SAFETY: as the caller guarantees; x and w are not read.
-    unsafe { conv::<O, Acc, STAGES, 1, true, false, M, true, true>(x as *const u16, w as *const u16, y, wmap, xmap, ws, sh) }
+    unsafe { conv::<O, Acc, STAGES, 1, true, false, M, true, true, BLOCK_M>(x as *const u16, w as *const u16, y, wmap, xmap, ws, sh) }
 }
 
 /// `Schedule::SplitK` entries (always `Producer::WsTma`, persistent, no cluster): [`conv`] with
@@ -160,10 +163,10 @@ pub unsafe fn conv_split_k<O: Operands, Acc: Accumulators, const STAGES: usize, 
     sh: ConvShape,
 ) {
     // SAFETY: as the caller guarantees.
-    unsafe { conv::<O, Acc, STAGES, 1, true, false, M, true, true>(x, w, y, wmap, xmap, ws, sh) }
+    unsafe { conv::<O, Acc, STAGES, 1, true, false, M, true, true, BLOCK_M>(x, w, y, wmap, xmap, ws, sh) }
 }
 
-/// The kernel; see the module docs. Block tile 128 x `Acc::N` x one 128-byte row of channels,
+/// The kernel; see the module docs. Block tile `BM` x `Acc::N` x one 128-byte row of channels,
 /// `STAGES` k-tiles in the ring, operands addressed by `O` (plain NHWC), clusters of `CLUSTER`
 /// CTAs sharing the filter tile, a persistent grid if `PERSISTENT`, the data and arithmetic of
 /// `M`, activations by im2col TMA
@@ -176,7 +179,7 @@ pub unsafe fn conv_split_k<O: Operands, Acc: Accumulators, const STAGES: usize, 
 /// them with every index in `i32`.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTER: u32, const PERSISTENT: bool, const PINGPONG: bool, M: Math, const IM2COL: bool, const SPLIT: bool>(
+unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTER: u32, const PERSISTENT: bool, const PINGPONG: bool, M: Math, const IM2COL: bool, const SPLIT: bool, const BM: usize>(
     x: *const u16,
     _w: *const u16,
     y: *mut f32,
@@ -202,16 +205,19 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
         assert!(!O::PLANES || (IM2COL && CLUSTER == 1 && !SPLIT && matches!(M::SPEC, Spec::Half) && Acc::N % 64 == 0));
         // Ping-pong: persistent im2col tiles without clusters, each warpgroup's whole tile in
         // its registers (`convrs_spec::hopper::Schedule::PingPong`).
-        assert!(!PINGPONG || (IM2COL && PERSISTENT && CLUSTER == 1 && !SPLIT && !O::PLANES && !matches!(M::SPEC, Spec::Tf32x3) && Acc::N <= PINGPONG_MAX_BN));
+        assert!(!PINGPONG || (IM2COL && PERSISTENT && CLUSTER == 1 && !SPLIT && !O::PLANES && !matches!(M::SPEC, Spec::Tf32x3) && BM * Acc::N / WG as usize <= PINGPONG_MAX_ACC));
+        // 64-row tiles (step 12) are one warpgroup's m64 block: ping-pong only.
+        assert!(BM == BLOCK_M || (BM == WGMMA_M && PINGPONG));
     }
     let raw = dynamic_smem_u32();
     // 1024-byte aligned start of the ring: the swizzle pattern repeats every 1024 bytes and
     // the descriptors and the TMA assume it starts on that boundary.
     let smem = (raw + 1023) & !1023;
-    if block_dim_x() != 3 * WG as i32 || dynamic_smem_bytes() + raw < smem + (STAGES * stage_bytes(Acc::N, M::SPEC) + BARRIER_BYTES) as u32 {
+    let stage = stage_bytes(BM, Acc::N, M::SPEC);
+    if block_dim_x() != 3 * WG as i32 || dynamic_smem_bytes() + raw < smem + (STAGES * stage + BARRIER_BYTES) as u32 {
         trap();
     }
-    let ring = Ring::<STAGES> { smem, stage: stage_bytes(Acc::N, M::SPEC) as u32 };
+    let ring = Ring::<STAGES> { smem, stage: stage as u32 };
     let tid = thread_x() as u32;
     if tid == 0 {
         // SAFETY: the slots after the stages are inside the launch's shared memory (checked
@@ -239,7 +245,7 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
     }
 
     let (gemm_m, gemm_n) = O::gemm_mn(&sh);
-    let tiles = Tiles::of::<CLUSTER, PERSISTENT>(gemm_m, gemm_n, Acc::N as u32);
+    let tiles = Tiles::of::<CLUSTER, PERSISTENT>(gemm_m, gemm_n, BM as u32, Acc::N as u32);
     let tiles = if O::PLANES { tiles.by_image(plane_rows(sh.k as usize) as u32 / BLOCK_M as u32) } else { tiles };
     let n_tiles = tiles.n_tiles;
     let kc = M::SPEC.k_tile() as i32;
@@ -279,7 +285,7 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
     unsafe { setmaxnreg_inc_224() };
     if PINGPONG {
         // SAFETY: the whole warpgroup, for the tiles the producer fills; the caller's contract.
-        unsafe { ping_pong::<O, Acc, STAGES, M>(&sh, y, ring, tiles, ktiles, cw, tid) };
+        unsafe { ping_pong::<O, Acc, STAGES, M, BM>(&sh, y, ring, tiles, ktiles, cw, tid) };
         return;
     }
     let mut tiles = tiles;
@@ -307,7 +313,7 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
         // SAFETY: the whole warpgroup, for every tile the producer fills; the stores as
         // `store_pending` requires (the previous tile's, this thread's part).
         let acc = unsafe {
-            consume::<Acc, M, STAGES, CLUSTER, IM2COL>(ring, cw, tid, ktiles, idle, hold, &mut at, |kt| {
+            consume::<Acc, M, STAGES, CLUSTER, IM2COL, BM>(ring, cw, tid, ktiles, idle, hold, &mut at, |kt| {
                 if defer {
                     store_pending::<O, Acc>(&sh, y, &pending, cw, tid, kt, kt + 1);
                 }
@@ -367,8 +373,8 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
 }
 
 /// A consumer warpgroup under the ping-pong schedule: of the CTA's tiles, those at even (`cw`
-/// 0) or odd (`cw` 1) places of its sequence, each whole, its 128 rows as two m64 blocks
-/// ([`TwoBlocks`]). The ring is filled in the tiles' order, so the warpgroup skips the other's
+/// 0) or odd (`cw` 1) places of its sequence, each whole: `BM` = 128 rows as two m64 blocks
+/// ([`TwoBlocks`]), or (step 12) `BM` = 64 rows, one block. The ring is filled in the tiles' order, so the warpgroup skips the other's
 /// k-tiles ([`Position::advance`]). The mainloops take turns (CUTLASS's math order barrier):
 /// a warpgroup starts a tile's mainloop only once the other has waited for every stage of the
 /// tile before (named barrier `ORDER + cw`, which the other arrives at). So the other's MMAs
@@ -384,9 +390,19 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
 /// fills, each of `ktiles` k-tiles.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn ping_pong<O: Operands, Acc: Accumulators, const STAGES: usize, M: Math>(sh: &ConvShape, y: *mut f32, ring: Ring<STAGES>, mut tiles: Tiles, ktiles: i32, cw: u32, tid: u32) {
+unsafe fn ping_pong<O: Operands, Acc: Accumulators, const STAGES: usize, M: Math, const BM: usize>(
+    sh: &ConvShape,
+    y: *mut f32,
+    ring: Ring<STAGES>,
+    mut tiles: Tiles,
+    ktiles: i32,
+    cw: u32,
+    tid: u32,
+) {
     // Every ping-pong configuration fuses the epilogue (`fuses_epilogue`: TMA, no cluster).
     let hold = !sh.ep.is_identity();
+    // A tile of one m64 block (a constant of the instantiation: the other form compiles away).
+    let one = BM == WGMMA_M;
     let mut at = Position::START;
     let mut place = 0u32;
     while let Some((m0, n0)) = tiles.next::<1>() {
@@ -395,7 +411,7 @@ unsafe fn ping_pong<O: Operands, Acc: Accumulators, const STAGES: usize, M: Math
             at = at.advance::<STAGES>(ktiles as u32);
             continue;
         }
-        let second = O::y_in(sh, m0 + 64, n0);
+        let second = !one && O::y_in(sh, m0 + WGMMA_M as u32, n0);
         if hold {
             // SAFETY: the caller's contract (the residual is output-shaped).
             unsafe {
@@ -410,8 +426,15 @@ unsafe fn ping_pong<O: Operands, Acc: Accumulators, const STAGES: usize, M: Math
             // warpgroups, whole; the other arrives once per tile of its that a tile follows.
             unsafe { named_sync(ORDER + cw, 2 * WG) };
         }
-        // SAFETY: the whole warpgroup, for this tile's k-tiles, the A tile's 128 rows from block 0.
-        let acc = unsafe { consume::<TwoBlocks<Acc>, M, STAGES, 1, true>(ring, 0, tid, ktiles, false, hold, &mut at, |_| {}) };
+        // SAFETY: the whole warpgroup, for this tile's k-tiles, the A tile's BM rows from block 0.
+        // A one-block tile's second block is never stored (`second` is false).
+        let acc = unsafe {
+            if one {
+                TwoBlocks(consume::<Acc, M, STAGES, 1, true, BM>(ring, 0, tid, ktiles, false, hold, &mut at, |_| {}), Acc::ZERO)
+            } else {
+                consume::<TwoBlocks<Acc>, M, STAGES, 1, true, BM>(ring, 0, tid, ktiles, false, hold, &mut at, |_| {})
+            }
+        };
         if tiles.more() {
             // The next tile's mainloop (the other's) may start. SAFETY: as above.
             unsafe { named_arrive(ORDER + 1 - cw, 2 * WG) };

@@ -75,7 +75,7 @@ pub unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, M: Math>
     }
     let bm = BLOCK_M as u32;
     let bn = Acc::N as u32;
-    let stage = stage_bytes(Acc::N, convrs_spec::hopper::Math::Half) as u32;
+    let stage = stage_bytes(BLOCK_M, Acc::N, convrs_spec::hopper::Math::Half) as u32;
     // Rows each thread copies: 4 threads a row, 2 chunks each.
     let (a_loads, b_loads) = (BLOCK_M * 4 / THREADS, Acc::N * 4 / THREADS);
     let raw = dynamic_smem_u32();

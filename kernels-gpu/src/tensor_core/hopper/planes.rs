@@ -17,7 +17,7 @@
 //! one image, its copies address that image alone (pixels past H*W arrive as zeros), and the
 //! epilogue finds a row's image with one division a tile row rather than one a store.
 
-use convrs_spec::hopper::{b_tile_bytes, plane_rows, A_TILE_BYTES, K_TILE, PLANE_BOX_PIXELS, ROW_BYTES};
+use convrs_spec::hopper::{a_tile_bytes, b_tile_bytes, plane_rows, BLOCK_M, K_TILE, PLANE_BOX_PIXELS, ROW_BYTES};
 
 use super::scheduler::Tiles;
 use crate::prelude::mbarrier::{mbar_arrive_expect_tx, setmaxnreg_dec_56, tma_load_3d};
@@ -129,7 +129,8 @@ pub(super) unsafe fn produce_planes<const STAGES: usize>(xmap: *const u8, wmap: 
     }
     let bn = tiles.bn;
     let copies = bn / PLANE_BOX_PIXELS as u32;
-    let bytes = (A_TILE_BYTES + b_tile_bytes(bn as usize)) as u32;
+    let a_bytes = a_tile_bytes(BLOCK_M) as u32;
+    let bytes = a_bytes + b_tile_bytes(bn as usize) as u32;
     let mut at = Position::START;
     while let Some((m0, n0)) = tiles.next::<1>() {
         let (image, k0) = Planes::image_channel(sh, m0);
@@ -149,7 +150,7 @@ pub(super) unsafe fn produce_planes<const STAGES: usize>(xmap: *const u8, wmap: 
                 unroll!(4: 4, j => {
                     if (j as u32) < copies {
                         let p = (n0 + j as u32 * PLANE_BOX_PIXELS as u32) as i32;
-                        tma_load_3d(stage + A_TILE_BYTES as u32 + j as u32 * COPY_BYTES, xmap, p, c0, image as i32, full);
+                        tma_load_3d(stage + a_bytes + j as u32 * COPY_BYTES, xmap, p, c0, image as i32, full);
                     }
                 });
             }

@@ -6,13 +6,13 @@
 //!   all 128 copy the activation tile with `cp.async` (4 rows a thread) and arrive on the stage's
 //!   `full` barrier when their copies land: 128 + 1 arrivals and the filter's bytes a phase.
 //! - [`produce_tma`] (`Producer::WsTma`): one thread issues both copies, the activations as one
-//!   im2col TMA copy of the tile's 128 rows (taps in the padding and rows past the last image
+//!   im2col TMA copy of the tile's rows (128, or 64 under step 12; taps in the padding and rows past the last image
 //!   arrive as zeros): one arrival, both tiles' bytes.
 //!
 //! In a cluster each CTA copies its `bn / CLUSTER` rows of the filter tile into every CTA of the
 //! cluster ([`load_filter_tile`]).
 
-use convrs_spec::hopper::{b_tile_bytes, Math, A_TILE_BYTES, BLOCK_M, K_TILE, ROW_BYTES, WARPGROUP};
+use convrs_spec::hopper::{a_tile_bytes, b_tile_bytes, Math, BLOCK_M, K_TILE, ROW_BYTES, WARPGROUP};
 
 use super::scheduler::Tiles;
 use crate::prelude::mbarrier::{cp_async_mbar_arrive_noinc, mbar_arrive_expect_tx, setmaxnreg_dec_56, tma_load_3d, tma_load_3d_multicast, tma_load_im2col_4d};
@@ -73,7 +73,7 @@ pub(super) unsafe fn produce_cp_async<O: Operands, const STAGES: usize, const CL
                 // first on the same phase.
                 unsafe {
                     mbar_arrive_expect_tx(full, b_tile_bytes(bn as usize) as u32);
-                    load_filter_tile::<CLUSTER>(stage, wmap, tap.c0, rs, n0, bn, tiles.rank, full);
+                    load_filter_tile::<CLUSTER>(stage + BLOCK_M as u32 * ROW, wmap, tap.c0, rs, n0, bn, tiles.rank, full);
                 }
             }
             let xc = tap.c0 * O::x_chan(sh);
@@ -105,7 +105,7 @@ pub(super) unsafe fn produce_cp_async<O: Operands, const STAGES: usize, const CL
 }
 
 /// Issues the TMA copy of a k-tile's filter tile (rows `n0..n0 + bn` of the map's tap `rs`,
-/// channels `c0..c0 + 64`) into the B tile of `stage`, completing on `full`. In a cluster this
+/// channels `c0..c0 + 64`) into the B tile at `b` (a stage's, after its A tile), completing on `full`. In a cluster this
 /// CTA (of rank `rank`) copies its `bn / CLUSTER` rows into every CTA of the cluster.
 ///
 /// # Safety
@@ -117,8 +117,7 @@ pub(super) unsafe fn produce_cp_async<O: Operands, const STAGES: usize, const CL
 /// signed transaction count allows.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn load_filter_tile<const CLUSTER: u32>(stage: u32, wmap: *const u8, c0: i32, rs: i32, n0: u32, bn: u32, rank: u32, full: u32) {
-    let b = stage + BLOCK_M as u32 * ROW;
+unsafe fn load_filter_tile<const CLUSTER: u32>(b: u32, wmap: *const u8, c0: i32, rs: i32, n0: u32, bn: u32, rank: u32, full: u32) {
     // SAFETY: as the caller guarantees.
     unsafe {
         if CLUSTER == 1 {
@@ -163,6 +162,8 @@ pub(super) unsafe fn produce_tma<O: Operands, const STAGES: usize, const CLUSTER
     // SAFETY: S >= 1.
     let start = unsafe { Tap::at::<O>(sh, rs0, (cc * kc) as i32) };
     let b_bytes = math.b_tiles() * b_tile_bytes(tiles.bn as usize);
+    // The A tile's bytes: `bm` pixels, the B tile(s) after it.
+    let (a_bytes, bm) = (a_tile_bytes(tiles.bm as usize), tiles.bm);
     let mut at = Position::START;
     let bn = tiles.bn;
     while let Some((m0, n0)) = tiles.next::<CLUSTER>() {
@@ -180,18 +181,18 @@ pub(super) unsafe fn produce_tma<O: Operands, const STAGES: usize, const CLUSTER
             unsafe { ring.wait_empty(at) };
             let stage = ring.stage_addr(at.stage);
             let full = ring.full(at.stage);
-            // SAFETY: the stage is free; its A tile (1024-aligned, 128 rows of 128 bytes) and B
+            // SAFETY: the stage is free; its A tile (1024-aligned, bm rows of 128 bytes) and B
             // tile(s) receive exactly the announced bytes; tap offsets fit u16 (the host's map
             // requires them within the bounding box's range).
             unsafe {
-                mbar_arrive_expect_tx(full, (A_TILE_BYTES + b_bytes) as u32);
+                mbar_arrive_expect_tx(full, (a_bytes + b_bytes) as u32);
                 tma_load_im2col_4d(stage, xmap, tap.c0, iw, ih, n as i32, tap.sdw as u16, tap.rdh as u16, full);
-                load_filter_tile::<CLUSTER>(stage, wmap, tap.c0, rs, n0, bn, tiles.rank, full);
+                load_filter_tile::<CLUSTER>(stage + bm * ROW, wmap, tap.c0, rs, n0, bn, tiles.rank, full);
                 if math.b_tiles() == 2 {
                     // 3xTF32: the remainders, rows K.. of the split filter, into the second B
                     // tile (no clusters). The high tile's rows past K (outputs never stored)
                     // read remainders, not zeros.
-                    tma_load_3d(stage + (BLOCK_M as u32 + bn) * ROW, wmap, tap.c0, rs, sh.k + n0 as i32, full);
+                    tma_load_3d(stage + (bm + bn) * ROW, wmap, tap.c0, rs, sh.k + n0 as i32, full);
                 }
             }
             tap.advance::<O>(sh, kc as i32);

@@ -1,8 +1,6 @@
 //! The tile scheduler of the warp-specialized kernels: which output tiles a CTA computes, in
 //! which order. Producer and consumers walk the same sequence, so their rings stay in step.
 
-use convrs_spec::hopper::BLOCK_M;
-
 use crate::prelude::*;
 use crate::tensor_core::implicit_gemm::divmod;
 
@@ -20,24 +18,26 @@ pub(super) struct Tiles {
     pub(super) n_tiles: u32,
     /// M tiles per image in [`Tiles::by_image`] order, else 0.
     per_image: u32,
+    /// A tile's rows and columns.
+    pub(super) bm: u32,
     pub(super) bn: u32,
     pub(super) rank: u32,
 }
 
 impl Tiles {
-    /// This CTA's tiles of a `gemm_m x gemm_n` output in tiles `bn` wide, for a grid of one CTA
+    /// This CTA's tiles of a `gemm_m x gemm_n` output in tiles `bm x bn`, for a grid of one CTA
     /// per tile or (`PERSISTENT`) fewer walking them.
     #[inline(always)]
-    pub(super) fn of<const CLUSTER: u32, const PERSISTENT: bool>(gemm_m: u32, gemm_n: u32, bn: u32) -> Tiles {
+    pub(super) fn of<const CLUSTER: u32, const PERSISTENT: bool>(gemm_m: u32, gemm_n: u32, bm: u32, bn: u32) -> Tiles {
         // The CTAs of a cluster share the N tile and take consecutive M tiles (the last cluster's
         // may lie past M: it computes zeros and stores nothing, and still loads its share of B).
         let n_tiles = gemm_n.div_ceil(bn);
         let first = block_x() as u32 / CLUSTER;
         let tiles = if PERSISTENT {
-            let end = gemm_m.div_ceil(BLOCK_M as u32 * CLUSTER) * n_tiles;
-            Tiles { next: first, stride: grid_dim_x() as u32 / CLUSTER, end, n_tiles, per_image: 0, bn, rank: 0 }
+            let end = gemm_m.div_ceil(bm * CLUSTER) * n_tiles;
+            Tiles { next: first, stride: grid_dim_x() as u32 / CLUSTER, end, n_tiles, per_image: 0, bm, bn, rank: 0 }
         } else {
-            Tiles { next: first, stride: 1, end: first + 1, n_tiles, per_image: 0, bn, rank: 0 }
+            Tiles { next: first, stride: 1, end: first + 1, n_tiles, per_image: 0, bm, bn, rank: 0 }
         };
         Tiles { rank: if CLUSTER > 1 { crate::prelude::mbarrier::cluster_ctarank() } else { 0 }, ..tiles }
     }
@@ -75,6 +75,6 @@ impl Tiles {
             unsafe { divmod(self.next, self.n_tiles) }
         };
         self.next += self.stride;
-        Some(((cm * CLUSTER + self.rank) * BLOCK_M as u32, nt * self.bn))
+        Some(((cm * CLUSTER + self.rank) * self.bm, nt * self.bn))
     }
 }
