@@ -2,9 +2,9 @@
 # sanitizer; MODE=bench: suites restricted to ALGOS (BENCH_SETS "suite:dtype:part:epilogue ...").
 set -u
 O=$OUT
-eval "$(sed -n '/^torch_cudnn=/,/^fi$/p' target/gpu-bundle/run-gpu.sh)"
-b=$(mktemp -d); tar -C $b -xJf target/gpu-bundle/payload.tar.xz
-export CONVRS_COMMIT=$(cat target/gpu-bundle/commit.txt)
+eval "$(sed -n '/^torch_cudnn=/,/^fi$/p' ${BUNDLE:-target/gpu-bundle}/run-gpu.sh)"
+b=$(mktemp -d); tar -C $b -xJf ${BUNDLE:-target/gpu-bundle}/payload.tar.xz
+export CONVRS_COMMIT=$(cat ${BUNDLE:-target/gpu-bundle}/commit.txt)
 export CONVRS_REQUIRE_GPU=1 CONVRS_REQUIRE_HOPPER=1
 nvidia-smi --query-gpu=name --format=csv,noheader > $O/gpu.txt
 if [ "${MODE}" = tests ]; then
