@@ -102,12 +102,14 @@ fn rate(c: &Config) -> f64 {
 
 /// Step 12's rate factor under a fused epilogue. Its warpgroups take turns at the mainloop, so
 /// a tile's epilogue runs on one warpgroup (4 warps) where step 7 runs both blocks' at once (8
-/// warps): the epilogue, bound by each warp's dependent latency, takes about twice as long,
-/// and is exposed where it outlasts the other warpgroup's mainloop. Fitted on the H100
-/// (BENCHMARKS.md, eighteenth session): fused, step 12 ran at 0.86x step 7's speed on
-/// resnet50 (bias + residual + ReLU) and 0.94x on deepbench part 1/2 (bias + ReLU), against
-/// 0.99x bare on deepbench. With 1.3 the model picks the faster of the two on 42 of those 62 dense layers,
-/// 2.5% from the per-shape best (never picking step 12 there: 3.6%).
+/// warps). The epilogue is bound by each warp's dependent latency (notes/epilogue.md), so it
+/// likely takes twice as long (not profiled), exposed where it outlasts the other warpgroup's
+/// mainloop. Fitted on the H100
+/// (BENCHMARKS.md, eighteenth session): fused, step 12 ran at 0.87x step 7's speed on resnet50's
+/// 22 dense layers (bias + residual + ReLU) and 0.98x on deepbench part 1/2 (40, bias + ReLU),
+/// against 1.04x bare (the 80 dense deepbench shapes). With 1.3 the model picks the faster of
+/// the two on 42 of those 62 fused layers, 2.5% from the per-shape best (never picking step 12
+/// there: 3.6%).
 const M64_FUSED: f64 = 1.3;
 
 /// Registers a thread of `c` has, for the occupancy estimate: the warp-specialized entries'
