@@ -229,10 +229,8 @@ impl<T: Element, O: Element> Prepared<T, O> {
             Some(y) => y,
             None => &mut self.y,
         };
-        match ep {
-            Some(ep) => launch_fused(gpu, &self.plan, &self.run, x, w, y, &mut self.ws, ep),
-            None => launch_fused(gpu, &self.plan, &self.run, x, w, y, &mut self.ws, &self.ep.operands()),
-        }
+        let own = self.ep.operands();
+        launch_fused(gpu, &self.plan, &self.run, x, w, y, &mut self.ws, ep.unwrap_or(&own))
     }
 
     /// The output buffer (the run problem's output in the kernel's layout).

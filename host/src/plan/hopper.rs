@@ -465,8 +465,9 @@ pub fn kernel_names() -> Vec<&'static str> {
 mod tests {
     use super::*;
 
+    /// The configuration with entry point `e` (fp16, bf16 or fp32).
     fn by_entry(e: &str) -> &'static Config {
-        CONFIGS.iter().find(|c| c.entries[0] == e).unwrap()
+        CONFIGS.iter().find(|c| c.entries.contains(&e)).unwrap()
     }
 
     fn algo(name: &str) -> Algorithm {
@@ -528,7 +529,7 @@ mod tests {
         // Step 12: 64-row tiles, up to 256 wide, the im2col map's copies of 64 pixels; 8 * 784
         // / 64 = 98 M tiles.
         let m64 = algo("wgmma_ws_tma_pingpong_m64").plan(&p, DType::BF16, &d).unwrap();
-        let c = by_entry(CONFIGS.iter().find(|c| c.entries.contains(&m64.kernel)).unwrap().entries[0]);
+        let c = by_entry(m64.kernel);
         assert_eq!((c.block_m(), m64.input_map, m64.block.0), (64, Some(crate::plan::InputMap::Im2col { pixels: 64 }), 384), "{m64:?}");
         assert_eq!(tiles(c, 8 * 784, 512), 98 * 512 / c.bn);
         let tf32 = algo("wgmma_ws_tma_pingpong_tf32").plan(&p.with_precision(Precision::Tf32), DType::F32, &d).unwrap();
@@ -557,7 +558,7 @@ mod tests {
         // Few tiles, a long reduction: split, with the split entry and a workspace for it.
         let few = Conv2d::new(16, 832, 7, 7, 128, 5, 5).with_pad(2);
         let sk = algo("wgmma_ws_tma_splitk").plan(&few, DType::F16, &d).unwrap();
-        let c = CONFIGS.iter().find(|c| c.entries[0] == sk.kernel).unwrap();
+        let c = by_entry(sk.kernel);
         assert!(c.policy.split_k() && sk.grid.2 >= 2, "{sk:?}");
         assert_eq!(sk.workspace_bytes, split_k::workspace_bytes(tiles(c, 16 * 49, 128), c.bn, sk.grid.2 as usize));
         assert!(sk.input_map == Some(crate::plan::InputMap::Im2col { pixels: 128 }) && sk.filter_map_rows == Some(c.bn as u32));
@@ -580,7 +581,7 @@ mod tests {
         // pixel columns.
         let p = Conv2d::new(32, 256, 56, 56, 64, 1, 1);
         let plan = planes.plan(&p, DType::F16, &d).unwrap();
-        let c = CONFIGS.iter().find(|c| c.entries.contains(&plan.kernel)).unwrap();
+        let c = by_entry(plan.kernel);
         assert_eq!((plan.filter_map_rows, plan.input_map), (Some(BLOCK_M as u32), Some(crate::plan::InputMap::Planes)));
         assert_eq!(plan.grid.0 as usize, tiles(c, 32 * 128, 3136).min(resident(c, &d)));
         // Output channels padded per image to whole 128-row tiles.
