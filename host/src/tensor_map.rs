@@ -167,8 +167,8 @@ impl InputMapKey {
     }
 
     /// The driver's encoding: a 4-D tensor {C, W, H, N} (innermost first) read in im2col mode,
-    /// `pixels` pixels of 128 bytes of channels a copy, 128-byte swizzle (as the filter's boxes), zeros outside
-    /// the tensor (padding, channel tails, rows past the last image).
+    /// `pixels` pixels of 128 bytes of channels a copy, 128-byte swizzle (as the filter's boxes),
+    /// zeros outside the tensor (padding, channel tails, rows past the last image).
     pub fn encode(&self) -> Result<[u8; 128]> {
         let data_type = data_type(self.dtype);
         let [n, h, w, c] = self.dims;

@@ -8,8 +8,8 @@ use super::math::{a_row, Math};
 use crate::prelude::pipeline::{Position, Ring};
 use crate::prelude::wgmma::{desc_sw128, fence_proxy_async_shared, Accumulators};
 
-/// A consumer warpgroup (`cw` 0 or 1: block-tile rows 64cw.. of a tile `BM` rows high) on one tile: runs every k-tile's
-/// wgmmas as soon as its stage (from `at`, which it advances) is full and hands each stage back
+/// A consumer warpgroup (`cw` 0 or 1: rows 64cw.. of a block tile `BM` rows high, whose B tile
+/// follows its A tile in each stage) on one tile: runs every k-tile's wgmmas as soon as its stage (from `at`, which it advances) is full and hands each stage back
 /// once they retired, the last one too unless `hold` (then the caller releases it, after using its
 /// A tile as the fused epilogue's staging: `store_fused`); calls `under(kt)` after issuing each k-tile's wgmmas
 /// (work that overlaps them, predicated on kt by the caller). Returns the accumulators with

@@ -374,8 +374,8 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
 
 /// A consumer warpgroup under the ping-pong schedule: of the CTA's tiles, those at even (`cw`
 /// 0) or odd (`cw` 1) places of its sequence, each whole: `BM` = 128 rows as two m64 blocks
-/// ([`TwoBlocks`]), or (step 12) `BM` = 64 rows, one block. The ring is filled in the tiles' order, so the warpgroup skips the other's
-/// k-tiles ([`Position::advance`]). The mainloops take turns (CUTLASS's math order barrier):
+/// ([`TwoBlocks`]), or (step 12) `BM` = 64 rows, one block. The ring is filled in the tiles'
+/// order, so the warpgroup skips the other's k-tiles ([`Position::advance`]). The mainloops take turns (CUTLASS's math order barrier):
 /// a warpgroup starts a tile's mainloop only once the other has waited for every stage of the
 /// tile before (named barrier `ORDER + cw`, which the other arrives at). So the other's MMAs
 /// run under this one's epilogue, and no wait on a stage's `full` barrier is for a phase more

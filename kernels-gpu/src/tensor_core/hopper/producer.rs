@@ -6,8 +6,8 @@
 //!   all 128 copy the activation tile with `cp.async` (4 rows a thread) and arrive on the stage's
 //!   `full` barrier when their copies land: 128 + 1 arrivals and the filter's bytes a phase.
 //! - [`produce_tma`] (`Producer::WsTma`): one thread issues both copies, the activations as one
-//!   im2col TMA copy of the tile's rows (128, or 64 under step 12; taps in the padding and rows past the last image
-//!   arrive as zeros): one arrival, both tiles' bytes.
+//!   im2col TMA copy of the tile's rows (128, or 64 under step 12; taps in the padding and rows
+//!   past the last image arrive as zeros): one arrival, both tiles' bytes.
 //!
 //! In a cluster each CTA copies its `bn / CLUSTER` rows of the filter tile into every CTA of the
 //! cluster ([`load_filter_tile`]).
@@ -105,8 +105,9 @@ pub(super) unsafe fn produce_cp_async<O: Operands, const STAGES: usize, const CL
 }
 
 /// Issues the TMA copy of a k-tile's filter tile (rows `n0..n0 + bn` of the map's tap `rs`,
-/// channels `c0..c0 + 64`) into the B tile at `b` (a stage's, after its A tile), completing on `full`. In a cluster this
-/// CTA (of rank `rank`) copies its `bn / CLUSTER` rows into every CTA of the cluster.
+/// channels `c0..c0 + 64`) into the B tile at `b` (a stage's, after its A tile), completing on
+/// `full`. In a cluster this CTA (of rank `rank`) copies its `bn / CLUSTER` rows into every CTA
+/// of the cluster.
 ///
 /// # Safety
 /// One thread calls it per stage use, the stage free and the tile's bytes announced on `full`
