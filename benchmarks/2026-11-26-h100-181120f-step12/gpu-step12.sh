@@ -13,6 +13,7 @@ if [ "${MODE}" = tests ]; then
     timeout ${TEST_TIMEOUT:-280} $f ${TEST_FILTER:-} > $O/test-$t.log 2>&1; echo "$t rc=$?"
     grep -E "^test |test result|panicked|FAILED|checked" $O/test-$t.log | tail -12
   done
+  [ "${SANITIZE:-1}" = 1 ] || exit 0
   san=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer)
   for spec in "wgmma_ws_tma_pingpong_m64:fp16:16,32,15,13,48,3,3 --pad 1" "wgmma_ws_tma_pingpong_m64:bf16:12,72,31,29,136,3,3 --pad 1 --f32-out" \
               "wgmma_ws_tma_pingpong_m64:fp16:3,40,31,29,264,1,1 --stride 2 --epilogue bias+residual+relu" "wgmma_ws_tma_pingpong_m64_tf32:fp32:12,72,31,29,136,3,3 --pad 1 --precision tf32" \
