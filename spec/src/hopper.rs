@@ -79,7 +79,8 @@ macro_rules! hopper_configs {
             (WsTma,      PingPong,   1,      128,  64, 8, wgmma_ws_tma_pingpong_128x64k64, wgmma_ws_tma_pingpong_bf16_128x64k64)
             // Step 12: ping-pong on 64-row tiles, one m64 block a warpgroup (CUTLASS's): twice
             // the tiles of a small-M layer without splitting its reduction, and each epilogue
-            // the size of step 7's, under the other warpgroup's mainloop.
+            // the size of step 7's, under the other warpgroup's mainloop (measured not to pay
+            // under a fused epilogue: notes/hopper.md §16).
             (WsTma,      PingPong,   1,       64, 256, 5, wgmma_ws_tma_pingpong_m64_64x256k64, wgmma_ws_tma_pingpong_m64_bf16_64x256k64)
             (WsTma,      PingPong,   1,       64, 128, 8, wgmma_ws_tma_pingpong_m64_64x128k64, wgmma_ws_tma_pingpong_m64_bf16_64x128k64)
             (WsTma,      PingPong,   1,       64,  64, 8, wgmma_ws_tma_pingpong_m64_64x64k64, wgmma_ws_tma_pingpong_m64_bf16_64x64k64)

@@ -104,12 +104,11 @@ fn rate(c: &Config) -> f64 {
 /// a tile's epilogue runs on one warpgroup (4 warps) where step 7 runs both blocks' at once (8
 /// warps). The epilogue is bound by each warp's dependent latency (notes/epilogue.md), so it
 /// likely takes twice as long (not profiled), exposed where it outlasts the other warpgroup's
-/// mainloop. Fitted on the H100
-/// (BENCHMARKS.md, eighteenth session): fused, step 12 ran at 0.87x step 7's speed on resnet50's
-/// 22 dense layers (bias + residual + ReLU) and 0.98x on deepbench part 1/2 (40, bias + ReLU),
-/// against 1.04x bare (the 80 dense deepbench shapes). With 1.3 the model picks the faster of
-/// the two on 42 of those 62 fused layers, 2.5% from the per-shape best (never picking step 12
-/// there: 3.6%).
+/// mainloop. Fitted on the H100 (BENCHMARKS.md, eighteenth session): fused, step 12 ran at
+/// 0.87x step 7's speed on resnet50's 22 dense layers (bias + residual + ReLU) and 0.98x on
+/// deepbench part 1/2 (40, bias + ReLU), against 1.04x bare (the 80 dense deepbench shapes).
+/// With 1.3 the model picks the faster of the two on 42 of those 62 fused layers, 2.5% from the
+/// per-shape best (never picking step 12 there: 3.6%).
 const M64_FUSED: f64 = 1.3;
 
 /// Registers a thread of `c` has, for the occupancy estimate: the warp-specialized entries'
@@ -134,8 +133,9 @@ const MAX_SPLITS: usize = 32;
 /// Modelled microseconds of configuration `c` on `d` for `m x n` GEMM outputs over `taps` taps
 /// of `ch` channels (the last k-tile of each tap charged in full), each tile's reduction split
 /// over `splits` slices (1: not split), `live` of the tiles' rows computed and written (the rest are
-/// warpgroups that skip their MMAs: NCHW planes with K not filling the 128-row tiles). fp32 rows
-/// run at the tf32 peak, half the fp16 one, and 3xTF32 three products a step.
+/// warpgroups that skip their MMAs: NCHW planes with K not filling the 128-row tiles), with a
+/// fused epilogue if `fused` (step 12's rate times [`M64_FUSED`]). fp32 rows run at the tf32
+/// peak, half the fp16 one, and 3xTF32 three products a step.
 #[allow(clippy::too_many_arguments)]
 fn cost(c: &Config, d: &DeviceModel, m: usize, n: usize, ch: usize, taps: usize, splits: usize, live: f64, fused: bool) -> f64 {
     let bps = blocks_per_sm(d, c.threads(), registers(c), c.smem_bytes()) as f64;
