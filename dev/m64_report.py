@@ -22,7 +22,7 @@ for f in sys.argv[3:]:
             base = [med(e) for e in (g.get("cudnn") or []) if e.get("layout") == "NHWC" and "bare conv" not in (e.get("note") or "") and med(e)]
             if g.get("pytorch") and med(g["pytorch"]):
                 base.append(med(g["pytorch"]))
-            ks = {k["name"]: med(k) for k in g["kernels"] if k.get("passed") and k.get("user_layout") is not False or k.get("passed")}
+            ks = {k["name"]: med(k) for k in g["kernels"] if k.get("passed")}
             ta, tb = ks.get(a), ks.get(b)
             if not base or not ta or not tb:
                 continue
