@@ -43,7 +43,7 @@ enum Plan {
 ///   [`Conv2d::forward_residual`] make the layer `act(conv(x) * scale + shift + residual)` in
 ///   one kernel (the bias too: with any of them it is folded into the shift).
 /// - **Fallback.** What convrs cannot run (CPU tensors, f64, grouped layers with
-///   1 < groups < C, ...) runs on candle's own `conv2d` (and candle's ops for the fused parts),
+///   1 < groups < C off Hopper, ...) runs on candle's own `conv2d` (and candle's ops for the fused parts),
 ///   and the layer says so on stderr once, with convrs's reason.
 /// - **fp32** layers compute at [`Precision::Fp32`] unless told otherwise
 ///   ([`Conv2d::with_precision`]: `Tf32` is what PyTorch computes fp32 convolutions in by default).

@@ -127,11 +127,21 @@ fn layers_match_candle_in_f64() {
     }
 }
 
+/// Grouped layers (1 < groups < C) run on convrs's Hopper kernels in merged groups; elsewhere
+/// on candle's convolution. Either way the output is candle's in f64.
 #[test]
-fn grouped_layers_convrs_refuses_run_on_candle() {
-    let Some(dev) = cuda_or_skip("grouped_layers_convrs_refuses_run_on_candle") else { return };
-    let conv = check_layer(&dev, DType::F32, Precision::Fp32, (2, 16, 10, 10), 32, (3, 3), cfg(1, 1, 1, 4), true);
-    assert_eq!(conv.kernel_for([2, 16, 10, 10], &dev).unwrap(), None, "1 < groups < C is not in convrs yet");
+fn grouped_layers_run_on_convrs_on_hopper() {
+    let Some(dev) = cuda_or_skip("grouped_layers_run_on_convrs_on_hopper") else { return };
+    let hopper = convrs::Gpu::new(0).is_ok_and(|g| g.model().compute_capability == (9, 0));
+    // ResNeXt-like (8 channels a group, merged), and 4 groups of 4 -> 8 (merged into one).
+    let shapes = [((2, 256, 10, 10), 256, cfg(1, 1, 1, 32)), ((2, 16, 10, 10), 32, cfg(1, 1, 1, 4))];
+    for dtype in [DType::F32, DType::F16, DType::BF16] {
+        for (i, &(x, k, c)) in shapes.iter().enumerate() {
+            let conv = check_layer(&dev, dtype, Precision::Fp32, x, k, (3, 3), c, i == 0);
+            let kernel = conv.kernel_for([x.0, x.1, x.2, x.3], &dev).unwrap();
+            assert_eq!(kernel.is_some(), hopper, "{dtype:?} {x:?} {c:?}: {kernel:?}");
+        }
+    }
 }
 
 #[test]

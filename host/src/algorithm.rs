@@ -196,6 +196,7 @@ pub(crate) fn conv_shape(p: &Conv2d, out: DType) -> ConvShape {
         stride_w: i(p.stride.1),
         dil_h: i(p.dilation.0),
         dil_w: i(p.dilation.1),
+        groups: i(p.groups),
         y_bits: 8 * out.size() as i32,
         // The launch fills the epilogue's arguments from its operands (launch_fused).
         ep: convrs_spec::EpilogueArgs::NONE,
@@ -415,7 +416,9 @@ mod tests {
     fn shape_args_follow_the_kernel_order() {
         let p = Conv2d::new(2, 3, 10, 12, 4, 3, 5).with_pad(1).with_stride(2).with_dilation(1);
         // P = (10 + 2 - 2 - 1)/2 + 1 = 5; Q = (12 + 2 - 4 - 1)/2 + 1 = 5.
-        assert_eq!(shape_args(&p, DType::F32), [2, 3, 10, 12, 4, 3, 5, 5, 5, 1, 1, 2, 2, 1, 1, 32]);
-        assert_eq!(shape_args(&p, DType::BF16)[15], 16);
+        assert_eq!(shape_args(&p, DType::F32), [2, 3, 10, 12, 4, 3, 5, 5, 5, 1, 1, 2, 2, 1, 1, 1, 32]);
+        assert_eq!(shape_args(&p, DType::BF16)[16], 16);
+        let g = Conv2d::new(2, 4, 10, 12, 6, 3, 5).with_groups(2);
+        assert_eq!(shape_args(&g, DType::F16)[15], 2);
     }
 }

@@ -174,7 +174,12 @@ impl<T: Element, O: Element> DeviceConv<T, O> {
         check_len("filter", filter.len(), self.problem.filter_len())?;
         let run = *self.prepared.run_problem();
         let (_, w) = self.prepared.operands_mut();
-        relayout_into(gpu, filter, self.problem.filter_shape(), layout, w, run.filter_shape(), self.kernel.layouts.1)?;
+        if run.groups != self.problem.groups {
+            // A grouped problem in merged groups (the Hopper kernels, KRSC): block diagonal.
+            crate::groups::expand_filter_on_device(gpu, filter, layout, &self.problem, &run, w)?;
+        } else {
+            relayout_into(gpu, filter, self.problem.filter_shape(), layout, w, run.filter_shape(), self.kernel.layouts.1)?;
+        }
         self.prepared.refresh_filter(gpu)
     }
 
@@ -270,10 +275,12 @@ impl<T: Element, O: Element> DeviceConv<T, O> {
 
     /// Whether the kernel reads the caller's input and writes the caller's output where they
     /// are, with no transform: each where the kernel's layout is the caller's and nothing is
-    /// padded to the kernel's multiples.
+    /// padded to the kernel's multiples (merged groups change only the filter).
     pub fn direct(&self) -> (bool, bool) {
-        let same = *self.prepared.run_problem() == self.problem;
-        (same && self.kernel.layouts.0 == self.input_layout, same && self.kernel.layouts.2 == self.output_layout)
+        let run = self.prepared.run_problem();
+        let same_in = run.input_shape() == self.problem.input_shape();
+        let same_out = run.output_shape() == self.problem.output_shape();
+        (same_in && self.kernel.layouts.0 == self.input_layout, same_out && self.kernel.layouts.2 == self.output_layout)
     }
 
     /// The kernel that runs.

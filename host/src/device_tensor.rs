@@ -21,7 +21,7 @@
 //! ```
 
 use cudarc::driver::{CudaSlice, DevicePtr, DeviceRepr, LaunchConfig, PushKernelArg, ValidAsZeroBits};
-use convrs_spec::transform::{transpose_smem_bytes, PadChannels, Relayout, SplitTf32, Transpose, BLOCK_THREADS, PAD_BLOCK_THREADS, PAD_CHANNELS, TRANSPOSE_BLOCK, TRANSPOSE_TILE};
+use convrs_spec::transform::{transpose_smem_bytes, ExpandGroups, PadChannels, Relayout, SplitTf32, Transpose, BLOCK_THREADS, PAD_BLOCK_THREADS, PAD_CHANNELS, TRANSPOSE_BLOCK, TRANSPOSE_TILE};
 
 use crate::gpu::cuda_err;
 use crate::device_conv::DeviceConv;
@@ -144,6 +144,34 @@ unsafe fn launch_transform<T: DeviceRepr>(gpu: &Gpu, entry: &'static str, cfg: L
     // alias `src`.
     unsafe { b.launch(cfg) }.map_err(cuda_err(entry))?;
     Ok(())
+}
+
+/// Enqueues the expansion of `src`, the KRSC filter of grouped problem `p`, into `dst`, the
+/// KRSC filter of `p` in `run_groups` groups (`crate::groups`: `p.groups / run_groups` merged
+/// into each, block diagonal), by `expand_groups`.
+pub fn expand_groups_into<T: DeviceRepr>(gpu: &Gpu, src: &CudaSlice<T>, p: &crate::Conv2d, run_groups: usize, dst: &mut CudaSlice<T>) -> Result<()> {
+    if run_groups == 0 || p.groups % run_groups != 0 {
+        return Err(Error::InvalidArgument(format!("{run_groups} groups do not merge the {} of {p}", p.groups)));
+    }
+    let merge = p.groups / run_groups;
+    let total = p.filter_len() * merge;
+    if src.len() != p.filter_len() || dst.len() != total {
+        return Err(Error::BufferSize { tensor: "expanded filter", expected: total, got: dst.len() });
+    }
+    let entry = match std::mem::size_of::<T>() {
+        2 => "expand_groups_b16",
+        4 => "expand_groups_b32",
+        n => return Err(Error::InvalidArgument(format!("no filter expansion for {n}-byte elements"))),
+    };
+    let i = |v: usize| i32::try_from(v).map_err(|_| Error::InvalidArgument(format!("an expanded filter of {total} elements exceeds the kernel's i32 indices")));
+    let args = ExpandGroups { total: i(total)?, taps: i(p.r * p.s)?, group_c: i(p.group_c())?, group_k: i(p.k / p.groups)?, merge: i(merge)? };
+    if total == 0 {
+        return Ok(());
+    }
+    let cfg = LaunchConfig { grid_dim: ((total as u32).div_ceil(BLOCK_THREADS), 1, 1), block_dim: (BLOCK_THREADS, 1, 1), shared_mem_bytes: 0 };
+    // SAFETY: one thread per destination element (`total`, dst's length, checked); each reads
+    // a source offset below `total / merge`, src's length (checked); &mut dst cannot alias src.
+    unsafe { launch_transform(gpu, entry, cfg, dst, src, &args.to_args()) }
 }
 
 /// Splits the fp32 tensor `src` for the 3xTF32 kernels ([`LaunchPlan::split_filter`]): `dst`

@@ -57,6 +57,7 @@ pub mod dtype;
 pub mod epilogue;
 pub mod error;
 pub mod gpu;
+pub mod groups;
 pub mod plan;
 pub mod plot;
 pub mod prepared;

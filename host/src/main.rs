@@ -506,8 +506,11 @@ fn run_typed<T: Element, O: Element>(gpu: &Gpu, algo: Algorithm, p: &Conv2d, tim
         println!("epilogue  {}{}", formula(&p.epilogue), operand_words(&ep));
     }
     println!("{algo} ({} in, {} out) on {}: {} grid {:?}, block {:?}, {} B shared memory, predicted {:.1} us", T::DTYPE, O::DTYPE, gpu.info().name, plan.kernel, plan.grid, plan.block, plan.shared_bytes, plan.predicted_us);
-    if prepared.run_problem() != p {
-        let r = prepared.run_problem();
+    let r = prepared.run_problem();
+    if r.groups != p.groups {
+        println!("runs in {} groups of {} channels, {} of the problem's merged into each (the filter block diagonal)", r.groups, r.group_c(), p.groups / r.groups);
+    }
+    if (r.n, r.c, r.k) != (p.n, p.c, p.k) {
         println!("runs zero-padded to N={} C={} K={} (the kernel needs multiples; the padding is dropped from the output)", r.n, r.c, r.k);
     }
     prepared.poison_output(gpu)?;

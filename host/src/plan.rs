@@ -220,8 +220,14 @@ impl KernelDesc {
                 reason: format!("it computes depthwise convolutions (groups = C = {}), and the problem has {} group(s)", problem.c, problem.groups),
             });
         }
-        if self.family != Family::Depthwise && problem.groups != 1 {
-            let hint = if problem.is_depthwise() { "the depthwise kernels (`convrs list`) take it" } else { "grouped convolutions with 1 < groups < C have no kernel yet" };
+        // Grouped ones (1 < G < C) run on the Hopper im2col kernels.
+        let grouped_ok = self.takes_groups() && !problem.is_depthwise();
+        if self.family != Family::Depthwise && problem.groups != 1 && !grouped_ok {
+            let hint = if problem.is_depthwise() {
+                "the depthwise kernels (`convrs list`) take it"
+            } else {
+                "grouped convolutions with 1 < groups < C run on the Hopper kernels with im2col copies (wgmma_ws_tma*, compute capability 9.0)"
+            };
             return Err(Error::Unsupported { algorithm: self.name, reason: format!("it computes dense convolutions (groups = 1), and the problem has {} groups: {hint}", problem.groups) });
         }
         if !problem.epilogue.is_none() && !self.fuses_epilogue() {
@@ -232,6 +238,13 @@ impl KernelDesc {
             });
         }
         Ok(LaunchPlan { epilogue: problem.epilogue, ..(self.planner)(self, problem, dtype, device)? })
+    }
+
+    /// Whether it takes grouped problems with 1 < G < C (`ConvShape::groups`): the Hopper
+    /// kernels whose activations come by im2col TMA copies, each tile reading its group's
+    /// channels. It runs them in merged groups ([`KernelDesc::run_problem`]).
+    pub fn takes_groups(&self) -> bool {
+        matches!(self.algorithm, Algorithm::Wgmma(p) if p.producer == convrs_spec::hopper::Producer::WsTma)
     }
 
     /// Whether it applies a fused epilogue ([`crate::Epilogue`]) in its store: the Hopper
@@ -264,12 +277,32 @@ impl KernelDesc {
         Ok(LaunchPlan { out_dtype: out, ..self.plan(problem, dtype, device)? })
     }
 
-    /// The problem the kernel runs for `p`: N, C and K rounded up to its [`KernelDesc::multiples`]
-    /// (the extra images and channels are zeros on the way in and dropped on the way out).
+    /// The problem the kernel runs for `p`: a grouped one (1 < G < C) on a kernel that
+    /// [takes groups](KernelDesc::takes_groups) in fewer, wider groups
+    /// ([`crate::groups::run_groups`]: the filter expanded, block diagonal); a dense one (or
+    /// one merged all the way to G = 1) with N, C and K rounded up to its
+    /// [`KernelDesc::multiples`] (the extra images and channels are zeros on the way in and
+    /// dropped on the way out).
+    ///
+    /// ```
+    /// use convrs::registry::by_name;
+    /// use convrs::Conv2d;
+    /// let p = Conv2d::new(8, 256, 28, 28, 256, 3, 3).with_pad(1).with_groups(32); // 8 channels a group
+    /// assert_eq!(by_name("wgmma_ws_tma_persistent").unwrap().run_problem(&p), p.with_groups(4));
+    /// ```
     pub fn run_problem(&self, p: &Conv2d) -> Conv2d {
         let up = |v: usize, m: usize| v.div_ceil(m.max(1)).saturating_mul(m.max(1));
+        let p = match self.algorithm {
+            Algorithm::Wgmma(policy) if self.takes_groups() && p.groups > 1 && p.c % p.groups == 0 && p.k % p.groups == 0 => {
+                p.with_groups(crate::groups::run_groups(p, policy.math.k_tile(), hopper::narrowest_tile(policy)))
+            }
+            _ => *p,
+        };
+        if p.groups != 1 {
+            return p;
+        }
         let (n, c, k) = self.multiples;
-        Conv2d { n: up(p.n, n), c: up(p.c, c), k: up(p.k, k), ..*p }
+        Conv2d { n: up(p.n, n), c: up(p.c, c), k: up(p.k, k), ..p }
     }
 
     /// What it does, in one line: the summary, and for a Hopper policy its parts.

@@ -120,7 +120,7 @@ impl<T: Element, O: Element> Prepared<T, O> {
         run.validate()?;
         run.check_device_memory(T::DTYPE.size(), O::DTYPE.size(), gpu.info().free_memory_bytes)?;
         let (in_layout, filter_layout, _) = kernel.layouts;
-        let (x, w) = (input.zero_padded(run.input_shape(), in_layout)?, filter.zero_padded(run.filter_shape(), filter_layout)?);
+        let (x, w) = (input.zero_padded(run.input_shape(), in_layout)?, crate::groups::expand_filter(filter, problem, &run, filter_layout)?);
         let mut prepared = Self::from_device(gpu, algo, problem, gpu.upload(x.data())?, gpu.upload(w.data())?)?;
         let vector = |v: Option<&[f32]>, name: &'static str| -> Result<Option<CudaSlice<f32>>> {
             v.map(|v| {

@@ -28,6 +28,7 @@ pub const KNOWN: &[(&str, &str, &str, &str)] = &[
     ("deepbench", "deepbench.csv", include_str!("../suites/deepbench.csv"), "Baidu DeepBench's training-set convolutions (90 distinct)"),
     ("resnet50", "resnet50.csv", include_str!("../suites/resnet50.csv"), "every distinct convolution of ResNet-50 at batch 32 (23)"),
     ("mobilenet", "mobilenet.csv", include_str!("../suites/mobilenet.csv"), "the distinct depthwise, 1x1 and stem/downsampling convolutions of MobileNetV2 and ConvNeXt-T at batch 1 and 32 (92)"),
+    ("resnext", "resnext.csv", include_str!("../suites/resnext.csv"), "the distinct grouped 3x3 convolutions of ResNeXt-50 32x4d (32 groups) at batch 1 and 32 (14)"),
 ];
 
 /// A named list of distinct, valid problems.
@@ -156,6 +157,9 @@ mod tests {
         assert!(resnet.shapes.iter().all(|p| p.n == 32));
         let mobilenet = Suite::load("mobilenet").unwrap();
         assert_eq!((mobilenet.shapes.len(), mobilenet.duplicates), (92, 0));
+        let resnext = Suite::load("resnext").unwrap();
+        assert_eq!((resnext.shapes.len(), resnext.duplicates), (14, 0));
+        assert!(resnext.shapes.iter().all(|p| p.groups == 32 && p.group_c() >= 4 && (p.r, p.s) == (3, 3)));
         // 30 MobileNetV2 and 16 ConvNeXt-T layers, each at batch 1 and batch 32.
         assert_eq!(mobilenet.shapes.iter().filter(|p| p.n == 1).count(), 46);
         assert_eq!(mobilenet.shapes.iter().filter(|p| p.n == 32).count(), 46);
@@ -170,7 +174,7 @@ mod tests {
         assert!(mobilenet.shapes.contains(&Conv2d::new(1, 384, 14, 14, 384, 7, 7).with_pad(3).with_groups(384)));
         assert!(mobilenet.shapes.contains(&Conv2d::new(1, 3, 224, 224, 96, 4, 4).with_stride(4)));
         assert!(mobilenet.shapes.contains(&Conv2d::new(32, 384, 14, 14, 768, 2, 2).with_stride(2)));
-        assert_eq!(KNOWN.len(), 4);
+        assert_eq!(KNOWN.len(), 5);
     }
 
     #[test]

@@ -34,6 +34,7 @@ fn box_channels(dtype: DType) -> u32 {
 pub(crate) struct FilterMapKey {
     /// The KRSC filter's device address.
     pub address: u64,
+    /// Channels a filter row holds: C/G (C for a dense problem).
     pub c: u64,
     pub taps: u64,
     pub k: u64,
@@ -45,7 +46,7 @@ pub(crate) struct FilterMapKey {
 impl FilterMapKey {
     pub fn new(address: u64, problem: &Conv2d, rows: u32, dtype: DType) -> Self {
         let p = problem;
-        FilterMapKey { address, c: p.c as u64, taps: (p.r * p.s) as u64, k: p.k as u64, rows, dtype }
+        FilterMapKey { address, c: p.group_c() as u64, taps: (p.r * p.s) as u64, k: p.k as u64, rows, dtype }
     }
 
     /// The driver's encoding: a 3-D tensor {C, R*S, K} (innermost first), boxes of {128 bytes
@@ -53,7 +54,7 @@ impl FilterMapKey {
     /// read), zeros for elements outside the tensor (channel and output-channel tails).
     pub fn encode(&self) -> Result<[u8; 128]> {
         // Bytes from one index of dimensions 1 and 2 to the next (dimension 0 is contiguous);
-        // the driver wants multiples of 16: C is a multiple of 8 in every plan that asks for a map.
+        // the driver wants multiples of 16: C/G is a multiple of 8 in every plan that asks for a map.
         let size = self.dtype.size() as u64;
         let strides = [size * self.c, size * self.c * self.taps];
         encode_tiled(self.dtype, self.address, [self.c, self.taps, self.k], strides, [box_channels(self.dtype), 1, self.rows])

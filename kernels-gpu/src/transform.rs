@@ -9,9 +9,11 @@
 //!    one 16-byte store per pixel; `convrs_spec::transform::PadChannels`.
 //! 4. `split_tf32`: an fp32 filter into the TF32 high parts and remainders the 3xTF32 kernels
 //!    read; `convrs_spec::transform::SplitTf32`.
+//! 5. `expand_groups`: a grouped KRSC filter as the filter of fewer, wider groups, block
+//!    diagonal; `convrs_spec::transform::ExpandGroups`.
 
 use convrs_spec::transform::{
-    source_offset, transpose_smem_bytes, PadChannels, Relayout, SplitTf32, Transpose, BLOCK_THREADS, PAD_BLOCK_THREADS, PAD_CHANNELS, TRANSPOSE_BLOCK, TRANSPOSE_TILE,
+    source_offset, transpose_smem_bytes, ExpandGroups, PadChannels, Relayout, SplitTf32, Transpose, BLOCK_THREADS, PAD_BLOCK_THREADS, PAD_CHANNELS, TRANSPOSE_BLOCK, TRANSPOSE_TILE,
 };
 
 use crate::prelude::matrix::tf32_rna;
@@ -196,7 +198,25 @@ unsafe fn split(dst: *mut u32, src: *const u32, a: SplitTf32) {
     }
 }
 
+/// Copies destination element `blockIdx.x * BLOCK_THREADS + threadIdx.x` of the expanded filter
+/// from its source element, or writes zero outside its row's group.
+///
+/// # Safety
+/// `dst` holds `e.total` elements and `src` the grouped filter (`e.total / e.merge`), not
+/// overlapping.
+#[inline(always)]
+unsafe fn expand_groups<T: Copy + Default>(dst: *mut T, src: *const T, e: ExpandGroups) {
+    let o = block_x() * BLOCK_THREADS as i32 + thread_x();
+    if o >= e.total {
+        return;
+    }
+    // SAFETY: o < total; the source offset lies in the grouped filter, as the caller guarantees.
+    unsafe { *dst.add(o as usize) = e.source(o).map_or(T::default(), |s| *src.add(s as usize)) };
+}
+
 transform_entry!(relayout_fields, relayout_b16, u16, Relayout, relayout);
+transform_entry!(expand_groups_fields, expand_groups_b16, u16, ExpandGroups, expand_groups);
+transform_entry!(expand_groups_fields, expand_groups_b32, u32, ExpandGroups, expand_groups);
 transform_entry!(relayout_fields, relayout_b32, u32, Relayout, relayout);
 transform_entry!(transpose_fields, transpose_b16, u16, Transpose, transpose);
 transform_entry!(transpose_fields, transpose_b32, u32, Transpose, transpose);

@@ -1,6 +1,6 @@
 //! The fused epilogue: what a kernel does to each fp32 accumulator before it rounds and stores
 //! it, `y = act(alpha * acc * scale[k] + bias[k] + beta * residual)`, and the arguments that
-//! describe it. Every convolution entry point takes [`EpilogueArgs`] after its 16 shape `i32`s
+//! describe it. Every convolution entry point takes [`EpilogueArgs`] after its 17 shape `i32`s
 //! (in the order of [`epilogue_fields!`](crate::epilogue_fields)); a kernel that does not fuse
 //! ignores them, and the host plans such kernels only with [`EpilogueArgs::NONE`].
 

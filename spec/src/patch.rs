@@ -214,7 +214,7 @@ mod tests {
     fn shape(n: i32, c: i32, h: i32, w: i32, k: i32, r: i32, s: i32, pad: i32, stride: i32) -> ConvShape {
         let p = (h + 2 * pad - r) / stride + 1;
         let q = (w + 2 * pad - s) / stride + 1;
-        ConvShape { n, c, h, w, k, r, s, p, q, pad_h: pad, pad_w: pad, stride_h: stride, stride_w: stride, dil_h: 1, dil_w: 1, y_bits: 16, ep: crate::epilogue::EpilogueArgs::NONE }
+        ConvShape { n, c, h, w, k, r, s, p, q, pad_h: pad, pad_w: pad, stride_h: stride, stride_w: stride, dil_h: 1, dil_w: 1, groups: 1, y_bits: 16, ep: crate::epilogue::EpilogueArgs::NONE }
     }
 
     #[test]

@@ -205,6 +205,47 @@ impl PadChannels {
     }
 }
 
+/// Calls `$callback! { $ctx... field "doc", ... }` with the `i32` arguments `expand_groups_b16`
+/// and `expand_groups_b32` take after their destination and source pointers, in order.
+#[macro_export]
+macro_rules! expand_groups_fields {
+    ($callback:path $(, $ctx:tt)*) => {
+        $callback! { $($ctx)*
+            total "Destination elements: K * R*S * merge * group_c.",
+            taps "Filter taps R*S.",
+            group_c "Input channels of a source group (C / G).",
+            group_k "Output channels of a source group (K / G).",
+            merge "Source groups a destination group holds (G / G_run)."
+        }
+    };
+}
+
+crate::expand_groups_fields!(declare_args, [
+    /// A grouped KRSC filter (K x R*S x C/G) as the filter of the same convolution in fewer,
+    /// wider groups (`merge` source groups each, so C/G_run = merge * C/G channels a row): source
+    /// group g's rows keep their values in the channels of g's place within its merged group,
+    /// and are zero in the other places (a block diagonal per merged group). One thread per
+    /// destination element, [`BLOCK_THREADS`] a block. The Hopper kernels run a grouped problem
+    /// merged so that each group spans whole k-tiles and tile widths (`Conv2d::groups`).
+    ExpandGroups
+]);
+
+impl ExpandGroups {
+    /// The source offset destination element `o` copies, or `None` where it is zero (outside
+    /// its row's group).
+    #[inline(always)]
+    pub fn source(&self, o: i32) -> Option<i32> {
+        let wide = self.merge * self.group_c;
+        let (row, c) = (o / wide, o % wide);
+        let k = row / self.taps;
+        if c / self.group_c == (k / self.group_k) % self.merge {
+            Some(row * self.group_c + c % self.group_c)
+        } else {
+            None
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -220,6 +261,26 @@ mod tests {
         assert_eq!(source_offset(&r, 8 + 1), Some(1 + 4)); // (h0, w1, c1)
         assert_eq!(source_offset(&r, 31), None);
         assert_eq!(r.to_args(), [32, 1, 2, 2, 8, 12, 2, 1, 4, 1, 2, 2, 3]);
+    }
+
+    #[test]
+    fn expanded_groups_are_block_diagonal() {
+        // K = 4 outputs in 4 groups of 1 (C/G = 2), 1 tap, merged in pairs: destination rows of
+        // 2 * 2 channels; output 0 keeps channels 0..2, output 1 channels 2..4, output 2 (the
+        // second merged group's first) channels 0..2 again.
+        let e = ExpandGroups { total: 16, taps: 1, group_c: 2, group_k: 1, merge: 2 };
+        let row = |k: i32| [0, 1, 2, 3].map(|c| e.source(k * 4 + c));
+        assert_eq!(row(0), [Some(0), Some(1), None, None]);
+        assert_eq!(row(1), [None, None, Some(2), Some(3)]);
+        assert_eq!(row(2), [Some(4), Some(5), None, None]);
+        assert_eq!(row(3), [None, None, Some(6), Some(7)]);
+        // Two taps, two outputs a group: rows (k, rs); outputs 0 and 1 in place 0, 2 and 3 in 1.
+        let e = ExpandGroups { total: 4 * 2 * 6, taps: 2, group_c: 3, group_k: 2, merge: 2 };
+        let (k1_rs1, k2_rs0) = (3, 4); // rows (k, rs) = (1, 1) and (2, 0)
+        assert_eq!(e.source(k1_rs1 * 6 + 2), Some(k1_rs1 * 3 + 2));
+        assert_eq!(e.source(k1_rs1 * 6 + 3), None);
+        assert_eq!(e.source(k2_rs0 * 6 + 3), Some(k2_rs0 * 3));
+        assert_eq!(e.source(k2_rs0 * 6 + 2), None);
     }
 
     #[test]

@@ -64,7 +64,8 @@ fn depthwise_sixteen_bit_outputs_are_the_rounded_fp32_outputs() {
 }
 
 /// Auto routes a depthwise problem to the depthwise kernel of the caller's layout (no
-/// conversion), and a grouped one with 1 < G < C is refused with the reason.
+/// conversion); a grouped one with 1 < G < C goes to a Hopper kernel (tests/tests/gpu_grouped.rs)
+/// and is refused elsewhere, with the reason.
 #[test]
 fn auto_takes_depthwise_problems_to_the_depthwise_kernels() {
     let d = DeviceModel::named("h100").unwrap();
@@ -73,6 +74,7 @@ fn auto_takes_depthwise_problems_to_the_depthwise_kernels() {
         assert_eq!(choose(&p, dtype, Layout::Nchw, &d).unwrap().pick, Algorithm::DepthwiseNchw);
         assert_eq!(choose(&p, dtype, Layout::Nhwc, &d).unwrap().pick, Algorithm::DepthwiseNhwc);
     }
-    let e = choose(&p.with_groups(4), DType::F16, Layout::Nhwc, &d).unwrap_err().to_string();
-    assert!(e.contains("1 < groups < C"), "{e}");
+    let a100 = DeviceModel::named("a100").unwrap();
+    let e = choose(&p.with_groups(4), DType::F16, Layout::Nhwc, &a100).unwrap_err().to_string();
+    assert!(e.contains("1 < groups < C") && e.contains("compute capability 9.0"), "{e}");
 }

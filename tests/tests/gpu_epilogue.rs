@@ -129,9 +129,11 @@ fn every_activation(gpu: &Gpu, algo: Algorithm, dtype: DType, shapes: &[Conv2d])
 }
 
 /// Shapes of the Hopper kernels' paths: 128x256 and 128x64 tiles with ragged M, several tiles a
-/// persistent block, a long reduction for split-K (and a short one), the NCHW 1x1 planes.
+/// persistent block, a long reduction for split-K (and a short one), the NCHW 1x1 planes, a
+/// grouped layer (ResNeXt's 4 channels a group, run in merged groups).
 fn hopper_shapes() -> Vec<Conv2d> {
     vec![
+        Conv2d::new(2, 128, 12, 10, 128, 3, 3).with_pad(1).with_groups(32),
         Conv2d::new(2, 64, 14, 14, 264, 3, 3).with_pad(1),
         Conv2d::new(3, 40, 13, 11, 72, 3, 3).with_pad(1),
         Conv2d::new(12, 72, 31, 29, 136, 3, 3).with_pad(1),

@@ -471,8 +471,9 @@ impl ShapeBench<'_> {
     /// The host sets in `(input, filter)` layouts, zero-padded to `run`'s sizes, on the device.
     fn upload<T: Element>(&self, sets: &[(Tensor<T>, Tensor<T>)], layouts: (Layout, Layout), run: &Conv2d) -> Result<Vec<(CudaSlice<T>, CudaSlice<T>)>> {
         let gpu = self.gpu;
+        let p = &self.problem.with_precision(run.precision);
         sets.iter()
-            .map(|(x, w)| Ok((gpu.upload(x.zero_padded(run.input_shape(), layouts.0)?.data())?, gpu.upload(w.zero_padded(run.filter_shape(), layouts.1)?.data())?)))
+            .map(|(x, w)| Ok((gpu.upload(x.zero_padded(run.input_shape(), layouts.0)?.data())?, gpu.upload(crate::groups::expand_filter(w, p, run, layouts.1)?.data())?)))
             .collect()
     }
 
@@ -555,13 +556,17 @@ impl ShapeBench<'_> {
                 group.kernels.push(row.not_run(e.to_string()));
                 continue;
             }
-            if run != *p {
+            let padded = (run.input_shape(), run.output_shape()) != (p.input_shape(), p.output_shape());
+            if padded {
                 row.note = Some(format!("runs zero-padded to N={} C={} K={} (padding not timed)", run.n, run.c, run.k));
+            } else if run.groups != p.groups {
+                row.note = Some(format!("runs in {} merged groups (the filter block diagonal, expanded once, not timed)", run.groups));
             }
             // The caller's layout is the activations': weights are constant, and a `DeviceConv`
-            // brings the filter to the kernel's layout once and caches it (depthwise_nhwc's RSK).
+            // brings the filter to the kernel's layout once and caches it (depthwise_nhwc's RSK,
+            // a grouped filter expanded for merged groups).
             let user = T::CUDNN_LAYOUT;
-            row.user_layout = k.layouts.0 == user && k.layouts.2 == user && run == *p;
+            row.user_layout = k.layouts.0 == user && k.layouts.2 == user && !padded;
             let tol = tolerance(k.precision);
             if !p.epilogue.is_none() {
                 // The fused layer: each set with its own operands, converted and padded by

@@ -236,6 +236,17 @@ fn plan(desc: &KernelDesc, problem: &Conv2d, dtype: DType, device: &DeviceModel)
             return refuse(reason);
         }
     }
+    // A grouped problem (1 < G < C; only the im2col kernels are planned for one): each tile's
+    // output channels in one group, each filter row C/G channels (KernelDesc::run_problem
+    // merges groups until both hold).
+    let (group_c, group_k) = (p.group_c(), p.k / p.groups.max(1));
+    if p.groups > 1 && group_c % 8 != 0 {
+        return refuse(format!(
+            "C/G = {group_c} must be a multiple of 8: the filter map steps from output channel to output channel in C/G*{} bytes, which TMA needs in multiples of 16 \
+             (the kernel's run problem merges groups so that it is: KernelDesc::run_problem)",
+            dtype.size()
+        ));
+    }
     if policy.math == Math::Tf32x3 && 2 * p.k > i32::MAX as usize {
         return refuse("the split filter's 2K rows exceed the tensor map's i32 coordinates".into());
     }
@@ -244,8 +255,9 @@ fn plan(desc: &KernelDesc, problem: &Conv2d, dtype: DType, device: &DeviceModel)
     let (m, n) = if planes { (p.n * plane_rows(p.k), p.h * p.w) } else { (gemm_m(p), p.k) };
     let configs = || CONFIGS.iter().filter(move |c| c.policy == policy);
     // A problem with a fused epilogue runs only on the tiles that fuse it (no clusters).
-    let fits = |c: &&Config| c.smem_bytes() <= device.smem_per_block as usize && tiles(c, m, n) <= i32::MAX as usize && (p.epilogue.is_none() || c.fuses_epilogue());
-    let ktiles = p.c.div_ceil(policy.math.k_tile()) * p.r * p.s;
+    let within_groups = |c: &Config| p.groups <= 1 || group_k % c.bn == 0;
+    let fits = |c: &&Config| c.smem_bytes() <= device.smem_per_block as usize && tiles(c, m, n) <= i32::MAX as usize && (p.epilogue.is_none() || c.fuses_epilogue()) && within_groups(c);
+    let ktiles = group_c.div_ceil(policy.math.k_tile()) * p.r * p.s;
     // Split-K tries every split from 2 up to one k-tile a slice, where the launch's counters
     // have room for its strips of 16 rows; the other schedules take the reduction whole. Splits
     // stop where every CTA would have one tile of one slice: a persistent CTA that walks
@@ -266,7 +278,7 @@ fn plan(desc: &KernelDesc, problem: &Conv2d, dtype: DType, device: &DeviceModel)
     // all lie past K skips its MMAs.
     let live = if planes { (p.k.div_ceil(64) * 64) as f64 / plane_rows(p.k) as f64 } else { 1.0 };
     let fused = !p.epilogue.is_none();
-    let cost_of = |&(c, z): &(&Config, usize)| cost(c, device, m, n, p.c, p.r * p.s, z, live, fused);
+    let cost_of = |&(c, z): &(&Config, usize)| cost(c, device, m, n, group_c, p.r * p.s, z, live, fused);
     let forced = if policy.split_k() { forced_split()? } else { None };
     let choices = configs().filter(fits).flat_map(|c| splits(c).map(move |z| (c, z)));
     let choices = choices.filter(|&(c, z)| forced.is_none_or(|(bn, fz)| c.bn == bn && z == fz));
@@ -287,6 +299,10 @@ fn plan(desc: &KernelDesc, problem: &Conv2d, dtype: DType, device: &DeviceModel)
                  or its reduction is one k-tile (the persistent schedule takes it whole)"
             ));
         }
+        if !configs().any(|c| within_groups(c)) {
+            let widths: Vec<_> = configs().map(|c| c.bn).collect();
+            return refuse(format!("K/G = {group_k} output channels a group is a multiple of none of the tile widths {widths:?}: a tile must lie within one group"));
+        }
         let least = configs().map(Config::smem_bytes).min().unwrap_or(0);
         return refuse(format!("needs {least} bytes of shared memory per block (or the grid exceeds 2^31 blocks); the device allows {}", device.smem_per_block));
     };
@@ -306,6 +322,12 @@ fn plan(desc: &KernelDesc, problem: &Conv2d, dtype: DType, device: &DeviceModel)
     };
     let plan = if policy.math == Math::Tf32x3 { plan.with_split_filter() } else { plan };
     Ok(if policy.split_k() { plan.with_workspace(split_k::workspace_bytes(tiles(c, m, n), c.bn, z)) } else { plan })
+}
+
+/// The narrowest tile among `policy`'s configurations (the merged groups of a grouped problem
+/// hold whole tiles of it: [`crate::groups::run_groups`]).
+pub fn narrowest_tile(policy: Policy) -> usize {
+    CONFIGS.iter().filter(|c| c.policy == policy).map(|c| c.bn).min().unwrap_or(BLOCK_M)
 }
 
 /// Why `Producer::Planes` cannot run `p`, if it cannot: it is the 1x1, stride-1, unpadded
@@ -621,6 +643,41 @@ mod tests {
         assert_eq!(algo("wgmma_multistage").plan(&p, DType::BF16, &h100).unwrap().kernel, "wgmma_multistage_bf16_128x128k64");
         assert_eq!(algo("wgmma_ws_cpasync").plan(&p, DType::BF16, &h100).unwrap().kernel, "wgmma_ws_cpasync_bf16_128x128k64");
         assert!(algo("wgmma_ws_cpasync").plan(&p, DType::F16, &unloaded).unwrap_err().to_string().contains("did not load"));
+    }
+
+    #[test]
+    fn grouped_problems_run_merged_on_the_im2col_kernels_in_tiles_within_a_group() {
+        let d = DeviceModel::named("h100").unwrap();
+        // ResNeXt-50 32x4d stage 2: 32 groups of 8 channels run as 4 of 64.
+        let p = Conv2d::new(8, 256, 28, 28, 256, 3, 3).with_pad(1).with_groups(32);
+        for (name, merged) in [("wgmma_ws_tma_persistent", 4), ("wgmma_ws_tma_pingpong_m64", 4), ("wgmma_ws_tma_persistent_cluster2", 2)] {
+            let k = algo(name).kernel().unwrap();
+            let run = k.run_problem(&p);
+            // The clusters' tiles are at least 128 wide: groups of 128 channels.
+            assert_eq!(run, p.with_groups(merged), "{name}");
+            let plan = k.plan(&run, DType::F16, &d).unwrap();
+            // A group holds whole tiles.
+            let bn = CONFIGS.iter().find(|c| c.entries.contains(&plan.kernel)).unwrap().bn;
+            assert!(run.k / run.groups % bn == 0, "{name}: {}", plan.kernel);
+            // The unmerged problem's 8-channel rows are 16 bytes: allowed, but no tile fits a
+            // group of 8 outputs.
+            let e = k.plan(&p, DType::F16, &d).unwrap_err().to_string();
+            assert!(e.contains("K/G = 8") && e.contains("within one group"), "{name}: {e}");
+            // 4-channel rows are not 16 bytes.
+            let e = k.plan(&Conv2d { c: 128, ..p }, DType::F16, &d).unwrap_err().to_string();
+            assert!(e.contains("C/G = 4 must be a multiple of 8"), "{name}: {e}");
+        }
+        // The reduction is a group's: 64 channels, one k-tile a tap, however many groups.
+        let wide = algo("wgmma_ws_tma_persistent").plan(&p.with_groups(4), DType::F16, &d).unwrap();
+        let dense = algo("wgmma_ws_tma_persistent").plan(&Conv2d { c: 64, k: 64, ..p.with_groups(1) }, DType::F16, &d).unwrap();
+        assert!(wide.predicted_us < 4.5 * dense.predicted_us, "{} vs {}", wide.predicted_us, dense.predicted_us);
+        // The other producers, the plane kernel and the sm_80 kernels refuse groups, naming
+        // where they run.
+        for name in ["wgmma_ws_cpasync", "wgmma_multistage", "wmma_nhwc"] {
+            let e = algo(name).plan(&p.with_groups(4), DType::F16, &d).unwrap_err().to_string();
+            assert!(e.contains("wgmma_ws_tma*"), "{name}: {e}");
+            assert_eq!(algo(name).kernel().unwrap().run_problem(&p), Conv2d { ..p }, "{name}");
+        }
     }
 
     #[test]

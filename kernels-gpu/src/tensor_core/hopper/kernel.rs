@@ -6,7 +6,7 @@
 //!
 //! # Contract
 //!
-//! Step 3's problem and arguments (NHWC x, KRSC w, NHWK y; C and K multiples of 8; the 16
+//! Step 3's problem and arguments (NHWC x, KRSC w, NHWK y; C and K multiples of 8; the 17
 //! trailing [`ConvShape`] `i32`s, `y_bits` 32 or 16), then after `y`:
 //! - `wmap`, a 128-byte CUDA tensor map of the filter in global memory (64-byte aligned,
 //!   written before the launch and unchanged during it), encoded by `cuTensorMapEncodeTiled` as
@@ -29,6 +29,12 @@
 //!   columns an image's pixels. `wmap` is the filter's map as above with boxes of
 //!   128 rows (the A tile); `xmap` the input's tiled map, a 3-D tensor {H*W, C, N} (byte strides
 //!   H*W*2 and C*H*W*2), box {64, 64, 1}, 128B swizzle, zero fill ([`super::planes`]).
+//! - Grouped problems (`ConvShape::groups` G > 1; im2col TMA entries only): w is K x R x S x
+//!   C/G (the filter map's C is C/G), K/G is a multiple of the tile width, so each tile's
+//!   output channels lie in one group g, and its reduction runs over the C/G channels from
+//!   g * C/G on ([`super::producer`]). C/G need not be a multiple of the k-tile: the last copy
+//!   of a group brings the next group's channels (or zeros past C), which meet the filter map's
+//!   zero fill.
 //! - With `Schedule::SplitK`, `ws`, the workspace (`convrs_spec::split_k::workspace_bytes` for
 //!   the launch, its counters zero), where the grid's z slices meet.
 //!
@@ -59,7 +65,7 @@ use super::consumer::consume;
 use super::math::Math;
 use super::epilogue::{prefetch_residual, store_deferring, store_fused, store_pending, store_tile, Pending, SLICES};
 use super::planes::produce_planes;
-use super::producer::{produce_cp_async, produce_tma};
+use super::producer::{group_channels, produce_cp_async, produce_tma};
 use super::scheduler::Tiles;
 use super::split_k::Split;
 use crate::prelude::mbarrier::{cluster_arrive, cluster_wait, fence_mbarrier_init, named_arrive, named_sync, prefetch_tensormap, setmaxnreg_inc_224};
@@ -249,7 +255,10 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
     let tiles = if O::PLANES { tiles.by_image(plane_rows(sh.k as usize) as u32 / BLOCK_M as u32) } else { tiles };
     let n_tiles = tiles.n_tiles;
     let kc = M::SPEC.k_tile() as i32;
-    let cchunks = (sh.c + kc - 1) / kc;
+    // A grouped problem reduces each tile over its group's C / G channels (the producer's
+    // `group_channels`); dense ones over all C.
+    // SAFETY: G >= 1 (validated problems).
+    let cchunks = (unsafe { group_channels(&sh) } + kc - 1) / kc;
     // Split-K: slice z reduces its share of every tile's k-tiles, and the slices meet in the
     // workspace (`convrs_spec::split_k`).
     let all = sh.r * sh.s * cchunks;

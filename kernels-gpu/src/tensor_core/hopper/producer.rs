@@ -9,6 +9,9 @@
 //!   im2col TMA copy of the tile's rows (128, or 64 under step 12; taps in the padding and rows
 //!   past the last image arrive as zeros): one arrival, both tiles' bytes.
 //!
+//! A grouped problem's tiles each read their group's channels of the input (the TMA producer
+//! only; the host refuses groups for the others).
+//!
 //! In a cluster each CTA copies its `bn / CLUSTER` rows of the filter tile into every CTA of the
 //! cluster ([`load_filter_tile`]).
 
@@ -156,12 +159,18 @@ pub(super) unsafe fn produce_tma<O: Operands, const STAGES: usize, const CLUSTER
         return;
     }
     let gemm_m = (sh.n * sh.p * sh.q) as u32;
+    // The taps walk one group's channels (all C for a dense problem); the input map's channel
+    // coordinate starts at the tile's group, the filter map's at 0 (it holds C / G a row).
+    // SAFETY: G >= 1 (validated problems).
+    let group = &ConvShape { c: unsafe { group_channels(sh) }, ..*sh };
+    // SAFETY: G divides K (validated), so K / G >= 1.
+    let group_k = unsafe { divmod(sh.k as u32, sh.groups as u32) }.0;
     // Every tile's reduction starts at the same k-tile: its tap and channel, found once.
-    // SAFETY: C >= 1 and S >= 1 (validated problems).
+    // SAFETY: C / G >= 1 and S >= 1 (validated problems).
     let kc = math.k_tile() as u32;
-    let (rs0, cc) = unsafe { divmod(kt0, (sh.c as u32).div_ceil(kc)) };
+    let (rs0, cc) = unsafe { divmod(kt0, (group.c as u32).div_ceil(kc)) };
     // SAFETY: S >= 1.
-    let start = unsafe { Tap::at::<O>(sh, rs0, (cc * kc) as i32) };
+    let start = unsafe { Tap::at::<O>(group, rs0, (cc * kc) as i32) };
     let b_bytes = math.b_tiles() * b_tile_bytes(tiles.bn as usize);
     // The A tile's bytes: `bm` pixels, the B tile(s) after it.
     let (a_bytes, bm) = (a_tile_bytes(tiles.bm as usize), tiles.bm);
@@ -174,6 +183,9 @@ pub(super) unsafe fn produce_tma<O: Operands, const STAGES: usize, const CLUSTER
         let (n, p, q) = unsafe { O::pixel(sh, if m0 < gemm_m { m0 } else { 0 }) };
         let ih = p as i32 * sh.stride_h - sh.pad_h;
         let iw = q as i32 * sh.stride_w - sh.pad_w;
+        // The tile's group (the host plans tiles within one): its first input channel.
+        // SAFETY: K / G >= 1.
+        let c_base = unsafe { divmod(n0, group_k) }.0 as i32 * group.c;
         let mut tap = start;
         let mut rs = rs0 as i32;
         let mut kt = 0;
@@ -187,7 +199,7 @@ pub(super) unsafe fn produce_tma<O: Operands, const STAGES: usize, const CLUSTER
             // requires them within the bounding box's range).
             unsafe {
                 mbar_arrive_expect_tx(full, (a_bytes + b_bytes) as u32);
-                tma_load_im2col_4d(stage, xmap, tap.c0, iw, ih, n as i32, tap.sdw as u16, tap.rdh as u16, full);
+                tma_load_im2col_4d(stage, xmap, c_base + tap.c0, iw, ih, n as i32, tap.sdw as u16, tap.rdh as u16, full);
                 load_filter_tile::<CLUSTER>(stage + bm * ROW, wmap, tap.c0, rs, n0, bn, tiles.rank, full);
                 if math.b_tiles() == 2 {
                     // 3xTF32: the remainders, rows K.. of the split filter, into the second B
@@ -196,7 +208,7 @@ pub(super) unsafe fn produce_tma<O: Operands, const STAGES: usize, const CLUSTER
                     tma_load_3d(stage + (bm + bn) * ROW, wmap, tap.c0, rs, sh.k + n0 as i32, full);
                 }
             }
-            tap.advance::<O>(sh, kc as i32);
+            tap.advance::<O>(group, kc as i32);
             if tap.c0 == 0 {
                 rs += 1;
             }
@@ -204,4 +216,14 @@ pub(super) unsafe fn produce_tma<O: Operands, const STAGES: usize, const CLUSTER
             kt += 1;
         }
     }
+}
+
+/// Input channels a group reduces over: C / G (C for a dense problem).
+///
+/// # Safety
+/// `sh.groups >= 1`.
+#[inline(always)]
+pub(super) unsafe fn group_channels(sh: &ConvShape) -> i32 {
+    // SAFETY: as the caller guarantees.
+    unsafe { divmod(sh.c as u32, sh.groups as u32) }.0 as i32
 }
