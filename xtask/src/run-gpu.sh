@@ -89,7 +89,10 @@ if [[ " $steps " == *" sanitize "* ]]; then
             # dilation, the generic 9x9, and a multiplier of 2 with C not a multiple of 4.
             "2,32,23,37,32,3,3 --pad 1 --groups 32" "3,30,17,19,60,5,5 --pad 2 --stride 2 --groups 30"
             "2,48,14,13,48,7,7 --pad 3 --groups 48" "1,12,9,11,12,9,9 --pad 4 --groups 12"
-            "2,16,20,21,16,3,3 --pad 2 --dilation 2 --groups 16" "4,64,8,9,64,3,3 --pad 1 --stride 2 --groups 64")
+            "2,16,20,21,16,3,3 --pad 2 --dilation 2 --groups 16" "4,64,8,9,64,3,3 --pad 1 --stride 2 --groups 64"
+            # Grouped, 1 < G < C (the Hopper im2col kernels, in merged groups): ResNeXt's 4
+            # channels a group on a ragged image, and 24 a group at stride 2 (merged to one).
+            "2,128,23,21,128,3,3 --pad 1 --groups 32" "3,96,15,13,96,3,3 --pad 1 --stride 2 --groups 4")
     log="$out/sanitize.log"
     # Every kernel in every element type it reads (`convrs list`: name, family, types as
     # fp16/bf16); SANITIZE_ALGOS (space-separated NAME or NAME:TYPE) narrows the sweep to the
