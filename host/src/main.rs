@@ -471,7 +471,7 @@ fn explain(device: usize, s: &ShapeArgs, dtype: DType, layout: Layout, model: Op
         let (x, w, y) = c.kernel.layouts;
         match &c.outcome {
             Ok(e) => {
-                let padded = e.padded.map(|r| format!(", zero-padded to N={} C={} K={}", r.n, r.c, r.k)).unwrap_or_default();
+                let padded = e.padded.map(|r| run_note(&p, &r)).unwrap_or_default();
                 println!(
                     "| {} | {} | {x}/{w}/{y} | {:.1} | {:.1} | {:.1} | {} grid {:?} block {:?} {} B{padded} |",
                     c.kernel.name, c.kernel.family.name(), e.kernel_us, e.conversion_us, e.total_us(), e.plan.kernel, e.plan.grid, e.plan.block, e.plan.shared_bytes
@@ -913,4 +913,17 @@ mod tests {
             assert!(help.contains("G divides C and K") && help.contains("G = C is a depthwise convolution"), "{sub}: {help}");
         }
     }
+}
+
+/// How the problem a kernel runs (`run`) differs from the caller's `p`, for `explain`'s launch
+/// column: merged groups, zero padding.
+fn run_note(p: &Conv2d, run: &Conv2d) -> String {
+    let mut note = String::new();
+    if run.groups != p.groups {
+        note += &format!(", in {} merged groups of {} channels", run.groups, run.group_c());
+    }
+    if (run.n, run.c, run.k) != (p.n, p.c, p.k) {
+        note += &format!(", zero-padded to N={} C={} K={}", run.n, run.c, run.k);
+    }
+    note
 }
