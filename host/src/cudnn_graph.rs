@@ -685,6 +685,17 @@ unsafe impl AttrValue for sys::cudnnNanPropagation_t {
     const TYPE: Ty = Ty::CUDNN_TYPE_NAN_PROPOGATION;
 }
 
+/// A knob's kind (`cudnnBackendKnobType_t`), kept raw: a newer cuDNN may name kinds this
+/// binding does not, which must not become invalid Rust enums.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[repr(transparent)]
+struct KnobType(u32);
+
+// SAFETY: `cudnnBackendKnobType_t`, a C enum (4 bytes, as the repr(transparent) u32).
+unsafe impl AttrValue for KnobType {
+    const TYPE: Ty = Ty::CUDNN_TYPE_KNOB_TYPE;
+}
+
 /// An owned backend descriptor, destroyed on drop.
 struct Desc {
     raw: sys::cudnnBackendDescriptor_t,
@@ -714,6 +725,27 @@ impl Desc {
             sys::cudnnBackendSetAttribute(self.raw, name, Ty::CUDNN_TYPE_BACKEND_DESCRIPTOR, raws.len() as i64, raws.as_ptr().cast())
         };
         check(status, || format!("cudnnBackendSetAttribute({name:?})"))
+    }
+
+    /// One element of an attribute of `V`'s C type.
+    fn get_one<V: AttrValue + Default>(&self, name: Attr) -> Result<V> {
+        let (mut value, mut count) = (V::default(), 0i64);
+        // SAFETY: room for the one element of V::TYPE requested (AttrValue's contract).
+        let status = unsafe { sys::cudnnBackendGetAttribute(self.raw, name, V::TYPE, 1, &mut count, (&mut value as *mut V).cast()) };
+        check(status, || format!("cudnnBackendGetAttribute({name:?})"))?;
+        if count != 1 {
+            return Err(Error::Cudnn(format!("cudnnBackendGetAttribute({name:?}): {count} elements, expected 1")));
+        }
+        Ok(value)
+    }
+
+    /// The descriptors of kind `kind` an attribute holds.
+    fn get_descs(&self, name: Attr, kind: Kind) -> Result<Vec<Desc>> {
+        let count = self.count_descs(name)?;
+        let mut out = (0..count).map(|_| Desc::new(kind)).collect::<Result<Vec<_>>>()?;
+        let filled = self.fill_descs(name, &out)?;
+        out.truncate(filled);
+        Ok(out)
     }
 
     fn get_i64(&self, name: Attr) -> Result<i64> {
@@ -940,9 +972,9 @@ const HEURISTICS: [(sys::cudnnBackendHeurMode_t, &str); 3] = [
 /// variants of one engine included: taking only the first per engine dropped tile and split
 /// choices that PyTorch's cuDNN benchmarking times, and the H100 deepbench run of 2026-11-23 had
 /// PyTorch more than 5% faster than this search on 11 fp16 shapes with every engine index tried;
-/// the same config from two heuristic modes is timed twice, within the search budget), then the
-/// default-knob config of every engine no heuristic named. Failures go to `candidates` and are
-/// otherwise skipped.
+/// the same config from two heuristic modes is timed twice, within the search budget); then the
+/// first engines' configs with one knob moved ([`knob_variants`]); then the default-knob config
+/// of every engine no heuristic named. Failures go to `candidates` and are otherwise skipped.
 fn gather_configs(graph: &OpGraph, candidates: &mut Vec<Candidate>) -> Vec<Config> {
     let mut seen = HashSet::new();
     let mut configs = Vec::new();
@@ -961,6 +993,18 @@ fn gather_configs(graph: &OpGraph, candidates: &mut Vec<Candidate>) -> Vec<Confi
                     }
                 }
             }
+        }
+    }
+    // The first configs of the first KNOB_ENGINES engines the heuristics name, each with one
+    // knob moved at a time (issue 26: on the 1x1 layers where PyTorch's cuDNN beat this search,
+    // it ran cuBLAS's nvjet GEMM kernels of other tile shapes). Settings cuDNN refuses are
+    // dropped without a record: most of a knob's range is invalid for a given problem. They go
+    // before the engines no heuristic named, within the same search budget.
+    let mut varied = HashSet::new();
+    let firsts: Vec<usize> = (0..configs.len()).filter(|&i| varied.insert(configs[i].engine)).take(KNOB_ENGINES).collect();
+    for i in firsts {
+        if let Ok(variants) = knob_variants(graph, &configs[i]) {
+            configs.extend(variants);
         }
     }
     let count = match graph.graph.get_i64(Attr::CUDNN_ATTR_OPERATIONGRAPH_ENGINE_GLOBAL_COUNT) {
@@ -1014,6 +1058,84 @@ fn global_config(graph: &OpGraph, index: i64) -> Result<Config> {
     cfg.set_descs(Attr::CUDNN_ATTR_ENGINECFG_ENGINE, &[&engine])?;
     cfg.finalize()?;
     Ok(Config { cfg, engine: index, source: "global", notes })
+}
+
+/// How many of the heuristics' engines get their knobs varied ([`knob_variants`]).
+const KNOB_ENGINES: usize = 4;
+
+/// The most values of one knob tried, spread over its range.
+const KNOB_VALUES: usize = 8;
+
+/// The values of a knob from `lo` to `hi` in steps of `stride`: all of them, or
+/// [`KNOB_VALUES`] spread evenly over the range (both ends included).
+fn knob_values(lo: i64, hi: i64, stride: i64) -> Vec<i64> {
+    let stride = stride.max(1);
+    if hi < lo {
+        return Vec::new();
+    }
+    let steps = (hi - lo) / stride;
+    if steps < KNOB_VALUES as i64 {
+        return (0..=steps).map(|i| lo + i * stride).collect();
+    }
+    let last = KNOB_VALUES as i64 - 1;
+    (0..=last).map(|i| lo + (i * steps / last) * stride).collect()
+}
+
+/// The settings one knob away from `base` (the knob kinds and values a config sets): for each
+/// knob, each of its `values` other than the base's, the rest as in the base.
+fn one_knob_away(base: &[(KnobType, i64)], knobs: &[(KnobType, Vec<i64>)]) -> Vec<Vec<(KnobType, i64)>> {
+    let mut out = Vec::new();
+    for (kind, values) in knobs {
+        let current = base.iter().find(|(k, _)| k == kind).map(|&(_, v)| v);
+        for &v in values.iter().filter(|&&v| Some(v) != current) {
+            let mut setting: Vec<(KnobType, i64)> = base.iter().copied().filter(|(k, _)| k != kind).collect();
+            setting.push((*kind, v));
+            out.push(setting);
+        }
+    }
+    out
+}
+
+/// `config`'s engine with one knob moved at a time ([`one_knob_away`]), each a finalized
+/// config; settings cuDNN refuses are left out.
+fn knob_variants(graph: &OpGraph, config: &Config) -> Result<Vec<Config>> {
+    let engine = Desc::new(Kind::CUDNN_BACKEND_ENGINE_DESCRIPTOR)?;
+    engine.set_descs(Attr::CUDNN_ATTR_ENGINE_OPERATION_GRAPH, &[&graph.graph])?;
+    engine.set(Attr::CUDNN_ATTR_ENGINE_GLOBAL_INDEX, &[config.engine])?;
+    engine.finalize()?;
+    let knobs = engine
+        .get_descs(Attr::CUDNN_ATTR_ENGINE_KNOB_INFO, Kind::CUDNN_BACKEND_KNOB_INFO_DESCRIPTOR)?
+        .iter()
+        .map(|info| {
+            let kind = info.get_one::<KnobType>(Attr::CUDNN_ATTR_KNOB_INFO_TYPE)?;
+            let (lo, hi) = (info.get_i64(Attr::CUDNN_ATTR_KNOB_INFO_MINIMUM_VALUE)?, info.get_i64(Attr::CUDNN_ATTR_KNOB_INFO_MAXIMUM_VALUE)?);
+            Ok((kind, knob_values(lo, hi, info.get_i64(Attr::CUDNN_ATTR_KNOB_INFO_STRIDE)?)))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let base = config
+        .cfg
+        .get_descs(Attr::CUDNN_ATTR_ENGINECFG_KNOB_CHOICES, Kind::CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR)?
+        .iter()
+        .map(|c| Ok((c.get_one::<KnobType>(Attr::CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE)?, c.get_i64(Attr::CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE)?)))
+        .collect::<Result<Vec<_>>>()?;
+    let made = |setting: &[(KnobType, i64)]| -> Result<Config> {
+        let choices = setting
+            .iter()
+            .map(|&(kind, value)| {
+                let c = Desc::new(Kind::CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR)?;
+                c.set(Attr::CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE, &[kind])?;
+                c.set(Attr::CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE, &[value])?;
+                c.finalize()?;
+                Ok(c)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let cfg = Desc::new(Kind::CUDNN_BACKEND_ENGINECFG_DESCRIPTOR)?;
+        cfg.set_descs(Attr::CUDNN_ATTR_ENGINECFG_ENGINE, &[&engine])?;
+        cfg.set_descs(Attr::CUDNN_ATTR_ENGINECFG_KNOB_CHOICES, &choices.iter().collect::<Vec<_>>())?;
+        cfg.finalize()?;
+        Ok(Config { cfg, engine: config.engine, source: "knobs", notes: config.notes.clone() })
+    };
+    Ok(one_knob_away(&base, &knobs).iter().filter_map(|s| made(s).ok()).collect())
 }
 
 /// An execution plan with its workspace, ready to run.
@@ -1229,6 +1351,35 @@ mod tests {
         let nodes = epilogue_nodes(&"bias+relu".parse().unwrap()).unwrap();
         let Error::Cudnn(msg) = no_engine(&[c(3, "cudnnBackendFinalize: CUDNN_STATUS_NOT_SUPPORTED")], &nodes) else { panic!() };
         assert!(msg.starts_with("no engine ran this graph [conv -> add(bias) -> relu] (1 candidates; first: eng3 (global): cudnnBackendFinalize"), "{msg}");
+    }
+
+    #[test]
+    fn knob_values_cover_small_ranges_and_spread_over_large_ones() {
+        assert_eq!(knob_values(0, 3, 1), [0, 1, 2, 3]);
+        assert_eq!(knob_values(2, 8, 2), [2, 4, 6, 8]);
+        assert_eq!(knob_values(5, 5, 0), [5]);
+        assert!(knob_values(3, 2, 1).is_empty());
+        let wide = knob_values(0, 1000, 1);
+        assert_eq!((wide.len(), wide[0], wide[KNOB_VALUES - 1]), (KNOB_VALUES, 0, 1000));
+        assert!(wide.windows(2).all(|w| w[0] < w[1]));
+        // On the stride: 0..=70 in steps of 10 is 8 values; 0..=100 spreads 8 of its 11.
+        assert_eq!(knob_values(0, 70, 10).len(), 8);
+        assert!(knob_values(0, 100, 10).iter().all(|v| v % 10 == 0));
+    }
+
+    #[test]
+    fn settings_move_one_knob_at_a_time() {
+        let (tile, split) = (KnobType(1), KnobType(3));
+        let base = [(tile, 2), (split, 1)];
+        let knobs = [(tile, vec![1, 2, 3]), (split, vec![1, 4])];
+        let got = one_knob_away(&base, &knobs);
+        // tile 1 and 3 (split kept), split 4 (tile kept): the base itself is not repeated.
+        assert_eq!(got.len(), 3);
+        assert!(got.contains(&vec![(split, 1), (tile, 1)]));
+        assert!(got.contains(&vec![(split, 1), (tile, 3)]));
+        assert!(got.contains(&vec![(tile, 2), (split, 4)]));
+        // A knob the base leaves at its default is set explicitly, to each value.
+        assert_eq!(one_knob_away(&[], &knobs).len(), 5);
     }
 
     #[test]
