@@ -31,7 +31,7 @@ else
     IFS=: read suite dt part ep <<< "$set"
     sname=$(basename $suite .csv)
     name=$sname-$dt${part:+-p${part/\//of}}${ep:+-${ep//+/-}}
-    timeout ${BENCH_TIMEOUT:-280} $b/convrs bench --suite $suite ${part:+--part $part} --dtype $dt --runs 20 --warmup 3 --search-seconds 1 \
+    timeout ${BENCH_TIMEOUT:-280} $b/convrs bench --suite $suite ${part:+--part $part} --dtype $dt --runs 20 --warmup 3 --search-seconds ${SEARCH:-1} \
       $(algo_args "$ALGOS") ${ep:+--epilogue $ep} ${BENCH_ARGS:-} --json $O/$name.json > $O/$name.md 2>$O/$name.err
     echo "$name rc=$?"; grep -iE "geomean|summary" -A3 $O/$name.md | head -20
   done

@@ -973,8 +973,8 @@ const HEURISTICS: [(sys::cudnnBackendHeurMode_t, &str); 3] = [
 /// choices that PyTorch's cuDNN benchmarking times, and the H100 deepbench run of 2026-11-23 had
 /// PyTorch more than 5% faster than this search on 11 fp16 shapes with every engine index tried;
 /// the same config from two heuristic modes is timed twice, within the search budget); then the
-/// first engines' configs with one knob moved ([`knob_variants`]); then the default-knob config
-/// of every engine no heuristic named. Failures go to `candidates` and are otherwise skipped.
+/// default-knob config of every engine no heuristic named; then the first engines' configs with
+/// one knob moved ([`knob_variants`]). Failures go to `candidates` and are otherwise skipped.
 fn gather_configs(graph: &OpGraph, candidates: &mut Vec<Candidate>) -> Vec<Config> {
     let mut seen = HashSet::new();
     let mut configs = Vec::new();
@@ -996,17 +996,12 @@ fn gather_configs(graph: &OpGraph, candidates: &mut Vec<Candidate>) -> Vec<Confi
         }
     }
     // The first configs of the first KNOB_ENGINES engines the heuristics name, each with one
-    // knob moved at a time (issue 26: on the 1x1 layers where PyTorch's cuDNN beat this search,
-    // it ran cuBLAS's nvjet GEMM kernels of other tile shapes). Settings cuDNN refuses are
-    // dropped without a record: most of a knob's range is invalid for a given problem. They go
-    // before the engines no heuristic named, within the same search budget.
+    // knob moved at a time (issue 26). Settings cuDNN refuses are dropped without a record:
+    // most of a knob's range is invalid for a given problem. They go last, so that a search cut
+    // short by its budget tries what it tried before they existed.
     let mut varied = HashSet::new();
     let firsts: Vec<usize> = (0..configs.len()).filter(|&i| varied.insert(configs[i].engine)).take(KNOB_ENGINES).collect();
-    for i in firsts {
-        if let Ok(variants) = knob_variants(graph, &configs[i]) {
-            configs.extend(variants);
-        }
-    }
+    let variants: Vec<Config> = firsts.into_iter().filter_map(|i| knob_variants(graph, &configs[i]).ok()).flatten().collect();
     let count = match graph.graph.get_i64(Attr::CUDNN_ATTR_OPERATIONGRAPH_ENGINE_GLOBAL_COUNT) {
         Ok(n) => n,
         Err(e) => {
@@ -1020,6 +1015,7 @@ fn gather_configs(graph: &OpGraph, candidates: &mut Vec<Candidate>) -> Vec<Confi
             Err(e) => fail(index, "global", e),
         }
     }
+    configs.extend(variants);
     configs
 }
 
