@@ -237,12 +237,17 @@ pub fn check_shapes_both_outputs(gpu: &Gpu, algo: Algorithm, dtype: DType, shape
 /// fp32), so a 16-bit kernel is checked writing both. Problems the algorithm reports as
 /// unsupported are counted and must stay a minority.
 pub fn property_test_gpu(gpu: &Gpu, algo: Algorithm, dtype: DType, cases: u32) {
+    property_test_gpu_on(gpu, algo, dtype, cases, problems_for(algo), "random problems");
+}
+
+/// [`property_test_gpu`] on the problems `problems` draws (`what` names them in the report).
+pub fn property_test_gpu_on(gpu: &Gpu, algo: Algorithm, dtype: DType, cases: u32, problems: BoxedStrategy<(Conv2d, u64)>, what: &str) {
     use proptest::test_runner::{Config, TestRunner};
     let mut runner = TestRunner::new(Config { cases, failure_persistence: None, ..Config::default() });
     let ran = std::cell::Cell::new(0u32);
     let unsupported = std::cell::Cell::new(0u32);
     let f32_outputs = std::cell::Cell::new(0u32);
-    let result = runner.run(&problems_for(algo), |(p, seed)| {
+    let result = runner.run(&problems, |(p, seed)| {
         let out = if seed & 1 == 1 { Out::F32 } else { Out::Input };
         match gpu_vs_cpu_to(gpu, algo, dtype, &p, seed, out) {
             Err(convrs::Error::Unsupported { .. }) => unsupported.set(unsupported.get() + 1),
@@ -260,7 +265,7 @@ pub fn property_test_gpu(gpu: &Gpu, algo: Algorithm, dtype: DType, cases: u32) {
         panic!("{algo} ({dtype}): {e}");
     }
     shout(&format!(
-        "{algo} ({dtype}): {} random problems checked on the GPU ({} with fp32 outputs, the rest in the input's type), {} unsupported",
+        "{algo} ({dtype}): {} {what} checked on the GPU ({} with fp32 outputs, the rest in the input's type), {} unsupported",
         ran.get(),
         f32_outputs.get(),
         unsupported.get()
