@@ -1045,10 +1045,7 @@ fn describe(cfg: Desc, source: &'static str) -> Result<Config> {
 
 /// Engine `index` of the graph with its default knobs; fails if it does not support the graph.
 fn global_config(graph: &OpGraph, index: i64) -> Result<Config> {
-    let engine = Desc::new(Kind::CUDNN_BACKEND_ENGINE_DESCRIPTOR)?;
-    engine.set_descs(Attr::CUDNN_ATTR_ENGINE_OPERATION_GRAPH, &[&graph.graph])?;
-    engine.set(Attr::CUDNN_ATTR_ENGINE_GLOBAL_INDEX, &[index])?;
-    engine.finalize()?;
+    let engine = engine(graph, index)?;
     let notes = engine.numerical_notes()?;
     let cfg = Desc::new(Kind::CUDNN_BACKEND_ENGINECFG_DESCRIPTOR)?;
     cfg.set_descs(Attr::CUDNN_ATTR_ENGINECFG_ENGINE, &[&engine])?;
@@ -1095,10 +1092,7 @@ fn one_knob_away(base: &[(KnobType, i64)], knobs: &[(KnobType, Vec<i64>)]) -> Ve
 /// `config`'s engine with one knob moved at a time ([`one_knob_away`]), each a finalized
 /// config; settings cuDNN refuses are left out.
 fn knob_variants(graph: &OpGraph, config: &Config) -> Result<Vec<Config>> {
-    let engine = Desc::new(Kind::CUDNN_BACKEND_ENGINE_DESCRIPTOR)?;
-    engine.set_descs(Attr::CUDNN_ATTR_ENGINE_OPERATION_GRAPH, &[&graph.graph])?;
-    engine.set(Attr::CUDNN_ATTR_ENGINE_GLOBAL_INDEX, &[config.engine])?;
-    engine.finalize()?;
+    let engine = engine(graph, config.engine)?;
     let knobs = engine
         .get_descs(Attr::CUDNN_ATTR_ENGINE_KNOB_INFO, Kind::CUDNN_BACKEND_KNOB_INFO_DESCRIPTOR)?
         .iter()
@@ -1132,6 +1126,15 @@ fn knob_variants(graph: &OpGraph, config: &Config) -> Result<Vec<Config>> {
         Ok(Config { cfg, engine: config.engine, source: "knobs", notes: config.notes.clone() })
     };
     Ok(one_knob_away(&base, &knobs).iter().filter_map(|s| made(s).ok()).collect())
+}
+
+/// Engine `index` of the graph, finalized; fails if it does not support the graph.
+fn engine(graph: &OpGraph, index: i64) -> Result<Desc> {
+    let engine = Desc::new(Kind::CUDNN_BACKEND_ENGINE_DESCRIPTOR)?;
+    engine.set_descs(Attr::CUDNN_ATTR_ENGINE_OPERATION_GRAPH, &[&graph.graph])?;
+    engine.set(Attr::CUDNN_ATTR_ENGINE_GLOBAL_INDEX, &[index])?;
+    engine.finalize()?;
+    Ok(engine)
 }
 
 /// An execution plan with its workspace, ready to run.
