@@ -126,6 +126,18 @@ pub unsafe fn load_global_nc_f32x4(p: *const f32) -> F32x4 {
     F32x4([a, b, c, d])
 }
 
+/// Loads 8 bytes (2 `f32`s) through the read-only cache path.
+///
+/// # Safety
+/// `p` must be 8-byte aligned, point into global memory the kernel only reads, and be valid for 2 `f32`s.
+#[inline(always)]
+pub unsafe fn load_global_nc_f32x2(p: *const f32) -> [f32; 2] {
+    let (a, b): (f32, f32);
+    // SAFETY: the caller guarantees alignment, validity and that no one writes this memory during the launch.
+    unsafe { asm!("ld.global.nc.v2.f32 {{{a}, {b}}}, [{p}];", a = out(reg32) a, b = out(reg32) b, p = in(reg64) p, options(pure, readonly, nostack)) };
+    [a, b]
+}
+
 /// Loads 32 bytes (8 `f32`s) through the read-only cache path, as two [`load_global_nc_f32x4`].
 ///
 /// # Safety

@@ -64,6 +64,29 @@ impl Act {
     }
 }
 
+impl Act {
+    /// Whether the activation is piecewise linear (identity, ReLU, ReLU6, LeakyReLU): four
+    /// instructions an element without a branch, which the Hopper kernels apply to their
+    /// accumulators in registers ([`in_registers`]).
+    pub const fn is_linear(self) -> bool {
+        matches!(self, Act::Identity | Act::Relu | Act::Relu6 | Act::LeakyRelu)
+    }
+}
+
+/// The most fp32 accumulators a thread holds for [`in_registers`] to apply (a 64-row block
+/// 128 columns wide). Beside 128 of them (a 64 x 256 block, or two 64 x 128 blocks), the
+/// epilogue's operand loads spilled (ptxas, sm_90a).
+pub const IN_REGISTERS_MAX_ACC: usize = 64;
+
+/// Whether the Hopper kernels apply an epilogue with activation `act` (and a residual, if
+/// `residual`) on a thread's `acc` fp32 accumulators in registers, as part of the bare store
+/// (branch-free, deferred stores included), instead of staging them through shared memory:
+/// piecewise linear activations, at most [`IN_REGISTERS_MAX_ACC`] accumulators. Kernels and
+/// planner read this one rule.
+pub const fn in_registers(act: Act, _residual: bool, acc: usize) -> bool {
+    act.is_linear() && acc <= IN_REGISTERS_MAX_ACC
+}
+
 /// `2 * sqrt(2 / pi)`: the tanh GELU is `v * sigmoid(GELU_TANH_A * (v + GELU_TANH_B * v^3))`.
 pub const GELU_TANH_A: f32 = 1.595_769_1;
 /// The cubic coefficient of the tanh GELU.
@@ -77,6 +100,16 @@ impl EpilogueArgs {
     #[inline(always)]
     pub fn is_identity(&self) -> bool {
         self.scale == 0 && self.bias == 0 && self.residual == 0 && self.act == Act::Identity as u32 && self.alpha == Self::NONE.alpha
+    }
+
+    /// [`in_registers`] for these arguments and a thread's `acc` accumulators (an unknown act
+    /// code: no).
+    #[inline(always)]
+    pub fn in_registers(&self, acc: usize) -> bool {
+        match Act::from_code(self.act) {
+            Some(act) => in_registers(act, self.residual != 0, acc),
+            None => false,
+        }
     }
 }
 
@@ -95,6 +128,14 @@ mod tests {
             assert_eq!(Act::from_code(i as u32), Some(*a));
         }
         assert_eq!(Act::from_code(7), None);
+        let linear = Act::ALL.map(Act::is_linear);
+        assert_eq!(linear, [true, true, true, true, false, false, false]);
+        let relu = EpilogueArgs { act: Act::Relu as u32, bias: 64, ..EpilogueArgs::NONE };
+        assert!(relu.in_registers(64));
+        assert!(EpilogueArgs { residual: 128, ..relu }.in_registers(64));
+        assert!(!EpilogueArgs { residual: 128, ..relu }.in_registers(128));
+        assert!(!EpilogueArgs { act: Act::Silu as u32, ..relu }.in_registers(64));
+        assert!(!EpilogueArgs { act: 9, ..relu }.in_registers(64));
         // 2 * sqrt(2 / pi).
         assert!((GELU_TANH_A as f64 - 2.0 * (2.0 / core::f64::consts::PI).sqrt()).abs() < 1e-7);
     }

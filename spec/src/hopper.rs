@@ -388,6 +388,21 @@ impl Config {
         self.policy.threads()
     }
 
+    /// The fp32 accumulators a consumer thread holds: a 64-row block's `bn / 2`, twice that
+    /// where a ping-pong warpgroup computes a 128-row tile alone.
+    pub const fn accumulators(&self) -> usize {
+        let rows = if self.policy.ping_pong() { self.block_m() } else { crate::hopper::WGMMA_M };
+        rows / crate::hopper::WGMMA_M * self.bn / 2
+    }
+
+    /// Whether its entries apply an epilogue with activation `act` (and a residual if
+    /// `residual`) on the accumulators in registers, the kernels' rule
+    /// ([`crate::epilogue::in_registers`]); otherwise a fusing entry stages them through shared
+    /// memory.
+    pub const fn epilogue_in_registers(&self, act: crate::epilogue::Act, residual: bool) -> bool {
+        self.fuses_epilogue() && crate::epilogue::in_registers(act, residual, self.accumulators())
+    }
+
     /// Dynamic shared memory bytes per block: the stages, 1 KiB to align them to 1024, and the
     /// barriers of the warp-specialized kernels.
     pub const fn smem_bytes(&self) -> usize {
@@ -542,6 +557,23 @@ const _: () = {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_threads_accumulators_and_the_register_epilogue() {
+        let find = |e: &str| CONFIGS.iter().find(|c| c.entries[0] == e).unwrap();
+        let relu = crate::epilogue::Act::Relu;
+        // Step 7: two warpgroups share a 128-row tile, 64 rows each.
+        assert_eq!(find("wgmma_ws_tma_persistent_128x256k64").accumulators(), 128);
+        assert_eq!(find("wgmma_ws_tma_persistent_128x128k64").accumulators(), 64);
+        assert!(find("wgmma_ws_tma_persistent_128x128k64").epilogue_in_registers(relu, true));
+        assert!(!find("wgmma_ws_tma_persistent_128x256k64").epilogue_in_registers(relu, false));
+        // Ping-pong: a warpgroup's tile is its own, 128 rows as two blocks or one 64-row block.
+        assert_eq!(find("wgmma_ws_tma_pingpong_128x128k64").accumulators(), 128);
+        assert_eq!(find("wgmma_ws_tma_pingpong_m64_64x128k64").accumulators(), 64);
+        // SiLU stages through shared memory; a cluster does not fuse at all.
+        assert!(!find("wgmma_ws_tma_persistent_128x64k64").epilogue_in_registers(crate::epilogue::Act::Silu, false));
+        assert!(!find("wgmma_ws_tma_persistent_cluster2_128x128k64").epilogue_in_registers(relu, false));
+    }
 
     #[test]
     fn shared_memory_is_the_stages_the_alignment_and_the_barriers() {

@@ -134,7 +134,7 @@ const MAX_SPLITS: usize = 32;
 /// of `ch` channels (the last k-tile of each tap charged in full), each tile's reduction split
 /// over `splits` slices (1: not split), `live` of the tiles' rows computed and written (the rest are
 /// warpgroups that skip their MMAs: NCHW planes with K not filling the 128-row tiles), with a
-/// fused epilogue if `fused` (step 12's rate times [`M64_FUSED`]). fp32 rows run at the tf32
+/// fused epilogue staged through shared memory if `fused` (step 12's rate times [`M64_FUSED`]). fp32 rows run at the tf32
 /// peak, half the fp16 one, and 3xTF32 three products a step.
 #[allow(clippy::too_many_arguments)]
 fn cost(c: &Config, d: &DeviceModel, m: usize, n: usize, ch: usize, taps: usize, splits: usize, live: f64, fused: bool) -> f64 {
@@ -277,8 +277,11 @@ fn plan(desc: &KernelDesc, problem: &Conv2d, dtype: DType, device: &DeviceModel)
     // Under NCHW planes each image's rows are K rounded up to 128; a warpgroup whose 64 rows
     // all lie past K skips its MMAs.
     let live = if planes { (p.k.div_ceil(64) * 64) as f64 / plane_rows(p.k) as f64 } else { 1.0 };
-    let fused = !p.epilogue.is_none();
-    let cost_of = |&(c, z): &(&Config, usize)| cost(c, device, m, n, group_c, p.r * p.s, z, live, fused);
+    // Charged only where the epilogue stages through shared memory: a piecewise linear one runs
+    // on the accumulators (`Config::epilogue_in_registers`), as cheap as the bare store.
+    let (act, _) = p.epilogue.activation.code();
+    let staged = |c: &Config| !p.epilogue.is_none() && !c.epilogue_in_registers(act, p.epilogue.residual);
+    let cost_of = |&(c, z): &(&Config, usize)| cost(c, device, m, n, group_c, p.r * p.s, z, live, staged(c));
     let forced = if policy.split_k() { forced_split()? } else { None };
     let choices = configs().filter(fits).flat_map(|c| splits(c).map(move |z| (c, z)));
     let choices = choices.filter(|&(c, z)| forced.is_none_or(|(bn, fz)| c.bn == bn && z == fz));

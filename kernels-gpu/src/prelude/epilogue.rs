@@ -107,8 +107,9 @@ impl Activation {
     /// positive), `v` above, clamped at `hi`, as `fma(lo, min(v, 0), max(v, 0))` and a min:
     /// four instructions where compares and selects took six. A NaN stays NaN: the `max` and
     /// the clamp propagate it (`.NaN`), the plain `min` drops it for the other operand, 0.
+    /// Only for an activation whose form is linear (`Act::is_linear`).
     #[inline(always)]
-    fn linear(&self, v: f32) -> f32 {
+    pub fn linear(&self, v: f32) -> f32 {
         min_nan(fma(self.p, min(v, 0.0), max_nan(v, 0.0)), self.q)
     }
 

@@ -12,7 +12,7 @@ use core::arch::asm;
 use convrs_spec::hopper::{Math as Spec, ROW_BYTES, WARPGROUP};
 
 use super::math::{pack, Math};
-use crate::prelude::epilogue::{residual_eight, Activation};
+use crate::prelude::epilogue::{residual_eight, residual_pair, Activation};
 use crate::prelude::matrix::{shfl_xor, store_global_f32x2, store_global_v4, store_global_v4_if};
 use crate::prelude::wgmma::Accumulators;
 use crate::prelude::*;
@@ -72,6 +72,66 @@ pub(super) unsafe fn store_tile<O: Operands, Acc: Accumulators, M: Math>(sh: &Co
             });
         });
     }
+}
+
+/// Applies the fused epilogue (`ConvShape::ep`, whose [`EpilogueArgs::in_registers`] holds for
+/// tiles `Acc::N` wide) to consumer warpgroup `cw`'s accumulators of the tile at (`m0`, `n0`) in
+/// place, before the bare store ([`store_tile`], [`store_deferring`]) rounds and writes them:
+/// y = act(alpha * acc * scale[k] + bias[k] + beta * residual), `act` piecewise linear, in the
+/// same operations as [`finish_eight`] (so the same fp32 values). Each accumulator pair is two
+/// columns of a row: a pixel's two channels, whose scale and bias load as one 8-byte pair
+/// (shared by the pair's two rows), or for NCHW planes two pixels of one channel, whose factors
+/// load once a row. The residual loads in pairs too, 4 (fp32: 8) bytes. Straight-line and
+/// branch-free, so its code (about 6 instructions an element) runs under the tensor cores' next
+/// tile as the bare epilogue does; the shared-memory path ([`store_fused`]) remains for the
+/// sigmoid and erf forms, whose unrolled code did not fit the instruction cache.
+///
+/// Elements outside the output are computed on clamped channels and offsets (and not stored).
+///
+/// # Safety
+/// As [`store_fused`]'s operands: scale and bias (where not 0) hold K fp32 values, the residual
+/// an output-shaped tensor in the output's type.
+#[inline(always)]
+pub(super) unsafe fn finish_in_registers<O: Operands, Acc: Accumulators, M: Math>(sh: &ConvShape, acc: &mut Acc, m0: u32, n0: u32, cw: u32, tid: u32) {
+    let ep = &sh.ep;
+    let act = Activation::of(ep);
+    let half = M::SPEC == Spec::Half && sh.y_bits == 16;
+    let (alpha, beta) = (f32::from_bits(ep.alpha), f32::from_bits(ep.beta));
+    let last = sh.k as u32 - 1;
+    let (warp, lane) = ((tid % WG) / 32, tid % 32);
+    let row0 = m0 + cw * 64 + warp * 16 + lane / 4;
+    // Channel k's (and k + 1's) factor and addend; k (even) clamped into K (a multiple of 8).
+    let factors = |k: u32, pair: bool| -> ([f32; 2], [f32; 2]) {
+        let k = k.min(if pair { last - 1 } else { last }) as usize;
+        // SAFETY: k (+ 1) < K, as the caller guarantees the K values; 8-byte aligned pairs.
+        let two = |base: u64| unsafe {
+            let p = (base as *const f32).add(k);
+            if pair { load_global_nc_f32x2(p) } else { [load_global_nc_f32(p); 2] }
+        };
+        let mul = if ep.scale != 0 { two(ep.scale).map(|s| alpha * s) } else { [alpha; 2] };
+        let add = if ep.bias != 0 { two(ep.bias) } else { [0.0; 2] };
+        (mul, add)
+    };
+    // Planes: the factors of the thread's two rows, the same for every column.
+    let by_row = if O::PLANES { [0, 1].map(|e| factors(O::y_channels(sh, row0 + 8 * e, n0).0, false)) } else { [([0.0; 2], [0.0; 2]); 2] };
+    unroll!(32: Acc::N / 8, j => {
+        let col = n0 + 8 * j as u32 + 2 * (lane % 4);
+        let by_col = if O::PLANES { by_row[0] } else { factors(col, true) };
+        unroll!(4: 2, e => {
+            let row = row0 + 8 * e as u32;
+            let (mul, mut add) = if O::PLANES { by_row[e] } else { by_col };
+            if ep.residual != 0 {
+                let off = if O::y_in(sh, row, col) { O::y_off(sh, row, col) as usize } else { 0 };
+                // SAFETY: an element pair of the output-shaped residual (the first for elements
+                // outside the output), aligned to the pair (col even).
+                let r = unsafe { residual_pair(ep.residual, off, half, M::BF16) };
+                add = [fma(beta, r[0], add[0]), fma(beta, r[1], add[1])];
+            }
+            let i = 4 * j + 2 * e;
+            acc[i] = act.linear(fma(acc[i], mul[0], add[0]));
+            acc[i + 1] = act.linear(fma(acc[i + 1], mul[1], add[1]));
+        });
+    });
 }
 
 /// Columns of a chunk of [`store_fused`]: one [`ROW_BYTES`] row of fp32 values.

@@ -63,7 +63,7 @@ use convrs_spec::EpilogueArgs;
 
 use super::consumer::consume;
 use super::math::Math;
-use super::epilogue::{prefetch_residual, store_deferring, store_fused, store_pending, store_tile, Pending, SLICES};
+use super::epilogue::{finish_in_registers, prefetch_residual, store_deferring, store_fused, store_pending, store_tile, Pending, SLICES};
 use super::planes::produce_planes;
 use super::producer::{group_channels, produce_cp_async, produce_tma};
 use super::scheduler::Tiles;
@@ -303,11 +303,14 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
     // of the instantiation, so the others compile none of it.
     let fuses = fuses_epilogue(IM2COL, CLUSTER as usize);
     let sh = &ConvShape { ep: if fuses { sh.ep } else { EpilogueArgs::NONE }, ..sh };
+    // A piecewise linear epilogue runs on the accumulators (`finish_in_registers`; a thread
+    // holds N / 2), then the bare store does.
+    let regs = fuses && !sh.ep.is_identity() && sh.ep.in_registers(Acc::N / 2);
     // With im2col copies and 16-bit outputs each tile's last stores go under the next tile's
-    // first k-tiles (bare convolutions: see `store_deferring`).
-    let defer = matches!(M::SPEC, Spec::Half) && IM2COL && !SPLIT && sh.y_bits == 16 && sh.ep.is_identity();
-    // A fused epilogue holds each tile's last stage for its staging (`store_fused`).
-    let hold = fuses && !sh.ep.is_identity();
+    // first k-tiles (bare convolutions and register epilogues: see `store_deferring`).
+    let defer = matches!(M::SPEC, Spec::Half) && IM2COL && !SPLIT && sh.y_bits == 16 && (sh.ep.is_identity() || regs);
+    // Any other fused epilogue holds each tile's last stage for its staging (`store_fused`).
+    let hold = fuses && !sh.ep.is_identity() && !regs;
     let mut pending = Pending::NONE;
     while let Some((m0, n0)) = tiles.next::<CLUSTER>() {
         // A warpgroup whose first row (so every row) lies outside the output: a ragged last M
@@ -315,13 +318,13 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
         // Split-K keeps every warp in its meeting; 3xTF32 computes it anyway (the branch around
         // its register fragments measured 144 bytes of spills in ptxas).
         let idle = !SPLIT && !matches!(M::SPEC, Spec::Tf32x3) && !O::y_in(&sh, m0 + cw * 64, n0);
-        if hold && !idle {
+        if (hold || regs) && !idle {
             // SAFETY: the caller's contract (the residual is output-shaped).
             unsafe { prefetch_residual::<O, Acc, M>(&sh, m0, n0, cw, tid) };
         }
         // SAFETY: the whole warpgroup, for every tile the producer fills; the stores as
         // `store_pending` requires (the previous tile's, this thread's part).
-        let acc = unsafe {
+        let mut acc = unsafe {
             consume::<Acc, M, STAGES, CLUSTER, IM2COL, BM>(ring, cw, tid, ktiles, idle, hold, &mut at, |kt| {
                 if defer {
                     store_pending::<O, Acc>(&sh, y, &pending, cw, tid, kt, kt + 1);
@@ -329,7 +332,6 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
             })
         };
         if let Some(split) = &split {
-            let mut acc = acc;
             let warp = (tid % WG) / 32;
             let unit = ((m0 / BLOCK_M as u32) * n_tiles + n0 / Acc::N as u32) * split_k::WARPS_PER_TILE as u32 + cw * 4 + warp;
             // SAFETY: the whole warp, converged; this unit's region and counter, once per
@@ -341,6 +343,9 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
                     if hold {
                         store_fused::<O, Acc, M>(&sh, y, &acc, m0, n0, cw, tid, ring.stage_addr(at.prev_stage::<STAGES>()));
                     } else {
+                        if regs {
+                            finish_in_registers::<O, Acc, M>(&sh, &mut acc, m0, n0, cw, tid);
+                        }
                         store_tile::<O, Acc, M>(&sh, y, &acc, m0, n0, cw, tid);
                     }
                 }
@@ -351,6 +356,10 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
             unsafe { store_pending::<O, Acc>(&sh, y, &pending, cw, tid, (ktiles as u32).min(SLICES), SLICES) };
             pending = Pending::NONE;
         } else if defer {
+            if regs {
+                // SAFETY: the caller's contract (the epilogue's operands).
+                unsafe { finish_in_registers::<O, Acc, M>(&sh, &mut acc, m0, n0, cw, tid) };
+            }
             // SAFETY: the caller's contract; this CTA's tile, the last tile's remaining stores.
             pending = unsafe { store_deferring::<O, Acc, M>(&sh, y, &pending, &acc, m0, n0, cw, tid, ktiles) };
         } else if hold && !idle {
@@ -358,8 +367,13 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
             // tile, which this warpgroup still holds.
             unsafe { store_fused::<O, Acc, M>(&sh, y, &acc, m0, n0, cw, tid, ring.stage_addr(at.prev_stage::<STAGES>())) };
         } else if !idle {
-            // SAFETY: the caller's contract; this CTA's tile.
-            unsafe { store_tile::<O, Acc, M>(&sh, y, &acc, m0, n0, cw, tid) };
+            // SAFETY: the caller's contract; this CTA's tile (and the epilogue's operands).
+            unsafe {
+                if regs {
+                    finish_in_registers::<O, Acc, M>(&sh, &mut acc, m0, n0, cw, tid);
+                }
+                store_tile::<O, Acc, M>(&sh, y, &acc, m0, n0, cw, tid)
+            };
         }
         if hold {
             // The staging's generic-proxy writes before the producer's next copies into the
@@ -408,10 +422,13 @@ unsafe fn ping_pong<O: Operands, Acc: Accumulators, const STAGES: usize, M: Math
     cw: u32,
     tid: u32,
 ) {
-    // Every ping-pong configuration fuses the epilogue (`fuses_epilogue`: TMA, no cluster).
-    let hold = !sh.ep.is_identity();
     // A tile of one m64 block (a constant of the instantiation: the other form compiles away).
     let one = BM == WGMMA_M;
+    // Every ping-pong configuration fuses the epilogue (`fuses_epilogue`: TMA, no cluster): a
+    // piecewise linear one on the accumulators (a thread holds N / 2 a block), any other
+    // through the held stage.
+    let regs = !sh.ep.is_identity() && sh.ep.in_registers(if one { Acc::N / 2 } else { Acc::N });
+    let hold = !sh.ep.is_identity() && !regs;
     let mut at = Position::START;
     let mut place = 0u32;
     while let Some((m0, n0)) = tiles.next::<1>() {
@@ -421,7 +438,7 @@ unsafe fn ping_pong<O: Operands, Acc: Accumulators, const STAGES: usize, M: Math
             continue;
         }
         let second = !one && O::y_in(sh, m0 + WGMMA_M as u32, n0);
-        if hold {
+        if hold || regs {
             // SAFETY: the caller's contract (the residual is output-shaped).
             unsafe {
                 prefetch_residual::<O, Acc, M>(sh, m0, n0, 0, tid);
@@ -463,8 +480,15 @@ unsafe fn ping_pong<O: Operands, Acc: Accumulators, const STAGES: usize, M: Math
             // SAFETY: every thread of the warpgroup, once for the tile's last stage.
             unsafe { ring.release::<1>(stage) };
         } else {
-            // SAFETY: the caller's contract; this warpgroup's tile.
+            let mut acc = acc;
+            // SAFETY: the caller's contract; this warpgroup's tile (and the epilogue's operands).
             unsafe {
+                if regs {
+                    finish_in_registers::<O, Acc, M>(sh, &mut acc.0, m0, n0, 0, tid);
+                    if second {
+                        finish_in_registers::<O, Acc, M>(sh, &mut acc.1, m0, n0, 1, tid);
+                    }
+                }
                 store_tile::<O, Acc, M>(sh, y, &acc.0, m0, n0, 0, tid);
                 if second {
                     store_tile::<O, Acc, M>(sh, y, &acc.1, m0, n0, 1, tid);
