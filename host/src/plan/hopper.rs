@@ -134,10 +134,12 @@ const MAX_SPLITS: usize = 32;
 /// of `ch` channels (the last k-tile of each tap charged in full), each tile's reduction split
 /// over `splits` slices (1: not split), `live` of the tiles' rows computed and written (the rest are
 /// warpgroups that skip their MMAs: NCHW planes with K not filling the 128-row tiles), with a
-/// fused epilogue staged through shared memory if `fused` (step 12's rate times [`M64_FUSED`]). fp32 rows run at the tf32
-/// peak, half the fp16 one, and 3xTF32 three products a step.
+/// fused epilogue staged through shared memory if `staged` is `Some(residual)`
+/// ([`STAGED_US`] an output, twice that with a residual, and step 12's rate times
+/// [`M64_FUSED`]). fp32 rows run at the tf32 peak, half the fp16 one, and 3xTF32 three
+/// products a step.
 #[allow(clippy::too_many_arguments)]
-fn cost(c: &Config, d: &DeviceModel, m: usize, n: usize, ch: usize, taps: usize, splits: usize, live: f64, fused: bool) -> f64 {
+fn cost(c: &Config, d: &DeviceModel, m: usize, n: usize, ch: usize, taps: usize, splits: usize, live: f64, staged: Option<bool>) -> f64 {
     let bps = blocks_per_sm(d, c.threads(), registers(c), c.smem_bytes()) as f64;
     let blocks = (tiles(c, m, n) * splits) as f64;
     let kc = c.k_tile();
@@ -156,9 +158,18 @@ fn cost(c: &Config, d: &DeviceModel, m: usize, n: usize, ch: usize, taps: usize,
     // a split reduction writes and reads every slice's partial sums too.
     let out = (m * n * 4) as f64 * live;
     let split = if splits > 1 { SPLIT_US + memory_us(d, 2.0 * splits as f64 * out) } else { 0.0 };
-    let rate = if fused && c.block_m() != BLOCK_M { rate(c) * M64_FUSED } else { rate(c) };
-    LAUNCH_US + rate * macs_per_sm / macs_per_sm_us + memory_us(d, out) + split
+    let rate = if staged.is_some() && c.block_m() != BLOCK_M { rate(c) * M64_FUSED } else { rate(c) };
+    let staging = staged.map_or(0.0, |residual| if residual { 2.0 } else { 1.0 } * STAGED_US * (m * n) as f64 * live / d.sms.max(1) as f64);
+    LAUNCH_US + rate * macs_per_sm / macs_per_sm_us + memory_us(d, out) + split + staging
 }
+
+/// What the shared-memory epilogue (`store_fused`) adds an output element, in SM-microseconds:
+/// the consumers stage, finish and store while the tensor cores wait. Fitted on the H100
+/// (132 SMs; sixteenth session, BENCHMARKS.md): bias + ReLU added 3.4-13 us to step 7 on
+/// 8,128,28,28->512 1x1, 8,256,28,28->512 3x3 and 8,64,112,112->128 3x3, 1.05-1.1 us a million
+/// outputs; bias + residual + ReLU twice that. An epilogue on the accumulators in registers
+/// costs nothing here: it runs under the next tile's mainloop as the bare store does.
+const STAGED_US: f64 = 1.05e-6 * 132.0;
 
 /// Output tiles of `c` for `m x n` GEMM outputs: the M tiles rounded up to whole clusters,
 /// times the N tiles.
@@ -280,7 +291,7 @@ fn plan(desc: &KernelDesc, problem: &Conv2d, dtype: DType, device: &DeviceModel)
     // Charged only where the epilogue stages through shared memory: a piecewise linear one runs
     // on the accumulators (`Config::epilogue_in_registers`), as cheap as the bare store.
     let (act, _) = p.epilogue.activation.code();
-    let staged = |c: &Config| !p.epilogue.is_none() && !c.epilogue_in_registers(act, p.epilogue.residual);
+    let staged = |c: &Config| (!p.epilogue.is_none() && !c.epilogue_in_registers(act, p.epilogue.residual)).then_some(p.epilogue.residual);
     let cost_of = |&(c, z): &(&Config, usize)| cost(c, device, m, n, group_c, p.r * p.s, z, live, staged(c));
     let forced = if policy.split_k() { forced_split()? } else { None };
     let choices = configs().filter(fits).flat_map(|c| splits(c).map(move |z| (c, z)));
@@ -514,7 +525,7 @@ mod tests {
             ("wgmma_ws_tma_persistent_128x256k64", 155.7),
             ("wgmma_ws_tma_persistent_cluster2_128x256k64", 155.6),
         ] {
-            let ratio = cost(by_entry(entry), &d, m, 512, 256, 9, 1, 1.0, false) / measured_us;
+            let ratio = cost(by_entry(entry), &d, m, 512, 256, 9, 1, 1.0, None) / measured_us;
             assert!((0.9..=1.1).contains(&ratio), "{entry}: predicted/measured {ratio:.2}");
         }
         let plan = algo("wgmma_multistage").plan(&seed, DType::F16, &d).unwrap();
