@@ -78,13 +78,16 @@ impl Act {
 /// epilogue's operand loads spilled (ptxas, sm_90a).
 pub const IN_REGISTERS_MAX_ACC: usize = 64;
 
-/// Whether the Hopper kernels apply an epilogue with activation `act` (and a residual, if
-/// `residual`) on a thread's `acc` fp32 accumulators in registers, as part of the bare store
-/// (branch-free, deferred stores included), instead of staging them through shared memory:
-/// piecewise linear activations, at most [`IN_REGISTERS_MAX_ACC`] accumulators. Kernels and
-/// planner read this one rule.
-pub const fn in_registers(act: Act, _residual: bool, acc: usize) -> bool {
-    act.is_linear() && acc <= IN_REGISTERS_MAX_ACC
+/// Whether the Hopper kernels apply an epilogue with activation `act`, a bias (if `bias`) and
+/// a residual (if `residual`) on a thread's `acc` fp32 accumulators in registers, as part of
+/// the bare store (straight-line, deferred stores included), instead of staging them through
+/// shared memory: piecewise linear activations after a bias (folded BatchNorms and conv biases;
+/// each form of the code is a copy in every kernel, so the forms without a bias are left out),
+/// at most [`IN_REGISTERS_MAX_ACC`] accumulators, and a residual only where the consumer
+/// warpgroups do not take turns (`ping_pong` false: beside a ping-pong warpgroup's 64
+/// accumulators the residual's registers spilled). Kernels and planner read this one rule.
+pub const fn in_registers(act: Act, bias: bool, residual: bool, acc: usize, ping_pong: bool) -> bool {
+    act.is_linear() && bias && acc <= IN_REGISTERS_MAX_ACC && !(residual && ping_pong)
 }
 
 /// `2 * sqrt(2 / pi)`: the tanh GELU is `v * sigmoid(GELU_TANH_A * (v + GELU_TANH_B * v^3))`.
@@ -102,12 +105,12 @@ impl EpilogueArgs {
         self.scale == 0 && self.bias == 0 && self.residual == 0 && self.act == Act::Identity as u32 && self.alpha == Self::NONE.alpha
     }
 
-    /// [`in_registers`] for these arguments and a thread's `acc` accumulators (an unknown act
-    /// code: no).
+    /// [`in_registers`] for these arguments, a thread's `acc` accumulators and the schedule (an
+    /// unknown act code: no).
     #[inline(always)]
-    pub fn in_registers(&self, acc: usize) -> bool {
+    pub fn in_registers(&self, acc: usize, ping_pong: bool) -> bool {
         match Act::from_code(self.act) {
-            Some(act) => in_registers(act, self.residual != 0, acc),
+            Some(act) => in_registers(act, self.bias != 0, self.residual != 0, acc, ping_pong),
             None => false,
         }
     }
@@ -131,11 +134,13 @@ mod tests {
         let linear = Act::ALL.map(Act::is_linear);
         assert_eq!(linear, [true, true, true, true, false, false, false]);
         let relu = EpilogueArgs { act: Act::Relu as u32, bias: 64, ..EpilogueArgs::NONE };
-        assert!(relu.in_registers(64));
-        assert!(EpilogueArgs { residual: 128, ..relu }.in_registers(64));
-        assert!(!EpilogueArgs { residual: 128, ..relu }.in_registers(128));
-        assert!(!EpilogueArgs { act: Act::Silu as u32, ..relu }.in_registers(64));
-        assert!(!EpilogueArgs { act: 9, ..relu }.in_registers(64));
+        assert!(relu.in_registers(64, true));
+        assert!(EpilogueArgs { residual: 128, ..relu }.in_registers(64, false));
+        assert!(!EpilogueArgs { residual: 128, ..relu }.in_registers(64, true));
+        assert!(!relu.in_registers(128, false));
+        assert!(!EpilogueArgs { act: Act::Silu as u32, ..relu }.in_registers(64, false));
+        assert!(!EpilogueArgs { act: 9, ..relu }.in_registers(64, false));
+        assert!(!EpilogueArgs { bias: 0, ..relu }.in_registers(64, false));
         // 2 * sqrt(2 / pi).
         assert!((GELU_TANH_A as f64 - 2.0 * (2.0 / core::f64::consts::PI).sqrt()).abs() < 1e-7);
     }

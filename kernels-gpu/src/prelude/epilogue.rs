@@ -135,6 +135,13 @@ impl Activation {
     }
 }
 
+/// ReLU as one `max.NaN`: `+0` below 0 and for `-inf`, NaN stays NaN. The linear form's value
+/// for every finite `v`; at `-inf` the linear form gives NaN (`0 * -inf` in its FMA).
+#[inline(always)]
+pub fn relu(v: f32) -> f32 {
+    max_nan(v, 0.0)
+}
+
 /// GELU in its erf form, `v * (1 + erf(v / sqrt 2)) / 2`, through [`erfc`].
 #[inline(always)]
 fn gelu_erf(v: f32) -> f32 {

@@ -9,10 +9,11 @@
 
 use core::arch::asm;
 
+use convrs_spec::epilogue::Act;
 use convrs_spec::hopper::{Math as Spec, ROW_BYTES, WARPGROUP};
 
 use super::math::{pack, Math};
-use crate::prelude::epilogue::{residual_eight, residual_pair, Activation};
+use crate::prelude::epilogue::{relu, residual_eight, residual_pair, Activation};
 use crate::prelude::matrix::{shfl_xor, store_global_f32x2, store_global_v4, store_global_v4_if};
 use crate::prelude::wgmma::Accumulators;
 use crate::prelude::*;
@@ -75,24 +76,61 @@ pub(super) unsafe fn store_tile<O: Operands, Acc: Accumulators, M: Math>(sh: &Co
 }
 
 /// Applies the fused epilogue (`ConvShape::ep`, whose [`EpilogueArgs::in_registers`] holds for
-/// tiles `Acc::N` wide) to consumer warpgroup `cw`'s accumulators of the tile at (`m0`, `n0`) in
-/// place, before the bare store ([`store_tile`], [`store_deferring`]) rounds and writes them:
-/// y = act(alpha * acc * scale[k] + bias[k] + beta * residual), `act` piecewise linear, in the
-/// same operations as [`finish_eight`] (so the same fp32 values). Each accumulator pair is two
-/// columns of a row: a pixel's two channels, whose scale and bias load as one 8-byte pair
-/// (shared by the pair's two rows), or for NCHW planes two pixels of one channel, whose factors
-/// load once a row. The residual loads in pairs too, 4 (fp32: 8) bytes. Straight-line and
-/// branch-free, so its code (about 6 instructions an element) runs under the tensor cores' next
-/// tile as the bare epilogue does; the shared-memory path ([`store_fused`]) remains for the
-/// sigmoid and erf forms, whose unrolled code did not fit the instruction cache.
+/// a thread's `Acc::N / 2` accumulators) to consumer warpgroup `cw`'s accumulators of the tile at
+/// (`m0`, `n0`) in place, before the bare store ([`store_tile`], [`store_deferring`]) rounds and
+/// writes them: y = act(alpha * acc * scale[k] + bias[k] + beta * residual), `act` piecewise
+/// linear, in the same operations as [`finish_eight`] (so the same fp32 values).
 ///
-/// Elements outside the output are computed on clamped channels and offsets (and not stored).
+/// Which of scale and residual are present, and whether the activation is ReLU, are constants of
+/// one of eight straight-line forms ([`finish_form`]), chosen once a tile: with a uniform branch on
+/// each operand around each load, the code of 730a5a9's kind ran about 16 instructions an
+/// element, and step 7 with `alpha=2` alone took 1.4x the bare time (ncu, H100, 8,64,112,112 ->
+/// 128 3x3: 15.4M instructions against 8.9M).
+///
+/// The forms with a residual are compiled where `RES` (the kernel's schedule allows them:
+/// `in_registers`' `ping_pong`).
 ///
 /// # Safety
 /// As [`store_fused`]'s operands: scale and bias (where not 0) hold K fp32 values, the residual
 /// an output-shaped tensor in the output's type.
 #[inline(always)]
-pub(super) unsafe fn finish_in_registers<O: Operands, Acc: Accumulators, M: Math>(sh: &ConvShape, acc: &mut Acc, m0: u32, n0: u32, cw: u32, tid: u32) {
+pub(super) unsafe fn finish_in_registers<O: Operands, Acc: Accumulators, M: Math, const RES: bool>(sh: &ConvShape, acc: &mut Acc, m0: u32, n0: u32, cw: u32, tid: u32) {
+    let ep = &sh.ep;
+    let relu = ep.act == Act::Relu as u32;
+    macro_rules! forms {
+        ($(($s:literal, $r:literal, $relu:literal)),*) => {
+            match (ep.scale != 0, ep.residual != 0, relu) {
+                // SAFETY: as the caller guarantees; each form reads the operands it is named for
+                // (and the bias, which `in_registers` requires).
+                $(($s, $r, $relu) if RES || !$r => unsafe { finish_form::<O, Acc, M, $s, $r, $relu>(sh, acc, m0, n0, cw, tid) },)*
+                // A residual where the kernel compiled no residual form: `in_registers` rules it out.
+                _ => trap(),
+            }
+        };
+    }
+    forms!((false, false, false), (false, false, true), (false, true, false), (false, true, true), (true, false, false), (true, false, true), (true, true, false), (true, true, true));
+}
+
+/// One form of [`finish_in_registers`]: with the bias, scale and residual where `SCALE` and
+/// `RES` (their addresses then non-zero), and ReLU (one `max.NaN`) where `RELU`, otherwise the
+/// linear form of `ep.act`. Each accumulator pair is two columns of a row: a pixel's two
+/// channels, whose scale and bias load as one 8-byte pair shared by the pair's two rows, or for
+/// NCHW planes two pixels of one channel, whose factors load once a row. The residual loads in
+/// pairs too, 4 (fp32: 8) bytes. Elements outside the output are computed on clamped channels
+/// and offsets (and not stored). A warp barrier after every fourth column group keeps ptxas from
+/// hoisting every load of the tile to the top, where their registers spilled (128 x 128 tiles).
+///
+/// # Safety
+/// As [`finish_in_registers`].
+#[inline(always)]
+unsafe fn finish_form<O: Operands, Acc: Accumulators, M: Math, const SCALE: bool, const RES: bool, const RELU: bool>(
+    sh: &ConvShape,
+    acc: &mut Acc,
+    m0: u32,
+    n0: u32,
+    cw: u32,
+    tid: u32,
+) {
     let ep = &sh.ep;
     let act = Activation::of(ep);
     let half = M::SPEC == Spec::Half && sh.y_bits == 16;
@@ -108,19 +146,20 @@ pub(super) unsafe fn finish_in_registers<O: Operands, Acc: Accumulators, M: Math
             let p = (base as *const f32).add(k);
             if pair { load_global_nc_f32x2(p) } else { [load_global_nc_f32(p); 2] }
         };
-        let mul = if ep.scale != 0 { two(ep.scale).map(|s| alpha * s) } else { [alpha; 2] };
-        let add = if ep.bias != 0 { two(ep.bias) } else { [0.0; 2] };
+        let mul = if SCALE { two(ep.scale).map(|s| alpha * s) } else { [alpha; 2] };
+        let add = two(ep.bias);
         (mul, add)
     };
     // Planes: the factors of the thread's two rows, the same for every column.
     let by_row = if O::PLANES { [0, 1].map(|e| factors(O::y_channels(sh, row0 + 8 * e, n0).0, false)) } else { [([0.0; 2], [0.0; 2]); 2] };
+    let finish = |v: f32| if RELU { relu(v) } else { act.linear(v) };
     unroll!(32: Acc::N / 8, j => {
         let col = n0 + 8 * j as u32 + 2 * (lane % 4);
         let by_col = if O::PLANES { by_row[0] } else { factors(col, true) };
         unroll!(4: 2, e => {
             let row = row0 + 8 * e as u32;
             let (mul, mut add) = if O::PLANES { by_row[e] } else { by_col };
-            if ep.residual != 0 {
+            if RES {
                 let off = if O::y_in(sh, row, col) { O::y_off(sh, row, col) as usize } else { 0 };
                 // SAFETY: an element pair of the output-shaped residual (the first for elements
                 // outside the output), aligned to the pair (col even).
@@ -128,9 +167,12 @@ pub(super) unsafe fn finish_in_registers<O: Operands, Acc: Accumulators, M: Math
                 add = [fma(beta, r[0], add[0]), fma(beta, r[1], add[1])];
             }
             let i = 4 * j + 2 * e;
-            acc[i] = act.linear(fma(acc[i], mul[0], add[0]));
-            acc[i + 1] = act.linear(fma(acc[i + 1], mul[1], add[1]));
+            acc[i] = finish(fma(acc[i], mul[0], add[0]));
+            acc[i + 1] = finish(fma(acc[i + 1], mul[1], add[1]));
         });
+        if j % 4 == 3 && j + 1 < Acc::N / 8 {
+            sync_warp();
+        }
     });
 }
 

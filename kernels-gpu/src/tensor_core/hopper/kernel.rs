@@ -305,7 +305,7 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
     let sh = &ConvShape { ep: if fuses { sh.ep } else { EpilogueArgs::NONE }, ..sh };
     // A piecewise linear epilogue runs on the accumulators (`finish_in_registers`; a thread
     // holds N / 2), then the bare store does.
-    let regs = fuses && !sh.ep.is_identity() && sh.ep.in_registers(Acc::N / 2);
+    let regs = fuses && !sh.ep.is_identity() && sh.ep.in_registers(Acc::N / 2, false);
     // With im2col copies and 16-bit outputs each tile's last stores go under the next tile's
     // first k-tiles (bare convolutions and register epilogues: see `store_deferring`).
     let defer = matches!(M::SPEC, Spec::Half) && IM2COL && !SPLIT && sh.y_bits == 16 && (sh.ep.is_identity() || regs);
@@ -331,21 +331,31 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
                 }
             })
         };
-        if let Some(split) = &split {
-            let warp = (tid % WG) / 32;
-            let unit = ((m0 / BLOCK_M as u32) * n_tiles + n0 / Acc::N as u32) * split_k::WARPS_PER_TILE as u32 + cw * 4 + warp;
-            // SAFETY: the whole warp, converged; this unit's region and counter, once per
-            // launch by each slice (the grid's z slices walk the same tiles).
-            if unsafe { split.meet(&mut acc, unit, tid % 32) } {
+        // Whether this warp writes the tile: under split-K, the last slice's warp of each strip
+        // (after the meeting), otherwise a warpgroup with rows in the output.
+        let write = match &split {
+            Some(split) => {
+                let warp = (tid % WG) / 32;
+                let unit = ((m0 / BLOCK_M as u32) * n_tiles + n0 / Acc::N as u32) * split_k::WARPS_PER_TILE as u32 + cw * 4 + warp;
+                // SAFETY: the whole warp, converged; this unit's region and counter, once per
+                // launch by each slice (the grid's z slices walk the same tiles).
+                unsafe { split.meet(&mut acc, unit, tid % 32) }
+            }
+            None => !idle,
+        };
+        if regs && write {
+            // SAFETY: the caller's contract (the epilogue's operands). One call site: each
+            // form of the register epilogue is straight-line code of its own.
+            unsafe { finish_in_registers::<O, Acc, M, true>(&sh, &mut acc, m0, n0, cw, tid) };
+        }
+        if split.is_some() {
+            if write {
                 // SAFETY: as below (each warp writes its own 16 rows; shuffles and staging
                 // within the warp); of the slices, only this warp writes them.
                 unsafe {
                     if hold {
                         store_fused::<O, Acc, M>(&sh, y, &acc, m0, n0, cw, tid, ring.stage_addr(at.prev_stage::<STAGES>()));
                     } else {
-                        if regs {
-                            finish_in_registers::<O, Acc, M>(&sh, &mut acc, m0, n0, cw, tid);
-                        }
                         store_tile::<O, Acc, M>(&sh, y, &acc, m0, n0, cw, tid);
                     }
                 }
@@ -356,10 +366,6 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
             unsafe { store_pending::<O, Acc>(&sh, y, &pending, cw, tid, (ktiles as u32).min(SLICES), SLICES) };
             pending = Pending::NONE;
         } else if defer {
-            if regs {
-                // SAFETY: the caller's contract (the epilogue's operands).
-                unsafe { finish_in_registers::<O, Acc, M>(&sh, &mut acc, m0, n0, cw, tid) };
-            }
             // SAFETY: the caller's contract; this CTA's tile, the last tile's remaining stores.
             pending = unsafe { store_deferring::<O, Acc, M>(&sh, y, &pending, &acc, m0, n0, cw, tid, ktiles) };
         } else if hold && !idle {
@@ -367,13 +373,8 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
             // tile, which this warpgroup still holds.
             unsafe { store_fused::<O, Acc, M>(&sh, y, &acc, m0, n0, cw, tid, ring.stage_addr(at.prev_stage::<STAGES>())) };
         } else if !idle {
-            // SAFETY: the caller's contract; this CTA's tile (and the epilogue's operands).
-            unsafe {
-                if regs {
-                    finish_in_registers::<O, Acc, M>(&sh, &mut acc, m0, n0, cw, tid);
-                }
-                store_tile::<O, Acc, M>(&sh, y, &acc, m0, n0, cw, tid)
-            };
+            // SAFETY: the caller's contract; this CTA's tile.
+            unsafe { store_tile::<O, Acc, M>(&sh, y, &acc, m0, n0, cw, tid) };
         }
         if hold {
             // The staging's generic-proxy writes before the producer's next copies into the
@@ -427,7 +428,7 @@ unsafe fn ping_pong<O: Operands, Acc: Accumulators, const STAGES: usize, M: Math
     // Every ping-pong configuration fuses the epilogue (`fuses_epilogue`: TMA, no cluster): a
     // piecewise linear one on the accumulators (a thread holds N / 2 a block), any other
     // through the held stage.
-    let regs = !sh.ep.is_identity() && sh.ep.in_registers(if one { Acc::N / 2 } else { Acc::N });
+    let regs = !sh.ep.is_identity() && sh.ep.in_registers(if one { Acc::N / 2 } else { Acc::N }, true);
     let hold = !sh.ep.is_identity() && !regs;
     let mut at = Position::START;
     let mut place = 0u32;
@@ -484,9 +485,9 @@ unsafe fn ping_pong<O: Operands, Acc: Accumulators, const STAGES: usize, M: Math
             // SAFETY: the caller's contract; this warpgroup's tile (and the epilogue's operands).
             unsafe {
                 if regs {
-                    finish_in_registers::<O, Acc, M>(sh, &mut acc.0, m0, n0, 0, tid);
+                    finish_in_registers::<O, Acc, M, false>(sh, &mut acc.0, m0, n0, 0, tid);
                     if second {
-                        finish_in_registers::<O, Acc, M>(sh, &mut acc.1, m0, n0, 1, tid);
+                        finish_in_registers::<O, Acc, M, false>(sh, &mut acc.1, m0, n0, 1, tid);
                     }
                 }
                 store_tile::<O, Acc, M>(sh, y, &acc.0, m0, n0, 0, tid);
