@@ -2,7 +2,9 @@
 //! fp32 as they are or rounded to the input's 16-bit type (`ConvShape::y_bits`). A bare
 //! convolution stores from registers ([`store_tile`]); its 16-bit path can defer part of a
 //! tile's stores into the next tile's first k-tiles ([`Pending`]), so that the stores drain
-//! while the tensor cores work. A fused epilogue goes through shared memory ([`store_fused`]).
+//! while the tensor cores work. A fused epilogue with a bias and a piecewise linear activation
+//! runs on the accumulators in registers first ([`finish_in_registers`]), then the bare store
+//! does; any other goes through shared memory ([`store_fused`]).
 //!
 //! Register 4j+e' (e' < 2) of a consumer thread is D[16*warp + lane/4][8j + 2*(lane%4) + e'],
 //! 4j+2+e' the same 8 rows further (notes/hopper.md §1.4), warp and lane within the warpgroup.

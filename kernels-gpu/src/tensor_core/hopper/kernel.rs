@@ -51,8 +51,8 @@
 //!   m64nBNk16 wgmma, commit, `wait_group 1` (k-tile kt-1's wgmmas retired), then release kt-1's
 //!   stage ([`super::consumer`]). After the last k-tile of a tile, `wait_group 0`, release the
 //!   last stage, and the epilogue ([`super::epilogue`]), or under split-K the meeting first. A
-//!   fused epilogue keeps the last stage until it is done: it stages the accumulators in the
-//!   stage's A tile.
+//!   fused epilogue that does not run in registers keeps the last stage until it is done: it
+//!   stages the accumulators in the stage's A tile.
 //! - Under `Schedule::PingPong` (steps 10 and 12), each consumer warpgroup takes every other
 //!   tile whole, as two m64 blocks (BM = 128) or one (BM = 64), and the mainloops take turns
 //!   ([`ping_pong`]).
