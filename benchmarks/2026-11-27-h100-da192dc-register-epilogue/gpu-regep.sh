@@ -37,7 +37,7 @@ elif [ "$mode" = runs ]; then
         for ep in ${EPS:-none bias+relu bias+residual+relu}; do
           e=""; [ $ep != none ] && e="--epilogue $ep"
           if [ $bn = auto ]; then unset CONVRS_HOPPER_BN; else export CONVRS_HOPPER_BN=$bn; fi
-          t=$(timeout 60 $b/convrs run --algo $algo --dtype fp16 --shape $shape --layout nhwc $e --runs 50 2>&1 | grep -E "^time|rror" | head -1 | cut -c1-60)
+          t=$(timeout 60 $b/convrs run --algo $algo --dtype fp16 --shape $shape --layout ${RUN_LAYOUT:-nhwc} $e --runs 50 2>&1 | grep -E "^time|rror" | head -1 | cut -c1-60)
           echo "$algo [$shape] bn=$bn $ep: $t"
         done
       done
