@@ -167,8 +167,10 @@ fn cost(c: &Config, d: &DeviceModel, m: usize, n: usize, ch: usize, taps: usize,
 /// the consumers stage, finish and store while the tensor cores wait. Fitted on the H100
 /// (132 SMs; sixteenth session, BENCHMARKS.md): bias + ReLU added 3.4-13 us to step 7 on
 /// 8,128,28,28->512 1x1, 8,256,28,28->512 3x3 and 8,64,112,112->128 3x3, 1.05-1.1 us a million
-/// outputs; bias + residual + ReLU twice that. An epilogue on the accumulators in registers
-/// costs nothing here: it runs under the next tile's mainloop as the bare store does.
+/// outputs; bias + residual + ReLU twice that. An epilogue on the accumulators in registers is
+/// not charged: its stores drain under the next tile's mainloop as the bare ones do, and what
+/// it adds (1.05-1.25x bare with bias + ReLU, about 1.6x with a residual on 8,64,112,112->128;
+/// BENCHMARKS.md, twentieth session) is not modelled yet.
 const STAGED_US: f64 = 1.05e-6 * 132.0;
 
 /// Output tiles of `c` for `m x n` GEMM outputs: the M tiles rounded up to whole clusters,

@@ -84,9 +84,9 @@ pub(super) unsafe fn store_tile<O: Operands, Acc: Accumulators, M: Math>(sh: &Co
 /// linear, in the same operations as [`finish_eight`] (so the same fp32 values).
 ///
 /// Which of scale and residual are present, and whether the activation is ReLU, are constants of
-/// one of eight straight-line forms ([`finish_form`]), chosen once a tile: with a uniform branch on
-/// each operand around each load, the code of 730a5a9's kind ran about 16 instructions an
-/// element, and step 7 with `alpha=2` alone took 1.4x the bare time (ncu, H100, 8,64,112,112 ->
+/// one of eight straight-line forms ([`finish_form`]), chosen once a tile: this epilogue's first
+/// form (b102f9c), a uniform branch on each operand around each load, ran about 16 instructions
+/// an element, and step 7 with `alpha=2` alone took 1.4x the bare time (ncu, H100, 8,64,112,112 ->
 /// 128 3x3: 15.4M instructions against 8.9M).
 ///
 /// The forms with a residual are compiled where `RES` (the kernel's schedule allows them:
