@@ -63,8 +63,9 @@ pub enum InputMap {
         /// Output pixels a copy brings.
         pixels: u32,
     },
-    /// NCHW read as planes: a 3-D tensor {H*W, C, N}, boxes of 64 pixels by 64 channels of one
-    /// image (`convrs_spec::hopper::Producer::Planes`).
+    /// NCHW read as planes: a 3-D tensor {H*W, C, N}, boxes of one 128-byte row of pixels by
+    /// one k-tile of channels of one image (64 by 64 of 16-bit data, 32 by 32 of fp32;
+    /// `convrs_spec::hopper::Producer::Planes` and `PlanePixels`).
     Planes,
 }
 

@@ -206,7 +206,7 @@ impl InputMapKey {
 }
 
 /// What a plane map encodes: an NCHW input read as C x H*W planes
-/// (`convrs_spec::hopper::Producer::Planes`).
+/// (`convrs_spec::hopper::Producer::Planes` and `PlanePixels`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct PlaneMapKey {
     /// The NCHW input's device address.
@@ -225,14 +225,14 @@ impl PlaneMapKey {
     /// The driver's encoding: a 3-D tensor {H*W, C, N} (innermost first), boxes of {128 bytes
     /// of pixels, 128 bytes' worth of channels, 1 image}, 128-byte swizzle (the MN-major layout
     /// the kernels' B descriptors read), zeros outside the tensor (pixel and channel tails,
-    /// images past N). The byte strides must be multiples of 16: H*W is a multiple of 8 in every
-    /// plan that asks for this map.
+    /// images past N). The byte strides must be multiples of 16: H*W is a multiple of 8 (fp32:
+    /// 4) in every plan that asks for this map.
     pub fn encode(&self) -> Result<[u8; 128]> {
         let size = self.dtype.size() as u64;
         let [hw, c, _] = self.dims;
-        // The kernels' copy: PLANE_BOX_PIXELS pixels (one 128-byte row of 16-bit data) by one
-        // k-tile of channels.
-        let boxes = [convrs_spec::hopper::PLANE_BOX_PIXELS as u32, box_channels(self.dtype), 1];
+        // The kernels' copy: one 128-byte row of pixels (PLANE_BOX_PIXELS of 16-bit data, 32
+        // of fp32) by one k-tile of channels.
+        let boxes = [box_channels(self.dtype), box_channels(self.dtype), 1];
         encode_tiled(self.dtype, self.address, self.dims, [size * hw, size * hw * c], boxes)
             .map_err(|e| Error::Cuda(format!("encoding the input's plane tensor map ({self:?}): {e}")))
     }

@@ -126,6 +126,14 @@ macro_rules! hopper_f32_configs {
             (Tf32,     WsTma,   SplitK,     1,      128,  32, 8, wgmma_ws_tma_splitk_tf32_128x32k32)
             (Tf32x3,   WsTma,   SplitK,     1,      128,  64, 6, wgmma_ws_tma_splitk_3xtf32_128x64k32)
             (Tf32x3,   WsTma,   SplitK,     1,      128,  32, 8, wgmma_ws_tma_splitk_3xtf32_128x32k32)
+            // Step 13: NCHW data, 1x1 stride 1, in fp32: a GEMM per image with the pixels as
+            // the rows (tf32 wgmma takes K-major operands only, so the MN-major pixel tile is
+            // the A operand, loaded into registers) and the filter as a K-major B; NCHW out.
+            (Tf32,     PlanePixels, Persistent, 1,   128, 256, 4, wgmma_nchw1x1_persistent_tf32_128x256k32)
+            (Tf32,     PlanePixels, Persistent, 1,   128, 128, 6, wgmma_nchw1x1_persistent_tf32_128x128k32)
+            (Tf32,     PlanePixels, Persistent, 1,   128,  64, 8, wgmma_nchw1x1_persistent_tf32_128x64k32)
+            (Tf32x3,   PlanePixels, Persistent, 1,   128, 128, 4, wgmma_nchw1x1_persistent_3xtf32_128x128k32)
+            (Tf32x3,   PlanePixels, Persistent, 1,   128,  64, 6, wgmma_nchw1x1_persistent_3xtf32_128x64k32)
         }
     };
 }
@@ -199,10 +207,27 @@ pub enum Producer {
     /// pixels contiguous, is an MN-major B), so the output tile is NCHW as it stands. Arguments
     /// as [`Producer::WsTma`], `xmap` the input's plane map ([`PLANE_BOX_PIXELS`]).
     Planes,
+    /// [`Producer::Planes`]' GEMM the other way round, for fp32 data (`wgmma .tf32` takes
+    /// K-major operands from shared memory only, and an NCHW plane is MN-major): the rows are
+    /// (image, pixel) pairs, [`plane_pixel_rows`] an image, loaded from the image's C x HW plane
+    /// (copies of 32 pixels by 32 channels) into registers as the A operand; the columns are
+    /// output channels, the filter a K-major B tile as under [`Producer::WsTma`]; each output
+    /// column is a run of pixels of one NCHW plane. Arguments as [`Producer::WsTma`], `xmap`
+    /// the input's plane map.
+    PlanePixels,
+}
+
+impl Producer {
+    /// Whether it reads NCHW planes as they are (1x1, stride-1, unpadded layers), through the
+    /// input's plane map.
+    pub const fn nchw_planes(self) -> bool {
+        matches!(self, Producer::Planes | Producer::PlanePixels)
+    }
 }
 
 /// Pixels of one plane-map copy ([`Producer::Planes`]): one 128-byte swizzle row of 16-bit
-/// data. A tile `bn` pixels wide is `bn / 64` copies.
+/// data. A tile `bn` pixels wide is `bn / 64` copies. (fp32 copies, [`Producer::PlanePixels`],
+/// are one 128-byte row too: [`Math::k_tile`] = 32 pixels, [`BLOCK_M`] / 32 of them a tile.)
 pub const PLANE_BOX_PIXELS: usize = 64;
 
 /// GEMM rows per image of the [`Producer::Planes`] kernels: K rounded up to whole block tiles,
@@ -211,6 +236,13 @@ pub const PLANE_BOX_PIXELS: usize = 64;
 /// MMAs).
 pub const fn plane_rows(k: usize) -> usize {
     k.div_ceil(BLOCK_M) * BLOCK_M
+}
+
+/// GEMM rows per image of the [`Producer::PlanePixels`] kernels: H*W rounded up to whole block
+/// tiles, so that a tile's rows are pixels of one image (the pixels past H*W arrive as zeros
+/// and are never stored; a warpgroup whose rows all lie past H*W skips its MMAs).
+pub const fn plane_pixel_rows(hw: usize) -> usize {
+    hw.div_ceil(BLOCK_M) * BLOCK_M
 }
 
 /// How the output tiles are handed to the CTAs.
@@ -278,6 +310,8 @@ impl Policy {
             (Producer::WsTma, Schedule::PingPong, 1, Math::Half) => "wgmma_ws_tma_pingpong",
             (Producer::WsTma, Schedule::PingPong, 1, Math::Tf32) => "wgmma_ws_tma_pingpong_tf32",
             (Producer::Planes, Schedule::Persistent, 1, Math::Half) => "wgmma_nchw1x1_persistent",
+            (Producer::PlanePixels, Schedule::Persistent, 1, Math::Tf32) => "wgmma_nchw1x1_persistent_tf32",
+            (Producer::PlanePixels, Schedule::Persistent, 1, Math::Tf32x3) => "wgmma_nchw1x1_persistent_3xtf32",
             (Producer::WsTma, Schedule::Persistent, 1, Math::Tf32) => "wgmma_ws_tma_persistent_tf32",
             (Producer::WsTma, Schedule::Persistent, 1, Math::Tf32x3) => "wgmma_ws_tma_persistent_3xtf32",
             (Producer::WsTma, Schedule::SplitK, 1, Math::Tf32) => "wgmma_ws_tma_splitk_tf32",
@@ -290,7 +324,7 @@ impl Policy {
     pub const fn threads(self) -> usize {
         match self.producer {
             Producer::Multistage => 2 * WARPGROUP,
-            Producer::WsCpAsync | Producer::WsTma | Producer::Planes => 3 * WARPGROUP,
+            Producer::WsCpAsync | Producer::WsTma | Producer::Planes | Producer::PlanePixels => 3 * WARPGROUP,
         }
     }
 
@@ -304,10 +338,10 @@ impl Policy {
         self.warp_specialized()
     }
 
-    /// Whether the kernel takes the input's TMA map (im2col, or [`Producer::Planes`]'s tiled
-    /// map of NCHW planes) after the filter's.
+    /// Whether the kernel takes the input's TMA map (im2col, or the tiled map of NCHW planes
+    /// of [`Producer::Planes`] and [`Producer::PlanePixels`]) after the filter's.
     pub const fn input_map(self) -> bool {
-        matches!(self.producer, Producer::WsTma | Producer::Planes)
+        matches!(self.producer, Producer::WsTma | Producer::Planes | Producer::PlanePixels)
     }
 
     /// Whether a grid walks the tiles on fewer CTAs than tiles.
@@ -330,17 +364,19 @@ impl Policy {
     /// the progression (and the clusters) stay bare, which keeps their PTX as it was. The kernels
     /// decide it by the same rule ([`fuses_epilogue`]).
     pub const fn fuses_epilogue(self) -> bool {
-        fuses_epilogue(self.input_map(), self.cluster)
+        fuses_epilogue(self.input_map(), self.cluster, matches!(self.producer, Producer::PlanePixels))
     }
 }
 
 /// The rule of [`Policy::fuses_epilogue`] and [`Config::fuses_epilogue`], which the kernels
 /// evaluate on their const parameters too: the input's TMA map and a cluster of 1. (Every tile
 /// width fuses since the epilogue works through shared memory; on the registers, the 128x256
-/// tiles had none left for its operands and spilled.)
+/// tiles had none left for its operands and spilled.) Not [`Producer::PlanePixels`]
+/// (`pixel_planes`): its output columns are channels a plane apart, where both epilogues
+/// read and write 8 contiguous columns.
 #[inline(always)]
-pub const fn fuses_epilogue(input_map: bool, cluster: usize) -> bool {
-    input_map && cluster == 1
+pub const fn fuses_epilogue(input_map: bool, cluster: usize, pixel_planes: bool) -> bool {
+    input_map && cluster == 1 && !pixel_planes
 }
 
 /// One compiled configuration: a row of [`hopper_configs!`].
@@ -504,8 +540,9 @@ const fn check(c: &Config) {
         e += 1;
     }
     assert!(c.entries.len() == if matches!(p.math, Math::Half) { 2 } else { 1 }, "16-bit rows have an fp16 and a bf16 entry, fp32 rows one");
-    // The fp32 kernels are the im2col TMA producer's; 3xTF32's two filter copies are not multicast.
-    assert!(matches!(p.math, Math::Half) || matches!(p.producer, Producer::WsTma), "fp32 rows take the im2col TMA producer");
+    // The fp32 kernels are the im2col TMA producer's or the pixel-row planes'; 3xTF32's two
+    // filter copies are not multicast.
+    assert!(matches!(p.math, Math::Half) || matches!(p.producer, Producer::WsTma | Producer::PlanePixels), "fp32 rows take the im2col TMA producer or PlanePixels");
     assert!(!matches!(p.math, Math::Tf32x3) || p.cluster == 1, "3xTF32 rows run without clusters");
     assert!(c.smem_bytes() <= MAX_SMEM_BYTES, "a configuration needs more shared memory than sm_90 gives a block");
     assert!(c.stages >= 2 && c.stages <= 8, "2 to 8 stages (the barrier region holds 8)");
@@ -522,6 +559,11 @@ const fn check(c: &Config) {
         Producer::WsTma => {}
         // Each tile is whole plane copies; the filter copy is the A tile (no multicast).
         Producer::Planes => assert!(c.bn % PLANE_BOX_PIXELS == 0 && p.cluster == 1 && matches!(p.math, Math::Half) && !p.split_k(), "plane producers: tiles of whole 64-pixel copies, no cluster, 16-bit, unsplit"),
+        // The A tile is whole 32-pixel copies (BLOCK_M of them); fp32 only, persistent, unsplit.
+        Producer::PlanePixels => assert!(
+            p.cluster == 1 && !matches!(p.math, Math::Half) && matches!(p.schedule, Schedule::Persistent) && p.block_m == BLOCK_M && c.bn >= 64,
+            "pixel-row plane producers: fp32, no cluster, persistent, 128-row tiles at least 64 wide"
+        ),
     }
     // 64-row tiles are one warpgroup's m64 block: only where each warpgroup has tiles of its own.
     assert!(p.block_m == BLOCK_M || (p.block_m == WGMMA_M && p.ping_pong()), "block tiles of 128 rows, or 64 under ping-pong");

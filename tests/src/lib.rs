@@ -94,18 +94,18 @@ pub fn conv_problems_with((n_mult, c_mult, k_mult): (usize, usize, usize)) -> im
         .prop_filter("filter must fit the padded input", |(p, _)| p.validate().is_ok())
 }
 
-/// Whether `algo` is the Hopper kernel on NCHW planes (`Producer::Planes`), which takes only
-/// 1x1 filters at stride 1 without padding, on H*W a multiple of 8.
+/// Whether `algo` is a Hopper kernel on NCHW planes (`Producer::Planes`, `PlanePixels`), which
+/// take only 1x1 filters at stride 1 without padding, on H*W a multiple of 8 (fp32: 4).
 pub fn is_planes(algo: Algorithm) -> bool {
-    matches!(algo, Algorithm::Wgmma(p) if p.producer == convrs_spec::hopper::Producer::Planes)
+    matches!(algo, Algorithm::Wgmma(p) if p.producer.nchw_planes())
 }
 
-/// Random problems of the plane kernel's kind: 1x1, stride 1, unpadded, batch 1 to 20, C and K
-/// odd as often as not (C runs zero-padded to 8), H*W a multiple of 8 with H or W odd, dilation
-/// (which a 1x1 filter ignores) 1 to 3.
-pub fn conv_1x1_plane_problems() -> impl Strategy<Value = (Conv2d, u64)> {
-    (1usize..=20, 1usize..=200, 1usize..=300, (1usize..=24, 1usize..=6, any::<bool>()), 1usize..=3, any::<u64>()).prop_map(|(n, c, k, (free, eights, flip), dil, seed)| {
-        let (h, w) = if flip { (free, 8 * eights) } else { (8 * eights, free) };
+/// Random problems of the plane kernels' kind: 1x1, stride 1, unpadded, batch 1 to 20, C and K
+/// odd as often as not (C runs zero-padded to 8, fp32: 4), H*W a multiple of `hw` (8, or 4 for
+/// the fp32 kernels) with H or W odd, dilation (which a 1x1 filter ignores) 1 to 3.
+pub fn conv_1x1_plane_problems(hw: usize) -> impl Strategy<Value = (Conv2d, u64)> {
+    (1usize..=20, 1usize..=200, 1usize..=300, (1usize..=24, 1usize..=48 / hw, any::<bool>()), 1usize..=3, any::<u64>()).prop_map(move |(n, c, k, (free, steps, flip), dil, seed)| {
+        let (h, w) = if flip { (free, hw * steps) } else { (hw * steps, free) };
         (Conv2d { n, c, h, w, k, r: 1, s: 1, pad: (0, 0), stride: (1, 1), dilation: (dil, dil), precision: Default::default(), groups: 1, epilogue: Default::default() }, seed)
     })
 }
@@ -136,7 +136,8 @@ pub fn depthwise_problems() -> impl Strategy<Value = (Conv2d, u64)> {
 /// [`depthwise_problems`].
 pub fn problems_for(algo: Algorithm) -> BoxedStrategy<(Conv2d, u64)> {
     if is_planes(algo) {
-        conv_1x1_plane_problems().boxed()
+        let fp32 = algo.kernel().is_some_and(|k| k.dtypes == [DType::F32]);
+        conv_1x1_plane_problems(if fp32 { 4 } else { 8 }).boxed()
     } else if algo.family() == Some(convrs::registry::Family::Depthwise) {
         depthwise_problems().boxed()
     } else {

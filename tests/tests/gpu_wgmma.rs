@@ -69,6 +69,12 @@ fn wgmma_matches_cpu_on_named_shapes() {
                 assert_eq!(taken, [shapes[10]], "{algo}");
                 assert!(plane_shapes().iter().all(takes), "{algo} refused a plane shape");
                 taken.extend(plane_shapes());
+                // The fp32 plane kernels take H*W a multiple of 4.
+                let fp32 = dtype == DType::F32;
+                assert_eq!(pixel_plane_shapes().iter().all(takes), fp32, "{algo}");
+                if fp32 {
+                    taken.extend(pixel_plane_shapes());
+                }
             } else {
                 assert_eq!(taken.len(), shapes.len(), "{algo} refused a named shape");
             }
@@ -88,6 +94,16 @@ fn plane_shapes() -> [Conv2d; 6] {
     Conv2d::new(3, 136, 20, 20, 136, 1, 1),  // C = 2 k-tiles + 8
     Conv2d::new(1, 512, 20, 20, 256, 1, 1),  // YOLOv8's batch-1 layer
     Conv2d::new(4, 8, 1, 8, 8, 1, 1),        // one row of 8 pixels, C = K = 8
+    ]
+}
+
+/// Shapes for the fp32 plane kernels (`Producer::PlanePixels`) alone: H*W a multiple of 4 but
+/// not of 8 (ResNet's 14x14), ragged against the 128-pixel tiles; C past whole k-tiles; K past
+/// the widest tile.
+fn pixel_plane_shapes() -> [Conv2d; 2] {
+    [
+        Conv2d::new(3, 100, 14, 14, 72, 1, 1), // 196 pixels: 1.5 tiles an image; C = 3 k-tiles + 4
+        Conv2d::new(2, 36, 6, 6, 300, 1, 1),   // 36 pixels; K = 300 over two 256-wide tiles
     ]
 }
 

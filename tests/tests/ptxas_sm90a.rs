@@ -44,8 +44,15 @@ fn wgmma_entries_hold_their_policy_and_nothing_else_is_in_the_module() {
             }
             // 3xTF32: A from registers (ldmatrix, split by cvt.rna.tf32), three wgmmas a step,
             // and the filter's high and low tiles by two TMA copies.
+            // On NCHW pixel planes A comes through registers in TF32 too, by 4-byte shared loads.
             let x3 = p.math == Math::Tf32x3;
-            assert_eq!(count("ldmatrix.sync.aligned.m8n8.x4") >= 1 && count("cvt.rna.tf32.f32") >= 2, x3, "{name}: register A fragments split in TF32");
+            let pixel_planes = p.producer == Producer::PlanePixels;
+            if pixel_planes {
+                assert!(count("ld.shared.f32") >= 16, "{name}: register A fragments from the plane copies");
+                assert_eq!(count("cvt.rna.tf32.f32") >= 2, x3, "{name}: A split in TF32 (3xTF32 only)");
+            } else {
+                assert_eq!(count("ldmatrix.sync.aligned.m8n8.x4") >= 1 && count("cvt.rna.tf32.f32") >= 2, x3, "{name}: register A fragments split in TF32");
+            }
             assert!(!x3 || count("cp.async.bulk.tensor.3d") >= 2, "{name}: two filter copies a k-tile");
             for needle in ["wgmma.fence.sync.aligned", "wgmma.commit_group.sync.aligned", "wgmma.wait_group.sync.aligned"] {
                 assert!(count(needle) >= 1, "{name}: no {needle}");
@@ -55,7 +62,7 @@ fn wgmma_entries_hold_their_policy_and_nothing_else_is_in_the_module() {
             // comes with one of its own.)
             // NCHW planes come by tiled TMA (3-D, like the filter) and are read as an MN-major
             // B: every wgmma with the transpose-B immediate set, and no other wgmma's.
-            let planes = p.producer == Producer::Planes;
+            let planes = p.producer.nchw_planes();
             let by_tma = p.input_map();
             let fences = count("fence.proxy.async.shared::cta") - count("fence.mbarrier_init");
             // (A fused epilogue stages its accumulators in the last stage's A tile and fences its
@@ -82,8 +89,10 @@ fn wgmma_entries_hold_their_policy_and_nothing_else_is_in_the_module() {
                 let wide = if p.warp_specialized() { "st.global.v4.b32" } else { "st.global.v2.f32" };
                 assert!(count(&format!("cvt.rn.{ty}x2.f32")) >= 1 && count(wide) >= 1, "{name}: an output path is missing");
             } else {
-                // fp32 data writes fp32 only.
-                assert!(count("st.global.v2.f32") >= 1 && count("cvt.rn.f16x2.f32") + count("cvt.rn.bf16x2.f32") == 0, "{name}: fp32 outputs only");
+                // fp32 data writes fp32 only (a pair a store; on pixel planes, one element: a
+                // pair's channels are a plane apart).
+                let store = if pixel_planes { "st.global.f32" } else { "st.global.v2.f32" };
+                assert!(count(store) >= 1 && count("cvt.rn.f16x2.f32") + count("cvt.rn.bf16x2.f32") == 0, "{name}: fp32 outputs only");
             }
             assert_eq!(count("ld.local") + count("st.local"), 0, "{name}: local memory in the PTX");
             // Launch bounds (inserted by the link step) on the warp-specialized entries alone:

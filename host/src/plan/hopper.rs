@@ -8,7 +8,7 @@
 //! lowest predicted time. The cost model is `wmma_nhwc`'s wave model (`plan::model`) with one
 //! rate per configuration ([`RATES`]), fitted to the H100.
 
-use convrs_spec::hopper::{plane_rows, Config, Math, Policy, Producer, Schedule, BLOCK_M, CONFIGS};
+use convrs_spec::hopper::{plane_pixel_rows, plane_rows, Config, Math, Policy, Producer, Schedule, BLOCK_M, CONFIGS};
 use convrs_spec::split_k;
 
 use super::tensor_core::gemm_m;
@@ -23,7 +23,7 @@ use crate::{Algorithm, Conv2d, Error, Layout, Precision, Result};
 /// (the 128x256 tiles), and to the layers each narrower tile was built for (BENCHMARKS.md,
 /// 2026-11-23 sessions one to six): the 128x128 tiles run at 0.78 (0.81 for multistage) of the
 /// 128x256 tile's rate, 128x64 at 0.66 and 128x32 at 0.37.
-pub const RATES: [(&str, f64); 46] = [
+pub const RATES: [(&str, f64); 51] = [
     ("wgmma_multistage_128x256k64", 1.42),
     ("wgmma_multistage_128x128k64", 1.42 / 0.81),
     ("wgmma_ws_cpasync_128x256k64", 1.10),
@@ -93,6 +93,13 @@ pub const RATES: [(&str, f64); 46] = [
     ("wgmma_ws_tma_splitk_tf32_128x32k32", 1.0 / 0.37),
     ("wgmma_ws_tma_splitk_3xtf32_128x64k32", 1.0 / 0.66),
     ("wgmma_ws_tma_splitk_3xtf32_128x32k32", 1.0 / 0.37),
+    // NCHW pixel planes in fp32: the fp32 step 7 rates times 1.15, as the 16-bit plane kernel's
+    // (not yet fitted).
+    ("wgmma_nchw1x1_persistent_tf32_128x256k32", 1.15),
+    ("wgmma_nchw1x1_persistent_tf32_128x128k32", 1.15 / 0.78),
+    ("wgmma_nchw1x1_persistent_tf32_128x64k32", 1.15 / 0.66),
+    ("wgmma_nchw1x1_persistent_3xtf32_128x128k32", 1.15 / 0.78),
+    ("wgmma_nchw1x1_persistent_3xtf32_128x64k32", 1.15 / 0.66),
 ];
 
 /// The rate of configuration `c` ([`RATES`]; every configuration has one, checked below).
@@ -237,8 +244,9 @@ fn plan(desc: &KernelDesc, problem: &Conv2d, dtype: DType, device: &DeviceModel)
         return refuse("the sm_90a PTX module did not load on this device (see the warning at start-up)".into());
     }
     let planes = policy.producer == Producer::Planes;
-    if planes {
-        if let Some(reason) = planes_refusal(p) {
+    let pixel_planes = policy.producer == Producer::PlanePixels;
+    if policy.producer.nchw_planes() {
+        if let Some(reason) = planes_refusal(p, dtype) {
             return refuse(reason);
         }
     } else if p.c % 8 != 0 || p.k % 8 != 0 {
@@ -264,8 +272,15 @@ fn plan(desc: &KernelDesc, problem: &Conv2d, dtype: DType, device: &DeviceModel)
         return refuse("the split filter's 2K rows exceed the tensor map's i32 coordinates".into());
     }
     // The GEMM's rows and columns: pixels by output channels, or for NCHW planes every
-    // image's output channels (each padded to whole tiles) by an image's pixels.
-    let (m, n) = if planes { (p.n * plane_rows(p.k), p.h * p.w) } else { (gemm_m(p), p.k) };
+    // image's output channels (each padded to whole tiles) by an image's pixels, or for NCHW
+    // pixel planes every image's pixels (each padded to whole tiles) by output channels.
+    let (m, n) = if planes {
+        (p.n * plane_rows(p.k), p.h * p.w)
+    } else if pixel_planes {
+        (p.n * plane_pixel_rows(p.h * p.w), p.k)
+    } else {
+        (gemm_m(p), p.k)
+    };
     let configs = || CONFIGS.iter().filter(move |c| c.policy == policy);
     // A problem with a fused epilogue runs only on the tiles that fuse it (no clusters).
     let within_groups = |c: &Config| p.groups <= 1 || group_k % c.bn == 0;
@@ -287,9 +302,15 @@ fn plan(desc: &KernelDesc, problem: &Conv2d, dtype: DType, device: &DeviceModel)
             2..=1
         }
     };
-    // Under NCHW planes each image's rows are K rounded up to 128; a warpgroup whose 64 rows
-    // all lie past K skips its MMAs.
-    let live = if planes { (p.k.div_ceil(64) * 64) as f64 / plane_rows(p.k) as f64 } else { 1.0 };
+    // Under NCHW planes each image's rows are K rounded up to 128 (pixel planes: H*W); a
+    // warpgroup whose 64 rows all lie past them skips its MMAs (3xTF32 computes them anyway).
+    let live = if planes {
+        (p.k.div_ceil(64) * 64) as f64 / plane_rows(p.k) as f64
+    } else if pixel_planes && policy.math == Math::Tf32 {
+        ((p.h * p.w).div_ceil(64) * 64) as f64 / plane_pixel_rows(p.h * p.w) as f64
+    } else {
+        1.0
+    };
     // Charged only where the epilogue stages through shared memory: a piecewise linear one runs
     // on the accumulators (`Config::epilogue_in_registers`), as cheap as the bare store.
     let (act, _) = p.epilogue.activation.code();
@@ -333,7 +354,7 @@ fn plan(desc: &KernelDesc, problem: &Conv2d, dtype: DType, device: &DeviceModel)
     let plan = if policy.filter_map() { plan.with_filter_map(c.filter_box_rows() as u32) } else { plan };
     let plan = match policy.producer {
         Producer::WsTma => plan.with_input_map(c.block_m() as u32),
-        Producer::Planes => plan.with_plane_map(),
+        Producer::Planes | Producer::PlanePixels => plan.with_plane_map(),
         Producer::Multistage | Producer::WsCpAsync => plan,
     };
     let plan = if policy.math == Math::Tf32x3 { plan.with_split_filter() } else { plan };
@@ -346,20 +367,23 @@ pub fn narrowest_tile(policy: Policy) -> usize {
     CONFIGS.iter().filter(|c| c.policy == policy).map(|c| c.bn).min().unwrap_or(BLOCK_M)
 }
 
-/// Why `Producer::Planes` cannot run `p`, if it cannot: it is the 1x1, stride-1, unpadded
-/// convolution on NCHW data, whose maps need 16-byte strides.
-fn planes_refusal(p: &Conv2d) -> Option<String> {
+/// Why `Producer::Planes` or `Producer::PlanePixels` cannot run `p` on `dtype` data, if it
+/// cannot: it is the 1x1, stride-1, unpadded convolution on NCHW data, whose maps need 16-byte
+/// strides (8 16-bit elements, 4 fp32 ones).
+fn planes_refusal(p: &Conv2d, dtype: DType) -> Option<String> {
+    let step = 16 / dtype.size();
     if (p.r, p.s) != (1, 1) || p.stride != (1, 1) || p.pad != (0, 0) {
         return Some(format!(
             "takes 1x1 filters at stride 1 without padding (a GEMM per NCHW image), not {}x{} at stride {:?}, padding {:?}",
             p.r, p.s, p.stride, p.pad
         ));
     }
-    if (p.h * p.w) % 8 != 0 {
-        return Some(format!("H*W = {} must be a multiple of 8: the input's plane map steps from channel to channel in H*W*2 bytes, which TMA needs in multiples of 16", p.h * p.w));
+    let size = dtype.size();
+    if (p.h * p.w) % step != 0 {
+        return Some(format!("H*W = {} must be a multiple of {step}: the input's plane map steps from channel to channel in H*W*{size} bytes, which TMA needs in multiples of 16", p.h * p.w));
     }
-    if p.c % 8 != 0 {
-        return Some(format!("C = {} must be a multiple of 8: the filter map steps from output channel to output channel in C*2 bytes, which TMA needs in multiples of 16", p.c));
+    if p.c % step != 0 {
+        return Some(format!("C = {} must be a multiple of {step}: the filter map steps from output channel to output channel in C*{size} bytes, which TMA needs in multiples of 16", p.c));
     }
     None
 }
@@ -371,6 +395,9 @@ pub fn describe(policy: Policy) -> String {
         Producer::WsCpAsync => "warp-specialized: a producer warpgroup brings activations by cp.async and filters by TMA",
         Producer::WsTma => "warp-specialized: one producer thread brings activations by im2col TMA and filters by TMA",
         Producer::Planes => "NCHW data, 1x1: a GEMM per image, output channels by pixels; one producer thread brings the filter and the image's channel planes by tiled TMA, no transform",
+        Producer::PlanePixels => {
+            "NCHW fp32 data, 1x1: a GEMM per image, pixels by output channels; one producer thread brings the image's channel planes and the filter by tiled TMA, the consumers load the pixels into registers (tf32 wgmma reads only K-major shared tiles), no transform"
+        }
     };
     let schedule = match policy.schedule {
         Schedule::Tile => "one CTA per output tile",
@@ -416,7 +443,7 @@ const fn same(a: Policy, b: Policy) -> bool {
 }
 
 /// The policies, in the progression's order: one registry kernel each.
-pub const POLICIES: [Policy; 17] = policies();
+pub const POLICIES: [Policy; 19] = policies();
 
 /// What the registry lists for `policy`.
 const fn kernel(policy: Policy) -> KernelDesc {
@@ -426,6 +453,10 @@ const fn kernel(policy: Policy) -> KernelDesc {
         family: Family::TensorCore,
         summary: match (policy.schedule, policy.math) {
             _ if matches!(policy.producer, Producer::Planes) => "family 3 on Hopper: 1x1 convolution on NCHW data as a wgmma GEMM per image, no transform",
+            (_, Math::Tf32) if matches!(policy.producer, Producer::PlanePixels) => "family 3 on Hopper: 1x1 convolution on NCHW fp32 data in TF32 as a wgmma GEMM per image, no transform",
+            (_, Math::Tf32x3) if matches!(policy.producer, Producer::PlanePixels) => {
+                "family 3 on Hopper: 1x1 convolution on NCHW fp32 data to fp32 accuracy (3xTF32) as a wgmma GEMM per image, no transform"
+            }
             (Schedule::SplitK, Math::Tf32) => "family 3 on Hopper: wgmma implicit GEMM on fp32 data in TF32, split-K for layers with few output tiles",
             (Schedule::SplitK, Math::Tf32x3) => "family 3 on Hopper: wgmma implicit GEMM on fp32 data to fp32 accuracy (3xTF32), split-K for layers with few output tiles",
             (Schedule::PingPong, Math::Tf32) if policy.block_m != BLOCK_M => "family 3 on Hopper: wgmma implicit GEMM on fp32 data in TF32, ping-pong consumers on 64-row tiles",
@@ -448,13 +479,14 @@ const fn kernel(policy: Policy) -> KernelDesc {
             Math::Tf32x3 => Precision::Fp32,
         },
         layouts: match policy.producer {
-            Producer::Planes => (Layout::Nchw, Layout::Nchw, Layout::Nchw),
+            Producer::Planes | Producer::PlanePixels => (Layout::Nchw, Layout::Nchw, Layout::Nchw),
             _ => (Layout::Nhwc, Layout::Nhwc, Layout::Nhwc),
         },
-        // The plane kernel reads the caller's NCHW tensors as they are where C is a multiple of
-        // 8 (the filter map's stride); K is free (its rows are checked one by one).
+        // The plane kernels read the caller's NCHW tensors as they are where C is a multiple of
+        // 8 (fp32: 4; the filter map's stride); K is free (its rows are checked one by one).
         multiples: match policy.producer {
             Producer::Planes => (1, 8, 1),
+            Producer::PlanePixels => (1, 4, 1),
             _ => (1, 8, 8),
         },
         planner: plan,

@@ -87,6 +87,17 @@ pub unsafe fn ldmatrix_x4(addr: u32) -> [u32; 4] {
     [r0, r1, r2, r3]
 }
 
+/// Stores one `f32` to global memory.
+///
+/// # Safety
+/// `p` is 4-byte aligned global memory, valid for one `f32`, that no other thread accesses
+/// during the launch.
+#[inline(always)]
+pub unsafe fn store_global_f32(p: *mut f32, a: f32) {
+    // SAFETY: the caller guarantees alignment, validity and exclusive access.
+    unsafe { asm!("st.global.f32 [{p}], {a};", p = in(reg64) p, a = in(reg32) a, options(nostack)) };
+}
+
 /// Stores two `f32`s to global memory as one 8-byte access.
 ///
 /// # Safety

@@ -14,6 +14,7 @@
 //! | 9 | `wgmma_nchw1x1_persistent` ([`planes`]) | NCHW data, 1x1: a GEMM per image, the filter as A, the pixels as an MN-major B; no transform |
 //! | 10 | `wgmma_ws_tma_pingpong[_tf32]` ([`kernel`]) | ping-pong: each consumer warpgroup a whole tile, one's epilogue under the other's mainloop |
 //! | 12 | `wgmma_ws_tma_pingpong_m64[_tf32]` | ping-pong on 64-row tiles, one m64 block a warpgroup: twice the tiles, epilogues of step 7's size |
+//! | 13 | `wgmma_nchw1x1_persistent_[3x]tf32` ([`planes`]) | step 9 on fp32 data, the other way round: the pixels as A through registers (tf32 takes K-major shared operands only), the filter as B |
 //!
 //! The pieces of the warp-specialized kernel, each written once: [`producer`], [`consumer`],
 //! [`epilogue`], the tile [`scheduler`], the [`split_k`] meeting, and the ring
@@ -77,12 +78,22 @@ macro_rules! entries {
 }
 
 /// Declares the entry of every row of `convrs_spec::hopper_f32_configs!` on operands `$ops`:
-/// the im2col TMA producer on a persistent grid, fp32 data, the reduction whole or split.
+/// the im2col TMA producer on a persistent grid, fp32 data, the reduction whole or split; or
+/// (`PlanePixels`) NCHW planes with the pixels as the rows.
 macro_rules! f32_entries {
-    ($ops:ident $(($math:ident, WsTma, $schedule:ident, 1, $bm:tt, $bn:tt, $stages:tt, $name:ident))*) => {
+    ($ops:ident $(($math:ident, $producer:ident, $schedule:ident, 1, $bm:tt, $bn:tt, $stages:tt, $name:ident))*) => {
         $(
-            f32_entries!(@one $ops $math $schedule $bm $bn $stages $name);
+            f32_entries!(@one $ops $producer $math $schedule $bm $bn $stages $name);
         )*
+    };
+    (@one $ops:ident PlanePixels $math:ident Persistent 128 $bn:tt $stages:tt $name:ident) => {
+        $crate::conv_kernel!(
+            fn $name(x: *const f32, w: *const f32, y: *mut f32, wmap: *const u8, xmap: *const u8) => $crate::tensor_core::hopper::kernel::conv_tma_f32::<
+                planes::PlanePixels, [f32; $bn / 2], $stages, false, plane_math!($math), 128>
+        );
+    };
+    (@one $ops:ident WsTma $math:ident $schedule:ident $bm:tt $bn:tt $stages:tt $name:ident) => {
+        f32_entries!(@one $ops $math $schedule $bm $bn $stages $name);
     };
     (@one $ops:ident $math:ident Persistent 128 $bn:tt $stages:tt $name:ident) => {
         $crate::conv_kernel!(
@@ -102,6 +113,12 @@ macro_rules! f32_entries {
                 $ops, [f32; $bn / 2], $stages, math::$math>
         );
     };
+}
+
+/// The [`math`] type of an fp32 row's `Math` on NCHW pixel planes.
+macro_rules! plane_math {
+    (Tf32) => { math::Tf32Planes };
+    (Tf32x3) => { math::Tf32x3Planes };
 }
 
 use super::nhwc::Nhwc;

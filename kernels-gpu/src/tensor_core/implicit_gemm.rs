@@ -143,6 +143,10 @@ pub trait Operands {
     /// GEMM is then transposed: rows are output channels, columns pixels; the methods above
     /// that describe a pixel-row A operand are not used).
     const PLANES: bool = false;
+    /// Whether the activations are NCHW planes read by `Producer::PlanePixels`: the rows are
+    /// (image, pixel) pairs, the columns output channels, and an output column's elements are
+    /// a plane apart (so `y_off`'s `col + 1` does not follow `col`; the rows do, within an image).
+    const PIXEL_PLANES: bool = false;
     /// The GEMM output's rows and columns: N*P*Q pixels by K channels.
     #[inline(always)]
     fn gemm_mn(sh: &ConvShape) -> (u32, u32) {

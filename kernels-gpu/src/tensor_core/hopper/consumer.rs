@@ -4,7 +4,7 @@
 
 use convrs_spec::hopper::ROW_BYTES;
 
-use super::math::{a_row, Math};
+use super::math::Math;
 use crate::prelude::pipeline::{Position, Ring};
 use crate::prelude::wgmma::{desc_sw128, fence_proxy_async_shared, Accumulators};
 
@@ -33,7 +33,7 @@ pub(super) unsafe fn consume<Acc: Accumulators, M: Math, const STAGES: usize, co
 ) -> Acc {
     let a_desc = desc_sw128(ring.smem + cw * 64 * ROW_BYTES as u32);
     let b_desc = M::b_desc(ring.smem + (BM * ROW_BYTES) as u32);
-    let a_row = a_row(ring.smem, cw, tid);
+    let a_row = M::a_base(ring.smem, cw, tid);
     let mut acc = Acc::ZERO;
     // The running sum of `Math::finish` (3xTF32 only; unused otherwise).
     let mut total = Acc::ZERO;

@@ -16,7 +16,7 @@ use convrs_spec::hopper::{Math as Spec, ROW_BYTES, WARPGROUP};
 
 use super::math::{pack, Math};
 use crate::prelude::epilogue::{relu, residual_eight, residual_pair, Activation};
-use crate::prelude::matrix::{shfl_xor, store_global_f32x2, store_global_v4, store_global_v4_if};
+use crate::prelude::matrix::{shfl_xor, store_global_f32, store_global_f32x2, store_global_v4, store_global_v4_if};
 use crate::prelude::wgmma::Accumulators;
 use crate::prelude::*;
 use crate::tensor_core::implicit_gemm::Operands;
@@ -57,6 +57,23 @@ pub(super) unsafe fn store_tile<O: Operands, Acc: Accumulators, M: Math>(sh: &Co
                     // is K * 2 bytes; for NCHW planes, H*W * 2 bytes); this thread's alone.
                     unsafe { store_global_v4((y as *mut u16).add(O::y_off(sh, row, col) as usize) as *mut u32, v) };
                 }
+            });
+        });
+    } else if O::PIXEL_PLANES {
+        // NCHW pixel planes: a lane's pair is two channels a plane apart, and the 8 lanes
+        // sharing a column hold 8 consecutive pixels of its plane: each store of the warp
+        // writes 4 whole 32-byte sectors.
+        unroll!(32: Acc::N / 8, j => {
+            let col = n0 + 8 * j as u32 + 2 * q;
+            unroll!(4: 2, e => {
+                let row = row0 + 8 * e as u32;
+                unroll!(4: 2, t => {
+                    if O::y_in(sh, row, col + t as u32) {
+                        // SAFETY: (row, col + t) is in the output; each element belongs to one
+                        // thread of one block.
+                        unsafe { store_global_f32(y.add(O::y_off(sh, row, col + t as u32) as usize), acc[4 * j + 2 * e + t]) };
+                    }
+                });
             });
         });
     } else {

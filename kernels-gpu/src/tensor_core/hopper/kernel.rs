@@ -29,6 +29,12 @@
 //!   columns an image's pixels. `wmap` is the filter's map as above with boxes of
 //!   128 rows (the A tile); `xmap` the input's tiled map, a 3-D tensor {H*W, C, N} (byte strides
 //!   H*W*2 and C*H*W*2), box {64, 64, 1}, 128B swizzle, zero fill ([`super::planes`]).
+//! - With `Producer::PlanePixels` (the same layers on fp32 data), the GEMM of `Producer::WsTma`
+//!   on NCHW data: rows are (image, pixel) pairs, H*W rounded up to whole tiles an image
+//!   (`convrs_spec::hopper::plane_pixel_rows`), columns output channels. `wmap` is the fp32
+//!   filter's map as above (boxes of BN rows: the B tile); `xmap` the input's tiled map
+//!   {H*W, C, N} (byte strides H*W*4 and C*H*W*4), box {32, 32, 1}, 128B swizzle, zero fill.
+//!   H*W and C multiples of 4. No fused epilogue ([`super::planes`]).
 //! - Grouped problems (`ConvShape::groups` G > 1; im2col TMA entries only): w is K x R x S x
 //!   C/G (the filter map's C is C/G), K/G is a multiple of the tile width, so each tile's
 //!   output channels lie in one group g, and its reduction runs over the C/G channels from
@@ -64,7 +70,7 @@ use convrs_spec::EpilogueArgs;
 use super::consumer::consume;
 use super::math::Math;
 use super::epilogue::{finish_in_registers, prefetch_residual, store_deferring, store_fused, store_pending, store_tile, Pending, SLICES};
-use super::planes::produce_planes;
+use super::planes::{produce_plane_pixels, produce_planes};
 use super::producer::{group_channels, produce_cp_async, produce_tma};
 use super::scheduler::Tiles;
 use super::split_k::Split;
@@ -207,8 +213,10 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
         // two filter copies are not multicast.
         assert!(matches!(M::SPEC, Spec::Half) || IM2COL);
         assert!(!matches!(M::SPEC, Spec::Tf32x3) || CLUSTER == 1);
-        // NCHW planes: by TMA, unclustered, unsplit, 16-bit, whole plane copies a tile.
+        // NCHW planes: by TMA, unclustered, unsplit, 16-bit, whole plane copies a tile; the
+        // pixel-row planes fp32, persistent, not ping-pong, 128-row tiles.
         assert!(!O::PLANES || (IM2COL && CLUSTER == 1 && !SPLIT && matches!(M::SPEC, Spec::Half) && Acc::N % 64 == 0));
+        assert!(!O::PIXEL_PLANES || (IM2COL && CLUSTER == 1 && PERSISTENT && !SPLIT && !PINGPONG && !matches!(M::SPEC, Spec::Half) && BM == BLOCK_M));
         // Ping-pong: persistent im2col tiles without clusters, each warpgroup's whole tile in
         // its registers (`convrs_spec::hopper::Schedule::PingPong`).
         assert!(!PINGPONG || (IM2COL && PERSISTENT && CLUSTER == 1 && !SPLIT && !O::PLANES && !matches!(M::SPEC, Spec::Tf32x3) && BM * Acc::N / WG as usize <= PINGPONG_MAX_ACC));
@@ -280,6 +288,8 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
         unsafe {
             if O::PLANES {
                 produce_planes::<STAGES>(xmap, wmap, &sh, ring, tiles, ktiles, tid);
+            } else if O::PIXEL_PLANES {
+                produce_plane_pixels::<STAGES>(M::SPEC, xmap, wmap, &sh, ring, tiles, ktiles, tid);
             } else if IM2COL {
                 produce_tma::<O, STAGES, CLUSTER>(M::SPEC, xmap, wmap, &sh, ring, tiles, kt0, ktiles, tid);
             } else {
@@ -301,7 +311,7 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
     let mut at = Position::START;
     // Which steps fuse the epilogue: `convrs_spec::hopper::Config::fuses_epilogue`. A constant
     // of the instantiation, so the others compile none of it.
-    let fuses = fuses_epilogue(IM2COL, CLUSTER as usize);
+    let fuses = fuses_epilogue(IM2COL, CLUSTER as usize, O::PIXEL_PLANES);
     let sh = &ConvShape { ep: if fuses { sh.ep } else { EpilogueArgs::NONE }, ..sh };
     // A piecewise linear epilogue runs on the accumulators (`finish_in_registers`; a thread
     // holds N / 2), then the bare store does.

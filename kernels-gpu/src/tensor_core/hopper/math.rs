@@ -38,6 +38,14 @@ pub trait Math {
     /// [`Math::finish`] (untouched but by [`Tf32x3`]).
     unsafe fn k_tile<Acc: Accumulators>(acc: &mut Acc, total: &mut Acc, a_desc: u64, b_desc: u64, a_row: u32, offset: u32, kt: i32);
 
+    /// The shared address [`Math::k_tile`] takes as `a_row` for thread `tid` of consumer
+    /// warpgroup `cw`, the ring starting at `smem`: the thread's `ldmatrix` row ([`a_row`]),
+    /// or under NCHW pixel planes its first fragment element ([`plane_a_base`]).
+    #[inline(always)]
+    fn a_base(smem: u32, cw: u32, tid: u32) -> u32 {
+        a_row(smem, cw, tid)
+    }
+
     /// The tile's sums once every wgmma retired: the accumulators, where the tensor cores summed
     /// the whole reduction; [`Tf32x3`] adds the last k-tile's into its running `total`.
     #[inline(always)]
@@ -81,8 +89,16 @@ pub type Bf16Planes = SharedOperands<{ ty::BF16 }, true>;
 /// Bytes between the 64-pixel blocks of an MN-major B tile: one plane copy, 64 channel rows of
 /// 128 bytes.
 const PLANE_COPY_BYTES: u32 = (PLANE_BOX_PIXELS * ROW_BYTES) as u32;
-/// fp32 data to fp32 accuracy by 3xTF32.
-pub struct Tf32x3;
+/// fp32 data to fp32 accuracy by 3xTF32; with `PLANE`, the A tile is NCHW pixel planes
+/// ([`plane_fragment`]) rather than K-major rows.
+pub struct Tf32x3<const PLANE: bool = false>;
+/// 3xTF32 on NCHW pixel planes (`Producer::PlanePixels`).
+pub type Tf32x3Planes = Tf32x3<true>;
+
+/// fp32 data as tf32 with the A tile NCHW pixel planes (`Producer::PlanePixels`): `wgmma .tf32`
+/// reads K-major shared tiles only, so the fragments go through registers ([`plane_fragment`]),
+/// truncated to TF32 as the tensor cores read a shared tile, one `wgmma` a step.
+pub struct Tf32Planes;
 
 impl<const TY: u32, const B_MN: bool> Math for SharedOperands<TY, B_MN> {
     const SPEC: Spec = if TY == ty::TF32 { Spec::Tf32 } else { Spec::Half };
@@ -107,9 +123,13 @@ impl<const TY: u32, const B_MN: bool> Math for SharedOperands<TY, B_MN> {
     }
 }
 
-impl Math for Tf32x3 {
+impl<const PLANE: bool> Math for Tf32x3<PLANE> {
     const SPEC: Spec = Spec::Tf32x3;
     const BF16: bool = false;
+    #[inline(always)]
+    fn a_base(smem: u32, cw: u32, tid: u32) -> u32 {
+        if PLANE { plane_a_base(smem, cw, tid) } else { a_row(smem, cw, tid) }
+    }
     /// Per step (8 channels, 32 bytes): `ldmatrix.x4` brings the thread's A fragment (as
     /// [`Accumulators::mma_tf32_ra`] wants it: 8x8 "b16" matrices are 8 rows of 4 fp32, lane l
     /// receiving row l/4, element l%4), split into hi = tf32(a) and lo = tf32(a - hi) (a - hi is
@@ -139,17 +159,12 @@ impl Math for Tf32x3 {
         }
         let at = (offset >> 4) as u64;
         let b_lo = b_desc + ((Acc::N * ROW_BYTES) >> 4) as u64;
-        let lane = thread_x() as u32 % 32;
-        // The thread's row sits at lane%8 within its 8-row swizzle group; its 16-byte chunk of
-        // step ks is 2ks (matrices 0, 1) or 2ks + 1 (2, 3).
-        let (r7, half) = (lane % 8, lane / 16);
         let mut hi = [[0u32; 4]; 4];
         let mut lo = [[0u32; 4]; 4];
         unroll!(4: 4, ks => {
-            let chunk = 2 * ks as u32 + half;
-            // SAFETY: the whole warp together; a 16-byte aligned row chunk of the stage's A tile,
-            // which the full barrier made visible.
-            let raw = unsafe { ldmatrix_x4(a_row + offset + ((chunk ^ r7) << 4)) };
+            // SAFETY: the whole warp together, on the stage's A tile, which the full barrier
+            // made visible.
+            let raw = unsafe { if PLANE { plane_fragment(a_row + offset, ks) } else { row_fragment(a_row + offset, ks) } };
             unroll!(4: 4, i => {
                 hi[ks][i] = tf32_rna(raw[i]);
                 lo[ks][i] = tf32_rna((f32::from_bits(raw[i]) - f32::from_bits(hi[ks][i])).to_bits());
@@ -179,6 +194,103 @@ impl Math for Tf32x3 {
         add(&mut sum, &acc);
         sum
     }
+}
+
+impl Math for Tf32Planes {
+    const SPEC: Spec = Spec::Tf32;
+    const BF16: bool = false;
+    #[inline(always)]
+    fn a_base(smem: u32, cw: u32, tid: u32) -> u32 {
+        plane_a_base(smem, cw, tid)
+    }
+    /// Per step: the thread's fragment from the plane copies ([`plane_fragment`]), its low 13
+    /// bits cleared (what the tensor cores do to a shared tf32 operand: the same results as
+    /// [`Tf32`]), one `wgmma` with A from registers. As under [`Tf32x3`], the k-tile first waits
+    /// for the warpgroup's earlier wgmmas, which may still read the fragment registers.
+    #[inline(always)]
+    unsafe fn k_tile<Acc: Accumulators>(acc: &mut Acc, _total: &mut Acc, _a_desc: u64, b_desc: u64, a_row: u32, offset: u32, kt: i32) {
+        // SAFETY: the whole warpgroup, as the caller guarantees.
+        unsafe { acc.wait_0() };
+        let at = (offset >> 4) as u64;
+        let mut a = [[0u32; 4]; 4];
+        unroll!(4: 4, ks => {
+            // SAFETY: as in `Tf32x3::k_tile`.
+            let raw = unsafe { plane_fragment(a_row + offset, ks) };
+            unroll!(4: 4, i => {
+                a[ks][i] = raw[i] & TF32_MASK;
+            });
+            pin4(&mut a[ks]);
+        });
+        // SAFETY (the blocks below): as the caller guarantees; the fence follows every write of
+        // the fragments and precedes the wgmmas that read them.
+        unsafe { acc.fence() };
+        unroll!(4: 4, ks => {
+            let scale = if ks == 0 { (kt != 0) as u32 } else { 1 };
+            unsafe { acc.mma_tf32_ra(a[ks], b_desc + at + ks as u64 * DESC_K16, scale) };
+        });
+        unsafe { commit_group() };
+    }
+}
+
+/// The bits of an fp32 value the tensor cores read as tf32: sign, exponent, 10 mantissa bits.
+const TF32_MASK: u32 = 0xffff_e000;
+
+/// A thread's tf32 A fragment of step `ks` (8 channels) from a K-major A tile at `a` (this
+/// thread's `ldmatrix` row, [`a_row`], in the stage): `ldmatrix.x4` on fp32 rows gives it
+/// exactly (8x8 "b16" matrices are 8 rows of 4 fp32, lane l receiving row l/4, element l%4).
+/// The thread's row sits at lane%8 within its 8-row swizzle group; its 16-byte chunk of step
+/// ks is 2ks (matrices 0, 1) or 2ks + 1 (2, 3).
+///
+/// # Safety
+/// The whole warp together; `a` as described, the tile visible to this thread.
+#[inline(always)]
+unsafe fn row_fragment(a: u32, ks: usize) -> [u32; 4] {
+    let lane = thread_x() as u32 % 32;
+    let (r7, half) = (lane % 8, lane / 16);
+    let chunk = 2 * ks as u32 + half;
+    // SAFETY: a 16-byte aligned row chunk of the stage's A tile, as the caller guarantees.
+    unsafe { ldmatrix_x4(a + ((chunk ^ r7) << 4)) }
+}
+
+/// Bytes of one NCHW plane copy under `Producer::PlanePixels`: 32 channel rows of 32 fp32
+/// pixels, 128B-swizzled (a block tile's A tile is four, pixels 0-31, 32-63, ...).
+const PIXEL_COPY_BYTES: u32 = (ROW_BYTES * ROW_BYTES / 4) as u32;
+
+/// The shared address of a thread's first A element under `Producer::PlanePixels`
+/// ([`plane_fragment`]), the ring at `smem`: GEMM row (pixel) m = 64cw + 16warp + lane/4 lies
+/// in copy m / 32, channel row lane%4, its 4-byte word (m % 4) of whichever 16-byte chunk the
+/// swizzle gives.
+#[inline(always)]
+fn plane_a_base(smem: u32, cw: u32, tid: u32) -> u32 {
+    let (warp, lane) = ((tid % WARPGROUP as u32) / 32, tid % 32);
+    smem + (2 * cw + warp / 2) * PIXEL_COPY_BYTES + (lane % 4) * ROW_BYTES as u32 + (lane / 4 % 4) * 4
+}
+
+/// A thread's tf32 A fragment of step `ks` under `Producer::PlanePixels`: four 4-byte loads
+/// from the pixel-major copies (`a`: [`plane_a_base`] in the stage). Register i holds GEMM row
+/// m + 8(i%2) (m = this thread's, [`plane_a_base`]) and channel 8ks + lane%4 + 4(i/2), the tf32
+/// A layout of `wgmma` m64nNk8. Channel row k of a copy holds its 32 pixels in 16-byte chunks,
+/// chunk c at c ^ (k % 8) (128B swizzle), so the element is at row k, chunk (p/4) ^ (k%8), word
+/// p%4 of the pixel p in the copy; p/4 = 4(warp%2) + lane/16 + 2(i%2) and k%8 = lane%4 + 4(i/2),
+/// whose XOR is the thread's `s` XOR the register's own bits. (A warp's load reads 8 chunks
+/// of 4 channel rows, each twice: 2-way bank conflicts, which the layout's contiguous output
+/// columns are worth: the alternative orders of rows split each stored column in halves.)
+///
+/// # Safety
+/// The whole warp together; `a` as described, the tile visible to this thread.
+#[inline(always)]
+unsafe fn plane_fragment(a: u32, ks: usize) -> [u32; 4] {
+    let tid = thread_x() as u32;
+    let (warp, lane) = ((tid % WARPGROUP as u32) / 32, tid % 32);
+    let s = (4 * (warp % 2) + lane / 16) ^ (lane % 4);
+    let mut v = [0u32; 4];
+    unroll!(4: 4, i => {
+        let own = (2 * (i as u32 % 2)) | (4 * (i as u32 / 2));
+        // SAFETY: a 4-byte word of the stage's A tile: channel row 8ks + lane%4 + 4(i/2) of the
+        // thread's copy, as the caller guarantees.
+        v[i] = unsafe { ld_shared_u32(a + ks as u32 * 8 * ROW_BYTES as u32 + (i as u32 / 2) * 4 * ROW_BYTES as u32 + ((s ^ own) << 4)) };
+    });
+    v
 }
 
 /// `total += acc`, element by element in fp32.

@@ -17,7 +17,7 @@
 //! one image, its copies address that image alone (pixels past H*W arrive as zeros), and the
 //! epilogue finds a row's image with one division a tile row rather than one a store.
 
-use convrs_spec::hopper::{a_tile_bytes, b_tile_bytes, plane_rows, BLOCK_M, K_TILE, PLANE_BOX_PIXELS, ROW_BYTES};
+use convrs_spec::hopper::{a_tile_bytes, b_tile_bytes, plane_pixel_rows, plane_rows, Math as Spec, BLOCK_M, K_TILE, PLANE_BOX_PIXELS, ROW_BYTES};
 
 use super::scheduler::Tiles;
 use crate::prelude::mbarrier::{mbar_arrive_expect_tx, setmaxnreg_dec_56, tma_load_3d};
@@ -155,6 +155,130 @@ pub(super) unsafe fn produce_planes<const STAGES: usize>(xmap: *const u8, wmap: 
                 });
             }
             c0 += K_TILE as i32;
+            at = at.next::<STAGES>();
+            kt += 1;
+        }
+    }
+}
+
+/// NCHW input planes, KCRS filter (R = S = 1), NCHW output, read the other way round
+/// (`Producer::PlanePixels`, fp32): GEMM row `n * HWp + pixel` (HWp = H*W rounded up to whole
+/// 128-row tiles, [`plane_pixel_rows`]) is a pixel of image n, the columns are output channels.
+/// H*W a multiple of 4 (the plane map's 16-byte channel stride) and C a multiple of 4 (the
+/// filter map's), stride 1, no padding (the plan refuses the rest). As for [`Planes`], only the
+/// output addressing and the GEMM's extent are read.
+pub struct PlanePixels;
+
+impl PlanePixels {
+    /// The image and pixel of GEMM row `row`.
+    #[inline(always)]
+    fn image_pixel(sh: &ConvShape, row: u32) -> (u32, u32) {
+        // SAFETY: plane_pixel_rows >= 128.
+        unsafe { divmod(row, plane_pixel_rows((sh.p * sh.q) as usize) as u32) }
+    }
+}
+
+impl Operands for PlanePixels {
+    const PIXEL_PLANES: bool = true;
+    #[inline(always)]
+    fn supports(sh: &ConvShape) -> bool {
+        Planes::supports(sh)
+    }
+    #[inline(always)]
+    unsafe fn pixel(sh: &ConvShape, m: u32) -> (u32, u32, u32) {
+        // SAFETY: as the caller guarantees.
+        unsafe { Nhwc::pixel(sh, m) }
+    }
+    #[inline(always)]
+    fn x_origin(sh: &ConvShape, n: i32, ih: i32, iw: i32) -> i32 {
+        Planes::x_origin(sh, n, ih, iw)
+    }
+    #[inline(always)]
+    fn x_pixel(sh: &ConvShape) -> i32 {
+        Planes::x_pixel(sh)
+    }
+    #[inline(always)]
+    fn x_chan(sh: &ConvShape) -> i32 {
+        Planes::x_chan(sh)
+    }
+    #[inline(always)]
+    fn w_chan(sh: &ConvShape) -> i32 {
+        Planes::w_chan(sh)
+    }
+    #[inline(always)]
+    fn w_row(sh: &ConvShape, k: i32) -> i32 {
+        Planes::w_row(sh, k)
+    }
+    #[inline(always)]
+    fn w_tap(sh: &ConvShape) -> i32 {
+        Planes::w_tap(sh)
+    }
+    /// GEMM row `m` (image n, pixel), output channel `col`: `y[n][col][pixel]`; channel
+    /// `col + 1` is one plane (H*W elements) further.
+    #[inline(always)]
+    fn y_off(sh: &ConvShape, m: u32, col: u32) -> u32 {
+        let (n, pixel) = Self::image_pixel(sh, m);
+        (n * sh.k as u32 + col) * (sh.p * sh.q) as u32 + pixel
+    }
+    #[inline(always)]
+    fn gemm_mn(sh: &ConvShape) -> (u32, u32) {
+        (sh.n as u32 * plane_pixel_rows((sh.p * sh.q) as usize) as u32, sh.k as u32)
+    }
+    /// Element (`row`, `col`) alone: K need not be a multiple of anything here.
+    #[inline(always)]
+    fn y_in(sh: &ConvShape, row: u32, col: u32) -> bool {
+        let (n, pixel) = Self::image_pixel(sh, row);
+        n < sh.n as u32 && pixel < (sh.p * sh.q) as u32 && col < sh.k as u32
+    }
+}
+
+/// Pixels (and channels) of one [`PlanePixels`] copy: a 128-byte row of fp32 values.
+const PIXEL_BOX: u32 = (ROW_BYTES / 4) as u32;
+
+/// The producer of `Producer::PlanePixels`: one thread issues, per k-tile (32 channels), the
+/// A tile's four plane copies (32 pixels by 32 channels of the tile's image each, the plane
+/// map's box; channel rows of 128 bytes, 128B-swizzled) and the filter tile (rows n0.. of the
+/// {C, 1, K} map: output channels; under 3xTF32 also the remainders, rows K + n0.., of the
+/// split filter) into its B tile(s). Pixels past H*W and channels past C arrive as zeros.
+///
+/// # Safety
+/// As [`produce_planes`], with `xmap` the input's plane map with boxes of 32 pixels by 32
+/// channels and `wmap` the filter's (the split filter's under 3xTF32) with boxes of `bn` rows.
+#[inline(always)]
+pub(super) unsafe fn produce_plane_pixels<const STAGES: usize>(math: Spec, xmap: *const u8, wmap: *const u8, sh: &ConvShape, ring: Ring<STAGES>, mut tiles: Tiles, ktiles: i32, tid: u32) {
+    // SAFETY: the whole warpgroup, as in `produce_tma`.
+    unsafe { setmaxnreg_dec_56() };
+    if tid != 0 {
+        return;
+    }
+    let bn = tiles.bn;
+    let a_bytes = a_tile_bytes(BLOCK_M) as u32;
+    let bytes = a_bytes + (math.b_tiles() * b_tile_bytes(bn as usize)) as u32;
+    let kc = math.k_tile() as i32;
+    let mut at = Position::START;
+    while let Some((m0, n0)) = tiles.next::<1>() {
+        let (image, p0) = PlanePixels::image_pixel(sh, m0);
+        let mut c0 = 0;
+        let mut kt = 0;
+        while kt < ktiles {
+            // SAFETY: the consumers released every earlier use of the stage before this one's.
+            unsafe { ring.wait_empty(at) };
+            let stage = ring.stage_addr(at.stage);
+            let full = ring.full(at.stage);
+            // SAFETY: the stage is free; its A tile (1024-aligned, four 4 KiB copies) and B
+            // tile(s) after it receive exactly the announced bytes, the zero-filled parts of the
+            // boxes included.
+            unsafe {
+                mbar_arrive_expect_tx(full, bytes);
+                unroll!(4: 4, j => {
+                    tma_load_3d(stage + j as u32 * PIXEL_BOX * ROW_BYTES as u32, xmap, (p0 + j as u32 * PIXEL_BOX) as i32, c0, image as i32, full);
+                });
+                tma_load_3d(stage + a_bytes, wmap, c0, 0, n0 as i32, full);
+                if math.b_tiles() == 2 {
+                    tma_load_3d(stage + a_bytes + bn * ROW_BYTES as u32, wmap, c0, 0, sh.k + n0 as i32, full);
+                }
+            }
+            c0 += kc;
             at = at.next::<STAGES>();
             kt += 1;
         }
