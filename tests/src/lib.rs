@@ -165,7 +165,21 @@ pub fn tolerance(input: DType, out: Out) -> f64 {
 /// Every (kernel, element type) pair of the registry that `keep` accepts: what the GPU tests
 /// iterate, so a kernel added to the registry is tested without a hand list.
 pub fn kernels(keep: impl Fn(&convrs::registry::KernelDesc) -> bool) -> Vec<(Algorithm, DType)> {
-    convrs::registry::KERNELS.iter().filter(|k| keep(k)).flat_map(|k| k.dtypes.iter().map(move |&d| (k.algorithm, d))).collect()
+    let only = kernels_only();
+    convrs::registry::KERNELS
+        .iter()
+        .filter(|k| keep(k) && only.as_ref().is_none_or(|names| names.iter().any(|n| n == k.name)))
+        .flat_map(|k| k.dtypes.iter().map(move |&d| (k.algorithm, d)))
+        .collect()
+}
+
+/// The kernels a developer restricted the GPU tests to (`CONVRS_TEST_KERNELS=name,name`, to spend
+/// less device time on a change to those kernels), announced on stderr; `None` (every kernel)
+/// when unset, as in CI and every full run.
+pub fn kernels_only() -> Option<Vec<String>> {
+    let names = std::env::var("CONVRS_TEST_KERNELS").ok().filter(|v| !v.trim().is_empty())?;
+    eprintln!("CONVRS_TEST_KERNELS: testing only {names}");
+    Some(names.split(',').map(|n| n.trim().to_string()).collect())
 }
 
 /// Runs `algo` on fresh random `dtype` data (the output poisoned with NaN first, inside

@@ -12,7 +12,9 @@ use convrs_tests::{check_shapes_both_outputs, hopper_or_skip, property_test_gpu}
 fn hopper() -> Vec<(Algorithm, DType)> {
     let all = convrs_tests::kernels(|k| matches!(k.algorithm, Algorithm::Wgmma(_)));
     let half = convrs::plan::hopper::POLICIES.iter().filter(|p| p.math == convrs_spec::hopper::Math::Half).count();
-    assert_eq!(all.len(), 2 * half + (convrs::plan::hopper::POLICIES.len() - half));
+    if convrs_tests::kernels_only().is_none() {
+        assert_eq!(all.len(), 2 * half + (convrs::plan::hopper::POLICIES.len() - half));
+    }
     all
 }
 
