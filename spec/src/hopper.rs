@@ -238,11 +238,16 @@ pub const fn plane_rows(k: usize) -> usize {
     k.div_ceil(BLOCK_M) * BLOCK_M
 }
 
-/// GEMM rows per image of the [`Producer::PlanePixels`] kernels: H*W rounded up to whole block
-/// tiles, so that a tile's rows are pixels of one image (the pixels past H*W arrive as zeros
-/// and are never stored; a warpgroup whose rows all lie past H*W skips its MMAs).
+/// Pixels of one [`Producer::PlanePixels`] copy: a 128-byte row of fp32 values.
+pub const PLANE_PIXEL_COPY: usize = ROW_BYTES / 4;
+
+/// GEMM rows per image of the [`Producer::PlanePixels`] kernels: H*W rounded up to whole
+/// copies ([`PLANE_PIXEL_COPY`]), so that each copy's rows are pixels of one image (the pixels
+/// past H*W arrive as zeros and are never stored). A block tile's four copies may come from
+/// different images: rounding each image up to whole tiles instead left 60 of 256 rows empty
+/// on 14x14 layers (twenty-first session).
 pub const fn plane_pixel_rows(hw: usize) -> usize {
-    hw.div_ceil(BLOCK_M) * BLOCK_M
+    hw.div_ceil(PLANE_PIXEL_COPY) * PLANE_PIXEL_COPY
 }
 
 /// How the output tiles are handed to the CTAs.

@@ -302,15 +302,10 @@ fn plan(desc: &KernelDesc, problem: &Conv2d, dtype: DType, device: &DeviceModel)
             2..=1
         }
     };
-    // Under NCHW planes each image's rows are K rounded up to 128 (pixel planes: H*W); a
-    // warpgroup whose 64 rows all lie past them skips its MMAs (3xTF32 computes them anyway).
-    let live = if planes {
-        (p.k.div_ceil(64) * 64) as f64 / plane_rows(p.k) as f64
-    } else if pixel_planes && policy.math == Math::Tf32 {
-        ((p.h * p.w).div_ceil(64) * 64) as f64 / plane_pixel_rows(p.h * p.w) as f64
-    } else {
-        1.0
-    };
+    // Under NCHW planes each image's rows are K rounded up to 128, and a warpgroup whose 64
+    // rows all lie past K skips its MMAs; under pixel planes, H*W rounded up to 32 (all
+    // computed, the tiles spanning images).
+    let live = if planes { (p.k.div_ceil(64) * 64) as f64 / plane_rows(p.k) as f64 } else { 1.0 };
     // Charged only where the epilogue stages through shared memory: a piecewise linear one runs
     // on the accumulators (`Config::epilogue_in_registers`), as cheap as the bare store.
     let (act, _) = p.epilogue.activation.code();

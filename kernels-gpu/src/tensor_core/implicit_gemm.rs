@@ -152,6 +152,13 @@ pub trait Operands {
     fn gemm_mn(sh: &ConvShape) -> (u32, u32) {
         ((sh.n * sh.p * sh.q) as u32, sh.k as u32)
     }
+    /// Whether any row of the 64-row block from GEMM row `row` (its first) at column `col` is in
+    /// the output: a block that is not skips its MMAs and stores. Its first row's, unless a
+    /// layout's rows have holes.
+    #[inline(always)]
+    fn block_in(sh: &ConvShape, row: u32, col: u32) -> bool {
+        Self::y_in(sh, row, col)
+    }
     /// Whether GEMM element (`row`, `col`) is in the output (and, `col` the first of an
     /// aligned 8-column group, the whole group).
     #[inline(always)]

@@ -30,7 +30,7 @@
 //!   128 rows (the A tile); `xmap` the input's tiled map, a 3-D tensor {H*W, C, N} (byte strides
 //!   H*W*2 and C*H*W*2), box {64, 64, 1}, 128B swizzle, zero fill ([`super::planes`]).
 //! - With `Producer::PlanePixels` (the same layers on fp32 data), the GEMM of `Producer::WsTma`
-//!   on NCHW data: rows are (image, pixel) pairs, H*W rounded up to whole tiles an image
+//!   on NCHW data: rows are (image, pixel) pairs, H*W rounded up to whole 32-pixel copies an image
 //!   (`convrs_spec::hopper::plane_pixel_rows`), columns output channels. `wmap` is the fp32
 //!   filter's map as above (boxes of BN rows: the B tile); `xmap` the input's tiled map
 //!   {H*W, C, N} (byte strides H*W*4 and C*H*W*4), box {32, 32, 1}, 128B swizzle, zero fill.
@@ -327,7 +327,7 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
         // tile, a cluster's tile past M, or K <= 64 under NCHW planes. Uniform per warpgroup.
         // Split-K keeps every warp in its meeting; 3xTF32 computes it anyway (the branch around
         // its register fragments measured 144 bytes of spills in ptxas).
-        let idle = !SPLIT && !matches!(M::SPEC, Spec::Tf32x3) && !O::y_in(&sh, m0 + cw * 64, n0);
+        let idle = !SPLIT && !matches!(M::SPEC, Spec::Tf32x3) && !O::block_in(&sh, m0 + cw * 64, n0);
         if (hold || regs) && !idle {
             // SAFETY: the caller's contract (the residual is output-shaped).
             unsafe { prefetch_residual::<O, Acc, M>(&sh, m0, n0, cw, tid) };

@@ -17,7 +17,7 @@
 //! one image, its copies address that image alone (pixels past H*W arrive as zeros), and the
 //! epilogue finds a row's image with one division a tile row rather than one a store.
 
-use convrs_spec::hopper::{a_tile_bytes, b_tile_bytes, plane_pixel_rows, plane_rows, Math as Spec, BLOCK_M, K_TILE, PLANE_BOX_PIXELS, ROW_BYTES};
+use convrs_spec::hopper::{a_tile_bytes, b_tile_bytes, plane_pixel_rows, plane_rows, Math as Spec, BLOCK_M, K_TILE, PLANE_BOX_PIXELS, PLANE_PIXEL_COPY, ROW_BYTES};
 
 use super::scheduler::Tiles;
 use crate::prelude::mbarrier::{mbar_arrive_expect_tx, setmaxnreg_dec_56, tma_load_3d};
@@ -163,7 +163,8 @@ pub(super) unsafe fn produce_planes<const STAGES: usize>(xmap: *const u8, wmap: 
 
 /// NCHW input planes, KCRS filter (R = S = 1), NCHW output, read the other way round
 /// (`Producer::PlanePixels`, fp32): GEMM row `n * HWp + pixel` (HWp = H*W rounded up to whole
-/// 128-row tiles, [`plane_pixel_rows`]) is a pixel of image n, the columns are output channels.
+/// 32-pixel copies, [`plane_pixel_rows`]) is a pixel of image n, the columns are output channels;
+/// a block tile may span images (each of its copies lies in one).
 /// H*W a multiple of 4 (the plane map's 16-byte channel stride) and C a multiple of 4 (the
 /// filter map's), stride 1, no padding (the plan refuses the rest). As for [`Planes`], only the
 /// output addressing and the GEMM's extent are read.
@@ -173,7 +174,7 @@ impl PlanePixels {
     /// The image and pixel of GEMM row `row`.
     #[inline(always)]
     fn image_pixel(sh: &ConvShape, row: u32) -> (u32, u32) {
-        // SAFETY: plane_pixel_rows >= 128.
+        // SAFETY: plane_pixel_rows >= 32 (H*W >= 1).
         unsafe { divmod(row, plane_pixel_rows((sh.p * sh.q) as usize) as u32) }
     }
 }
@@ -230,14 +231,21 @@ impl Operands for PlanePixels {
         let (n, pixel) = Self::image_pixel(sh, row);
         n < sh.n as u32 && pixel < (sh.p * sh.q) as u32 && col < sh.k as u32
     }
+    /// A 64-row block from `row` holds a pixel of the output unless it starts past the last
+    /// image (its first rows may be an image's padding, the next ones the next image's pixels).
+    #[inline(always)]
+    fn block_in(sh: &ConvShape, row: u32, col: u32) -> bool {
+        Self::image_pixel(sh, row).0 < sh.n as u32 && col < sh.k as u32
+    }
 }
 
 /// Pixels (and channels) of one [`PlanePixels`] copy: a 128-byte row of fp32 values.
-const PIXEL_BOX: u32 = (ROW_BYTES / 4) as u32;
+const PIXEL_BOX: u32 = PLANE_PIXEL_COPY as u32;
 
 /// The producer of `Producer::PlanePixels`: one thread issues, per k-tile (32 channels), the
-/// A tile's four plane copies (32 pixels by 32 channels of the tile's image each, the plane
-/// map's box; channel rows of 128 bytes, 128B-swizzled) and the filter tile (rows n0.. of the
+/// A tile's four plane copies (32 pixels by 32 channels of one image each, the plane map's box;
+/// channel rows of 128 bytes, 128B-swizzled; a copy past the last image reads zeros) and the
+/// filter tile (rows n0.. of the
 /// {C, 1, K} map: output channels; under 3xTF32 also the remainders, rows K + n0.., of the
 /// split filter) into its B tile(s). Pixels past H*W and channels past C arrive as zeros.
 ///
@@ -257,7 +265,11 @@ pub(super) unsafe fn produce_plane_pixels<const STAGES: usize>(math: Spec, xmap:
     let kc = math.k_tile() as i32;
     let mut at = Position::START;
     while let Some((m0, n0)) = tiles.next::<1>() {
-        let (image, p0) = PlanePixels::image_pixel(sh, m0);
+        // Each copy's image and first pixel (copies never straddle images).
+        let mut at_copy = [(0u32, 0u32); 4];
+        unroll!(4: 4, j => {
+            at_copy[j] = PlanePixels::image_pixel(sh, m0 + j as u32 * PIXEL_BOX);
+        });
         let mut c0 = 0;
         let mut kt = 0;
         while kt < ktiles {
@@ -271,7 +283,8 @@ pub(super) unsafe fn produce_plane_pixels<const STAGES: usize>(math: Spec, xmap:
             unsafe {
                 mbar_arrive_expect_tx(full, bytes);
                 unroll!(4: 4, j => {
-                    tma_load_3d(stage + j as u32 * PIXEL_BOX * ROW_BYTES as u32, xmap, (p0 + j as u32 * PIXEL_BOX) as i32, c0, image as i32, full);
+                    let (image, p0) = at_copy[j];
+                    tma_load_3d(stage + j as u32 * PIXEL_BOX * ROW_BYTES as u32, xmap, p0 as i32, c0, image as i32, full);
                 });
                 tma_load_3d(stage + a_bytes, wmap, c0, 0, n0 as i32, full);
                 if math.b_tiles() == 2 {
