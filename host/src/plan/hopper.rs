@@ -273,7 +273,7 @@ fn plan(desc: &KernelDesc, problem: &Conv2d, dtype: DType, device: &DeviceModel)
     }
     // The GEMM's rows and columns: pixels by output channels, or for NCHW planes every
     // image's output channels (each padded to whole tiles) by an image's pixels, or for NCHW
-    // pixel planes every image's pixels (each padded to whole tiles) by output channels.
+    // pixel planes every image's pixels (each padded to whole 32-pixel copies) by output channels.
     let (m, n) = if planes {
         (p.n * plane_rows(p.k), p.h * p.w)
     } else if pixel_planes {
@@ -669,6 +669,38 @@ mod tests {
         assert!(planes.plan(&p, DType::F32, &d).is_err());
         // K needs no multiple: rows past K are never stored.
         assert!(planes.plan(&Conv2d::new(2, 64, 8, 8, 13, 1, 1), DType::BF16, &d).is_ok());
+    }
+
+    #[test]
+    fn pixel_planes_take_nchw_fp32_1x1_layers_and_auto_picks_them_for_nchw_tf32_callers() {
+        let d = DeviceModel::named("h100").unwrap();
+        let (tf32, x3) = (algo("wgmma_nchw1x1_persistent_tf32"), algo("wgmma_nchw1x1_persistent_3xtf32"));
+        // ResNet-50's 32,1024,14,14 -> 256: 196 pixels an image in 224 rows (whole 32-pixel
+        // copies), 256 output-channel columns.
+        let p = Conv2d::new(32, 1024, 14, 14, 256, 1, 1).with_precision(Precision::Tf32);
+        assert_eq!((plane_pixel_rows(196), plane_pixel_rows(3136), plane_pixel_rows(4)), (224, 3136, 32));
+        let plan = tf32.plan(&p, DType::F32, &d).unwrap();
+        let c = by_entry(plan.kernel);
+        assert_eq!((plan.filter_map_rows, plan.input_map, plan.split_filter), (Some(c.bn as u32), Some(crate::plan::InputMap::Planes), false));
+        assert_eq!(plan.grid.0 as usize, tiles(c, 32 * 224, 256).min(resident(c, &d)));
+        let plan = x3.plan(&p.with_precision(Precision::Fp32), DType::F32, &d).unwrap();
+        assert!(plan.split_filter);
+        // An NCHW caller asking for TF32 gets it (no transforms); an NHWC caller does not.
+        let pick = |layout| crate::select::choose(&p, DType::F32, layout, &d).unwrap().pick;
+        assert_eq!(pick(Layout::Nchw), tf32);
+        assert_ne!(pick(Layout::Nhwc), tf32);
+        // What it refuses, with the reasons: fp32 strides need multiples of 4, not 8.
+        for (q, why) in [
+            (Conv2d::new(2, 64, 8, 8, 64, 1, 1).with_stride(2), "stride 1"),
+            (Conv2d::new(2, 64, 7, 7, 64, 1, 1), "H*W = 49 must be a multiple of 4"),
+            (Conv2d::new(2, 62, 8, 8, 64, 1, 1), "C = 62 must be a multiple of 4"),
+            (Conv2d::new(2, 64, 8, 8, 64, 1, 1).with_epilogue(crate::Epilogue::NONE.with_bias().with_activation(crate::epilogue::Activation::Relu)), "no fused epilogue"),
+        ] {
+            let e = tf32.plan(&q.with_precision(Precision::Tf32), DType::F32, &d).unwrap_err().to_string();
+            assert!(e.contains(why), "{q}: {e}");
+        }
+        assert!(tf32.plan(&Conv2d::new(2, 60, 14, 14, 13, 1, 1).with_precision(Precision::Tf32), DType::F32, &d).is_ok());
+        assert!(tf32.plan(&p, DType::F16, &d).is_err());
     }
 
     #[test]

@@ -7,7 +7,7 @@
 //! Each k-tile is one 128-byte row per GEMM row in the 128B swizzle, whatever the type: a step
 //! of 32 bytes is k16 for 16-bit types and k8 for tf32, so the descriptors step alike.
 
-use convrs_spec::hopper::{Math as Spec, PLANE_BOX_PIXELS, ROW_BYTES, WARPGROUP};
+use convrs_spec::hopper::{Math as Spec, PLANE_BOX_PIXELS, PLANE_PIXEL_COPY, ROW_BYTES, WARPGROUP};
 
 use crate::prelude::matrix::{ldmatrix_x4, pack_16x2, tf32_rna};
 use crate::prelude::wgmma::{commit_group, desc_sw128, desc_sw128_mn, pin4, ty, Accumulators, DESC_K16, DESC_MN_K16};
@@ -132,7 +132,8 @@ impl<const PLANE: bool> Math for Tf32x3<PLANE> {
     }
     /// Per step (8 channels, 32 bytes): `ldmatrix.x4` brings the thread's A fragment (as
     /// [`Accumulators::mma_tf32_ra`] wants it: 8x8 "b16" matrices are 8 rows of 4 fp32, lane l
-    /// receiving row l/4, element l%4), split into hi = tf32(a) and lo = tf32(a - hi) (a - hi is
+    /// receiving row l/4, element l%4: [`row_fragment`]; on NCHW pixel planes four 4-byte loads,
+    /// [`plane_fragment`]), split into hi = tf32(a) and lo = tf32(a - hi) (a - hi is
     /// exact in fp32); then lo * B_hi, hi * B_lo, hi * B_hi, the small terms first. The B_lo
     /// tile follows the B_hi tile (`Acc::N` rows further).
     ///
@@ -254,7 +255,7 @@ unsafe fn row_fragment(a: u32, ks: usize) -> [u32; 4] {
 
 /// Bytes of one NCHW plane copy under `Producer::PlanePixels`: 32 channel rows of 32 fp32
 /// pixels, 128B-swizzled (a block tile's A tile is four, pixels 0-31, 32-63, ...).
-const PIXEL_COPY_BYTES: u32 = (ROW_BYTES * ROW_BYTES / 4) as u32;
+const PIXEL_COPY_BYTES: u32 = (PLANE_PIXEL_COPY * ROW_BYTES) as u32;
 
 /// The shared address of a thread's first A element under `Producer::PlanePixels`
 /// ([`plane_fragment`]), the ring at `smem`: GEMM row (pixel) m = 64cw + 16warp + lane/4 lies
