@@ -175,11 +175,16 @@ pub fn kernels(keep: impl Fn(&convrs::registry::KernelDesc) -> bool) -> Vec<(Alg
 
 /// The kernels a developer restricted the GPU tests to (`CONVRS_TEST_KERNELS=name,name`, to spend
 /// less device time on a change to those kernels), announced on stderr; `None` (every kernel)
-/// when unset, as in CI and every full run.
+/// when unset, as in CI and every full run. A name that is no registry kernel panics: a typo
+/// would otherwise leave nothing to test, and every test would pass.
 pub fn kernels_only() -> Option<Vec<String>> {
     let names = std::env::var("CONVRS_TEST_KERNELS").ok().filter(|v| !v.trim().is_empty())?;
     eprintln!("CONVRS_TEST_KERNELS: testing only {names}");
-    Some(names.split(',').map(|n| n.trim().to_string()).collect())
+    let names: Vec<String> = names.split(',').map(|n| n.trim().to_string()).collect();
+    for n in &names {
+        assert!(convrs::registry::by_name(n).is_some(), "CONVRS_TEST_KERNELS names `{n}`, which is no kernel of the registry (`convrs list`)");
+    }
+    Some(names)
 }
 
 /// Runs `algo` on fresh random `dtype` data (the output poisoned with NaN first, inside

@@ -245,9 +245,9 @@ const PIXEL_BOX: u32 = PLANE_PIXEL_COPY as u32;
 /// The producer of `Producer::PlanePixels`: one thread issues, per k-tile (32 channels), the
 /// A tile's four plane copies (32 pixels by 32 channels of one image each, the plane map's box;
 /// channel rows of 128 bytes, 128B-swizzled; a copy past the last image reads zeros) and the
-/// filter tile (rows n0.. of the
-/// {C, 1, K} map: output channels; under 3xTF32 also the remainders, rows K + n0.., of the
-/// split filter) into its B tile(s). Pixels past H*W and channels past C arrive as zeros.
+/// filter tile (rows n0.. of the {C, 1, K} map: output channels; under 3xTF32 also the
+/// remainders, rows K + n0.., of the split filter) into its B tile(s). Pixels past H*W and
+/// channels past C arrive as zeros.
 ///
 /// # Safety
 /// As [`produce_planes`], with `xmap` the input's plane map with boxes of 32 pixels by 32
