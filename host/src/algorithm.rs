@@ -43,6 +43,14 @@ pub enum Algorithm {
     /// KRSC filter, NHWK output; fp16 or bf16 in, fp32 accumulate, the input's type or fp32
     /// out). C, K multiples of 8 (others run zero-padded).
     WmmaNhwc,
+    /// Family 3, step 2 on fp32 data: `WmmaNhwc`'s mainloop with `mma.sync` m16n8k8 TF32
+    /// (each operand's low 13 bits dropped, fp32 accumulation: [`crate::Precision::Tf32`]), NHWC
+    /// input, KRSC filter, NHWK fp32 output; every GPU of compute capability 8.0 and up. C a
+    /// multiple of 4, K of 2 (others run zero-padded).
+    WmmaNhwcTf32,
+    /// The same to fp32 accuracy by 3xTF32 ([`crate::Precision::Fp32`]): each operand split in
+    /// a TF32 high part and remainder, three MMAs a product, each k-tile's sums added in fp32.
+    WmmaNhwc3xTf32,
     /// Family 3, step 2b: tensor cores for layers with few input channels (C = 1, 3): the
     /// reduction runs over taps and channels together and operands are gathered element by
     /// element, so C is not padded (NHWC, KRSC, NHWK; fp16 or bf16). Any C; K a multiple of 8

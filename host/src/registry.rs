@@ -18,13 +18,15 @@ pub use crate::plan::{Family, KernelDesc};
 use crate::Algorithm;
 
 /// The kernels before the Hopper family, each written out.
-const LISTED: [KernelDesc; 10] = [
+const LISTED: [KernelDesc; 12] = [
     plan::direct::naive::KERNEL,
     plan::direct::smem::KERNEL,
     plan::tiled::hwcn::KERNEL,
     plan::tiled::nchw::KERNEL,
     plan::tensor_core::nhwcnc::KERNEL,
     plan::tensor_core::nhwc::KERNEL,
+    plan::tensor_core::nhwc_f32::TF32,
+    plan::tensor_core::nhwc_f32::TF32X3,
     plan::tensor_core::small_c::KERNEL,
     plan::tensor_core::patch::KERNEL,
     plan::depthwise::NCHW,

@@ -218,8 +218,13 @@ mod tests {
         // the fp16 rate against FMA's ~1/15 of it), one TF32 product when TF32 is enough.
         assert_eq!(pick(&big, DType::F32, Layout::Nchw), "wgmma_ws_tma_persistent_3xtf32");
         assert_eq!(pick(&big.with_precision(Precision::Tf32), DType::F32, Layout::Nchw), "wgmma_ws_tma_persistent_tf32");
+        // Where no wgmma runs, the mma.sync TF32 kernels (3xTF32 at the default precision); FMA
+        // kernels when the problem asks for FMA.
         let a100 = DeviceModel::named("a100").unwrap();
-        assert!(["tiled_hwcn", "tiled_nchw"].contains(&choose(&big, DType::F32, Layout::Nchw, &a100).unwrap().pick.name()));
+        let on_a100 = |p: &Conv2d| choose(p, DType::F32, Layout::Nchw, &a100).unwrap().pick.name();
+        assert_eq!(on_a100(&big), "wmma_nhwc_3xtf32");
+        assert_eq!(on_a100(&big.with_precision(Precision::Tf32)), "wmma_nhwc_tf32");
+        assert!(["tiled_hwcn", "tiled_nchw"].contains(&on_a100(&fma)));
         // On Hopper step 7, the persistent wgmma kernel with im2col TMA copies, which measured
         // fastest on this shape (BENCHMARKS.md, fourth session), before steps 6, 4, 3 and mma.sync.
         assert_eq!(pick(&big, DType::F16, Layout::Nhwc), "wgmma_ws_tma_persistent");

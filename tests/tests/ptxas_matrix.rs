@@ -33,3 +33,32 @@ fn wmma_entries_use_mma_sync_and_ldmatrix() {
         }
     }
 }
+
+/// The fp32 entries (`wmma_nhwc_tf32_*`, `wmma_nhwc_3xtf32_*`) use the TF32 `mma.sync` (three per
+/// product under 3xTF32, after the splits' `cvt.rna.tf32.f32`), `ldmatrix` and `cp.async`, and
+/// no 16-bit MMA.
+#[test]
+fn wmma_f32_entries_use_tf32_mma_sync() {
+    use convrs::plan::tensor_core::nhwc_f32;
+    use convrs_spec::hopper::Math;
+    for (arch, ptx) in convrs::ptx::ALL {
+        for math in [Math::Tf32, Math::Tf32x3] {
+            for name in nhwc_f32::kernel_names(math) {
+                let body = entry_body(ptx, name);
+                let count = |needle: &str| body.matches(needle).count();
+                let mma = count("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32");
+                assert!(mma >= 16, "{arch} {name}: {mma} tf32 mma.sync");
+                assert_eq!(count("m16n8k16"), 0, "{arch} {name}: a 16-bit MMA");
+                let splits = count("cvt.rna.tf32.f32");
+                if math == Math::Tf32x3 {
+                    assert!(mma % 3 == 0 && splits > 0, "{arch} {name}: {mma} MMAs, {splits} splits");
+                } else {
+                    assert_eq!(splits, 0, "{arch} {name}: TF32 drops the low bits, it does not round");
+                }
+                assert!(count("ldmatrix.sync.aligned.m8n8.x4.shared.b16") >= 4, "{arch} {name}: no ldmatrix.x4");
+                assert!(count("cp.async.cg.shared.global") >= 2, "{arch} {name}: no 16-byte cp.async");
+                assert_eq!(count("ld.local") + count("st.local"), 0, "{arch} {name}: local memory in the PTX");
+            }
+        }
+    }
+}

@@ -1,5 +1,5 @@
 //! Warp-level matrix instructions (sm_80+) for the tensor-core kernels: `mma.sync` m16n8k16
-//! (fp16 or bf16 x the same + fp32 -> fp32), `ldmatrix.x4`, and global stores of fp32
+//! (fp16 or bf16 x the same + fp32 -> fp32) and m16n8k8 (tf32), `ldmatrix.x4`, and global stores of fp32
 //! accumulator pairs: 8 bytes as fp32, or 4 bytes rounded to the input's 16-bit type; TF32 rounding.
 //!
 //! Fragments are `u32` registers holding two fp16 values each (the low half is the lower
@@ -64,6 +64,30 @@ pub unsafe fn mma_m16n8k16<const BF16: bool>(d: &mut [f32; 4], a: [u32; 4], b: [
     unsafe {
         if BF16 { mma_m16n8k16_bf16_f32(d, a, b) } else { mma_m16n8k16_f16_f32(d, a, b) }
     }
+}
+
+/// `d = a * b + d` on one 16x8x8 tile of TF32 operands:
+/// `mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32`, one fp32 (read as TF32) per register.
+///
+/// Lane `l` (`g = l / 4`, `t = l % 4`) holds `a` = (A[g][t], A[g+8][t], A[g][t+4], A[g+8][t+4]),
+/// `b` = (B[t][g], B[t+4][g]) and `d` as [`mma_m16n8k16_f16_f32`]'s. So `ldmatrix.x4` on rows of
+/// fp32 (an 8x8 "b16" matrix being 8 rows of 4 fp32) gives the same fragments as on rows of fp16:
+/// a k-step is 32 bytes of a row either way.
+///
+/// # Safety
+/// Every lane of the warp executes this call together (converged control flow).
+#[inline(always)]
+pub unsafe fn mma_m16n8k8_tf32(d: &mut [f32; 4], a: [u32; 4], b: [u32; 2]) {
+    // SAFETY: register-only instruction; the caller guarantees the warp is converged.
+    unsafe {
+        asm!(
+            "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {{{d0}, {d1}, {d2}, {d3}}}, {{{a0}, {a1}, {a2}, {a3}}}, {{{b0}, {b1}}}, {{{d0}, {d1}, {d2}, {d3}}};",
+            d0 = inout(reg32) d[0], d1 = inout(reg32) d[1], d2 = inout(reg32) d[2], d3 = inout(reg32) d[3],
+            a0 = in(reg32) a[0], a1 = in(reg32) a[1], a2 = in(reg32) a[2], a3 = in(reg32) a[3],
+            b0 = in(reg32) b[0], b1 = in(reg32) b[1],
+            options(pure, nomem, nostack)
+        )
+    };
 }
 
 /// Loads four 8x8 fp16 matrices from shared memory: lanes 8i..8i+8 give the 16-byte row

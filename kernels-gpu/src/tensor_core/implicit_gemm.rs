@@ -93,9 +93,10 @@
 
 use core::num::NonZeroU32;
 
-use convrs_spec::tensor_core::{block_m, block_n, k_tile, smem_bytes, stage_bytes, threads};
+use convrs_spec::tensor_core::{block_m, block_n, k_tile, k_tile_f32, smem_bytes, stage_bytes, threads};
 
-use crate::prelude::matrix::{ldmatrix_x4, mma_m16n8k16, store_global_16x2, store_global_f32x2};
+use super::mma_kind::MmaKind;
+use crate::prelude::matrix::{ldmatrix_x4, store_global_16x2, store_global_f32x2};
 use crate::prelude::*;
 
 /// Where the GEMM's operands and result lie in memory: element offsets (in elements of `x`,
@@ -261,13 +262,13 @@ impl Tap {
 /// Declares `$ih`, `$iw` and `$base` (`[i32; $n]`) for the A rows one producer thread copies:
 /// GEMM rows `$first + i * $step` for `i < $rows` (at most `$n`), each row's window origin in
 /// the input (`ih`, `iw`: its top-left tap, maybe in the padding) and that origin's offset in
-/// `x` at the thread's channel chunk `$chunk` (`base`). Found once per tile; per k-tile only the
-/// tap moves. A row past M gets an origin so far above the image that no tap reaches it
+/// `x` at the first channel of the thread's chunk, `$chunk_chan` (`base`). Found once per tile;
+/// per k-tile only the tap moves. A row past M gets an origin so far above the image that no tap reaches it
 /// (`i32::MIN + r*dil_h` stays negative for any tap in i32). A statement macro rather than a
 /// function returning the arrays: it expands to the code the three kernels wrote in place, so
 /// their PTX did not change by sharing it.
 macro_rules! a_rows {
-    ($O:ty, $sh:expr, [$ih:ident, $iw:ident, $base:ident; $n:expr], $rows:expr, $gemm_m:expr, $first:expr, $step:expr, $chunk:expr) => {
+    ($O:ty, $sh:expr, [$ih:ident, $iw:ident, $base:ident; $n:expr], $rows:expr, $gemm_m:expr, $first:expr, $step:expr, $chunk_chan:expr) => {
         let mut $ih = [0i32; $n];
         let mut $iw = [0i32; $n];
         let mut $base = [0i32; $n];
@@ -279,7 +280,7 @@ macro_rules! a_rows {
                 $ih[i] = p as i32 * $sh.stride_h - $sh.pad_h;
                 $iw[i] = q as i32 * $sh.stride_w - $sh.pad_w;
                 // Wrapping: only summed with a tap's offset when the tap is inside the image.
-                $base[i] = <$O>::x_origin($sh, n as i32, $ih[i], $iw[i]).wrapping_add(chan($chunk * 8, <$O>::x_chan($sh)));
+                $base[i] = <$O>::x_origin($sh, n as i32, $ih[i], $iw[i]).wrapping_add(chan($chunk_chan, <$O>::x_chan($sh)));
             } else {
                 $ih[i] = i32::MIN;
             }
@@ -292,16 +293,16 @@ pub(super) use a_rows;
 
 /// Declares `$ok` and `$base` (`[_; $n]`) for the B rows (output channels) one producer thread
 /// copies: GEMM columns `$first + j * $step` for `j < $rows`, whether each is below N, and its
-/// filter row's offset at the thread's channel chunk `$chunk`. A statement macro for the reason
-/// [`a_rows!`] is one.
+/// filter row's offset at the first channel of the thread's chunk, `$chunk_chan`. A statement
+/// macro for the reason [`a_rows!`] is one.
 macro_rules! b_rows {
-    ($O:ty, $sh:expr, [$ok:ident, $base:ident; $n:expr], $rows:expr, $gemm_n:expr, $first:expr, $step:expr, $chunk:expr) => {
+    ($O:ty, $sh:expr, [$ok:ident, $base:ident; $n:expr], $rows:expr, $gemm_n:expr, $first:expr, $step:expr, $chunk_chan:expr) => {
         let mut $ok = [false; $n];
         let mut $base = [0i32; $n];
         unroll!(8: $rows, j => {
             let k = $first + j as u32 * $step;
             $ok[j] = k < $gemm_n;
-            $base[j] = <$O>::w_row($sh, k as i32).wrapping_add(chan($chunk * 8, <$O>::w_chan($sh)));
+            $base[j] = <$O>::w_row($sh, k as i32).wrapping_add(chan($chunk_chan, <$O>::w_chan($sh)));
         });
     };
 }
@@ -333,19 +334,20 @@ unsafe fn fragments<const MT: usize, const NT: usize>(a: u32, b: u32, step: u32)
     (af, bf)
 }
 
-/// The MT x NT mma.sync of one k-step on the warp tile's accumulators.
+/// The MT x NT MMAs of one k-step on the warp tile's accumulators.
 #[inline(always)]
-fn mma_warp_tile<const MT: usize, const NT: usize, const BF16: bool>(acc: &mut [[[f32; 4]; NT]; MT], (af, bf): &([[u32; 4]; MT], [[u32; 2]; NT])) {
+fn mma_warp_tile<const MT: usize, const NT: usize, E: MmaKind>(acc: &mut [[[f32; 4]; NT]; MT], (af, bf): &([[u32; 4]; MT], [[u32; 2]; NT])) {
     unroll!(8: MT, i => {
         unroll!(8: NT, j => {
             // SAFETY: the kernel calls this in uniform control flow (converged warps).
-            unsafe { mma_m16n8k16::<BF16>(&mut acc[i][j], af[i], bf[j]) };
+            unsafe { E::mma(&mut acc[i][j], &af[i], &bf[j]) };
         });
     });
 }
 
-/// The kernel: `WARPS_M x WARPS_N` warps of `MT x NT` m16n8 tiles each, k-tiles of BK = 8*KCH
-/// channels, `STAGES` k-tiles in flight, operands addressed by `O`. Launched with
+/// The kernel: `WARPS_M x WARPS_N` warps of `MT x NT` m16n8 tiles each, k-tiles of KCH 16-byte
+/// chunks (BK = `E::CHUNK` * KCH channels), `STAGES` k-tiles in flight, operands addressed by
+/// `O`, multiplied as `E` says. Launched with
 /// `convrs_spec::tensor_core::threads` threads, a 1-D grid of `ceil(M / BM) * ceil(K / BN)` blocks
 /// and `convrs_spec::tensor_core::smem_bytes` of shared memory (host/src/plan/tensor_core/nhwc.rs); the shape
 /// passes `O::supports` (the kernel traps otherwise).
@@ -354,9 +356,9 @@ fn mma_warp_tile<const MT: usize, const NT: usize, const BF16: bool>(acc: &mut [
 /// `x`, `w`, `y` hold N*H*W*C, K*R*S*C and N*P*Q*K elements in `O`'s layouts, 16-byte aligned,
 /// and `sh` describes them with every index in `i32`.
 #[inline(always)]
-pub unsafe fn conv<O: Operands, const WARPS_M: usize, const WARPS_N: usize, const MT: usize, const NT: usize, const STAGES: usize, const KCH: usize, const BF16: bool>(
-    x: *const u16,
-    w: *const u16,
+pub unsafe fn conv<O: Operands, E: MmaKind, const WARPS_M: usize, const WARPS_N: usize, const MT: usize, const NT: usize, const STAGES: usize, const KCH: usize>(
+    x: *const E::Elem,
+    w: *const E::Elem,
     y: *mut f32,
     sh: ConvShape,
 ) {
@@ -371,14 +373,16 @@ pub unsafe fn conv<O: Operands, const WARPS_M: usize, const WARPS_N: usize, cons
         // Tiled: each warp copies whole 16-row groups of A and B (all their 16-channel blocks).
         let warps = WARPS_M * WARPS_N;
         assert!(!O::TILED || ((WARPS_M * MT) % warps == 0 && (WARPS_N * NT / 2) % warps == 0));
+        // The tiled layouts are 16-bit (16 channels a 32-byte tile row).
+        assert!(!O::TILED || E::CHUNK == 8);
     }
     let threads = threads(WARPS_M, WARPS_N);
     let (bm, bn) = (block_m(WARPS_M, MT) as u32, block_n(WARPS_N, NT) as u32);
     // Rows each thread copies: 4 threads a row (plain), 2 (tiled).
     let per_row = const { if O::TILED { 2 } else { 4 } };
     let (a_loads, b_loads) = (bm as usize * per_row / threads, bn as usize * per_row / threads);
-    // A k-tile is BK = 8*KCH channels: KCH 16-byte chunks per shared row.
-    let bk = k_tile(KCH) as i32;
+    // A k-tile is KCH 16-byte chunks per shared row: BK = 8*KCH 16-bit channels (k_tile), 4*KCH fp32.
+    let bk = if E::CHUNK == 8 { k_tile(KCH) as i32 } else { k_tile_f32(KCH) as i32 };
     let row_bytes = 16 * KCH as u32;
     let stage_bytes = stage_bytes(bm as usize, bn as usize, KCH) as u32;
     if block_dim_x() != threads as i32 || dynamic_smem_bytes() < smem_bytes(bm as usize, bn as usize, KCH, STAGES) as u32 || !O::supports(&sh) {
@@ -408,9 +412,9 @@ pub unsafe fn conv<O: Operands, const WARPS_M: usize, const WARPS_N: usize, cons
         lrow * row_bytes + (((chunk as u32) ^ swizzle(lrow, KCH)) << 4)
     };
     // Per u: channels and destination offset of the next chunks.
-    let (u_count, u_chans, u_slot): (usize, i32, u32) = const { if O::TILED { (KCH / 2, 16, 512) } else { (KCH / 4, 32, 64) } };
-    a_rows!(O, &sh, [a_ih, a_iw, a_base; 8], a_loads, gemm_m, m0 + lrow, row_step, chunk);
-    b_rows!(O, &sh, [b_ok, b_base; 8], b_loads, gemm_n, n0 + lrow, row_step, chunk);
+    let (u_count, u_chans, u_slot): (usize, i32, u32) = const { if O::TILED { (KCH / 2, 16, 512) } else { (KCH / 4, 4 * E::CHUNK, 64) } };
+    a_rows!(O, &sh, [a_ih, a_iw, a_base; 8], a_loads, gemm_m, m0 + lrow, row_step, chunk * E::CHUNK);
+    b_rows!(O, &sh, [b_ok, b_base; 8], b_loads, gemm_n, n0 + lrow, row_step, chunk * E::CHUNK);
 
     let smem = dynamic_smem_u32();
     let (h, wd) = (sh.h as u32, sh.w as u32);
@@ -426,7 +430,7 @@ pub unsafe fn conv<O: Operands, const WARPS_M: usize, const WARPS_N: usize, cons
             let xc = t.c0 * O::x_chan(&sh);
             let wc = t.c0 * O::w_chan(&sh);
             unroll!(4: u_count, u => {
-                let cu = chunk * 8 + u_chans * u as i32;
+                let cu = chunk * E::CHUNK + u_chans * u as i32;
                 let c_ok = t.c0 + cu < sh.c;
                 let slot = u_slot * u as u32;
                 unroll!(8: a_loads, i => {
@@ -479,6 +483,8 @@ pub unsafe fn conv<O: Operands, const WARPS_M: usize, const WARPS_N: usize, cons
     });
 
     let mut acc = [[[0.0f32; 4]; NT]; MT];
+    // The current k-tile's sums, if E keeps them apart (unused, and optimized away, otherwise).
+    let mut part = [[[0.0f32; 4]; NT]; MT];
     let cchunks = (sh.c + bk - 1) / bk;
     let ktiles = sh.r * sh.s * cchunks;
 
@@ -526,14 +532,28 @@ pub unsafe fn conv<O: Operands, const WARPS_M: usize, const WARPS_N: usize, cons
                 // Past the last k-tile this reads a stale stage, harmlessly: it is never used.
                 frags(smem + rd * stage_bytes, 0)
             };
-            mma_warp_tile::<MT, NT, BF16>(&mut acc, &cur);
+            if E::KTILE_SUMS {
+                mma_warp_tile::<MT, NT, E>(&mut part, &cur);
+                if ks + 1 == KCH / 2 {
+                    unroll!(8: MT, i => {
+                        unroll!(8: NT, j => {
+                            unroll!(4: 4, e => {
+                                acc[i][j][e] += part[i][j][e];
+                                part[i][j][e] = 0.0;
+                            });
+                        });
+                    });
+                }
+            } else {
+                mma_warp_tile::<MT, NT, E>(&mut acc, &cur);
+            }
             cur = next;
         });
         kt += 1;
     }
     cp_async_wait_all();
 
-    epilogue::<O, MT, NT, BF16>(&sh, y, &acc, m0 + wm * MT as u32 * 16, n0 + wn * NT as u32 * 8, lane);
+    epilogue::<O, E, MT, NT>(&sh, y, &acc, m0 + wm * MT as u32 * 16, n0 + wn * NT as u32 * 8, lane);
 }
 
 /// Writes the warp tile's accumulators (rows from `row0`, columns from `col0`) to `y`, predicated
@@ -541,12 +561,14 @@ pub unsafe fn conv<O: Operands, const WARPS_M: usize, const WARPS_N: usize, cons
 /// contiguous pair each. fp32 pairs as 8-byte stores, or (`sh.y_bits == 16`) rounded to the
 /// input's 16-bit type as 4-byte stores; the test is uniform across the launch.
 #[inline(always)]
-fn epilogue<O: Operands, const MT: usize, const NT: usize, const BF16: bool>(sh: &ConvShape, y: *mut f32, acc: &[[[f32; 4]; NT]; MT], row0: u32, col0: u32, lane: u32) {
+fn epilogue<O: Operands, E: MmaKind, const MT: usize, const NT: usize>(sh: &ConvShape, y: *mut f32, acc: &[[[f32; 4]; NT]; MT], row0: u32, col0: u32, lane: u32) {
     let (gemm_m, gemm_n) = ((sh.n * sh.p * sh.q) as u32, sh.k as u32);
     let (g, t) = (lane / 4, lane % 4);
     let half = sh.y_bits == 16;
     // SAFETY: the calls below pass row < M and col + 1 < K, and each (row, col) is this lane's.
-    let store = |row: u32, col: u32, a: f32, b: f32| unsafe { store_pair::<O, BF16>(sh, y, half, row, col, a, b) };
+    let store = |row: u32, col: u32, a: f32, b: f32| unsafe {
+        if E::BF16 { store_pair::<O, true>(sh, y, half, row, col, a, b) } else { store_pair::<O, false>(sh, y, half, row, col, a, b) }
+    };
     unroll!(8: MT, i => {
         let row = row0 + i as u32 * 16 + g;
         unroll!(8: NT, j => {
@@ -594,22 +616,33 @@ macro_rules! entries {
         $($crate::tensor_core::implicit_gemm::entries!(@one $column $ops, [$nhwc, $nhwcnc, $nhwc_bf16, $nhwcnc_bf16], $wm, $wn, $mt, $nt, $stages, $kch);)*
     };
     (@one nhwc $ops:ident, [$name:ident, $_b:ident, $_c:ident, $_d:ident], $($g:literal),*) => {
-        $crate::tensor_core::implicit_gemm::entries!(@entry $name, $ops, false, $($g),*);
+        $crate::tensor_core::implicit_gemm::entries!(@entry $name, $ops, F16, u16, $($g),*);
     };
     (@one nhwcnc $ops:ident, [$_a:ident, $name:ident, $_c:ident, $_d:ident], $($g:literal),*) => {
-        $crate::tensor_core::implicit_gemm::entries!(@entry $name, $ops, false, $($g),*);
+        $crate::tensor_core::implicit_gemm::entries!(@entry $name, $ops, F16, u16, $($g),*);
     };
     (@one nhwc_bf16 $ops:ident, [$_a:ident, $_b:ident, $name:ident, $_d:ident], $($g:literal),*) => {
-        $crate::tensor_core::implicit_gemm::entries!(@entry $name, $ops, true, $($g),*);
+        $crate::tensor_core::implicit_gemm::entries!(@entry $name, $ops, Bf16, u16, $($g),*);
     };
     (@one nhwcnc_bf16 $ops:ident, [$_a:ident, $_b:ident, $_c:ident, $name:ident], $($g:literal),*) => {
-        $crate::tensor_core::implicit_gemm::entries!(@entry $name, $ops, true, $($g),*);
+        $crate::tensor_core::implicit_gemm::entries!(@entry $name, $ops, Bf16, u16, $($g),*);
     };
-    (@entry $name:ident, $ops:ident, $bf16:literal, $wm:literal, $wn:literal, $mt:literal, $nt:literal, $stages:literal, $kch:literal) => {
+    (@entry $name:ident, $ops:ident, $kind:ident, $elem:ty, $wm:literal, $wn:literal, $mt:literal, $nt:literal, $stages:literal, $kch:literal) => {
         $crate::conv_kernel!(
-            fn $name(x: *const u16, w: *const u16, y: *mut f32) => $crate::tensor_core::implicit_gemm::conv::<$ops, $wm, $wn, $mt, $nt, $stages, $kch, $bf16>
+            fn $name(x: *const $elem, w: *const $elem, y: *mut f32) => $crate::tensor_core::implicit_gemm::conv::<$ops, $crate::tensor_core::mma_kind::$kind, $wm, $wn, $mt, $nt, $stages, $kch>
         );
     };
 }
+
+/// Declares the fp32 entry points from `convrs_spec::tensor_core_f32_tiles!`, called as
+/// `tensor_core_f32_tiles!(f32_entries, Ops)`: one `conv::<Ops, Tf32 or Tf32x3, ...>` per row.
+#[cfg_attr(target_feature = "sm_90a", allow(unused_macros))]
+macro_rules! f32_entries {
+    ($ops:ident $(($name:ident, $math:ident, $wm:literal, $wn:literal, $mt:literal, $nt:literal, $stages:literal, $kch:literal))*) => {
+        $($crate::tensor_core::implicit_gemm::entries!(@entry $name, $ops, $math, f32, $wm, $wn, $mt, $nt, $stages, $kch);)*
+    };
+}
+#[cfg_attr(target_feature = "sm_90a", allow(unused_imports))]
+pub(crate) use f32_entries;
 #[cfg_attr(target_feature = "sm_90a", allow(unused_imports))]
 pub(crate) use entries;

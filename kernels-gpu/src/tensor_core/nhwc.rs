@@ -83,3 +83,7 @@ convrs_spec::tensor_core_tiles!(super::implicit_gemm::entries, nhwc, Nhwc);
 // The same tiles on bf16 data.
 #[cfg(not(target_feature = "sm_90a"))]
 convrs_spec::tensor_core_tiles!(super::implicit_gemm::entries, nhwc_bf16, Nhwc);
+// fp32 data on TF32 tensor cores (`wmma_nhwc_tf32_*`, `wmma_nhwc_3xtf32_*`): a 16-byte chunk is
+// 4 channels, so C must be a multiple of 4 (K of 2: the fp32 pair stores).
+#[cfg(not(target_feature = "sm_90a"))]
+convrs_spec::tensor_core_f32_tiles!(super::implicit_gemm::f32_entries, Nhwc);

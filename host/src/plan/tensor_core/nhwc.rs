@@ -132,22 +132,49 @@ pub fn kernel_names_bf16() -> Vec<&'static str> {
 }
 
 
+/// What the wave model needs of a compiled tile of the `mma.sync` mainloop (16-bit or fp32).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) struct TileModel {
+    pub(super) bm: usize,
+    pub(super) bn: usize,
+    /// Channels per k-tile.
+    pub(super) bk: usize,
+    pub(super) threads: usize,
+    /// Registers per thread (ptxas), for the occupancy estimate.
+    pub(super) regs: usize,
+    pub(super) smem_bytes: usize,
+    /// Relative mma throughput of its warp tile (shared-memory bytes read per MAC).
+    pub(super) efficiency: f64,
+}
+
+impl Tile {
+    fn model(&self) -> TileModel {
+        TileModel { bm: self.bm, bn: self.bn, bk: self.bk, threads: self.threads, regs: self.regs, smem_bytes: self.smem_bytes(), efficiency: self.efficiency }
+    }
+}
+
 /// Modelled time of `tile` on `d`, microseconds, for a problem of `m x n` GEMM outputs and a
 /// reduction of `taps` filter taps of `c` input channels.
 fn cost(d: &DeviceModel, family: Layouts, tile: &Tile, m: usize, n: usize, c: usize, taps: usize) -> f64 {
-    let blocks = (m.div_ceil(tile.bm) * n.div_ceil(tile.bn)) as f64;
-    let bps = blocks_per_sm(d, tile.threads, tile.regs, tile.smem_bytes()) as f64;
+    modelled_us(d, &tile.model(), family.peak_scale(), m, n, c, taps)
+}
+
+/// The wave model of a tile `t` whose MACs run at the device's peak fp16 tensor rate divided by
+/// `peak_scale`, microseconds: see [`cost`].
+pub(super) fn modelled_us(d: &DeviceModel, t: &TileModel, peak_scale: f64, m: usize, n: usize, c: usize, taps: usize) -> f64 {
+    let blocks = (m.div_ceil(t.bm) * n.div_ceil(t.bn)) as f64;
+    let bps = blocks_per_sm(d, t.threads, t.regs, t.smem_bytes) as f64;
     // The last k-tile of each tap is zero-filled past C: C = 32 runs half-empty 64-channel tiles.
-    let padded_c = (c.div_ceil(tile.bk) * tile.bk) as f64;
-    let macs = (tile.bm * tile.bn) as f64 * padded_c * taps as f64 / tile.efficiency;
-    let warps = (tile.threads / 32) as f64;
+    let padded_c = (c.div_ceil(t.bk) * t.bk) as f64;
+    let macs = (t.bm * t.bn) as f64 * padded_c * taps as f64 / t.efficiency;
+    let warps = (t.threads / 32) as f64;
     // An SM with `b` resident blocks finishes them in b * macs / rate; the rate needs 8 warps.
     let macs_per_sm = waves(d, blocks, bps, |b| b * macs / (b * warps / 8.0).min(1.0));
     let macs_per_sm_us = d.f16_tflops * 1e6 / 2.0 / d.sms.max(1) as f64;
     // Plus the fp32 output written once (the width every plan answers for): it is most of the
     // time of layers with little reduction (C = 3 run padded to 8: 2.4x the mainloop's model
     // on 8,3,224,224 -> 64 3x3, H100 2026-11-23), and the small-C kernel's model charges it too.
-    LAUNCH_US + family.peak_scale() * macs_per_sm / macs_per_sm_us + memory_us(d, (m * n * 4) as f64)
+    LAUNCH_US + peak_scale * macs_per_sm / macs_per_sm_us + memory_us(d, (m * n * 4) as f64)
 }
 
 pub fn plan(problem: &Conv2d, device: &DeviceModel) -> Result<LaunchPlan> {

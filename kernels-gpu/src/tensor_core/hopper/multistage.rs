@@ -98,8 +98,8 @@ pub unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, M: Math>
     let lrow = tid / 4;
     let row_step = THREADS as u32 / 4;
     let ldst = lrow * ROW + (((chunk as u32) ^ (lrow & 7)) << 4);
-    a_rows!(O, &sh, [a_ih, a_iw, a_base; 8], a_loads, gemm_m, m0 + lrow, row_step, chunk);
-    b_rows!(O, &sh, [b_ok, b_base; 8], b_loads, gemm_n, n0 + lrow, row_step, chunk);
+    a_rows!(O, &sh, [a_ih, a_iw, a_base; 8], a_loads, gemm_m, m0 + lrow, row_step, chunk * 8);
+    b_rows!(O, &sh, [b_ok, b_base; 8], b_loads, gemm_n, n0 + lrow, row_step, chunk * 8);
     let (h, wd) = (sh.h as u32, sh.w as u32);
     // Copies one k-tile into the stage at shared address `$stage` (a macro so it is always
     // inlined and the arrays above stay in registers).

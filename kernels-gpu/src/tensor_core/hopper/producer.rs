@@ -59,7 +59,7 @@ pub(super) unsafe fn produce_cp_async<O: Operands, const STAGES: usize, const CL
     let mut at = Position::START;
     let bn = tiles.bn;
     while let Some((m0, n0)) = tiles.next::<CLUSTER>() {
-        a_rows!(O, sh, [a_ih, a_iw, a_base; A_LOADS], A_LOADS, gemm_m, m0 + lrow, row_step, chunk);
+        a_rows!(O, sh, [a_ih, a_iw, a_base; A_LOADS], A_LOADS, gemm_m, m0 + lrow, row_step, chunk * 8);
         let mut tap = Tap::START;
         // The filter map's middle coordinate, r * S + s.
         let mut rs = 0i32;
