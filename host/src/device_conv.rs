@@ -35,7 +35,7 @@ use std::ops::{Deref, DerefMut};
 
 use cudarc::driver::CudaSlice;
 
-use crate::device_tensor::{relayout_into, DeviceTensor};
+use crate::device_tensor::{relayout_into, relayout_sampled_into, DeviceTensor};
 use crate::epilogue::EpilogueOperands;
 use crate::prepared::{Prepared, Runnable};
 use crate::registry::KernelDesc;
@@ -235,7 +235,13 @@ impl<T: Element, O: Element> DeviceConv<T, O> {
         let (direct_in, direct_out) = self.direct();
         if !direct_in {
             let (x, _) = self.prepared.operands_mut();
-            relayout_into(gpu, input, self.problem.input_shape(), self.input_layout, x, run.input_shape(), self.kernel.layouts.0)?;
+            let sampling = self.problem.sampling(&run);
+            if sampling == (1, 1) {
+                relayout_into(gpu, input, self.problem.input_shape(), self.input_layout, x, run.input_shape(), self.kernel.layouts.0)?;
+            } else {
+                // A plane kernel's strided 1x1 layer: the input sampled on the stride's grid.
+                relayout_sampled_into(gpu, input, self.problem.input_shape(), self.input_layout, x, run.input_shape(), self.kernel.layouts.0, sampling)?;
+            }
         }
         // The residual in the kernel's output layout: the caller's where that is it, else a copy.
         let residual = match (residual, &mut self.residual) {

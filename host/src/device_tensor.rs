@@ -109,7 +109,14 @@ pub fn relayout_into<T: DeviceRepr>(gpu: &Gpu, src: &CudaSlice<T>, src_dims: [us
 /// [`relayout_into`] by the element-wise `relayout` kernel whatever the pair (the transpose's
 /// fallback, and its yardstick in the transform timing test).
 pub fn relayout_elementwise_into<T: DeviceRepr>(gpu: &Gpu, src: &CudaSlice<T>, src_dims: [usize; 4], src_layout: Layout, dst: &mut CudaSlice<T>, dst_dims: [usize; 4], dst_layout: Layout) -> Result<()> {
-    let args = relayout_args(src_dims, src_layout, dst_dims, dst_layout)?;
+    relayout_sampled_into(gpu, src, src_dims, src_layout, dst, dst_dims, dst_layout, (1, 1))
+}
+
+/// [`relayout_elementwise_into`] of the source sampled on a `(sh, sw)` grid
+/// ([`relayout_sampled_args`]): the input of a [`crate::Conv2d::subsampled`] problem.
+#[allow(clippy::too_many_arguments)]
+pub fn relayout_sampled_into<T: DeviceRepr>(gpu: &Gpu, src: &CudaSlice<T>, src_dims: [usize; 4], src_layout: Layout, dst: &mut CudaSlice<T>, dst_dims: [usize; 4], dst_layout: Layout, sampling: (usize, usize)) -> Result<()> {
+    let args = relayout_sampled_args(src_dims, src_layout, dst_dims, dst_layout, sampling)?;
     let entry = match std::mem::size_of::<T>() {
         2 => "relayout_b16",
         4 => "relayout_b32",
@@ -295,14 +302,25 @@ fn transpose_into<T: DeviceRepr>(gpu: &Gpu, src: &CudaSlice<T>, dst: &mut CudaSl
 /// `dst_dims` one in `dst` layout (only the first two dims may differ: zero-filled where the
 /// destination is larger, cropped where smaller).
 pub fn relayout_args(src_dims: [usize; 4], src: Layout, dst_dims: [usize; 4], dst: Layout) -> Result<Relayout> {
+    relayout_sampled_args(src_dims, src, dst_dims, dst, (1, 1))
+}
+
+/// [`relayout_args`] of the source sampled on a `(sh, sw)` grid: destination pixel `(y, x)`
+/// is the source's `(y * sh, x * sw)`, and `dst_dims[2..]` must be the grid's extent
+/// (`ceil(H / sh)`, `ceil(W / sw)`); what a [`crate::Conv2d::subsampled`] problem reads.
+pub fn relayout_sampled_args(src_dims: [usize; 4], src: Layout, dst_dims: [usize; 4], dst: Layout, (sh, sw): (usize, usize)) -> Result<Relayout> {
     let plain = |l: Layout, d| l.strides(d).ok_or_else(|| Error::InvalidArgument(format!("device layout transforms take NCHW, NHWC or HWCN, not {l}")));
-    let (_, src_strides) = plain(src, src_dims)?;
+    let (_, mut src_strides) = plain(src, src_dims)?;
     let (order, _) = plain(dst, dst_dims)?;
     src.check_dims(src_dims)?;
     dst.check_dims(dst_dims)?;
-    if src_dims[2..] != dst_dims[2..] {
-        return Err(Error::InvalidArgument(format!("a layout transform keeps the last two dims: {src_dims:?} -> {dst_dims:?}")));
+    if sh == 0 || sw == 0 || dst_dims[2] != src_dims[2].div_ceil(sh) || dst_dims[3] != src_dims[3].div_ceil(sw) {
+        return Err(Error::InvalidArgument(format!("a layout transform keeps the last two dims (sampled every ({sh}, {sw})): {src_dims:?} -> {dst_dims:?}")));
     }
+    src_strides[2] *= sh;
+    src_strides[3] *= sw;
+    // Every sampled pixel is in the source; only N and C may run past it.
+    let src_dims = [src_dims[0], src_dims[1], dst_dims[2], dst_dims[3]];
     let total = dst_dims.iter().try_fold(1usize, |a, &d| a.checked_mul(d)).filter(|&t| t <= i32::MAX as usize);
     let src_len = src_dims.iter().try_fold(1usize, |a, &d| a.checked_mul(d)).filter(|&t| t <= i32::MAX as usize);
     let (Some(total), Some(_)) = (total, src_len) else {
@@ -342,6 +360,23 @@ mod tests {
         let a = relayout_args(t.dims(), t.layout(), dims, layout).unwrap();
         let data = (0..a.total).map(|o| source_offset(&a, o).map_or(0.0, |s| t.data()[s as usize])).collect();
         Tensor::new(dims, layout, data).unwrap()
+    }
+
+    #[test]
+    fn sampled_transforms_match_the_host_sampling() {
+        let t = Tensor::from_fn([2, 3, 5, 7], Layout::Nchw, |n, c, h, w| (((n * 10 + c) * 10 + h) * 10 + w) as f32).unwrap();
+        for from in [Layout::Nchw, Layout::Nhwc] {
+            let src = t.to_layout(from).unwrap();
+            for to in [Layout::Nchw, Layout::Nhwc] {
+                for (stride, dims) in [((2, 2), [2, 4, 3, 4]), ((3, 2), [3, 3, 2, 4]), ((1, 3), [2, 3, 5, 3])] {
+                    let a = relayout_sampled_args(src.dims(), from, dims, to, stride).unwrap();
+                    let data: Vec<f32> = (0..a.total).map(|o| source_offset(&a, o).map_or(0.0, |s| src.data()[s as usize])).collect();
+                    assert_eq!(data, t.sampled_padded(dims, to, stride).unwrap().data(), "{from} -> {to} every {stride:?}");
+                }
+            }
+        }
+        // The destination must be the grid's extent.
+        assert!(relayout_sampled_args([1, 3, 5, 7], Layout::Nchw, [1, 3, 2, 4], Layout::Nchw, (2, 2)).is_err());
     }
 
     #[test]

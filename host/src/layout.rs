@@ -308,14 +308,33 @@ impl<T: Copy> Tensor<T> {
     where
         T: Default,
     {
-        if dims == self.dims {
+        self.sampled_padded(dims, layout, (1, 1))
+    }
+
+    /// [`Tensor::zero_padded`] of the tensor sampled on a `(sh, sw)` grid first: pixel `(y, x)`
+    /// of the result is `(y * sh, x * sw)` of this one, `dims[2..]` the grid's extent
+    /// (`ceil(H / sh)`, `ceil(W / sw)`). What a kernel running a [`crate::Conv2d::subsampled`]
+    /// problem reads.
+    ///
+    /// ```
+    /// use convrs::{Layout, Tensor};
+    /// let t = Tensor::from_fn([1, 1, 3, 4], Layout::Nchw, |_, _, y, x| (10 * y + x) as f32)?;
+    /// let s = t.sampled_padded([1, 2, 2, 2], Layout::Nhwc, (2, 2))?;
+    /// assert_eq!((s.get(0, 0, 1, 1), s.get(0, 1, 1, 1)), (22.0, 0.0)); // channel 1 is padding
+    /// # Ok::<(), convrs::Error>(())
+    /// ```
+    pub fn sampled_padded(&self, dims: [usize; 4], layout: Layout, (sh, sw): (usize, usize)) -> Result<Tensor<T>>
+    where
+        T: Default,
+    {
+        if dims == self.dims && (sh, sw) == (1, 1) {
             return self.to_layout(layout);
         }
         let [n, c, h, w] = self.dims;
-        if dims[0] < n || dims[1] < c || dims[2] != h || dims[3] != w {
-            return Err(Error::InvalidArgument(format!("cannot pad dims {:?} to {dims:?}: only the first two may grow", self.dims)));
+        if sh == 0 || sw == 0 || dims[0] < n || dims[1] < c || dims[2] != h.div_ceil(sh) || dims[3] != w.div_ceil(sw) {
+            return Err(Error::InvalidArgument(format!("cannot pad dims {:?} sampled every ({sh}, {sw}) to {dims:?}: only the first two may grow", self.dims)));
         }
-        Tensor::from_fn(dims, layout, |i, j, y, x| if i < n && j < c { self.get(i, j, y, x) } else { T::default() })
+        Tensor::from_fn(dims, layout, |i, j, y, x| if i < n && j < c { self.get(i, j, y * sh, x * sw) } else { T::default() })
     }
 
     /// The leading `dims` of the tensor (the inverse of [`Tensor::zero_padded`]), in `layout`.

@@ -513,6 +513,9 @@ fn run_typed<T: Element, O: Element>(gpu: &Gpu, algo: Algorithm, p: &Conv2d, tim
     if (r.n, r.c, r.k) != (p.n, p.c, p.k) {
         println!("runs zero-padded to N={} C={} K={} (the kernel needs multiples; the padding is dropped from the output)", r.n, r.c, r.k);
     }
+    if p.sampling(r) != (1, 1) {
+        println!("runs at stride 1 on the input sampled on the stride's grid ({}x{} pixels; the kernel reads whole pixel planes)", r.h, r.w);
+    }
     prepared.poison_output(gpu)?;
     prepared.enqueue(gpu)?;
     gpu.synchronize()?;
@@ -916,7 +919,7 @@ mod tests {
 }
 
 /// How the problem a kernel runs (`run`) differs from the caller's `p`, for `explain`'s launch
-/// column: merged groups, zero padding.
+/// column: merged groups, zero padding, a subsampled input.
 fn run_note(p: &Conv2d, run: &Conv2d) -> String {
     let mut note = String::new();
     if run.groups != p.groups {
@@ -924,6 +927,9 @@ fn run_note(p: &Conv2d, run: &Conv2d) -> String {
     }
     if (run.n, run.c, run.k) != (p.n, p.c, p.k) {
         note += &format!(", zero-padded to N={} C={} K={}", run.n, run.c, run.k);
+    }
+    if p.sampling(run) != (1, 1) {
+        note += &format!(", on the input sampled on the stride's grid ({}x{})", run.h, run.w);
     }
     note
 }

@@ -283,16 +283,27 @@ impl KernelDesc {
     /// ([`crate::groups::run_groups`]: the filter expanded, block diagonal); a dense one (or
     /// one merged all the way to G = 1) with N, C and K rounded up to its
     /// [`KernelDesc::multiples`] (the extra images and channels are zeros on the way in and
-    /// dropped on the way out).
+    /// dropped on the way out). For the NCHW plane kernels (stride 1 only), a strided 1x1 layer
+    /// without padding is its [`Conv2d::subsampled`] problem: the input sampled on the stride's
+    /// grid on the way in ([`Conv2d::sampling`]), the output the same.
     ///
     /// ```
     /// use convrs::registry::by_name;
     /// use convrs::Conv2d;
     /// let p = Conv2d::new(8, 256, 28, 28, 256, 3, 3).with_pad(1).with_groups(32); // 8 channels a group
     /// assert_eq!(by_name("wgmma_ws_tma_persistent").unwrap().run_problem(&p), p.with_groups(4));
+    /// let s = Conv2d::new(8, 256, 56, 56, 128, 1, 1).with_stride(2); // ResNet's downsampling 1x1
+    /// assert_eq!(by_name("wgmma_nchw1x1_persistent_tf32").unwrap().run_problem(&s), Conv2d::new(8, 256, 28, 28, 128, 1, 1));
+    /// assert_eq!(by_name("wgmma_ws_tma_persistent_tf32").unwrap().run_problem(&s), s); // reads strides itself
     /// ```
     pub fn run_problem(&self, p: &Conv2d) -> Conv2d {
         let up = |v: usize, m: usize| v.div_ceil(m.max(1)).saturating_mul(m.max(1));
+        // The NCHW plane kernels read whole pixel planes, stride 1: a strided 1x1 layer runs on
+        // its input sampled on the stride's grid (the sampling done with the layout conversion).
+        let p = &match self.algorithm {
+            Algorithm::Wgmma(policy) if policy.producer.nchw_planes() => p.subsampled().unwrap_or(*p),
+            _ => *p,
+        };
         let p = match self.algorithm {
             Algorithm::Wgmma(policy) if self.takes_groups() && p.groups > 1 && p.c % p.groups == 0 && p.k % p.groups == 0 => {
                 p.with_groups(crate::groups::run_groups(p, policy.math.k_tile(), hopper::narrowest_tile(policy)))

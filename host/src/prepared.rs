@@ -95,7 +95,8 @@ impl<T: Element, O: Element> Prepared<T, O> {
     /// Validates, resolves [`Algorithm::Auto`] (for `T` and the input's layout), plans, converts
     /// the host tensors to the kernel's layouts and uploads them. A kernel that needs N, C or K to
     /// be multiples (the tensor-core kernels) gets the tensors zero-padded to them
-    /// ([`KernelDesc::run_problem`]); [`Prepared::output`] drops the padding again.
+    /// ([`KernelDesc::run_problem`]; a plane kernel's strided 1x1 layer reads its input sampled
+    /// on the stride's grid); [`Prepared::output`] drops the padding again.
     pub fn new(gpu: &Gpu, algo: Algorithm, problem: &Conv2d, input: &Tensor<T>, filter: &Tensor<T>) -> Result<Self> {
         Self::new_fused(gpu, algo, problem, input, filter, &EpilogueTensors::none())
     }
@@ -120,7 +121,7 @@ impl<T: Element, O: Element> Prepared<T, O> {
         run.validate()?;
         run.check_device_memory(T::DTYPE.size(), O::DTYPE.size(), gpu.info().free_memory_bytes)?;
         let (in_layout, filter_layout, _) = kernel.layouts;
-        let (x, w) = (input.zero_padded(run.input_shape(), in_layout)?, crate::groups::expand_filter(filter, problem, &run, filter_layout)?);
+        let (x, w) = (input.sampled_padded(run.input_shape(), in_layout, problem.sampling(&run))?, crate::groups::expand_filter(filter, problem, &run, filter_layout)?);
         let mut prepared = Self::from_device(gpu, algo, problem, gpu.upload(x.data())?, gpu.upload(w.data())?)?;
         let vector = |v: Option<&[f32]>, name: &'static str| -> Result<Option<CudaSlice<f32>>> {
             v.map(|v| {

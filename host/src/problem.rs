@@ -137,6 +137,33 @@ impl Conv2d {
         self.groups == self.c
     }
 
+    /// A strided 1x1 convolution without padding reads only the pixels on its stride's grid:
+    /// it is the stride-1 1x1 convolution of the input sampled on that grid (`[N, C, P, Q]`,
+    /// pixel `(p, q)` the input's `(p * stride_h, q * stride_w)`). That problem, for such a
+    /// problem; `None` for every other (stride 1, a larger filter, padding).
+    ///
+    /// ```
+    /// use convrs::Conv2d;
+    /// let p = Conv2d::new(8, 256, 56, 56, 128, 1, 1).with_stride(2);
+    /// assert_eq!(p.subsampled(), Some(Conv2d::new(8, 256, 28, 28, 128, 1, 1)));
+    /// assert_eq!(p.subsampled().unwrap().output_shape(), p.output_shape());
+    /// assert_eq!(Conv2d::new(8, 256, 56, 56, 128, 3, 3).with_stride(2).subsampled(), None);
+    /// ```
+    pub fn subsampled(&self) -> Option<Conv2d> {
+        let strided = self.stride != (1, 1);
+        if !(strided && self.r == 1 && self.s == 1 && self.pad == (0, 0)) {
+            return None;
+        }
+        let (p, q) = self.output_hw();
+        Some(Conv2d { h: p, w: q, stride: (1, 1), dilation: (1, 1), ..*self })
+    }
+
+    /// The grid on which `run`, the problem a kernel runs for this one, samples this one's input:
+    /// the stride where `run` is [`Conv2d::subsampled`] (its input smaller), else `(1, 1)`.
+    pub fn sampling(&self, run: &Conv2d) -> (usize, usize) {
+        if (run.h, run.w) != (self.h, self.w) { self.stride } else { (1, 1) }
+    }
+
     /// The same problem with `p` zero padding on every side.
     pub fn with_pad(self, p: usize) -> Self {
         Self { pad: (p, p), ..self }

@@ -28,7 +28,8 @@ use crate::{Algorithm, Conv2d, DType, DeviceModel, Element, Error, Gpu, Layout, 
 pub struct Estimate {
     /// The launch, of the padded problem where the kernel needs one.
     pub plan: LaunchPlan,
-    /// The zero-padded problem the kernel runs, if it differs from the caller's.
+    /// The problem the kernel runs, if it differs from the caller's: zero-padded to its
+    /// multiples, or a strided 1x1 layer subsampled ([`crate::Conv2d::subsampled`]).
     pub padded: Option<Conv2d>,
     /// The kernel alone, in its own layouts.
     pub kernel_us: f64,
@@ -75,7 +76,11 @@ pub fn conversion_us(kernel: &KernelDesc, problem: &Conv2d, dtype: DType, user: 
         if layout == user && !padded { 0.0 } else { LAUNCH_US + memory_us(device, ((elems + run_elems) * bytes) as f64) }
     };
     let (grow_n, grow_c, grow_k) = (run.n != problem.n, run.c != problem.c, run.k != problem.k);
-    pass(lx, grow_n || grow_c, problem.input_len(), run.input_len(), dtype.size())
+    // A subsampled input (a plane kernel's strided 1x1 layer) reads the grid's rows only; at 4
+    // bytes or less an element, every sector of those rows.
+    let (sh, _) = problem.sampling(&run);
+    let sampled = sh != 1 || run.w != problem.w;
+    pass(lx, grow_n || grow_c || sampled, problem.input_len() / sh, run.input_len(), dtype.size())
         + pass(lw, grow_k || grow_c, problem.filter_len(), run.filter_len(), dtype.size())
         + pass(ly, grow_n || grow_k, problem.output_len(), run.output_len(), 4)
 }

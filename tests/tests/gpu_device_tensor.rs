@@ -6,7 +6,7 @@
 
 use convrs::bench::tolerance;
 use convrs::device_conv::DeviceConv;
-use convrs::device_tensor::{conv2d_device, conv2d_device_to, relayout_elementwise_into, relayout_into, DeviceTensor};
+use convrs::device_tensor::{conv2d_device, conv2d_device_to, relayout_elementwise_into, relayout_into, relayout_sampled_into, DeviceTensor};
 use convrs::{compare, conv2d_cpu, Algorithm, Conv2d, Element, Gpu, Layout, Tensor};
 use convrs_tests::gpu_or_skip;
 use half::{bf16, f16};
@@ -251,4 +251,74 @@ fn device_conv_runs_the_plane_kernel_on_the_callers_tensors() {
             assert!(c.non_finite == 0 && c.passes(tolerance(convrs::DType::BF16, convrs::DType::BF16)), "{p}, seed {seed}, graph replay: {c}");
         }
     }
+}
+
+/// The sampled transform (a plane kernel's strided 1x1 layer reads its input on the stride's
+/// grid) copies exactly what the host's sampling picks, into a NaN-poisoned buffer, with N and C
+/// zero-padded.
+#[test]
+fn sampled_relayout_copies_exactly() {
+    let Some(gpu) = gpu_or_skip("sampled_relayout_copies_exactly") else { return };
+    let t = Tensor::from_fn([3, 5, 9, 7], Layout::Nchw, |n, c, h, w| (((n * 10 + c) * 10 + h) * 10 + w) as f32).unwrap();
+    for from in [Layout::Nchw, Layout::Nhwc] {
+        let src = t.to_layout(from).unwrap();
+        let d = DeviceTensor::upload(&gpu, &src).unwrap();
+        for (stride, dims) in [((2, 2), [3, 8, 5, 4]), ((3, 2), [4, 5, 3, 4])] {
+            let mut dst = gpu.alloc_zeros::<f32>(dims.iter().product()).unwrap();
+            gpu.poison(&mut dst).unwrap();
+            relayout_sampled_into(&gpu, d.data(), src.dims(), from, &mut dst, dims, Layout::Nchw, stride).unwrap();
+            assert_eq!(gpu.download(&dst).unwrap(), t.sampled_padded(dims, Layout::Nchw, stride).unwrap().data(), "{from} every {stride:?}");
+        }
+    }
+}
+
+/// Strided 1x1 layers without padding through the NCHW plane kernels (stride 1 only): they run
+/// on the input sampled on the stride's grid, by the device transform for an NCHW caller
+/// (`DeviceConv`) and by the host for `conv2d`, against the f64 reference on the caller's
+/// problem.
+#[test]
+fn plane_kernels_run_strided_1x1_layers_on_the_sampled_input() {
+    let Some(gpu) = convrs_tests::hopper_or_skip("plane_kernels_run_strided_1x1_layers_on_the_sampled_input") else { return };
+    let shapes = [
+        Conv2d::new(2, 64, 16, 12, 40, 1, 1).with_stride(2),                  // 8 x 6 sampled pixels
+        Conv2d { stride: (2, 3), ..Conv2d::new(3, 40, 15, 17, 24, 1, 1) },      // 8 x 6, per-axis strides
+    ];
+    let kernels = convrs_tests::kernels(|k| matches!(k.algorithm, Algorithm::Wgmma(p) if p.producer.nchw_planes()));
+    assert!(kernels.len() >= 4, "{kernels:?}");
+    for (algo, dtype) in kernels {
+        for p in &shapes {
+            let p = &p.with_precision(algo.kernel().unwrap().precision);
+            let run = algo.kernel().unwrap().run_problem(p);
+            assert_eq!(p.sampling(&run), p.stride, "{algo} on {p}");
+            match dtype {
+                convrs::DType::F32 => sampled_both_ways::<f32>(&gpu, algo, p),
+                convrs::DType::F16 => sampled_both_ways::<f16>(&gpu, algo, p),
+                convrs::DType::BF16 => sampled_both_ways::<bf16>(&gpu, algo, p),
+            }
+        }
+    }
+}
+
+fn sampled_both_ways<T: Element>(gpu: &Gpu, algo: Algorithm, p: &Conv2d) {
+    let x = Tensor::random(p.input_shape(), Layout::Nchw, 7).unwrap().map(T::from_f32);
+    let w = Tensor::random(p.filter_shape(), Layout::Nchw, 8).unwrap().map(T::from_f32);
+    // TF32 against the inputs as the tensor cores read them (convrs_tests::gpu_vs_cpu_to).
+    let tf32 = p.precision == convrs::Precision::Tf32 && T::DTYPE == convrs::DType::F32;
+    let truncated = |v: T| T::from_f32(f32::from_bits((Into::<f64>::into(v) as f32).to_bits() & !0x1FFF));
+    let read = |t: &Tensor<T>| if tf32 { t.map(truncated) } else { t.clone() };
+    let want = conv2d_cpu(p, &read(&x), &read(&w)).unwrap();
+    let tol = convrs_tests::tolerance_of(algo, T::DTYPE, convrs_tests::Out::Input);
+    // The host path.
+    let host = convrs::conv2d(gpu, algo, p, &x, &w).unwrap_or_else(|e| panic!("{algo} on {p}: {e}"));
+    let c = compare(host.data(), want.data());
+    assert!(c.non_finite == 0 && c.rel_l2_err <= tol, "{algo} on {p} (conv2d): {c}");
+    // The device path, an NCHW caller.
+    let (dx, dw) = (DeviceTensor::upload(gpu, &x).unwrap(), DeviceTensor::upload(gpu, &w).unwrap());
+    let mut conv = DeviceConv::<T>::new(gpu, algo, p, &dw, Layout::Nchw, Layout::Nchw).unwrap();
+    assert_eq!(conv.direct(), (false, true), "{algo} on {p}: the input is sampled, the output is the caller's");
+    let mut y = conv.new_output(gpu).unwrap();
+    gpu.poison(y.data_mut()).unwrap();
+    conv.run(gpu, &dx, &mut y).unwrap();
+    let c = compare(y.download(gpu).unwrap().data(), want.data());
+    assert!(c.non_finite == 0 && c.rel_l2_err <= tol, "{algo} on {p} (DeviceConv): {c}");
 }

@@ -473,7 +473,7 @@ impl ShapeBench<'_> {
         let gpu = self.gpu;
         let p = &self.problem.with_precision(run.precision);
         sets.iter()
-            .map(|(x, w)| Ok((gpu.upload(x.zero_padded(run.input_shape(), layouts.0)?.data())?, gpu.upload(crate::groups::expand_filter(w, p, run, layouts.1)?.data())?)))
+            .map(|(x, w)| Ok((gpu.upload(x.sampled_padded(run.input_shape(), layouts.0, p.sampling(run))?.data())?, gpu.upload(crate::groups::expand_filter(w, p, run, layouts.1)?.data())?)))
             .collect()
     }
 
@@ -557,7 +557,9 @@ impl ShapeBench<'_> {
                 continue;
             }
             let padded = (run.input_shape(), run.output_shape()) != (p.input_shape(), p.output_shape());
-            if padded {
+            if p.sampling(&run) != (1, 1) {
+                row.note = Some(format!("reads the input sampled on the stride's grid, {}x{} (sampling not timed)", run.h, run.w));
+            } else if padded {
                 row.note = Some(format!("runs zero-padded to N={} C={} K={} (padding not timed)", run.n, run.c, run.k));
             } else if run.groups != p.groups {
                 row.note = Some(format!("runs in {} merged groups (the filter block diagonal, expanded once, not timed)", run.groups));

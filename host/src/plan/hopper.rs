@@ -368,8 +368,11 @@ pub fn narrowest_tile(policy: Policy) -> usize {
 fn planes_refusal(p: &Conv2d, dtype: DType) -> Option<String> {
     let step = 16 / dtype.size();
     if (p.r, p.s) != (1, 1) || p.stride != (1, 1) || p.pad != (0, 0) {
+        // A strided 1x1 layer without padding comes here only as a plan of the caller's problem:
+        // the host API runs its subsampled problem (`KernelDesc::run_problem`).
+        let sampled = if p.subsampled().is_some() { " (the host API runs it on its input sampled on the stride's grid: KernelDesc::run_problem)" } else { "" };
         return Some(format!(
-            "takes 1x1 filters at stride 1 without padding (a GEMM per NCHW image), not {}x{} at stride {:?}, padding {:?}",
+            "takes 1x1 filters at stride 1 without padding (a GEMM per NCHW image), not {}x{} at stride {:?}, padding {:?}{sampled}",
             p.r, p.s, p.stride, p.pad
         ));
     }
@@ -701,6 +704,20 @@ mod tests {
         }
         assert!(tf32.plan(&Conv2d::new(2, 60, 14, 14, 13, 1, 1).with_precision(Precision::Tf32), DType::F32, &d).is_ok());
         assert!(tf32.plan(&p, DType::F16, &d).is_err());
+        // A strided 1x1 layer runs on its input sampled on the stride's grid: the plan of the
+        // caller's problem says so, the run problem plans, and Auto, pricing the sampling pass,
+        // takes it for an NCHW TF32 caller (deepbench's 8,256,56,56 -> 128 at stride 2).
+        let strided = Conv2d::new(8, 256, 56, 56, 128, 1, 1).with_stride(2).with_precision(Precision::Tf32);
+        assert!(tf32.plan(&strided, DType::F32, &d).unwrap_err().to_string().contains("sampled on the stride's grid"));
+        let run = tf32.kernel().unwrap().run_problem(&strided);
+        assert_eq!((run, strided.sampling(&run)), (Conv2d::new(8, 256, 28, 28, 128, 1, 1).with_precision(Precision::Tf32), (2, 2)));
+        assert!(tf32.plan(&run, DType::F32, &d).is_ok());
+        let choice = crate::select::choose(&strided, DType::F32, Layout::Nchw, &d).unwrap();
+        assert_eq!(choice.pick, tf32, "{:?}", choice.estimate());
+        let e = choice.estimate().unwrap();
+        assert!(e.conversion_us > 0.0 && e.padded == Some(run), "{e:?}");
+        // With padding, or a larger filter, there is no such problem.
+        assert_eq!(x3.kernel().unwrap().run_problem(&strided.with_pad(1)), strided.with_pad(1));
     }
 
     #[test]
