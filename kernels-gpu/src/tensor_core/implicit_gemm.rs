@@ -1,6 +1,9 @@
 //! The tensor-core implicit-GEMM mainloop shared by `wmma_nhwc` and `wmma_nhwcnc` (fp16 or bf16
 //! in, fp32 accumulate, output in the input's type or fp32): `mma.sync` m16n8k16 and `ldmatrix` from an XOR-swizzled
-//! multi-stage `cp.async` pipeline.
+//! multi-stage `cp.async` pipeline. The same mainloop runs fp32 data (`wmma_nhwc_tf32`,
+//! `wmma_nhwc_3xtf32`) with `mma.sync` m16n8k8 TF32: a k-step is 32 bytes of a shared row for
+//! every element type, so only the channels a 16-byte chunk holds (8 or 4) and the MMA differ
+//! ([`super::mma_kind`]). Below, "channels" counts 16-bit ones; for fp32, halve them.
 //!
 //! # The GEMM
 //!

@@ -10,7 +10,8 @@
 //! M x K result. Channels-last makes both operands K-major (the reduction index is contiguous):
 //! a row of A for one (r, s) is 16-byte chunks of `x`, a column of B is 16-byte chunks of `w`.
 //! That is why C and K must be multiples of 8 (one chunk = 8 halves): a chunk is wholly inside or
-//! wholly outside the tensor.
+//! wholly outside the tensor. The fp32 entries (`wmma_nhwc_[3x]tf32_*`) need C a multiple of 4
+//! (one chunk = 4 fp32) and K of 2 (the output pair stores).
 //!
 //! ```text
 //! x[n][h][w][c]  at ((n*H + h)*W + w)*C + c     pixel stride C, channel stride 1
@@ -27,7 +28,7 @@
 use super::implicit_gemm::{divmod, Operands};
 use crate::prelude::ConvShape;
 
-/// Plain NHWC input, KRSC filter, NHWK output (C and K multiples of 8).
+/// Plain NHWC input, KRSC filter, NHWK output (C and K multiples of 8; fp32: C of 4, K of 2).
 pub struct Nhwc;
 
 impl Operands for Nhwc {
