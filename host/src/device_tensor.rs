@@ -21,7 +21,7 @@
 //! ```
 
 use cudarc::driver::{CudaSlice, DevicePtr, DeviceRepr, LaunchConfig, PushKernelArg, ValidAsZeroBits};
-use convrs_spec::transform::{transpose_smem_bytes, ExpandGroups, PadChannels, Relayout, SplitTf32, Transpose, BLOCK_THREADS, PAD_BLOCK_THREADS, PAD_CHANNELS, TRANSPOSE_BLOCK, TRANSPOSE_TILE};
+use convrs_spec::transform::{transpose_smem_bytes, ExpandGroups, PadChannels, Relayout, Sample, SplitTf32, Transpose, BLOCK_THREADS, PAD_BLOCK_THREADS, PAD_CHANNELS, SAMPLE_RUN, TRANSPOSE_BLOCK, TRANSPOSE_TILE};
 
 use crate::gpu::cuda_err;
 use crate::device_conv::DeviceConv;
@@ -117,6 +117,9 @@ pub fn relayout_elementwise_into<T: DeviceRepr>(gpu: &Gpu, src: &CudaSlice<T>, s
 #[allow(clippy::too_many_arguments)]
 pub fn relayout_sampled_into<T: DeviceRepr>(gpu: &Gpu, src: &CudaSlice<T>, src_dims: [usize; 4], src_layout: Layout, dst: &mut CudaSlice<T>, dst_dims: [usize; 4], dst_layout: Layout, sampling: (usize, usize)) -> Result<()> {
     let args = relayout_sampled_args(src_dims, src_layout, dst_dims, dst_layout, sampling)?;
+    if let Some(a) = sample_args(src_dims, src_layout, dst_dims, dst_layout, sampling) {
+        return sample_into(gpu, src, dst, &a);
+    }
     let entry = match std::mem::size_of::<T>() {
         2 => "relayout_b16",
         4 => "relayout_b32",
@@ -132,6 +135,41 @@ pub fn relayout_sampled_into<T: DeviceRepr>(gpu: &Gpu, src: &CudaSlice<T>, src_d
     // SAFETY: `dst` holds `total` elements and `src` the source's (checked above), and every
     // source offset lies in `src` (the limits are its extents).
     unsafe { launch_transform(gpu, entry, cfg, dst, src, &args.to_args()) }
+}
+
+/// The `sample` transform's arguments where it does the copy: NCHW to NCHW, N and C kept, a
+/// grid other than (1, 1); `None` otherwise (the element-wise relayout does it). The sizes
+/// are checked by [`relayout_sampled_args`] first.
+fn sample_args(src_dims: [usize; 4], src: Layout, dst_dims: [usize; 4], dst: Layout, (sh, sw): (usize, usize)) -> Option<Sample> {
+    if (src, dst) != (Layout::Nchw, Layout::Nchw) || src_dims[..2] != dst_dims[..2] || (sh, sw) == (1, 1) {
+        return None;
+    }
+    let [n, c, p, q] = dst_dims;
+    let runs = q.div_ceil(SAMPLE_RUN as usize);
+    let threads = (n * c * p).checked_mul(runs).filter(|&t| t <= i32::MAX as usize)?;
+    let i = |v: usize| v as i32;
+    Some(Sample { threads: i(threads), runs: i(runs), p: i(p), q: i(q), h: i(src_dims[2]), w: i(src_dims[3]), sh: i(sh), sw: i(sw) })
+}
+
+/// Enqueues the `sample` transform `a` from `src` into `dst`.
+fn sample_into<T: DeviceRepr>(gpu: &Gpu, src: &CudaSlice<T>, dst: &mut CudaSlice<T>, a: &Sample) -> Result<()> {
+    let entry = match std::mem::size_of::<T>() {
+        2 => "sample_b16",
+        4 => "sample_b32",
+        n => return Err(Error::InvalidArgument(format!("no layout transform for {n}-byte elements"))),
+    };
+    let rows = (a.threads / a.runs.max(1)) as usize;
+    let planes = rows / a.p.max(1) as usize;
+    if dst.len() != rows * a.q as usize || src.len() != planes * (a.h * a.w) as usize {
+        return Err(Error::BufferSize { tensor: "sampled transform", expected: rows * a.q as usize, got: dst.len() });
+    }
+    if a.threads == 0 {
+        return Ok(());
+    }
+    let cfg = LaunchConfig { grid_dim: ((a.threads as u32).div_ceil(BLOCK_THREADS), 1, 1), block_dim: (BLOCK_THREADS, 1, 1), shared_mem_bytes: 0 };
+    // SAFETY: every run lies in a destination row (rows * q = dst.len()) and samples source
+    // rows y * sh < h of its plane (planes * h * w = src.len()), both checked above.
+    unsafe { launch_transform(gpu, entry, cfg, dst, src, &a.to_args()) }
 }
 
 /// Enqueues transform `entry` on `dst` and `src` (its first two parameters) and `args` (the
@@ -377,6 +415,21 @@ mod tests {
         }
         // The destination must be the grid's extent.
         assert!(relayout_sampled_args([1, 3, 5, 7], Layout::Nchw, [1, 3, 2, 4], Layout::Nchw, (2, 2)).is_err());
+        // The `sample` kernel's runs (NCHW, N and C kept), replayed: the host's sampling.
+        for (stride, dims) in [((2, 2), [2, 3, 3, 4]), ((3, 2), [2, 3, 2, 4]), ((1, 3), [2, 3, 5, 3]), ((2, 1), [2, 3, 3, 7])] {
+            let a = sample_args(t.dims(), Layout::Nchw, dims, Layout::Nchw, stride).unwrap();
+            let mut data = vec![f32::NAN; dims.iter().product()];
+            for th in 0..a.threads + 3 {
+                if let Some((d, s, len)) = a.run(th) {
+                    for i in 0..len {
+                        data[(d + i) as usize] = t.data()[(s + i * a.sw) as usize];
+                    }
+                }
+            }
+            assert_eq!(data, t.sampled_padded(dims, Layout::Nchw, stride).unwrap().data(), "every {stride:?}");
+        }
+        assert!(sample_args(t.dims(), Layout::Nchw, [2, 4, 3, 4], Layout::Nchw, (2, 2)).is_none()); // C padded
+        assert!(sample_args(t.dims(), Layout::Nhwc, [2, 3, 3, 4], Layout::Nchw, (2, 2)).is_none());
     }
 
     #[test]

@@ -13,6 +13,10 @@
 //! 3. `pad_channels_b16` does NCHW -> NHWC for 16-bit tensors of at most 8 channels padded to 8
 //!    (first layers), a 16-byte store per pixel: the tile would be 7/8 idle there.
 //!
+//! 4. `sample_b16` / `sample_b32` copy NCHW planes sampled on a stride's grid (the input of a
+//!    strided 1x1 layer run at stride 1 by the NCHW plane kernels), a run of consecutive
+//!    destination elements per thread.
+//!
 //! They all let device tensors reach a kernel's layout (and its channel multiples) and bring its
 //! output back in the caller's, without a trip through the host.
 
@@ -159,6 +163,54 @@ crate::split_tf32_fields!(declare_args, [
     /// both rounded to nearest (ties away), so the tensor cores read each exactly.
     SplitTf32
 ]);
+
+/// Destination elements of one output row a `sample` thread copies (consecutive ones).
+pub const SAMPLE_RUN: i32 = 4;
+
+/// Calls `$callback! { $ctx... field "doc", ... }` with the `i32` arguments `sample_b16` /
+/// `sample_b32` take after their destination and source pointers, in order.
+#[macro_export]
+macro_rules! sample_fields {
+    ($callback:path $(, $ctx:tt)*) => {
+        $callback! { $($ctx)*
+            threads "Threads of the launch: rows * runs.",
+            runs "Runs of SAMPLE_RUN destination elements per destination row: ceil(q / SAMPLE_RUN).",
+            p "Destination rows per plane (sampled rows of an image's channel).",
+            q "Destination elements per row (sampled columns).",
+            h "Source rows per plane.",
+            w "Source elements per row.",
+            sh "Row step of the sampling grid (the convolution's vertical stride).",
+            sw "Column step (the horizontal stride)."
+        }
+    };
+}
+
+crate::sample_fields!(declare_args, [
+    /// NCHW planes sampled on a `(sh, sw)` grid into NCHW planes of `p x q`: destination
+    /// element (plane, y, x) is source (plane, y * sh, x * sw). The input of a strided 1x1
+    /// layer run at stride 1 (`Conv2d::subsampled` on the host). Each thread copies a run of
+    /// [`SAMPLE_RUN`] consecutive elements of one destination row, so it finds its row with
+    /// two divisions per run rather than the general relayout's three per element (which made
+    /// that kernel bound by its index arithmetic here).
+    Sample
+]);
+
+impl Sample {
+    /// Thread `t`'s destination row (plane * p + y), the offset of its run's first element in
+    /// the destination, of that element's source, and the run's length (< SAMPLE_RUN at a
+    /// row's end); `None` past the launch's threads.
+    #[inline(always)]
+    pub fn run(&self, t: i32) -> Option<(i32, i32, i32)> {
+        if t >= self.threads || self.runs <= 0 || self.p <= 0 {
+            return None;
+        }
+        let (row, j) = (t / self.runs, t % self.runs);
+        let (plane, y) = (row / self.p, row % self.p);
+        let x0 = j * SAMPLE_RUN;
+        let len = if self.q - x0 < SAMPLE_RUN { self.q - x0 } else { SAMPLE_RUN };
+        Some((row * self.q + x0, (plane * self.h + y * self.sh) * self.w + x0 * self.sw, len))
+    }
+}
 
 /// Channels a `pad_channels_b16` destination pixel holds: one 16-byte store of 16-bit elements.
 pub const PAD_CHANNELS: u32 = 8;

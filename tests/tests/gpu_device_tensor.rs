@@ -263,11 +263,18 @@ fn sampled_relayout_copies_exactly() {
     for from in [Layout::Nchw, Layout::Nhwc] {
         let src = t.to_layout(from).unwrap();
         let d = DeviceTensor::upload(&gpu, &src).unwrap();
-        for (stride, dims) in [((2, 2), [3, 8, 5, 4]), ((3, 2), [4, 5, 3, 4])] {
+        // Padded N or C (the element-wise relayout), and NCHW to NCHW as it is (the `sample`
+        // kernel: runs of 4 along rows of 4, 3 and 7 elements).
+        for (stride, dims) in [((2, 2), [3, 8, 5, 4]), ((3, 2), [4, 5, 3, 4]), ((2, 2), [3, 5, 5, 4]), ((3, 3), [3, 5, 3, 3]), ((2, 1), [3, 5, 5, 7])] {
             let mut dst = gpu.alloc_zeros::<f32>(dims.iter().product()).unwrap();
             gpu.poison(&mut dst).unwrap();
             relayout_sampled_into(&gpu, d.data(), src.dims(), from, &mut dst, dims, Layout::Nchw, stride).unwrap();
             assert_eq!(gpu.download(&dst).unwrap(), t.sampled_padded(dims, Layout::Nchw, stride).unwrap().data(), "{from} every {stride:?}");
+            let (th, dh) = (t.map(f16::from_f32), DeviceTensor::upload(&gpu, &src.map(f16::from_f32)).unwrap());
+            let mut dst = gpu.alloc_zeros::<f16>(dims.iter().product()).unwrap();
+            gpu.poison(&mut dst).unwrap();
+            relayout_sampled_into(&gpu, dh.data(), src.dims(), from, &mut dst, dims, Layout::Nchw, stride).unwrap();
+            assert!(same_bits(&gpu.download(&dst).unwrap(), th.sampled_padded(dims, Layout::Nchw, stride).unwrap().data()), "f16 {from} every {stride:?}");
         }
     }
 }

@@ -243,6 +243,14 @@ impl GroupResult {
         fastest(&self.kernels)
     }
 
+    /// The fastest TF32 kernel whose input, filter and output are all in `layout` (conversion,
+    /// or a subsampled input's sampling, untimed): the one a caller in `layout` may run with the
+    /// fewest transforms, which the fastest kernel in any layout can lose to once they are timed.
+    pub fn best_tf32_kernel_in(&self, layout: crate::Layout) -> Option<&Measurement> {
+        let all_in = |m: &&Measurement| crate::registry::by_name(&m.name).is_some_and(|k| k.layouts == (layout, layout, layout));
+        fastest(self.kernels.iter().filter(|k| reads_tf32(k)).filter(all_in))
+    }
+
     /// What a caller holding the baselines' tensors (NCHW fp32) and asking for TF32 gets: the
     /// faster of [`GroupResult::best_tf32_kernel`], the NCHW caller's row and its TF32 row.
     pub fn best_tf32_caller(&self) -> Option<&Measurement> {
