@@ -21,7 +21,7 @@
 //! ```
 
 use cudarc::driver::{CudaSlice, DevicePtr, DeviceRepr, LaunchConfig, PushKernelArg, ValidAsZeroBits};
-use convrs_spec::transform::{transpose_smem_bytes, ExpandGroups, PadChannels, Relayout, Sample, SplitTf32, Transpose, BLOCK_THREADS, PAD_BLOCK_THREADS, PAD_CHANNELS, SAMPLE_RUN, TRANSPOSE_BLOCK, TRANSPOSE_TILE};
+use convrs_spec::transform::{transpose_smem_bytes, ExpandGroups, PadChannels, Relayout, Sample, SplitTf32, Transpose, BLOCK_THREADS, PAD_BLOCK_THREADS, PAD_CHANNELS, TRANSPOSE_BLOCK, TRANSPOSE_TILE};
 
 use crate::gpu::cuda_err;
 use crate::device_conv::DeviceConv;
@@ -144,11 +144,10 @@ fn sample_args(src_dims: [usize; 4], src: Layout, dst_dims: [usize; 4], dst: Lay
     if (src, dst) != (Layout::Nchw, Layout::Nchw) || src_dims[..2] != dst_dims[..2] || (sh, sw) == (1, 1) {
         return None;
     }
-    let [n, c, p, q] = dst_dims;
-    let runs = q.div_ceil(SAMPLE_RUN as usize);
-    let threads = (n * c * p).checked_mul(runs).filter(|&t| t <= i32::MAX as usize)?;
+    let total = dst_dims.iter().product::<usize>();
     let i = |v: usize| v as i32;
-    Some(Sample { threads: i(threads), runs: i(runs), p: i(p), q: i(q), h: i(src_dims[2]), w: i(src_dims[3]), sh: i(sh), sw: i(sw) })
+    // relayout_sampled_args checked every size against i32 first.
+    (total <= i32::MAX as usize).then(|| Sample::new(i(total), i(dst_dims[2]), i(dst_dims[3]), i(src_dims[2]), i(src_dims[3]), i(sh), i(sw)))
 }
 
 /// Enqueues the `sample` transform `a` from `src` into `dst`.
@@ -158,17 +157,16 @@ fn sample_into<T: DeviceRepr>(gpu: &Gpu, src: &CudaSlice<T>, dst: &mut CudaSlice
         4 => "sample_b32",
         n => return Err(Error::InvalidArgument(format!("no layout transform for {n}-byte elements"))),
     };
-    let rows = (a.threads / a.runs.max(1)) as usize;
-    let planes = rows / a.p.max(1) as usize;
-    if dst.len() != rows * a.q as usize || src.len() != planes * (a.h * a.w) as usize {
-        return Err(Error::BufferSize { tensor: "sampled transform", expected: rows * a.q as usize, got: dst.len() });
+    let planes = a.total as usize / (a.p * a.q).max(1) as usize;
+    if dst.len() != a.total as usize || src.len() != planes * (a.h * a.w) as usize {
+        return Err(Error::BufferSize { tensor: "sampled transform", expected: a.total as usize, got: dst.len() });
     }
-    if a.threads == 0 {
+    if a.total == 0 {
         return Ok(());
     }
-    let cfg = LaunchConfig { grid_dim: ((a.threads as u32).div_ceil(BLOCK_THREADS), 1, 1), block_dim: (BLOCK_THREADS, 1, 1), shared_mem_bytes: 0 };
-    // SAFETY: every run lies in a destination row (rows * q = dst.len()) and samples source
-    // rows y * sh < h of its plane (planes * h * w = src.len()), both checked above.
+    let cfg = LaunchConfig { grid_dim: ((a.total as u32).div_ceil(BLOCK_THREADS), 1, 1), block_dim: (BLOCK_THREADS, 1, 1), shared_mem_bytes: 0 };
+    // SAFETY: `dst` holds `total` elements and `src` the planes' h * w each (checked above);
+    // every sampled row y * sh and column x * sw lies inside its plane (the grid's extent).
     unsafe { launch_transform(gpu, entry, cfg, dst, src, &a.to_args()) }
 }
 
@@ -418,14 +416,8 @@ mod tests {
         // The `sample` kernel's runs (NCHW, N and C kept), replayed: the host's sampling.
         for (stride, dims) in [((2, 2), [2, 3, 3, 4]), ((3, 2), [2, 3, 2, 4]), ((1, 3), [2, 3, 5, 3]), ((2, 1), [2, 3, 3, 7])] {
             let a = sample_args(t.dims(), Layout::Nchw, dims, Layout::Nchw, stride).unwrap();
-            let mut data = vec![f32::NAN; dims.iter().product()];
-            for th in 0..a.threads + 3 {
-                if let Some((d, s, len)) = a.run(th) {
-                    for i in 0..len {
-                        data[(d + i) as usize] = t.data()[(s + i * a.sw) as usize];
-                    }
-                }
-            }
+            assert_eq!(a.source(a.total), None);
+            let data: Vec<f32> = (0..a.total).map(|o| t.data()[a.source(o).unwrap() as usize]).collect();
             assert_eq!(data, t.sampled_padded(dims, Layout::Nchw, stride).unwrap().data(), "every {stride:?}");
         }
         assert!(sample_args(t.dims(), Layout::Nchw, [2, 4, 3, 4], Layout::Nchw, (2, 2)).is_none()); // C padded

@@ -12,12 +12,12 @@
 //! 5. `expand_groups`: a grouped KRSC filter as the filter of fewer, wider groups, block
 //!    diagonal; `convrs_spec::transform::ExpandGroups`.
 //! 6. `sample`: NCHW planes sampled on a stride's grid (a strided 1x1 layer's input for the
-//!    stride-1 plane kernels), a run of destination elements per thread;
+//!    stride-1 plane kernels), one thread per destination element, divisions by multiplication;
 //!    `convrs_spec::transform::Sample`.
 
 use convrs_spec::transform::{
-    source_offset, transpose_smem_bytes, ExpandGroups, PadChannels, Relayout, Sample, SplitTf32, Transpose, BLOCK_THREADS, PAD_BLOCK_THREADS, PAD_CHANNELS, SAMPLE_RUN,
-    TRANSPOSE_BLOCK, TRANSPOSE_TILE,
+    source_offset, transpose_smem_bytes, ExpandGroups, PadChannels, Relayout, Sample, SplitTf32, Transpose, BLOCK_THREADS, PAD_BLOCK_THREADS, PAD_CHANNELS, TRANSPOSE_BLOCK,
+    TRANSPOSE_TILE,
 };
 
 use crate::prelude::matrix::tf32_rna;
@@ -218,24 +218,18 @@ unsafe fn expand_groups<T: Copy + Default>(dst: *mut T, src: *const T, e: Expand
     unsafe { *dst.add(o as usize) = e.source(o).map_or(T::default(), |s| *src.add(s as usize)) };
 }
 
-/// Copies thread `blockIdx.x * BLOCK_THREADS + threadIdx.x`'s run of destination elements from
-/// the sampling grid: the loads of a warp's runs are strided, the stores consecutive.
+/// Copies destination element `blockIdx.x * BLOCK_THREADS + threadIdx.x` from the sampling
+/// grid.
 ///
 /// # Safety
-/// `dst` holds every destination element of `a`'s rows (`a.threads / a.runs * a.q`), `src`
-/// every source element they sample; the two do not overlap.
+/// `dst` holds `a.total` elements, `src` every source element they sample; the two do not
+/// overlap.
 #[inline(always)]
 unsafe fn sample<T: Copy>(dst: *mut T, src: *const T, a: Sample) {
-    let Some((d, s, len)) = a.run(block_x() * BLOCK_THREADS as i32 + thread_x()) else { return };
-    let mut i = 0;
-    while i < SAMPLE_RUN {
-        if i < len {
-            // SAFETY: element i of the run is inside its row, at the offsets the caller's
-            // buffers hold.
-            unsafe { *dst.add((d + i) as usize) = *src.add((s + i * a.sw) as usize) };
-        }
-        i += 1;
-    }
+    let o = block_x() * BLOCK_THREADS as i32 + thread_x();
+    let Some(s) = a.source(o) else { return };
+    // SAFETY: o < total and s in `src`, as the caller guarantees.
+    unsafe { *dst.add(o as usize) = *src.add(s as usize) };
 }
 
 transform_entry!(relayout_fields, relayout_b16, u16, Relayout, relayout);
