@@ -78,8 +78,8 @@ pub fn conversion_us(kernel: &KernelDesc, problem: &Conv2d, dtype: DType, user: 
     let (grow_n, grow_c, grow_k) = (run.n != problem.n, run.c != problem.c, run.k != problem.k);
     // A subsampled input (a plane kernel's strided 1x1 layer) reads the grid's rows only; at 4
     // bytes or less an element, every sector of those rows.
-    let (sh, _) = problem.sampling(&run);
-    let sampled = sh != 1 || run.w != problem.w;
+    let sampling = problem.sampling(&run);
+    let (sh, sampled) = (sampling.0, sampling != (1, 1));
     pass(lx, grow_n || grow_c || sampled, problem.input_len() / sh, run.input_len(), dtype.size())
         + pass(lw, grow_k || grow_c, problem.filter_len(), run.filter_len(), dtype.size())
         + pass(ly, grow_n || grow_k, problem.output_len(), run.output_len(), 4)

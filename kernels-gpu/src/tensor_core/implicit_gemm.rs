@@ -266,8 +266,8 @@ impl Tap {
 /// GEMM rows `$first + i * $step` for `i < $rows` (at most `$n`), each row's window origin in
 /// the input (`ih`, `iw`: its top-left tap, maybe in the padding) and that origin's offset in
 /// `x` at the first channel of the thread's chunk, `$chunk_chan` (`base`). Found once per tile;
-/// per k-tile only the tap moves. A row past M gets an origin so far above the image that no tap reaches it
-/// (`i32::MIN + r*dil_h` stays negative for any tap in i32). A statement macro rather than a
+/// per k-tile only the tap moves. A row past M gets an origin so far above the image that no
+/// tap reaches it (`i32::MIN + r*dil_h` stays negative for any tap in i32). A statement macro rather than a
 /// function returning the arrays: it expands to the code the three kernels wrote in place, so
 /// their PTX did not change by sharing it.
 macro_rules! a_rows {
