@@ -355,10 +355,11 @@ pub fn relayout_sampled_args(src_dims: [usize; 4], src: Layout, dst_dims: [usize
     }
     src_strides[2] *= sh;
     src_strides[3] *= sw;
+    let total = dst_dims.iter().try_fold(1usize, |a, &d| a.checked_mul(d)).filter(|&t| t <= i32::MAX as usize);
+    // The whole source (not only its sampled pixels): every offset into it must fit in i32.
+    let src_len = src_dims.iter().try_fold(1usize, |a, &d| a.checked_mul(d)).filter(|&t| t <= i32::MAX as usize);
     // Every sampled pixel is in the source; only N and C may run past it.
     let src_dims = [src_dims[0], src_dims[1], dst_dims[2], dst_dims[3]];
-    let total = dst_dims.iter().try_fold(1usize, |a, &d| a.checked_mul(d)).filter(|&t| t <= i32::MAX as usize);
-    let src_len = src_dims.iter().try_fold(1usize, |a, &d| a.checked_mul(d)).filter(|&t| t <= i32::MAX as usize);
     let (Some(total), Some(_)) = (total, src_len) else {
         return Err(Error::IndexOverflow { tensor: "device tensor", elements: dst_dims.iter().map(|&d| d as u128).product() });
     };
