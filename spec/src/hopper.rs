@@ -184,7 +184,38 @@ impl Math {
             Math::Half | Math::Tf32 => 1,
         }
     }
+
+    /// Whether a 3xTF32 tile `bn` columns wide, over `ktiles` k-tiles, sums each k-step's
+    /// products (8 channels, three MMAs) from zero and adds them to its running sum in fp32,
+    /// rather than each k-tile's (32 channels): [`STEP_SUMS_MAX_KTILES`], [`STEP_SUMS_MAX_N`].
+    pub const fn step_sums(self, ktiles: i32, bn: usize) -> bool {
+        matches!(self, Math::Tf32x3) && ktiles <= STEP_SUMS_MAX_KTILES && bn <= STEP_SUMS_MAX_N
+    }
+
+    /// Whether a tile `bn` columns wide reaches this math's accuracy over `ktiles` k-tiles:
+    /// false where 3xTF32 needs step sums ([`STEP_SUMS_MAX_KTILES`]) that a tile wider than
+    /// [`STEP_SUMS_MAX_N`] does not run. The plans refuse those tiles.
+    pub const fn accurate(self, ktiles: i32, bn: usize) -> bool {
+        !matches!(self, Math::Tf32x3) || ktiles > STEP_SUMS_MAX_KTILES || bn <= STEP_SUMS_MAX_N
+    }
 }
+
+/// The longest reduction, in k-tiles, over which a 3xTF32 tile sums each k-step apart.
+///
+/// The tensor cores add each MMA's products to the accumulator with truncation, at a relative
+/// error near 2^-24 of the accumulator a step. Over a k-tile's 12 MMAs (4 k-steps of 3) that
+/// gives about 2.4e-7 relative L2 error whatever the reduction's length (measured on an H100;
+/// a model of the truncation reproduces it), where fp32 FMA's grows from 1.4e-7 at 64 products
+/// to 2.9e-7 at 256: so on reductions up to about 256 long, FMA was the more accurate. Summed a
+/// k-step at a time (3 MMAs from zero, then one fp32 add rounded to nearest) the same model
+/// gives 0.9e-7 at 64 and 1.3e-7 at 256; past 512 the per-k-tile sums are below FMA's by
+/// twice and the step sums gain nothing more, while each k-step then waits for its own MMAs.
+pub const STEP_SUMS_MAX_KTILES: i32 = 16;
+
+/// The widest 3xTF32 tile that runs step sums: a 128-wide one holds 64 accumulators and 64
+/// running sums a thread, and with the step sums' code beside the k-tile sums' ptxas spilled
+/// (72 to 168 bytes) under the consumers' 168 registers.
+pub const STEP_SUMS_MAX_N: usize = 64;
 
 /// How the operand tiles reach shared memory, and which threads do what.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -284,8 +284,13 @@ fn plan(desc: &KernelDesc, problem: &Conv2d, dtype: DType, device: &DeviceModel)
     let configs = || CONFIGS.iter().filter(move |c| c.policy == policy);
     // A problem with a fused epilogue runs only on the tiles that fuse it (no clusters).
     let within_groups = |c: &Config| p.groups <= 1 || group_k % c.bn == 0;
-    let fits = |c: &&Config| c.smem_bytes() <= device.smem_per_block as usize && tiles(c, m, n) <= i32::MAX as usize && (p.epilogue.is_none() || c.fuses_epilogue()) && within_groups(c);
     let ktiles = group_c.div_ceil(policy.math.k_tile()) * p.r * p.s;
+    // 3xTF32 on a short reduction sums each k-step apart, which the 128-wide tiles do not
+    // (`convrs_spec::hopper::STEP_SUMS_MAX_N`): they would be less accurate than FMA there.
+    let accurate = |c: &Config| policy.math.accurate(ktiles.min(i32::MAX as usize) as i32, c.bn);
+    let fits = |c: &&Config| {
+        c.smem_bytes() <= device.smem_per_block as usize && tiles(c, m, n) <= i32::MAX as usize && (p.epilogue.is_none() || c.fuses_epilogue()) && within_groups(c) && accurate(c)
+    };
     // Split-K tries every split from 2 up to one k-tile a slice, where the launch's counters
     // have room for its strips of 16 rows; the other schedules take the reduction whole. Splits
     // stop where every CTA would have one tile of one slice: a persistent CTA that walks
@@ -329,6 +334,15 @@ fn plan(desc: &KernelDesc, problem: &Conv2d, dtype: DType, device: &DeviceModel)
             return refuse(format!(
                 "split-K needs at least 2 slices of the reduction ({ktiles} k-tiles) while every CTA keeps one tile: this problem's tiles already fill the GPU \
                  or its reduction is one k-tile (the persistent schedule takes it whole)"
+            ));
+        }
+        if !configs().any(accurate) {
+            return refuse(format!(
+                "its tiles are {} wide, and a 3xTF32 reduction of {ktiles} k-tiles (at most {}) needs each k-step summed apart, which only tiles up to {} wide do: \
+                 the tensor cores' truncating accumulation over a whole k-tile would be less accurate than fp32 FMA",
+                configs().map(|c| c.bn.to_string()).collect::<Vec<_>>().join(", "),
+                convrs_spec::hopper::STEP_SUMS_MAX_KTILES,
+                convrs_spec::hopper::STEP_SUMS_MAX_N
             ));
         }
         if !configs().any(|c| within_groups(c)) {
@@ -408,7 +422,7 @@ pub fn describe(policy: Policy) -> String {
     let math = match policy.math {
         Math::Half => "",
         Math::Tf32 => "; fp32 data read as TF32",
-        Math::Tf32x3 => "; fp32 accuracy by 3xTF32 (the filter split once into TF32 high and low parts, the activations in registers)",
+        Math::Tf32x3 => "; fp32 accuracy by 3xTF32 (the filter split once into TF32 high and low parts, the activations in registers; on reductions of at most 16 k-tiles each k-step's sums added in fp32, on tiles up to 64 wide)",
     };
     format!("{producer}; {schedule}{cluster}{math}")
 }
@@ -672,6 +686,31 @@ mod tests {
         assert!(planes.plan(&p, DType::F32, &d).is_err());
         // K needs no multiple: rows past K are never stored.
         assert!(planes.plan(&Conv2d::new(2, 64, 8, 8, 13, 1, 1), DType::BF16, &d).is_ok());
+    }
+
+    #[test]
+    fn short_3xtf32_reductions_run_only_on_tiles_that_sum_each_k_step() {
+        use convrs_spec::hopper::{STEP_SUMS_MAX_KTILES, STEP_SUMS_MAX_N};
+        let d = DeviceModel::named("h100").unwrap();
+        // 16 k-tiles of 32 fp32 channels: 512 channels of a 1x1 layer, 56 of a 3x3 (2 k-tiles a
+        // tap: 18) is past it. On those, the 128-wide 3xTF32 tiles are never chosen; past it,
+        // every width may be.
+        assert_eq!((STEP_SUMS_MAX_KTILES, STEP_SUMS_MAX_N), (16, 64));
+        for (name, short, long) in [
+            ("wgmma_ws_tma_persistent_3xtf32", Conv2d::new(32, 512, 28, 28, 1024, 1, 1), Conv2d::new(32, 544, 28, 28, 1024, 1, 1)),
+            ("wgmma_nchw1x1_persistent_3xtf32", Conv2d::new(32, 64, 56, 56, 256, 1, 1), Conv2d::new(32, 1024, 56, 56, 256, 1, 1)),
+        ] {
+            let x3 = algo(name);
+            for (q, fits_128) in [(short, false), (long, true)] {
+                let q = q.with_precision(Precision::Fp32);
+                let plan = x3.plan(&q, DType::F32, &d).unwrap();
+                assert!(by_entry(plan.kernel).bn <= STEP_SUMS_MAX_N || fits_128, "{q}: {}", plan.kernel);
+                assert_eq!(Math::Tf32x3.accurate(q.c.div_ceil(32) as i32, 128), fits_128, "{q}");
+            }
+        }
+        // The contract itself, at its edges.
+        assert!(Math::Tf32x3.accurate(1, 64) && Math::Tf32.accurate(1, 128) && !Math::Tf32x3.accurate(16, 128) && Math::Tf32x3.accurate(17, 128));
+        assert!(Math::Tf32x3.step_sums(16, 64) && !Math::Tf32x3.step_sums(17, 64) && !Math::Tf32.step_sums(1, 64));
     }
 
     #[test]

@@ -41,7 +41,8 @@ pub struct Bf16;
 pub struct Tf32;
 /// fp32 data to about fp32 accuracy (3xTF32): each fragment element split into hi = tf32(a) and
 /// lo = tf32(a - hi) (a - hi is exact in fp32), each product lo*hi + hi*lo + hi*hi, the small
-/// terms first; the k-tile's sums kept apart ([`MmaKind::KTILE_SUMS`]).
+/// terms first; each k-step's sums added in fp32 to the k-tile's, kept apart
+/// ([`MmaKind::KTILE_SUMS`]).
 pub struct Tf32x3;
 
 /// The bits of an fp32 value the tensor cores read as tf32: sign, exponent, 10 mantissa bits.
@@ -98,11 +99,19 @@ impl MmaKind for Tf32x3 {
         });
         let (b0, b1) = (split(b[0]), split(b[1]));
         let (b_hi, b_lo) = ([b0.0, b1.0], [b0.1, b1.1]);
+        // The step's three MMAs summed from zero, then added in fp32 (round to nearest): the
+        // tensor cores' accumulation truncates at about 2^-24 of the accumulator an MMA, which
+        // over a k-tile's 12 gave more error than FMA's on short reductions
+        // (`convrs_spec::hopper::STEP_SUMS_MAX_KTILES` has the figures).
+        let mut s = [0.0f32; 4];
         // SAFETY: as the caller guarantees.
         unsafe {
-            mma_m16n8k8_tf32(d, a_lo, b_hi);
-            mma_m16n8k8_tf32(d, a_hi, b_lo);
-            mma_m16n8k8_tf32(d, a_hi, b_hi);
+            mma_m16n8k8_tf32(&mut s, a_lo, b_hi);
+            mma_m16n8k8_tf32(&mut s, a_hi, b_lo);
+            mma_m16n8k8_tf32(&mut s, a_hi, b_hi);
         }
+        unroll!(4: 4, e => {
+            d[e] += s[e];
+        });
     }
 }

@@ -52,7 +52,7 @@ pub(super) unsafe fn consume<Acc: Accumulators, M: Math, const STAGES: usize, co
         // SAFETY: uniform control flow (every thread of the warpgroup runs every k-tile); stage
         // `at` is full and fenced, and the producer leaves it alone until its release below.
         if !idle {
-            unsafe { M::k_tile(&mut acc, &mut total, a_desc, b_desc, a_row, at.stage * ring.stage, kt) };
+            unsafe { M::k_tile(&mut acc, &mut total, a_desc, b_desc, a_row, at.stage * ring.stage, kt, ktiles) };
         }
         // Every k-tile, branch-free (`under` predicates its own work on kt).
         under(kt as u32);

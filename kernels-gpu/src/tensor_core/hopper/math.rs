@@ -35,8 +35,9 @@ pub trait Math {
     /// descriptors, which describe a stage written and made visible to the async proxy (and,
     /// for [`Tf32x3`], to this thread), left alone until a wait retires these wgmmas; nothing
     /// else touches the accumulators until then. `total` is the running sum of
-    /// [`Math::finish`] (untouched but by [`Tf32x3`]).
-    unsafe fn k_tile<Acc: Accumulators>(acc: &mut Acc, total: &mut Acc, a_desc: u64, b_desc: u64, a_row: u32, offset: u32, kt: i32);
+    /// [`Math::finish`] (untouched but by [`Tf32x3`]); `ktiles` the tile's k-tiles, the same for
+    /// every call of a tile.
+    unsafe fn k_tile<Acc: Accumulators>(acc: &mut Acc, total: &mut Acc, a_desc: u64, b_desc: u64, a_row: u32, offset: u32, kt: i32, ktiles: i32);
 
     /// The shared address [`Math::k_tile`] takes as `a_row` for thread `tid` of consumer
     /// warpgroup `cw`, the ring starting at `smem`: the thread's `ldmatrix` row ([`a_row`]),
@@ -108,7 +109,7 @@ impl<const TY: u32, const B_MN: bool> Math for SharedOperands<TY, B_MN> {
         if B_MN { desc_sw128_mn(b, PLANE_COPY_BYTES) } else { desc_sw128(b) }
     }
     #[inline(always)]
-    unsafe fn k_tile<Acc: Accumulators>(acc: &mut Acc, _total: &mut Acc, a_desc: u64, b_desc: u64, _a_row: u32, offset: u32, kt: i32) {
+    unsafe fn k_tile<Acc: Accumulators>(acc: &mut Acc, _total: &mut Acc, a_desc: u64, b_desc: u64, _a_row: u32, offset: u32, kt: i32, _ktiles: i32) {
         // Descriptor start fields count 16-byte units.
         let at = (offset >> 4) as u64;
         // SAFETY (the blocks below): as the caller guarantees; the fence orders the accumulator
@@ -148,9 +149,52 @@ impl<const PLANE: bool> Math for Tf32x3<PLANE> {
     /// `total` in fp32 (round to nearest) after that wait: the tensor cores' own accumulation
     /// truncates, which over a long reduction (measured: C*R*S = 2304) gave 1.5e-5 relative
     /// error, 18 times the FMA kernels'; summed 96 products at a time it stays within fp32's.
+    /// On a short reduction ([`Spec::step_sums`]) even the k-tile's 12 truncating MMAs cost more
+    /// than FMA's error, so each k-step's three are summed from zero and added, each k-step
+    /// waiting for the previous one's: a short reduction's tile is bound by memory, not by
+    /// these waits.
     #[inline(always)]
-    unsafe fn k_tile<Acc: Accumulators>(acc: &mut Acc, total: &mut Acc, _a_desc: u64, b_desc: u64, a_row: u32, offset: u32, kt: i32) {
-        // SAFETY: the whole warpgroup, as the caller guarantees.
+    unsafe fn k_tile<Acc: Accumulators>(acc: &mut Acc, total: &mut Acc, _a_desc: u64, b_desc: u64, a_row: u32, offset: u32, kt: i32, ktiles: i32) {
+        let at = (offset >> 4) as u64;
+        let b_lo = b_desc + ((Acc::N * ROW_BYTES) >> 4) as u64;
+        // The step's A fragment: hi and lo parts.
+        let fragment = |ks: usize| {
+            // SAFETY: the whole warp together, on the stage's A tile, which the full barrier
+            // made visible.
+            let raw = unsafe { if PLANE { plane_fragment(a_row + offset, ks) } else { row_fragment(a_row + offset, ks) } };
+            let (mut hi, mut lo) = ([0u32; 4], [0u32; 4]);
+            unroll!(4: 4, i => {
+                hi[i] = tf32_rna(raw[i]);
+                lo[i] = tf32_rna((f32::from_bits(raw[i]) - f32::from_bits(hi[i])).to_bits());
+            });
+            pin4(&mut hi);
+            pin4(&mut lo);
+            (hi, lo)
+        };
+        // SAFETY (every block below): as the caller guarantees; each fence follows every write
+        // of the fragments its wgmmas read, and each wait precedes the writes (the wgmmas read
+        // the fragment registers until it).
+        let mma3 = |acc: &mut Acc, hi: [u32; 4], lo: [u32; 4], ks: usize, scale: u32| unsafe {
+            let step = at + ks as u64 * DESC_K16;
+            acc.mma_tf32_ra(lo, b_desc + step, scale);
+            acc.mma_tf32_ra(hi, b_lo + step, 1);
+            acc.mma_tf32_ra(hi, b_desc + step, 1);
+        };
+        if Self::SPEC.step_sums(ktiles, Acc::N) {
+            unroll!(4: 4, ks => {
+                unsafe { acc.wait_0() };
+                if kt == 0 && ks == 0 {
+                    *total = Acc::ZERO;
+                } else {
+                    add(total, acc);
+                }
+                let (hi, lo) = fragment(ks);
+                unsafe { acc.fence() };
+                mma3(acc, hi, lo, ks, 0);
+                unsafe { commit_group() };
+            });
+            return;
+        }
         unsafe { acc.wait_0() };
         // The last k-tile's sums (none before the tile's first).
         if kt == 0 {
@@ -158,33 +202,15 @@ impl<const PLANE: bool> Math for Tf32x3<PLANE> {
         } else {
             add(total, acc);
         }
-        let at = (offset >> 4) as u64;
-        let b_lo = b_desc + ((Acc::N * ROW_BYTES) >> 4) as u64;
         let mut hi = [[0u32; 4]; 4];
         let mut lo = [[0u32; 4]; 4];
         unroll!(4: 4, ks => {
-            // SAFETY: the whole warp together, on the stage's A tile, which the full barrier
-            // made visible.
-            let raw = unsafe { if PLANE { plane_fragment(a_row + offset, ks) } else { row_fragment(a_row + offset, ks) } };
-            unroll!(4: 4, i => {
-                hi[ks][i] = tf32_rna(raw[i]);
-                lo[ks][i] = tf32_rna((f32::from_bits(raw[i]) - f32::from_bits(hi[ks][i])).to_bits());
-            });
-            pin4(&mut hi[ks]);
-            pin4(&mut lo[ks]);
+            (hi[ks], lo[ks]) = fragment(ks);
         });
-        // SAFETY (the blocks below): as the caller guarantees; the fence follows every write of
-        // the fragments and precedes the wgmmas that read them.
         unsafe { acc.fence() };
         unroll!(4: 4, ks => {
-            let step = at + ks as u64 * DESC_K16;
             // Each k-tile's sums start from zero (they go into `total` above).
-            let scale = (ks != 0) as u32;
-            unsafe {
-                acc.mma_tf32_ra(lo[ks], b_desc + step, scale);
-                acc.mma_tf32_ra(hi[ks], b_lo + step, 1);
-                acc.mma_tf32_ra(hi[ks], b_desc + step, 1);
-            }
+            mma3(acc, hi[ks], lo[ks], ks, (ks != 0) as u32);
         });
         unsafe { commit_group() };
     }
@@ -209,7 +235,7 @@ impl Math for Tf32Planes {
     /// [`Tf32`]), one `wgmma` with A from registers. As under [`Tf32x3`], the k-tile first waits
     /// for the warpgroup's earlier wgmmas, which may still read the fragment registers.
     #[inline(always)]
-    unsafe fn k_tile<Acc: Accumulators>(acc: &mut Acc, _total: &mut Acc, _a_desc: u64, b_desc: u64, a_row: u32, offset: u32, kt: i32) {
+    unsafe fn k_tile<Acc: Accumulators>(acc: &mut Acc, _total: &mut Acc, _a_desc: u64, b_desc: u64, a_row: u32, offset: u32, kt: i32, _ktiles: i32) {
         // SAFETY: the whole warpgroup, as the caller guarantees.
         unsafe { acc.wait_0() };
         let at = (offset >> 4) as u64;

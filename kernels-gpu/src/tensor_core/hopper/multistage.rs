@@ -163,7 +163,7 @@ pub unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, M: Math>
         // descriptors are the same in the whole warpgroup and describe stage rd, which the
         // barrier above made visible (after each writer's proxy fence) and which no copy
         // overwrites before the next two barriers.
-        unsafe { M::k_tile(&mut acc, &mut unused, a_desc, b_desc, 0, rd * stage, kt) };
+        unsafe { M::k_tile(&mut acc, &mut unused, a_desc, b_desc, 0, rd * stage, kt, ktiles) };
         // The copies go after the wgmmas so that the tensor cores start at once; their stage is
         // another one (k-tile kt-2's).
         if kt + (STAGES as i32 - 2) < ktiles {
