@@ -348,3 +348,46 @@ fn sixteen_bit_rounding<T: convrs::Element>(gpu: &Gpu, algo: Algorithm, shapes: 
 #[cfg(doctest)]
 #[doc = include_str!("../../README.md")]
 struct RepositoryReadmeExamples;
+
+/// Short fp32 reductions (C*R*S from 144 to 512: up to 16 k-tiles of 32 channels) on which the
+/// 3xTF32 kernels once lost to FMA in accuracy (issue 24: e.g. 8,64,56,56 -> 256 1x1, 2.4e-7
+/// against 1.4e-7), each to be run by every 3xTF32 kernel that takes it.
+pub fn short_reduction_shapes() -> [Conv2d; 4] {
+    [
+        Conv2d::new(8, 64, 56, 56, 256, 1, 1),
+        Conv2d::new(4, 128, 28, 28, 512, 1, 1),
+        Conv2d::new(2, 512, 14, 14, 256, 1, 1),
+        Conv2d::new(4, 16, 24, 60, 32, 3, 3).with_pad(1),
+    ]
+}
+
+/// Issue 24's criterion for `Precision::Fp32`, "accuracy no worse than our FMA kernels": each of
+/// `x3` (3xTF32 kernels) on each of `shapes` it takes, against the f64 reference, has a relative
+/// L2 error no larger than the more accurate of the FMA kernels `tiled_nchw` and `direct_smem`
+/// on the same data (the same seed). No tolerance of its own: the FMA kernels' error is the
+/// bound. Returns how many (kernel, shape) pairs ran, so a caller can insist that some did.
+pub fn check_as_accurate_as_fma(gpu: &Gpu, x3: &[Algorithm], shapes: &[Conv2d]) -> usize {
+    let fma = ["tiled_nchw", "direct_smem"].map(|n| convrs::registry::by_name(n).expect("an FMA kernel of the registry").algorithm);
+    let mut ran = 0;
+    for (i, p) in shapes.iter().enumerate() {
+        let seed = 0x3_7F32 + i as u64;
+        let bound = fma
+            .iter()
+            .filter_map(|&a| gpu_vs_cpu(gpu, a, DType::F32, p, seed).ok())
+            .map(|c| c.rel_l2_err)
+            .fold(f64::INFINITY, f64::min);
+        assert!(bound.is_finite() && bound > 0.0, "{p}: no FMA kernel ran");
+        for &algo in x3 {
+            match gpu_vs_cpu(gpu, algo, DType::F32, p, seed) {
+                Ok(c) => {
+                    eprintln!("{algo} on {p}: rel L2 {:.3e}, FMA {bound:.3e}", c.rel_l2_err);
+                    assert!(c.rel_l2_err <= bound, "{algo} on {p}: rel L2 {:.3e} against the FMA kernels' {bound:.3e}", c.rel_l2_err);
+                    ran += 1;
+                }
+                Err(convrs::Error::Unsupported { .. }) => {}
+                Err(e) => panic!("{algo} on {p}: {e}"),
+            }
+        }
+    }
+    ran
+}

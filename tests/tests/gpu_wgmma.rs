@@ -168,3 +168,16 @@ fn wgmma_kernels_take_most_random_problems() {
         assert!(refused * 5 <= 400, "{algo} ({dtype}) refuses {refused} of 400 random problems");
     }
 }
+
+/// Every Hopper 3xTF32 kernel on short reductions (up to 16 k-tiles: each k-step summed apart,
+/// or the 128-wide tiles refused) is no less accurate than the FMA kernels on the same data.
+#[test]
+fn wgmma_3xtf32_is_as_accurate_as_fma_on_short_reductions() {
+    let Some(gpu) = hopper_or_skip("wgmma_3xtf32_is_as_accurate_as_fma_on_short_reductions") else { return };
+    let x3: Vec<Algorithm> = hopper().into_iter().filter(|(a, _)| a.kernel().is_some_and(|k| k.precision == convrs::Precision::Fp32)).map(|(a, _)| a).collect();
+    if convrs_tests::kernels_only().is_none() {
+        assert!(x3.len() >= 3, "{x3:?}");
+    }
+    let ran = convrs_tests::check_as_accurate_as_fma(&gpu, &x3, &convrs_tests::short_reduction_shapes());
+    assert!(ran >= x3.len(), "{ran} runs");
+}

@@ -98,3 +98,14 @@ fn wmma_f32_plans_refuse_channels_off_the_chunk() {
     let e = Algorithm::WmmaNhwcTf32.plan(&Conv2d::new(1, 8, 8, 8, 8, 3, 3), DType::F32, &d).unwrap_err().to_string();
     assert!(e.contains("asks for fp32"), "{e}");
 }
+
+/// `wmma_nhwc_3xtf32` (each k-step's three MMAs summed apart) on short reductions is no less
+/// accurate than the FMA kernels on the same data.
+#[test]
+fn wmma_3xtf32_is_as_accurate_as_fma_on_short_reductions() {
+    let Some(gpu) = gpu_or_skip("wmma_3xtf32_is_as_accurate_as_fma_on_short_reductions") else { return };
+    let x3: Vec<Algorithm> = f32_kernels().into_iter().map(|(a, _)| a).filter(|a| *a == Algorithm::WmmaNhwc3xTf32).collect();
+    let shapes = convrs_tests::short_reduction_shapes();
+    let ran = convrs_tests::check_as_accurate_as_fma(&gpu, &x3, &shapes);
+    assert_eq!(ran, x3.len() * shapes.len());
+}
