@@ -35,7 +35,9 @@ pub(super) unsafe fn consume<Acc: Accumulators, M: Math, const STAGES: usize, co
     let b_desc = M::b_desc(ring.smem + (BM * ROW_BYTES) as u32);
     let a_row = M::a_base(ring.smem, cw, tid);
     let mut acc = Acc::ZERO;
-    // The running sum of `Math::finish` (3xTF32 only; unused otherwise).
+    // A second set of accumulators and the running sum of `Math::finish` (3xTF32 only; unused
+    // otherwise).
+    let mut spare = Acc::ZERO;
     let mut total = Acc::ZERO;
     let mut prev = 0u32;
     let mut kt = 0;
@@ -52,7 +54,7 @@ pub(super) unsafe fn consume<Acc: Accumulators, M: Math, const STAGES: usize, co
         // SAFETY: uniform control flow (every thread of the warpgroup runs every k-tile); stage
         // `at` is full and fenced, and the producer leaves it alone until its release below.
         if !idle {
-            unsafe { M::k_tile(&mut acc, &mut total, a_desc, b_desc, a_row, at.stage * ring.stage, kt, ktiles) };
+            unsafe { M::k_tile(&mut acc, &mut spare, &mut total, a_desc, b_desc, a_row, at.stage * ring.stage, kt, ktiles) };
         }
         // Every k-tile, branch-free (`under` predicates its own work on kt).
         under(kt as u32);
@@ -71,5 +73,6 @@ pub(super) unsafe fn consume<Acc: Accumulators, M: Math, const STAGES: usize, co
         // SAFETY: the last k-tile's wgmmas retired with the others.
         unsafe { ring.release::<CLUSTER>(prev) };
     }
-    M::finish(acc, &total)
+    // SAFETY: the whole warpgroup, after the wait above.
+    unsafe { M::finish(acc, &mut spare, &total, ktiles) }
 }

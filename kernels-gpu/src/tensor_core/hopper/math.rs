@@ -34,10 +34,10 @@ pub trait Math {
     /// All 128 threads of the warpgroup call it together (uniform control flow) with the same
     /// descriptors, which describe a stage written and made visible to the async proxy (and,
     /// for [`Tf32x3`], to this thread), left alone until a wait retires these wgmmas; nothing
-    /// else touches the accumulators until then. `total` is the running sum of
-    /// [`Math::finish`] (untouched but by [`Tf32x3`]); `ktiles` the tile's k-tiles, the same for
-    /// every call of a tile.
-    unsafe fn k_tile<Acc: Accumulators>(acc: &mut Acc, total: &mut Acc, a_desc: u64, b_desc: u64, a_row: u32, offset: u32, kt: i32, ktiles: i32);
+    /// else touches the accumulators until then. `spare` (a second set of accumulators) and
+    /// `total` (the running sum) are [`Math::finish`]'s, untouched but by [`Tf32x3`]; `ktiles`
+    /// the tile's k-tiles, the same for every call of a tile.
+    unsafe fn k_tile<Acc: Accumulators>(acc: &mut Acc, spare: &mut Acc, total: &mut Acc, a_desc: u64, b_desc: u64, a_row: u32, offset: u32, kt: i32, ktiles: i32);
 
     /// The shared address [`Math::k_tile`] takes as `a_row` for thread `tid` of consumer
     /// warpgroup `cw`, the ring starting at `smem`: the thread's `ldmatrix` row ([`a_row`]),
@@ -47,10 +47,14 @@ pub trait Math {
         a_row(smem, cw, tid)
     }
 
-    /// The tile's sums once every wgmma retired: the accumulators, where the tensor cores summed
-    /// the whole reduction; [`Tf32x3`] adds the last k-tile's into its running `total`.
+    /// The tile's sums once every wgmma of `acc` retired (`ktiles` as for [`Math::k_tile`]):
+    /// the accumulators, where the tensor cores summed the whole reduction; [`Tf32x3`] adds the
+    /// last sums into its running `total`.
+    ///
+    /// # Safety
+    /// All threads of the warpgroup call it together, after a wait retired every wgmma.
     #[inline(always)]
-    fn finish<Acc: Accumulators>(acc: Acc, _total: &Acc) -> Acc {
+    unsafe fn finish<Acc: Accumulators>(acc: Acc, _spare: &mut Acc, _total: &Acc, _ktiles: i32) -> Acc {
         acc
     }
 }
@@ -109,7 +113,7 @@ impl<const TY: u32, const B_MN: bool> Math for SharedOperands<TY, B_MN> {
         if B_MN { desc_sw128_mn(b, PLANE_COPY_BYTES) } else { desc_sw128(b) }
     }
     #[inline(always)]
-    unsafe fn k_tile<Acc: Accumulators>(acc: &mut Acc, _total: &mut Acc, a_desc: u64, b_desc: u64, _a_row: u32, offset: u32, kt: i32, _ktiles: i32) {
+    unsafe fn k_tile<Acc: Accumulators>(acc: &mut Acc, _spare: &mut Acc, _total: &mut Acc, a_desc: u64, b_desc: u64, _a_row: u32, offset: u32, kt: i32, _ktiles: i32) {
         // Descriptor start fields count 16-byte units.
         let at = (offset >> 4) as u64;
         // SAFETY (the blocks below): as the caller guarantees; the fence orders the accumulator
@@ -150,11 +154,14 @@ impl<const PLANE: bool> Math for Tf32x3<PLANE> {
     /// truncates, which over a long reduction (measured: C*R*S = 2304) gave 1.5e-5 relative
     /// error, 18 times the FMA kernels'; summed 96 products at a time it stays within fp32's.
     /// On a short reduction ([`Spec::step_sums`]) even the k-tile's 12 truncating MMAs cost more
-    /// than FMA's error, so each k-step's three are summed from zero and added, each k-step
-    /// waiting for the previous one's: a short reduction's tile is bound by memory, not by
-    /// these waits.
+    /// than FMA's error, so each k-step's three are summed from zero and added. The steps
+    /// alternate between `acc` (steps 0 and 2) and `spare` (1 and 3), so that one step's MMAs
+    /// run while the thread adds the previous step's sums and splits the next fragment; each
+    /// step's fragment registers are kept live ([`pin4`]) until the wait that retires its
+    /// wgmmas, so ptxas cannot give them to the next fragment. The last two steps' sums are
+    /// added by the next k-tile, or by [`Math::finish`].
     #[inline(always)]
-    unsafe fn k_tile<Acc: Accumulators>(acc: &mut Acc, total: &mut Acc, _a_desc: u64, b_desc: u64, a_row: u32, offset: u32, kt: i32, ktiles: i32) {
+    unsafe fn k_tile<Acc: Accumulators>(acc: &mut Acc, spare: &mut Acc, total: &mut Acc, _a_desc: u64, b_desc: u64, a_row: u32, offset: u32, kt: i32, ktiles: i32) {
         let at = (offset >> 4) as u64;
         let b_lo = b_desc + ((Acc::N * ROW_BYTES) >> 4) as u64;
         // The step's A fragment: hi and lo parts.
@@ -172,8 +179,8 @@ impl<const PLANE: bool> Math for Tf32x3<PLANE> {
             (hi, lo)
         };
         // SAFETY (every block below): as the caller guarantees; each fence follows every write
-        // of the fragments its wgmmas read, and each wait precedes the writes (the wgmmas read
-        // the fragment registers until it).
+        // of the fragments its wgmmas read, and no fragment register is written before the wait
+        // that retires the wgmmas reading it.
         let mma3 = |acc: &mut Acc, hi: [u32; 4], lo: [u32; 4], ks: usize, scale: u32| unsafe {
             let step = at + ks as u64 * DESC_K16;
             acc.mma_tf32_ra(lo, b_desc + step, scale);
@@ -181,18 +188,47 @@ impl<const PLANE: bool> Math for Tf32x3<PLANE> {
             acc.mma_tf32_ra(hi, b_desc + step, 1);
         };
         if Self::SPEC.step_sums(ktiles, Acc::N) {
-            unroll!(4: 4, ks => {
-                unsafe { acc.wait_0() };
-                if kt == 0 && ks == 0 {
-                    *total = Acc::ZERO;
-                } else {
-                    add(total, acc);
-                }
-                let (hi, lo) = fragment(ks);
-                unsafe { acc.fence() };
-                mma3(acc, hi, lo, ks, 0);
-                unsafe { commit_group() };
-            });
+            unsafe {
+                acc.wait_0();
+                spare.wait_0();
+            }
+            // The last k-tile's steps 2 and 3 (none before the tile's first).
+            if kt == 0 {
+                *total = Acc::ZERO;
+            } else {
+                add(total, acc);
+                add(total, spare);
+            }
+            let (mut h0, mut l0) = fragment(0);
+            unsafe { acc.fence() };
+            mma3(acc, h0, l0, 0, 0);
+            unsafe { commit_group() };
+            let (mut h1, mut l1) = fragment(1);
+            unsafe { spare.fence() };
+            mma3(spare, h1, l1, 1, 0);
+            unsafe {
+                commit_group();
+                // Step 0 retired.
+                acc.wait_1();
+            }
+            pin4(&mut h0);
+            pin4(&mut l0);
+            add(total, acc);
+            let (h2, l2) = fragment(2);
+            unsafe { acc.fence() };
+            mma3(acc, h2, l2, 2, 0);
+            unsafe {
+                commit_group();
+                // Step 1 retired.
+                spare.wait_1();
+            }
+            pin4(&mut h1);
+            pin4(&mut l1);
+            add(total, spare);
+            let (h3, l3) = fragment(3);
+            unsafe { spare.fence() };
+            mma3(spare, h3, l3, 3, 0);
+            unsafe { commit_group() };
             return;
         }
         unsafe { acc.wait_0() };
@@ -216,9 +252,16 @@ impl<const PLANE: bool> Math for Tf32x3<PLANE> {
     }
 
     #[inline(always)]
-    fn finish<Acc: Accumulators>(acc: Acc, total: &Acc) -> Acc {
+    unsafe fn finish<Acc: Accumulators>(acc: Acc, spare: &mut Acc, total: &Acc, ktiles: i32) -> Acc {
         let mut sum = *total;
         add(&mut sum, &acc);
+        if Self::SPEC.step_sums(ktiles, Acc::N) {
+            // SAFETY: the whole warpgroup, as the caller guarantees; it names the spare
+            // accumulators, whose last wgmmas the caller's wait retired, so that nothing reads
+            // them before it.
+            unsafe { spare.wait_0() };
+            add(&mut sum, spare);
+        }
         sum
     }
 }
@@ -235,7 +278,7 @@ impl Math for Tf32Planes {
     /// [`Tf32`]), one `wgmma` with A from registers. As under [`Tf32x3`], the k-tile first waits
     /// for the warpgroup's earlier wgmmas, which may still read the fragment registers.
     #[inline(always)]
-    unsafe fn k_tile<Acc: Accumulators>(acc: &mut Acc, _total: &mut Acc, _a_desc: u64, b_desc: u64, a_row: u32, offset: u32, kt: i32, _ktiles: i32) {
+    unsafe fn k_tile<Acc: Accumulators>(acc: &mut Acc, _spare: &mut Acc, _total: &mut Acc, _a_desc: u64, b_desc: u64, a_row: u32, offset: u32, kt: i32, _ktiles: i32) {
         // SAFETY: the whole warpgroup, as the caller guarantees.
         unsafe { acc.wait_0() };
         let at = (offset >> 4) as u64;

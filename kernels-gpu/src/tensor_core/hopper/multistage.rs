@@ -148,8 +148,8 @@ pub unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, M: Math>
         cp_async_commit();
     });
     let mut acc = Acc::ZERO;
-    // (16-bit data: no running sum, `Math::finish` is the accumulators.)
-    let mut unused = Acc::ZERO;
+    // (16-bit data: no spare accumulators or running sum, `Math::finish` is the accumulators.)
+    let (mut spare, mut total) = (Acc::ZERO, Acc::ZERO);
     let (mut rd, mut wr) = (0u32, STAGES as u32 - 2);
     let mut kt = 0;
     while kt < ktiles {
@@ -163,7 +163,7 @@ pub unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, M: Math>
         // descriptors are the same in the whole warpgroup and describe stage rd, which the
         // barrier above made visible (after each writer's proxy fence) and which no copy
         // overwrites before the next two barriers.
-        unsafe { M::k_tile(&mut acc, &mut unused, a_desc, b_desc, 0, rd * stage, kt, ktiles) };
+        unsafe { M::k_tile(&mut acc, &mut spare, &mut total, a_desc, b_desc, 0, rd * stage, kt, ktiles) };
         // The copies go after the wgmmas so that the tensor cores start at once; their stage is
         // another one (k-tile kt-2's).
         if kt + (STAGES as i32 - 2) < ktiles {
