@@ -205,12 +205,14 @@ impl Math {
 /// The tensor cores add each MMA's products to the accumulator with truncation, at a relative
 /// error near 2^-24 of the accumulator a step. Over a k-tile's 12 MMAs (4 k-steps of 3) that
 /// gives about 2.4e-7 relative L2 error whatever the reduction's length (measured on an H100;
-/// a model of the truncation reproduces it), where fp32 FMA's grows from 1.4e-7 at 64 products
-/// to 2.9e-7 at 256: so on reductions up to about 256 long, FMA was the more accurate. Summed a
-/// k-step at a time (3 MMAs from zero, then one fp32 add rounded to nearest) the same model
-/// gives 0.9e-7 at 64 and 1.3e-7 at 256; past 512 the per-k-tile sums are below FMA's by
-/// twice and the step sums gain nothing more, while each k-step then waits for its own MMAs.
-pub const STEP_SUMS_MAX_KTILES: i32 = 16;
+/// a model of the truncation reproduces it), where fp32 FMA's grows with the length: measured
+/// 1.4e-7 at 64 products, 2.0e-7 at 128, 2.5e-7 at 192 (against 3xTF32's 2.39e-7), 2.9e-7 at
+/// 256. Summed a k-step at a time (3 MMAs from zero, then one fp32 add rounded to nearest),
+/// measured 0.8e-7 at 64 and 1.2e-7 at 256. The step sums cost time (up to a third on
+/// memory-bound 1x1 layers, measured), so they stop where the k-tile sums already beat FMA:
+/// 6 k-tiles, 192 channels of a 1x1 layer (a 3x3 layer has at least 9 k-tiles, of at most 32
+/// channels a tap).
+pub const STEP_SUMS_MAX_KTILES: i32 = 6;
 
 /// The widest 3xTF32 tile that runs step sums: a 128-wide one holds 64 accumulators and 64
 /// running sums a thread, and with the step sums' code beside the k-tile sums' ptxas spilled

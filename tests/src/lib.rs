@@ -349,13 +349,16 @@ fn sixteen_bit_rounding<T: convrs::Element>(gpu: &Gpu, algo: Algorithm, shapes: 
 #[doc = include_str!("../../README.md")]
 struct RepositoryReadmeExamples;
 
-/// Short fp32 reductions (C*R*S from 144 to 512: up to 16 k-tiles of 32 channels) on which the
-/// 3xTF32 kernels once lost to FMA in accuracy (issue 24: e.g. 8,64,56,56 -> 256 1x1, 2.4e-7
-/// against 1.4e-7), each to be run by every 3xTF32 kernel that takes it.
-pub fn short_reduction_shapes() -> [Conv2d; 4] {
+/// Short fp32 reductions (C*R*S from 64 to 512) on which the 3xTF32 kernels once lost to FMA
+/// in accuracy (issue 24: e.g. 8,64,56,56 -> 256 1x1, 2.4e-7 against 1.4e-7), each to be run
+/// by every 3xTF32 kernel that takes it: 1x1 layers of 2, 4 and 6 k-tiles (each k-step summed
+/// apart), of 8 and 16 (each k-tile), and a 3x3 layer of 16 channels (9 half k-tiles).
+pub fn short_reduction_shapes() -> [Conv2d; 6] {
     [
         Conv2d::new(8, 64, 56, 56, 256, 1, 1),
         Conv2d::new(4, 128, 28, 28, 512, 1, 1),
+        Conv2d::new(4, 192, 28, 28, 64, 1, 1),
+        Conv2d::new(2, 256, 14, 14, 256, 1, 1),
         Conv2d::new(2, 512, 14, 14, 256, 1, 1),
         Conv2d::new(4, 16, 24, 60, 32, 3, 3).with_pad(1),
     ]

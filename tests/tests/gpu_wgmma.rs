@@ -169,8 +169,8 @@ fn wgmma_kernels_take_most_random_problems() {
     }
 }
 
-/// Every Hopper 3xTF32 kernel on short reductions (up to 16 k-tiles: each k-step summed apart,
-/// or the 128-wide tiles refused) is no less accurate than the FMA kernels on the same data.
+/// Every Hopper 3xTF32 kernel on short reductions (up to 6 k-tiles: each k-step summed apart,
+/// or the 128-wide tiles refused; longer: each k-tile) is no less accurate than the FMA kernels on the same data.
 #[test]
 fn wgmma_3xtf32_is_as_accurate_as_fma_on_short_reductions() {
     let Some(gpu) = hopper_or_skip("wgmma_3xtf32_is_as_accurate_as_fma_on_short_reductions") else { return };

@@ -422,7 +422,7 @@ pub fn describe(policy: Policy) -> String {
     let math = match policy.math {
         Math::Half => "",
         Math::Tf32 => "; fp32 data read as TF32",
-        Math::Tf32x3 => "; fp32 accuracy by 3xTF32 (the filter split once into TF32 high and low parts, the activations in registers; on reductions of at most 16 k-tiles each k-step's sums added in fp32, on tiles up to 64 wide)",
+        Math::Tf32x3 => "; fp32 accuracy by 3xTF32 (the filter split once into TF32 high and low parts, the activations in registers; on reductions of at most 6 k-tiles each k-step's sums added in fp32, on tiles up to 64 wide)",
     };
     format!("{producer}; {schedule}{cluster}{math}")
 }
@@ -692,12 +692,11 @@ mod tests {
     fn short_3xtf32_reductions_run_only_on_tiles_that_sum_each_k_step() {
         use convrs_spec::hopper::{STEP_SUMS_MAX_KTILES, STEP_SUMS_MAX_N};
         let d = DeviceModel::named("h100").unwrap();
-        // 16 k-tiles of 32 fp32 channels: 512 channels of a 1x1 layer, 56 of a 3x3 (2 k-tiles a
-        // tap: 18) is past it. On those, the 128-wide 3xTF32 tiles are never chosen; past it,
-        // every width may be.
-        assert_eq!((STEP_SUMS_MAX_KTILES, STEP_SUMS_MAX_N), (16, 64));
+        // 6 k-tiles of 32 fp32 channels: 192 channels of a 1x1 layer. On those, the 128-wide
+        // 3xTF32 tiles are never chosen; past it, every width may be.
+        assert_eq!((STEP_SUMS_MAX_KTILES, STEP_SUMS_MAX_N), (6, 64));
         for (name, short, long) in [
-            ("wgmma_ws_tma_persistent_3xtf32", Conv2d::new(32, 512, 28, 28, 1024, 1, 1), Conv2d::new(32, 544, 28, 28, 1024, 1, 1)),
+            ("wgmma_ws_tma_persistent_3xtf32", Conv2d::new(32, 192, 56, 56, 1024, 1, 1), Conv2d::new(32, 224, 56, 56, 1024, 1, 1)),
             ("wgmma_nchw1x1_persistent_3xtf32", Conv2d::new(32, 64, 56, 56, 256, 1, 1), Conv2d::new(32, 1024, 56, 56, 256, 1, 1)),
         ] {
             let x3 = algo(name);
@@ -709,8 +708,8 @@ mod tests {
             }
         }
         // The contract itself, at its edges.
-        assert!(Math::Tf32x3.accurate(1, 64) && Math::Tf32.accurate(1, 128) && !Math::Tf32x3.accurate(16, 128) && Math::Tf32x3.accurate(17, 128));
-        assert!(Math::Tf32x3.step_sums(16, 64) && !Math::Tf32x3.step_sums(17, 64) && !Math::Tf32.step_sums(1, 64));
+        assert!(Math::Tf32x3.accurate(1, 64) && Math::Tf32.accurate(1, 128) && !Math::Tf32x3.accurate(6, 128) && Math::Tf32x3.accurate(7, 128));
+        assert!(Math::Tf32x3.step_sums(6, 64) && !Math::Tf32x3.step_sums(7, 64) && !Math::Tf32.step_sums(1, 64));
     }
 
     #[test]
