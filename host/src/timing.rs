@@ -181,10 +181,53 @@ pub fn capture(gpu: &Gpu, batch: usize, run: &mut impl FnMut(usize) -> Result<()
     let ended = stream.end_capture(CUgraphInstantiate_flags(0)).map_err(cuda_err("end graph capture"));
     enqueued?;
     let graph = ended?.ok_or_else(|| Error::Cuda("graph capture recorded nothing".into()))?;
+    if std::env::var_os("CONVRS_GRAPH_NODES").is_some() {
+        eprintln!("convrs: CONVRS_GRAPH_NODES: a graph of {batch} runs holds {}", graph_nodes(&graph));
+    }
     graph.upload().map_err(cuda_err("graph upload"))?;
     graph.launch().map_err(cuda_err("graph launch"))?;
     gpu.synchronize()?;
     Ok(graph)
+}
+
+/// A dev aid (`CONVRS_GRAPH_NODES=1`, printed for every capture): the nodes of `graph` by kind,
+/// kernels by name, e.g. `20 x kernel wgmma_ws_tma_persistent_128x128k64`. It shows what a
+/// library's call adds around its kernel (a memset, a second kernel) where its time differs from
+/// the kernel's own. Best effort: a driver call that fails leaves its node as `?`.
+fn graph_nodes(graph: &CudaGraph) -> String {
+    use cudarc::driver::sys;
+    let g = graph.cu_graph();
+    let mut n = 0usize;
+    // SAFETY: `g` is the live graph `graph` owns; a null array asks for the count only.
+    if unsafe { sys::cuGraphGetNodes(g, std::ptr::null_mut(), &mut n) } != sys::CUresult::CUDA_SUCCESS {
+        return "? nodes".into();
+    }
+    let mut nodes = vec![std::ptr::null_mut(); n];
+    // SAFETY: `nodes` has room for the `n` nodes the driver reported.
+    unsafe { sys::cuGraphGetNodes(g, nodes.as_mut_ptr(), &mut n) };
+    let mut kinds = std::collections::BTreeMap::<String, usize>::new();
+    for &node in &nodes[..n.min(nodes.len())] {
+        let mut kind = sys::CUgraphNodeType::CU_GRAPH_NODE_TYPE_EMPTY;
+        // SAFETY: a node of the live graph; `kind` is written by the driver.
+        let ok = unsafe { sys::cuGraphNodeGetType(node, &mut kind) } == sys::CUresult::CUDA_SUCCESS;
+        let name = match kind {
+            _ if !ok => "?".to_string(),
+            sys::CUgraphNodeType::CU_GRAPH_NODE_TYPE_KERNEL => {
+                // SAFETY: an all-zero CUDA_KERNEL_NODE_PARAMS is a valid value (null handles).
+                let mut params: sys::CUDA_KERNEL_NODE_PARAMS = unsafe { std::mem::zeroed() };
+                let mut name: *const std::ffi::c_char = std::ptr::null();
+                // SAFETY: a kernel node of the live graph; the driver fills `params`, and then
+                // `name` with a string it owns for the function's lifetime.
+                let named = unsafe { sys::cuGraphKernelNodeGetParams_v2(node, &mut params) == sys::CUresult::CUDA_SUCCESS && !params.func.is_null() && sys::cuFuncGetName(&mut name, params.func) == sys::CUresult::CUDA_SUCCESS };
+                // SAFETY: a NUL-terminated string from the driver, read at once.
+                let func = if named && !name.is_null() { unsafe { std::ffi::CStr::from_ptr(name) }.to_string_lossy().into_owned() } else { "?".into() };
+                format!("kernel {func}")
+            }
+            other => format!("{other:?}").trim_start_matches("CU_GRAPH_NODE_TYPE_").to_lowercase(),
+        };
+        *kinds.entry(name).or_default() += 1;
+    }
+    kinds.iter().map(|(k, c)| format!("{c} x {k}")).collect::<Vec<_>>().join(", ")
 }
 
 /// `samples` replays of `graph`, each between its own events and each after the replay before
