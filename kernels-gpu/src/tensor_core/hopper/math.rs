@@ -199,36 +199,23 @@ impl<const PLANE: bool> Math for Tf32x3<PLANE> {
                 add(total, acc);
                 add(total, spare);
             }
-            let (mut h0, mut l0) = fragment(0);
-            unsafe { acc.fence() };
-            mma3(acc, h0, l0, 0, 0);
-            unsafe { commit_group() };
-            let (mut h1, mut l1) = fragment(1);
-            unsafe { spare.fence() };
-            mma3(spare, h1, l1, 1, 0);
-            unsafe {
-                commit_group();
-                // Step 0 retired.
-                acc.wait_1();
-            }
-            pin4(&mut h0);
-            pin4(&mut l0);
-            add(total, acc);
-            let (h2, l2) = fragment(2);
-            unsafe { acc.fence() };
-            mma3(acc, h2, l2, 2, 0);
-            unsafe {
-                commit_group();
-                // Step 1 retired.
-                spare.wait_1();
-            }
-            pin4(&mut h1);
-            pin4(&mut l1);
-            add(total, spare);
-            let (h3, l3) = fragment(3);
-            unsafe { spare.fence() };
-            mma3(spare, h3, l3, 3, 0);
-            unsafe { commit_group() };
+            let mut frags = [([0u32; 4], [0u32; 4]); 4];
+            unroll!(4: 4, ks => {
+                // Step ks goes to `acc` (even) or `spare` (odd), once step ks-2's sums there are
+                // added: the wait leaves only step ks-1's wgmmas running, and step ks-2's
+                // fragments, pinned after it, stayed theirs until then.
+                let set = if ks % 2 == 0 { &mut *acc } else { &mut *spare };
+                if ks >= 2 {
+                    unsafe { set.wait_1() };
+                    pin4(&mut frags[ks - 2].0);
+                    pin4(&mut frags[ks - 2].1);
+                    add(total, set);
+                }
+                frags[ks] = fragment(ks);
+                unsafe { set.fence() };
+                mma3(set, frags[ks].0, frags[ks].1, ks, 0);
+                unsafe { commit_group() };
+            });
             return;
         }
         unsafe { acc.wait_0() };
