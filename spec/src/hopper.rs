@@ -214,9 +214,10 @@ impl Math {
 /// channels a tap).
 pub const STEP_SUMS_MAX_KTILES: i32 = 6;
 
-/// The widest 3xTF32 tile that runs step sums: a 128-wide one holds 64 accumulators and 64
-/// running sums a thread, and with the step sums' code beside the k-tile sums' ptxas spilled
-/// (72 to 168 bytes) under the consumers' 168 registers.
+/// The widest 3xTF32 tile that runs step sums, which take two sets of accumulators (the k-steps
+/// alternate between them) beside the running sums: 3 x 32 registers a thread at 64 wide, 3 x
+/// 64 at 128 wide, past the consumers' 168 (even one set beside the running sums spilled 72 to
+/// 168 bytes there, measured in ptxas).
 pub const STEP_SUMS_MAX_N: usize = 64;
 
 /// How the operand tiles reach shared memory, and which threads do what.
