@@ -420,9 +420,13 @@ pub fn describe(policy: Policy) -> String {
     let schedule = if policy.block_m != BLOCK_M { format!("{schedule}; tiles of {} rows, one m64 block a warpgroup", policy.block_m) } else { schedule.to_string() };
     let cluster = if policy.cluster > 1 { format!("; clusters of {} sharing each filter tile by TMA multicast", policy.cluster) } else { String::new() };
     let math = match policy.math {
-        Math::Half => "",
-        Math::Tf32 => "; fp32 data read as TF32",
-        Math::Tf32x3 => "; fp32 accuracy by 3xTF32 (the filter split once into TF32 high and low parts, the activations in registers; on reductions of at most 6 k-tiles each k-step's sums added in fp32, on tiles up to 64 wide)",
+        Math::Half => String::new(),
+        Math::Tf32 => "; fp32 data read as TF32".into(),
+        Math::Tf32x3 => format!(
+            "; fp32 accuracy by 3xTF32 (the filter split once into TF32 high and low parts, the activations in registers; on reductions of at most {} k-tiles each k-step's sums added in fp32, on tiles up to {} wide)",
+            convrs_spec::hopper::STEP_SUMS_MAX_KTILES,
+            convrs_spec::hopper::STEP_SUMS_MAX_N
+        ),
     };
     format!("{producer}; {schedule}{cluster}{math}")
 }
