@@ -82,6 +82,10 @@ pub enum Algorithm {
     /// Family 4: depthwise convolution on NHWC data (RSK filter: the `Hwcn` reading of
     /// K x 1 x R x S, NHWK output): vectors of channels per thread; fp32, fp16 or bf16.
     DepthwiseNhwc,
+    /// Family 4, step 2 of `DepthwiseNhwc` (the same layouts): a block of output rows and
+    /// columns per thread, each input row loaded once for every output row it feeds. Multiplier 1
+    /// with C a multiple of 4, square 3x3, 5x5 or 7x7 filters at stride 1 or 2, dilation 1.
+    DepthwiseNhwcStrip,
 }
 
 /// The kernels of the registry, in its order (const-evaluated, so it cannot drift from it).

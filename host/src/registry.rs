@@ -18,7 +18,7 @@ pub use crate::plan::{Family, KernelDesc};
 use crate::Algorithm;
 
 /// The kernels before the Hopper family, each written out.
-const LISTED: [KernelDesc; 12] = [
+const LISTED: [KernelDesc; 13] = [
     plan::direct::naive::KERNEL,
     plan::direct::smem::KERNEL,
     plan::tiled::hwcn::KERNEL,
@@ -31,6 +31,7 @@ const LISTED: [KernelDesc; 12] = [
     plan::tensor_core::patch::KERNEL,
     plan::depthwise::NCHW,
     plan::depthwise::NHWC,
+    plan::depthwise::STRIP,
 ];
 
 /// Every kernel, in the order of the progression: the listed ones, then one per Hopper policy.
@@ -96,8 +97,12 @@ mod tests {
                 let planes = matches!(k.algorithm, Algorithm::Wgmma(p) if p.producer.nchw_planes());
                 let ok = if planes { Conv2d::new(n.max(2), 2 * c, 8, 8, 2 * kk, 1, 1) } else { Conv2d::new(n.max(2), 2 * c, 9, 9, 2 * kk, 3, 3).with_pad(1) };
                 let ok = ok.with_precision(Precision::Tf32);
-                // The depthwise kernels take groups = C only.
-                let ok = if k.family == Family::Depthwise { ok.with_groups(ok.c) } else { ok };
+                // The depthwise kernels take groups = C only; the strip entries C a multiple of 4.
+                let ok = match k.algorithm {
+                    Algorithm::DepthwiseNhwcStrip => Conv2d { c: 4, k: 4, ..ok }.with_groups(4),
+                    _ if k.family == Family::Depthwise => ok.with_groups(ok.c),
+                    _ => ok,
+                };
                 let plan = k.plan(&ok, dtype, &d);
                 assert_eq!(plan.is_ok(), k.reads(dtype), "{} on {dtype}: {plan:?}", k.name);
                 // A precision above the kernel's: refused with the reason, for fp32 data.

@@ -7,12 +7,15 @@
 //!   column.
 //! - [`nhwc`]: NHWC in and out, the filter RSK; a thread computes `VEC` channels of `NHWC_COLS`
 //!   adjacent outputs, one vector load per input pixel and tap, the lanes along the channels.
+//! - [`strip`]: step 2 of `nhwc` for the common layers (multiplier 1, 3x3, 5x5 or 7x7 at stride
+//!   1 or 2): a block of outputs a thread, each input row loaded once for every output row it feeds.
 //!
 //! Both test once per thread whether its whole input window is inside the image and take an
 //! unchecked copy of the tap loop if so; only border threads predicate each load.
 
 pub mod nchw;
 pub mod nhwc;
+pub mod strip;
 
 use crate::prelude::elem::{Bf16, F16, F32};
 
@@ -54,3 +57,20 @@ macro_rules! entries {
     };
 }
 convrs_spec::depthwise_entries!(entries);
+
+/// Declares the entries of `convrs_spec::depthwise_strip_entries!`, one instantiation each.
+macro_rules! strip_entries {
+    ($(($t:ident, $taps:literal, $stride:literal, $rows:literal, $cols:literal: $name:ident))*) => {
+        $(strip_entries!(@one $t, $taps, $stride, $rows, $cols, $name);)*
+    };
+    (@one f32, $($rest:tt)*) => { strip_entries!(@entry f32, F32, $($rest)*); };
+    (@one f16, $($rest:tt)*) => { strip_entries!(@entry u16, F16, $($rest)*); };
+    (@one bf16, $($rest:tt)*) => { strip_entries!(@entry u16, Bf16, $($rest)*); };
+    (@entry $raw:ty, $e:ident, $taps:literal, $stride:literal, $rows:literal, $cols:literal, $name:ident) => {
+        crate::conv_kernel!(
+            /// Depthwise convolution on NHWC data, a block of outputs a thread (see [`strip::conv`]).
+            fn $name(x: *const $raw, w: *const $raw, y: *mut f32) => strip::conv::<$e, $taps, $stride, $rows, $cols>
+        );
+    };
+}
+convrs_spec::depthwise_strip_entries!(strip_entries);

@@ -72,6 +72,83 @@ macro_rules! declare_entries {
 }
 crate::depthwise_entries!(declare_entries);
 
+/// Calls `$callback! { $ctx... (type, TAPS, STRIDE, ROWS, COLS: entry) ... }` with every
+/// compiled strip entry (`depthwise_strip_*`, step 2 of the NHWC kernels): NHWC data, an RSK
+/// filter, multiplier 1 and C a multiple of [`NHWC_VEC`], an R = S = `TAPS` filter at stride
+/// `STRIDE` in both axes and dilation 1. A thread computes [`NHWC_VEC`] channels of a `ROWS` x
+/// `COLS` block of outputs, so each input row it reads is loaded and widened once for every
+/// output row it feeds. The blocks follow from the registers: the 3x3 filter stays whole in
+/// registers (36 values) beside 4 x 2 sums; the 7x7 filter is read a row at a time, and its
+/// 10-pixel rows feed 2 x 4 sums at stride 1.
+#[macro_export]
+macro_rules! depthwise_strip_entries {
+    ($callback:path $(, $ctx:tt)*) => {
+        $callback! { $($ctx)*
+            (f32, 3, 1, 4, 2: depthwise_strip_f32_r3_s1) (f32, 3, 2, 4, 2: depthwise_strip_f32_r3_s2) (f32, 5, 1, 4, 2: depthwise_strip_f32_r5_s1)
+            (f32, 5, 2, 2, 2: depthwise_strip_f32_r5_s2) (f32, 7, 1, 2, 4: depthwise_strip_f32_r7_s1) (f32, 7, 2, 2, 2: depthwise_strip_f32_r7_s2)
+            (f16, 3, 1, 4, 2: depthwise_strip_f16_r3_s1) (f16, 3, 2, 4, 2: depthwise_strip_f16_r3_s2) (f16, 5, 1, 4, 2: depthwise_strip_f16_r5_s1)
+            (f16, 5, 2, 2, 2: depthwise_strip_f16_r5_s2) (f16, 7, 1, 2, 4: depthwise_strip_f16_r7_s1) (f16, 7, 2, 2, 2: depthwise_strip_f16_r7_s2)
+            (bf16, 3, 1, 4, 2: depthwise_strip_bf16_r3_s1) (bf16, 3, 2, 4, 2: depthwise_strip_bf16_r3_s2) (bf16, 5, 1, 4, 2: depthwise_strip_bf16_r5_s1)
+            (bf16, 5, 2, 2, 2: depthwise_strip_bf16_r5_s2) (bf16, 7, 1, 2, 4: depthwise_strip_bf16_r7_s1) (bf16, 7, 2, 2, 2: depthwise_strip_bf16_r7_s2)
+        }
+    };
+}
+
+/// One compiled strip entry (see [`depthwise_strip_entries!`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StripEntry {
+    /// The PTX entry point's name.
+    pub name: &'static str,
+    /// Element type name: `f32`, `f16` or `bf16`.
+    pub dtype: &'static str,
+    /// The filter size R = S.
+    pub taps: u32,
+    /// The stride, both axes.
+    pub stride: u32,
+    /// Output rows per thread.
+    pub rows: u32,
+    /// Output columns per thread.
+    pub cols: u32,
+}
+
+impl StripEntry {
+    /// Input pixels one input row of a thread spans: `(COLS - 1) * STRIDE + TAPS`.
+    pub const fn span_x(&self) -> u32 {
+        (self.cols - 1) * self.stride + self.taps
+    }
+
+    /// Input rows a thread reads: `(ROWS - 1) * STRIDE + TAPS`.
+    pub const fn span_y(&self) -> u32 {
+        (self.rows - 1) * self.stride + self.taps
+    }
+}
+
+macro_rules! declare_strip_entries {
+    ($(($t:ident, $taps:literal, $stride:literal, $rows:literal, $cols:literal: $name:ident))*) => {
+        /// Every compiled strip entry, in the kernel's declaration order.
+        pub const STRIP_ENTRIES: [StripEntry; [$(stringify!($name)),*].len()] = [$(StripEntry {
+            name: stringify!($name),
+            dtype: stringify!($t),
+            taps: $taps,
+            stride: $stride,
+            rows: $rows,
+            cols: $cols,
+        }),*];
+    };
+}
+crate::depthwise_strip_entries!(declare_strip_entries);
+
+/// Input pixels a strip entry's row may span, over every entry: the register window's length.
+pub const STRIP_MAX_SPAN: usize = 10;
+/// Input rows a strip entry may read, over every entry (its rows are unrolled).
+pub const STRIP_MAX_ROWS_READ: usize = 16;
+
+/// Work items (threads) of a strip launch: `n` images x `ceil(p / rows)` strips x
+/// `ceil(q / cols)` column groups x `k / NHWC_VEC` channel groups, channels fastest.
+pub const fn strip_items(n: u64, p: u64, q: u64, k: u64, rows: u64, cols: u64) -> u64 {
+    n * crate::depthwise_tiles!(p, rows) * crate::depthwise_tiles!(q, cols) * (k / NHWC_VEC as u64)
+}
+
 /// The filter sizes with unrolled entries.
 pub const TAPS: [u32; 3] = [3, 5, 7];
 
@@ -114,5 +191,27 @@ mod tests {
         }
         assert_eq!(nchw_items(2, 3, 9, 5), 2 * 3 * 3 * 5);
         assert_eq!(nhwc_items(2, 9, 5, 8, 4), 2 * 9 * 3 * 2);
+    }
+
+    #[test]
+    fn strip_entries_cover_each_size_and_stride_and_fit_the_window() {
+        assert_eq!(STRIP_ENTRIES.len(), 18);
+        for t in ["f32", "f16", "bf16"] {
+            for taps in TAPS {
+                for stride in [1, 2] {
+                    let mut e = STRIP_ENTRIES.iter().filter(|e| e.dtype == t && e.taps == taps && e.stride == stride);
+                    let first = e.next().expect("an entry for each type, size and stride");
+                    assert!(e.next().is_none(), "{t} {taps} {stride}");
+                    let mut name = first.name.split('_');
+                    assert_eq!([name.next(), name.next(), name.next()], [Some("depthwise"), Some("strip"), Some(t)]);
+                    assert_eq!(name.next().and_then(|r| r.strip_prefix('r')).and_then(|r| r.parse().ok()), Some(taps));
+                    assert_eq!(name.next().and_then(|r| r.strip_prefix('s')).and_then(|r| r.parse().ok()), Some(stride));
+                }
+            }
+        }
+        assert_eq!(STRIP_ENTRIES.iter().map(|e| e.span_x() as usize).max(), Some(STRIP_MAX_SPAN));
+        assert!(STRIP_ENTRIES.iter().all(|e| e.span_y() as usize <= STRIP_MAX_ROWS_READ && e.rows <= 8 && e.cols <= 8));
+        // 2 images x ceil(9 / 4) = 3 strips x ceil(5 / 2) = 3 column groups x 8 / 4 channel groups.
+        assert_eq!(strip_items(2, 9, 5, 8, 4, 2), 2 * 3 * 3 * 2);
     }
 }

@@ -1,12 +1,14 @@
 //! Plans for the depthwise family (kernels-gpu/src/depthwise/, `convrs_spec::depthwise`):
-//! `depthwise_nchw` and `depthwise_nhwc`, each an entry per element type and filter size.
+//! `depthwise_nchw` and `depthwise_nhwc`, each an entry per element type and filter size, and
+//! `depthwise_nhwc_strip`, an entry per element type, filter size and stride.
 //!
-//! Launch: a 1-D grid of `BLOCK_THREADS`-thread blocks, one thread per work item
-//! ([`nchw_items`], [`nhwc_items`], whose tile counts the kernels expand from the same
-//! `depthwise_tiles!`), no shared memory. Cost: the larger of moving input, filter
-//! and output once through device memory and issuing the taps' instructions, plus the launch.
+//! Launch: a 1-D grid of blocks, one thread per work item ([`nchw_items`], [`nhwc_items`],
+//! [`strip_items`], whose tile counts the kernels expand from the same `depthwise_tiles!`), no
+//! shared memory; `BLOCK_THREADS` threads a block, or for the strip entries fewer where that
+//! spreads a small layer over more SMs. Cost: the larger of moving input, filter and output once
+//! through device memory and issuing the instructions, plus the launch.
 
-use convrs_spec::depthwise::{nchw_items, nhwc_items, Entry, BLOCK_THREADS, ENTRIES, NHWC_VEC, TAPS};
+use convrs_spec::depthwise::{nchw_items, nhwc_items, strip_items, Entry, StripEntry, BLOCK_THREADS, ENTRIES, NHWC_VEC, STRIP_ENTRIES, TAPS};
 
 use crate::dtype::DType;
 use crate::plan::model::{cycles_us, memory_us, LAUNCH_US};
@@ -70,6 +72,68 @@ fn plan(desc: &KernelDesc, p: &Conv2d, dtype: DType, device: &DeviceModel, nhwc:
     Ok(LaunchPlan::new(e.name, (div_ceil_u32(items as usize, BLOCK_THREADS as usize), 1, 1), (BLOCK_THREADS, 1, 1), 0, dtype, predicted))
 }
 
+/// Issue slots the strip entries reach, as a fraction of the SMs' peak (their loads, widening and
+/// FMAs interleave with the memory traffic; a lead, to be fitted to the H100 measurements).
+const STRIP_ISSUE_EFFICIENCY: f64 = 0.7;
+/// Instructions a strip thread spends beside its loop: the work item's divisions, the window
+/// test, the output addresses.
+const STRIP_OVERHEAD: f64 = 40.0;
+
+/// The strip entry for `p`, or why there is none (see `convrs_spec::depthwise_strip_entries!`).
+fn strip_entry(p: &Conv2d, dtype: DType) -> std::result::Result<&'static StripEntry, String> {
+    if p.k != p.c || p.c % NHWC_VEC as usize != 0 {
+        return Err(format!("it takes multiplier 1 (K = C) with C a multiple of {NHWC_VEC} (here C = {}, K = {}); depthwise_nhwc takes the rest", p.c, p.k));
+    }
+    if p.dilation != (1, 1) {
+        return Err(format!("it takes dilation 1 (here {:?}); depthwise_nhwc takes the rest", p.dilation));
+    }
+    let t = match dtype {
+        DType::F32 => "f32",
+        DType::F16 => "f16",
+        DType::BF16 => "bf16",
+    };
+    STRIP_ENTRIES
+        .iter()
+        .find(|e| e.dtype == t && p.r == e.taps as usize && p.s == e.taps as usize && p.stride == (e.stride as usize, e.stride as usize))
+        .ok_or_else(|| format!("it is compiled for square 3x3, 5x5 and 7x7 filters at stride 1 or 2 in both axes (here {}x{} at stride {:?}); depthwise_nhwc takes the rest", p.r, p.s, p.stride))
+}
+
+/// Threads a block of `items` strip threads: 256, halved (to 64 at least) while the blocks would
+/// not fill every SM twice, so a batch-1 layer spreads over the SMs.
+fn strip_block(items: u64, device: &DeviceModel) -> u32 {
+    let mut threads = BLOCK_THREADS;
+    while threads > 64 && items.div_ceil(threads as u64) < 2 * device.sms.max(1) as u64 {
+        threads /= 2;
+    }
+    threads
+}
+
+/// Thread instructions one strip thread issues: its FMAs, each input pixel and filter tap loaded
+/// once and (16-bit data) widened element by element, the stores, and [`STRIP_OVERHEAD`].
+fn strip_thread_instructions(e: &StripEntry, dtype: DType) -> f64 {
+    let vec = NHWC_VEC as f64;
+    let widen = if dtype == DType::F32 { 0.0 } else { vec };
+    let fmas = (e.rows * e.cols * e.taps * e.taps) as f64 * vec;
+    let loads = (e.span_y() * e.span_x() + e.taps * e.taps) as f64;
+    let stores = (e.rows * e.cols) as f64 * (1.0 + widen / 2.0);
+    fmas + loads * (1.0 + widen) + stores + STRIP_OVERHEAD
+}
+
+fn plan_strip(desc: &KernelDesc, p: &Conv2d, dtype: DType, device: &DeviceModel) -> Result<LaunchPlan> {
+    p.validate()?;
+    let e = strip_entry(p, dtype).map_err(|reason| Error::Unsupported { algorithm: desc.name, reason })?;
+    let (out_p, out_q) = p.output_hw();
+    let u = |v: usize| v as u64;
+    let items = strip_items(u(p.n), u(out_p), u(out_q), u(p.k), e.rows as u64, e.cols as u64);
+    let threads = strip_block(items, device);
+    let bytes = p.tensor_elements() as f64 * dtype.size() as f64;
+    let sms = device.sms.max(1) as f64;
+    let occupancy = (items as f64 / (sms * LATENCY_THREADS_PER_SM)).min(1.0);
+    let issue = items as f64 * strip_thread_instructions(e, dtype) / (sms * ISSUE_PER_SM_CYCLE * STRIP_ISSUE_EFFICIENCY * occupancy.max(1e-3));
+    let predicted = LAUNCH_US + (memory_us(device, bytes) / BANDWIDTH_FRACTION).max(cycles_us(device, issue));
+    Ok(LaunchPlan::new(e.name, (div_ceil_u32(items as usize, threads as usize), 1, 1), (threads, 1, 1), 0, dtype, predicted))
+}
+
 /// The NCHW entry's description.
 pub const NCHW: KernelDesc = KernelDesc {
     algorithm: Algorithm::DepthwiseNchw,
@@ -94,6 +158,19 @@ pub const NHWC: KernelDesc = KernelDesc {
     multiples: (1, 1, 1),
     precision: Precision::Fma,
     planner: |k, p, t, d| plan(k, p, t, d, true),
+};
+
+/// The strip entries' description (step 2 of `depthwise_nhwc`, the same layouts).
+pub const STRIP: KernelDesc = KernelDesc {
+    algorithm: Algorithm::DepthwiseNhwcStrip,
+    name: "depthwise_nhwc_strip",
+    family: Family::Depthwise,
+    summary: "family 4: depthwise on NHWC (RSK filter), a block of output rows and columns per thread, each input row loaded once; multiplier 1, C a multiple of 4, 3x3/5x5/7x7 at stride 1 or 2",
+    dtypes: &[DType::F32, DType::F16, DType::BF16],
+    layouts: (Layout::Nhwc, Layout::Hwcn, Layout::Nhwc),
+    multiples: (1, 1, 1),
+    precision: Precision::Fma,
+    planner: plan_strip,
 };
 
 #[cfg(test)]
@@ -140,6 +217,37 @@ mod tests {
         // And a dense kernel refuses a depthwise problem, naming where it runs.
         let e = crate::registry::by_name("wmma_nhwc").unwrap().plan(&dense.with_groups(32), DType::F16, &d).unwrap_err().to_string();
         assert!(e.contains("depthwise kernels"), "{e}");
+    }
+
+    #[test]
+    fn strip_entries_follow_size_stride_and_type_and_refuse_the_rest_with_the_reason() {
+        let d = h100();
+        let name = |p: Conv2d, t: DType| STRIP.plan(&p, t, &d).map(|l| l.kernel).map_err(|e| e.to_string());
+        assert_eq!(name(dw(2, 32, 56, 1, 3, 1), DType::F16), Ok("depthwise_strip_f16_r3_s1"));
+        assert_eq!(name(dw(2, 32, 56, 1, 7, 2), DType::BF16), Ok("depthwise_strip_bf16_r7_s2"));
+        assert_eq!(name(dw(2, 32, 56, 1, 5, 1), DType::F32), Ok("depthwise_strip_f32_r5_s1"));
+        for (p, why) in [
+            (dw(2, 32, 56, 2, 3, 1), "multiplier 1"),
+            (dw(2, 30, 56, 1, 3, 1), "multiplier 1"),
+            (dw(2, 32, 56, 1, 3, 1).with_dilation(2).with_pad(2), "dilation 1"),
+            (dw(2, 32, 56, 1, 9, 1), "3x3, 5x5 and 7x7"),
+            (dw(2, 32, 56, 1, 3, 3), "stride 1 or 2"),
+            (Conv2d { s: 5, ..dw(2, 32, 56, 1, 3, 1) }, "square"),
+        ] {
+            let e = name(p, DType::F16).unwrap_err();
+            assert!(e.contains(why) && e.contains("depthwise_nhwc"), "{p}: {e}");
+        }
+    }
+
+    #[test]
+    fn strip_blocks_shrink_until_a_small_layer_fills_the_sms() {
+        let d = h100();
+        // 32,144,56,56 3x3: 32 x 14 strips x 28 column groups x 36 = 451584 threads, 256 a block.
+        let big = STRIP.plan(&dw(32, 144, 56, 1, 3, 1), DType::F16, &d).unwrap();
+        assert_eq!((big.grid, big.block), ((1764, 1, 1), (256, 1, 1)));
+        // 1,144,56,56: 14112 threads; 256 a block gives 56 blocks, 64 a block 221 (132 SMs).
+        let small = STRIP.plan(&dw(1, 144, 56, 1, 3, 1), DType::F16, &d).unwrap();
+        assert_eq!((small.grid, small.block), ((221, 1, 1), (64, 1, 1)));
     }
 
     /// The predictions land within 1.35x of the H100 fp16 times of both kernels on large and

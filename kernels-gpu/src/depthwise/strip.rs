@@ -1,0 +1,145 @@
+//! Depthwise convolution on NHWC data, step 2: a thread per [`VEC`] channels of a `ROWS` x
+//! `COLS` block of outputs. Step 1 ([`super::nhwc`]) computes one output row a thread, so an
+//! R-row filter loads and widens each input row R times, the rows above and below through L2;
+//! here each input row a thread reads is loaded once and feeds every output row it belongs to,
+//! and the filter is widened once per use of a row rather than per output.
+
+use convrs_spec::depthwise::{NHWC_VEC, STRIP_MAX_ROWS_READ, STRIP_MAX_SPAN};
+
+use crate::prelude::elem::{store_out4, Elem};
+use crate::prelude::epilogue::{residual_one, Activation, Epilogue};
+use crate::prelude::*;
+
+const VEC: usize = NHWC_VEC as usize;
+
+/// Work item `blockIdx.x * blockDim.x + threadIdx.x` = ((n * strips + strip) * column groups +
+/// group) * (K / VEC) + kv computes outputs (n, p0..p0 + ROWS, q0..q0 + COLS, 4kv..4kv + 4),
+/// p0 = strip * ROWS, q0 = group * COLS, from an R = S = `TAPS` filter at stride `STRIDE` in both
+/// axes (dilation 1). The host picks the block size from the work (`blockDim.x`).
+///
+/// # Safety
+/// `x`, `w`, `y` hold N*H*W*C, R*S*K and N*P*Q*K elements (y of `sh.y_bits` bits), K = C is a
+/// multiple of 4, R = S = `TAPS`, the strides are `STRIDE` and the dilations 1, the buffers are
+/// 16-byte aligned and `y` does not alias the inputs.
+#[inline(always)]
+pub unsafe fn conv<E: Elem, const TAPS: usize, const STRIDE: usize, const ROWS: usize, const COLS: usize>(x: *const E::Raw, w: *const E::Raw, y: *mut f32, sh: ConvShape) {
+    let strips = convrs_spec::depthwise_tiles!(sh.p, ROWS as i32);
+    let col_groups = convrs_spec::depthwise_tiles!(sh.q, COLS as i32);
+    let channel_groups = sh.k / VEC as i32;
+    let item = block_x() * block_dim_x() + thread_x();
+    if item >= sh.n * strips * col_groups * channel_groups {
+        return;
+    }
+    // SAFETY (divmods): the channel groups, column groups and strips are at least 1.
+    let (rest, kv) = unsafe { divmod(item, channel_groups) };
+    let (rest, group) = unsafe { divmod(rest, col_groups) };
+    let (n, strip) = unsafe { divmod(rest, strips) };
+    let (k0, p0, q0) = (kv * VEC as i32, strip * ROWS as i32, group * COLS as i32);
+    let (span_y, span_x) = (((ROWS - 1) * STRIDE + TAPS) as i32, ((COLS - 1) * STRIDE + TAPS) as i32);
+    let (iy0, ix0) = (p0 * STRIDE as i32 - sh.pad_h, q0 * STRIDE as i32 - sh.pad_w);
+    // Outputs past P or Q are computed from whatever the window holds and never stored, so only
+    // the input window decides.
+    let inside = iy0 >= 0 && ix0 >= 0 && iy0 + span_y <= sh.h && ix0 + span_x <= sh.w;
+    let image = x.wrapping_add((n * sh.h * sh.w * sh.c + k0) as usize);
+    let taps = w.wrapping_add(k0 as usize);
+    // SAFETY: the unchecked copy only runs when every pixel it reads is inside the image.
+    let acc = unsafe {
+        if inside {
+            sums::<E, TAPS, STRIDE, ROWS, COLS, false>(image, taps, &sh, iy0, ix0)
+        } else {
+            sums::<E, TAPS, STRIDE, ROWS, COLS, true>(image, taps, &sh, iy0, ix0)
+        }
+    };
+    // SAFETY: outputs (n, p0.., q0.., k0..k0 + 4) as `sums` computed them; the caller's buffers.
+    unsafe { store::<E, ROWS, COLS>(y, &sh, acc, n, p0, q0, k0) };
+}
+
+/// The `ROWS` x `COLS` sums of [`VEC`] channels: input rows outer, each loaded and widened once
+/// into a register window, then met by the filter row each output row takes from it. Every loop
+/// is unrolled, so the same filter row's loads for consecutive input rows are one load kept in
+/// registers (the 3x3 filter is loaded once, whole). `CHECK` tests each input pixel against the
+/// image (zero outside: the padding).
+///
+/// # Safety
+/// `image` points at channel k0 of pixel (0, 0) of the thread's image, `taps` at channel k0 of
+/// tap (0, 0); without `CHECK`, the window of input rows iy0.. and columns ix0.. is inside the image.
+#[inline(always)]
+unsafe fn sums<E: Elem, const TAPS: usize, const STRIDE: usize, const ROWS: usize, const COLS: usize, const CHECK: bool>(
+    image: *const E::Raw,
+    taps: *const E::Raw,
+    sh: &ConvShape,
+    iy0: i32,
+    ix0: i32,
+) -> [[[f32; VEC]; COLS]; ROWS] {
+    let mut acc = [[[0.0f32; VEC]; COLS]; ROWS];
+    let (span_y, span_x) = ((ROWS - 1) * STRIDE + TAPS, (COLS - 1) * STRIDE + TAPS);
+    unroll!(16: span_y, i => {
+        let iy = iy0 + i as i32;
+        let row_ok = !CHECK || (iy as u32) < sh.h as u32;
+        // Sized for the unrolled loop's bound (16); the entries use the first `span_x`.
+        let mut px = [[0.0f32; VEC]; 16];
+        unroll!(16: span_x, t => {
+            let ix = ix0 + t as i32;
+            if row_ok && (!CHECK || (ix as u32) < sh.w as u32) {
+                // SAFETY: pixel (iy, ix) is inside the image: checked, or guaranteed by the caller.
+                px[t] = unsafe { E::load4(image.add(((iy * sh.w + ix) * sh.c) as usize)) };
+            }
+        });
+        // The loops without a load (whose asm keeps LLVM from unrolling a loop) are plain loops,
+        // which LLVM unrolls; `unroll!` copies to the entries' largest bounds there would
+        // multiply the IR the compiler must discard (out of memory at 8 x 8 x 4 x 4).
+        unroll!(4: ROWS, j => {
+            let acc_j = &mut acc[j];
+            // Output row j reads input rows j * STRIDE .. j * STRIDE + TAPS: this is its filter row i - j * STRIDE.
+            if i >= j * STRIDE && i < j * STRIDE + TAPS {
+                let ry = i - j * STRIDE;
+                unroll!(8: TAPS, rx => {
+                    // SAFETY: tap (ry, rx) of channels k0..k0 + 4: inside the R*S*K filter.
+                    let wv = unsafe { E::load4(taps.add((ry * TAPS + rx) * sh.k as usize)) };
+                    for (c, a) in acc_j.iter_mut().enumerate() {
+                        for v in 0..VEC {
+                            a[v] = fma(px[c * STRIDE + rx][v], wv[v], a[v]);
+                        }
+                    }
+                });
+            }
+        });
+    });
+    const { assert!(STRIP_MAX_ROWS_READ <= 16 && STRIP_MAX_SPAN <= 16) };
+    acc
+}
+
+/// Applies the fused epilogue (if any) and stores the sums of the outputs inside P x Q.
+///
+/// # Safety
+/// `y` holds the N*P*Q*K output (of `sh.y_bits` bits) and the epilogue's buffers are as the host
+/// planned them; this thread alone writes channels k0..k0 + 4 of these outputs.
+#[inline(always)]
+unsafe fn store<E: Elem, const ROWS: usize, const COLS: usize>(y: *mut f32, sh: &ConvShape, acc: [[[f32; VEC]; COLS]; ROWS], n: i32, p0: i32, q0: i32, k0: i32) {
+    let half = sh.y_bits == 16;
+    let ep = &sh.ep;
+    let fused = !ep.is_identity();
+    let act = Activation::of(ep);
+    // SAFETY: k0 + v < K; the epilogue's buffers as the host planned them.
+    let finish: [Epilogue; VEC] = core::array::from_fn(|v| if fused { unsafe { Epilogue::of(ep, (k0 + v as i32) as u32) } } else { Epilogue::IDENTITY });
+    unroll!(8: ROWS, j => {
+        unroll!(8: COLS, c => {
+            let (p, q) = (p0 + j as i32, q0 + c as i32);
+            if p < sh.p && q < sh.q {
+                let out = (((n * sh.p + p) * sh.q + q) * sh.k + k0) as usize;
+                let mut a = acc[j][c];
+                if fused {
+                    unroll!(4: VEC, v => {
+                        // SAFETY: channel k0 + v of output pixel (n, p, q) is inside the output,
+                        // so inside the residual of its shape.
+                        let r = if ep.residual != 0 { unsafe { residual_one(ep.residual, out + v, half, E::BF16) } } else { 0.0 };
+                        a[v] = finish[v].finish(ep, &act, a[v], r);
+                    });
+                }
+                // SAFETY: the 4 channels of output pixel (n, p, q) are inside the output and this
+                // thread's alone; `out` is a multiple of 4 (K is).
+                unsafe { store_out4::<E>(y, out, a, half) };
+            }
+        });
+    });
+}
