@@ -138,6 +138,13 @@ macro_rules! declare_strip_entries {
 }
 crate::depthwise_strip_entries!(declare_strip_entries);
 
+/// Blocks of [`BLOCK_THREADS`] each strip entry is built to fit on an SM at once
+/// (`.minnctapersm`, which caps its registers at 128). Left to itself, the H100's ptxas hoists
+/// every load of the unrolled rows and takes 255 registers for the 7x7 entry and 204 for the
+/// 3x3 stride-2 one: one block an SM, 8 warps, which left the schedulers idle 64-73% of the
+/// cycles (ncu, 2026-11-27).
+pub const STRIP_MIN_BLOCKS: u32 = 2;
+
 /// Input pixels a strip entry's row may span, over every entry: the register window's length.
 pub const STRIP_MAX_SPAN: usize = 10;
 /// Input rows a strip entry may read, over every entry (its rows are unrolled).

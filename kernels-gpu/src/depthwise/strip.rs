@@ -55,10 +55,12 @@ pub unsafe fn conv<E: Elem, const TAPS: usize, const STRIDE: usize, const ROWS: 
 }
 
 /// The `ROWS` x `COLS` sums of [`VEC`] channels: input rows outer, each loaded and widened once
-/// into a register window, then met by the filter row each output row takes from it. Every loop
-/// is unrolled, so the same filter row's loads for consecutive input rows are one load kept in
-/// registers (the 3x3 filter is loaded once, whole). `CHECK` tests each input pixel against the
-/// image (zero outside: the padding).
+/// into a register window, then met by the filter row each output row takes from it. The 3x3
+/// stride-1 entries unroll the rows, the whole filter held in registers (36 values); the others
+/// loop over the rows, loading a filter row where an output row meets it, so that ptxas, which
+/// hoists every load of an unrolled body, stays within the registers (unrolled, the 7x7 and the
+/// stride-2 entries took 204-255). `CHECK` tests each input pixel against the image (zero
+/// outside: the padding).
 ///
 /// # Safety
 /// `image` points at channel k0 of pixel (0, 0) of the thread's image, `taps` at channel k0 of
@@ -72,41 +74,85 @@ unsafe fn sums<E: Elem, const TAPS: usize, const STRIDE: usize, const ROWS: usiz
     ix0: i32,
 ) -> [[[f32; VEC]; COLS]; ROWS] {
     let mut acc = [[[0.0f32; VEC]; COLS]; ROWS];
-    let (span_y, span_x) = ((ROWS - 1) * STRIDE + TAPS, (COLS - 1) * STRIDE + TAPS);
-    unroll!(16: span_y, i => {
-        let iy = iy0 + i as i32;
-        let row_ok = !CHECK || (iy as u32) < sh.h as u32;
-        // Sized for the unrolled loop's bound (16); the entries use the first `span_x`.
-        let mut px = [[0.0f32; VEC]; 16];
-        unroll!(16: span_x, t => {
-            let ix = ix0 + t as i32;
-            if row_ok && (!CHECK || (ix as u32) < sh.w as u32) {
-                // SAFETY: pixel (iy, ix) is inside the image: checked, or guaranteed by the caller.
-                px[t] = unsafe { E::load4(image.add(((iy * sh.w + ix) * sh.c) as usize)) };
-            }
+    let span_y = (ROWS - 1) * STRIDE + TAPS;
+    if TAPS == 3 && STRIDE == 1 {
+        let mut whole = [[0.0f32; VEC]; 9];
+        unroll!(16: 9, t => {
+            // SAFETY: tap t of channels k0..k0 + 4: inside the R*S*K filter.
+            whole[t] = unsafe { E::load4(taps.add(t * sh.k as usize)) };
         });
-        // The loops without a load (whose asm keeps LLVM from unrolling a loop) are plain loops,
-        // which LLVM unrolls; `unroll!` copies to the entries' largest bounds there would
-        // multiply the IR the compiler must discard (out of memory at 8 x 8 x 4 x 4).
-        unroll!(4: ROWS, j => {
-            let acc_j = &mut acc[j];
-            // Output row j reads input rows j * STRIDE .. j * STRIDE + TAPS: this is its filter row i - j * STRIDE.
-            if i >= j * STRIDE && i < j * STRIDE + TAPS {
-                let ry = i - j * STRIDE;
-                unroll!(8: TAPS, rx => {
+        unroll!(8: span_y, i => {
+            // SAFETY: the caller's guarantee, passed on.
+            let px = unsafe { window::<E, TAPS, STRIDE, COLS, CHECK>(image, sh, iy0 + i as i32, ix0) };
+            unroll!(4: ROWS, j => {
+                // Output row j reads input rows j .. j + 3: this is its filter row i - j.
+                if i >= j && i < j + 3 {
+                    meet::<TAPS, STRIDE, COLS>(&mut acc[j], &px, |rx| whole[(i - j) * 3 + rx]);
+                }
+            });
+        });
+    } else {
+        // A loop LLVM must not unroll: its trip count through an opaque register.
+        for i in 0..opaque_u32(span_y as u32) as usize {
+            // SAFETY: the caller's guarantee, passed on.
+            let px = unsafe { window::<E, TAPS, STRIDE, COLS, CHECK>(image, sh, iy0 + i as i32, ix0) };
+            unroll!(4: ROWS, j => {
+                // Output row j reads input rows j * STRIDE .. j * STRIDE + TAPS: this is its filter row i - j * STRIDE.
+                let ry = i.wrapping_sub(j * STRIDE);
+                if ry < TAPS {
+                    let frow = taps.wrapping_add(ry * TAPS * sh.k as usize);
                     // SAFETY: tap (ry, rx) of channels k0..k0 + 4: inside the R*S*K filter.
-                    let wv = unsafe { E::load4(taps.add((ry * TAPS + rx) * sh.k as usize)) };
-                    for (c, a) in acc_j.iter_mut().enumerate() {
-                        for v in 0..VEC {
-                            a[v] = fma(px[c * STRIDE + rx][v], wv[v], a[v]);
-                        }
-                    }
-                });
-            }
-        });
-    });
+                    meet::<TAPS, STRIDE, COLS>(&mut acc[j], &px, |rx| unsafe { E::load4(frow.add(rx * sh.k as usize)) });
+                }
+            });
+        }
+    }
     const { assert!(STRIP_MAX_ROWS_READ <= 16 && STRIP_MAX_SPAN <= 16) };
     acc
+}
+
+/// Input row `iy`'s `(COLS - 1) * STRIDE + TAPS` pixels from column `ix0` on, widened (zero
+/// outside the image under `CHECK`). Sized for the unrolled loop's bound (16).
+///
+/// # Safety
+/// As [`sums`]: without `CHECK`, the pixels are inside the image.
+#[inline(always)]
+unsafe fn window<E: Elem, const TAPS: usize, const STRIDE: usize, const COLS: usize, const CHECK: bool>(image: *const E::Raw, sh: &ConvShape, iy: i32, ix0: i32) -> [[f32; VEC]; 16] {
+    let mut px = [[0.0f32; VEC]; 16];
+    let row_ok = !CHECK || (iy as u32) < sh.h as u32;
+    unroll!(16: (COLS - 1) * STRIDE + TAPS, t => {
+        let ix = ix0 + t as i32;
+        if row_ok && (!CHECK || (ix as u32) < sh.w as u32) {
+            // SAFETY: pixel (iy, ix) is inside the image: checked, or guaranteed by the caller.
+            px[t] = unsafe { E::load4(image.add(((iy * sh.w + ix) * sh.c) as usize)) };
+        }
+    });
+    px
+}
+
+/// Adds a filter row (`tap(rx)`, the `TAPS` taps' [`VEC`] channels) times the window to one
+/// output row's `COLS` sums. The loops without a load (whose asm keeps LLVM from unrolling a
+/// loop) are plain loops, which LLVM unrolls; `unroll!` copies to the largest bounds there would
+/// multiply the IR the compiler must discard (out of memory at 8 x 8 x 4 x 4).
+#[inline(always)]
+fn meet<const TAPS: usize, const STRIDE: usize, const COLS: usize>(acc: &mut [[f32; VEC]; COLS], px: &[[f32; VEC]; 16], mut tap: impl FnMut(usize) -> [f32; VEC]) {
+    unroll!(8: TAPS, rx => {
+        let wv = tap(rx);
+        for (c, a) in acc.iter_mut().enumerate() {
+            for v in 0..VEC {
+                a[v] = fma(px[c * STRIDE + rx][v], wv[v], a[v]);
+            }
+        }
+    });
+}
+
+/// `v` through an asm statement LLVM cannot see through: a loop bound it must not unroll by.
+#[inline(always)]
+fn opaque_u32(v: u32) -> u32 {
+    let mut v = v;
+    // SAFETY: a register move.
+    unsafe { core::arch::asm!("mov.b32 {v}, {v};", v = inout(reg32) v, options(pure, nomem, nostack, preserves_flags)) };
+    v
 }
 
 /// Applies the fused epilogue (if any) and stores the sums of the outputs inside P x Q.
