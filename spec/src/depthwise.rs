@@ -79,17 +79,16 @@ crate::depthwise_entries!(declare_entries);
 /// `COLS` block of outputs, so each input row it reads is loaded and widened once for every
 /// output row it feeds. The blocks follow from the registers: the 3x3 filter stays whole in
 /// registers (36 values) beside 4 x 2 sums; the 7x7 filter is read a row at a time, and its
-/// 10-pixel rows feed 2 x 4 sums at stride 1.
+/// 10-pixel rows feed 2 x 4 sums. Stride 1 only: at stride 2 an input row feeds half as many
+/// output rows, and entries for it (4 x 2 and 2 x 2 blocks) measured 0.46-0.90x of step 1's time
+/// on every stride-2 layer of the mobilenet suite (H100, 2026-11-27), so they were dropped.
 #[macro_export]
 macro_rules! depthwise_strip_entries {
     ($callback:path $(, $ctx:tt)*) => {
         $callback! { $($ctx)*
-            (f32, 3, 1, 4, 2: depthwise_strip_f32_r3_s1) (f32, 3, 2, 4, 2: depthwise_strip_f32_r3_s2) (f32, 5, 1, 4, 2: depthwise_strip_f32_r5_s1)
-            (f32, 5, 2, 2, 2: depthwise_strip_f32_r5_s2) (f32, 7, 1, 2, 4: depthwise_strip_f32_r7_s1) (f32, 7, 2, 2, 2: depthwise_strip_f32_r7_s2)
-            (f16, 3, 1, 4, 2: depthwise_strip_f16_r3_s1) (f16, 3, 2, 4, 2: depthwise_strip_f16_r3_s2) (f16, 5, 1, 4, 2: depthwise_strip_f16_r5_s1)
-            (f16, 5, 2, 2, 2: depthwise_strip_f16_r5_s2) (f16, 7, 1, 2, 4: depthwise_strip_f16_r7_s1) (f16, 7, 2, 2, 2: depthwise_strip_f16_r7_s2)
-            (bf16, 3, 1, 4, 2: depthwise_strip_bf16_r3_s1) (bf16, 3, 2, 4, 2: depthwise_strip_bf16_r3_s2) (bf16, 5, 1, 4, 2: depthwise_strip_bf16_r5_s1)
-            (bf16, 5, 2, 2, 2: depthwise_strip_bf16_r5_s2) (bf16, 7, 1, 2, 4: depthwise_strip_bf16_r7_s1) (bf16, 7, 2, 2, 2: depthwise_strip_bf16_r7_s2)
+            (f32, 3, 1, 4, 2: depthwise_strip_f32_r3_s1) (f32, 5, 1, 4, 2: depthwise_strip_f32_r5_s1) (f32, 7, 1, 2, 4: depthwise_strip_f32_r7_s1)
+            (f16, 3, 1, 4, 2: depthwise_strip_f16_r3_s1) (f16, 5, 1, 4, 2: depthwise_strip_f16_r5_s1) (f16, 7, 1, 2, 4: depthwise_strip_f16_r7_s1)
+            (bf16, 3, 1, 4, 2: depthwise_strip_bf16_r3_s1) (bf16, 5, 1, 4, 2: depthwise_strip_bf16_r5_s1) (bf16, 7, 1, 2, 4: depthwise_strip_bf16_r7_s1)
         }
     };
 }
@@ -137,13 +136,6 @@ macro_rules! declare_strip_entries {
     };
 }
 crate::depthwise_strip_entries!(declare_strip_entries);
-
-/// Blocks of [`BLOCK_THREADS`] each strip entry is built to fit on an SM at once
-/// (`.minnctapersm`, which caps its registers at 128). Left to itself, the H100's ptxas hoists
-/// every load of the unrolled rows and takes 255 registers for the 7x7 entry and 204 for the
-/// 3x3 stride-2 one: one block an SM, 8 warps, which left the schedulers idle 64-73% of the
-/// cycles (ncu, 2026-11-27).
-pub const STRIP_MIN_BLOCKS: u32 = 2;
 
 /// Input pixels a strip entry's row may span, over every entry: the register window's length.
 pub const STRIP_MAX_SPAN: usize = 10;
@@ -202,10 +194,10 @@ mod tests {
 
     #[test]
     fn strip_entries_cover_each_size_and_stride_and_fit_the_window() {
-        assert_eq!(STRIP_ENTRIES.len(), 18);
+        assert_eq!(STRIP_ENTRIES.len(), 9);
         for t in ["f32", "f16", "bf16"] {
             for taps in TAPS {
-                for stride in [1, 2] {
+                for stride in [1] {
                     let mut e = STRIP_ENTRIES.iter().filter(|e| e.dtype == t && e.taps == taps && e.stride == stride);
                     let first = e.next().expect("an entry for each type, size and stride");
                     assert!(e.next().is_none(), "{t} {taps} {stride}");

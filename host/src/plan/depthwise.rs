@@ -72,9 +72,16 @@ fn plan(desc: &KernelDesc, p: &Conv2d, dtype: DType, device: &DeviceModel, nhwc:
     Ok(LaunchPlan::new(e.name, (div_ceil_u32(items as usize, BLOCK_THREADS as usize), 1, 1), (BLOCK_THREADS, 1, 1), 0, dtype, predicted))
 }
 
-/// Issue slots the strip entries reach, as a fraction of the SMs' peak (their loads, widening and
-/// FMAs interleave with the memory traffic; a lead, to be fitted to the H100 measurements).
-const STRIP_ISSUE_EFFICIENCY: f64 = 0.7;
+/// Issue slots the strip entries reach, as a fraction of the SMs' peak: the 3x3 entries, whose
+/// rows are unrolled (every load in flight at once), and the 5x5 and 7x7 ones, whose threads
+/// loop over the rows and wait on each row's loads. Fitted to the H100 fp16 measurements of
+/// the mobilenet depthwise layers (BENCHMARKS.md, 2026-11-27, bundle 11d3afa: 32,96,56,56 7x7
+/// 77 us, 32,144,56,56 3x3 31 us), see `strip_predictions_track_the_h100_measurements`.
+const STRIP_ISSUE_EFFICIENCY_UNROLLED: f64 = 0.7;
+const STRIP_ISSUE_EFFICIENCY_LOOPED: f64 = 0.3;
+/// [`LATENCY_THREADS_PER_SM`] for the strip entries: a thread has a row's loads (4 to 10 pixels,
+/// and filter taps) in flight at once, so fewer hide the latency. Fitted as the efficiencies.
+const STRIP_LATENCY_THREADS_PER_SM: f64 = 384.0;
 /// Instructions a strip thread spends beside its loop: the work item's divisions, the window
 /// test, the output addresses.
 const STRIP_OVERHEAD: f64 = 40.0;
@@ -95,7 +102,7 @@ fn strip_entry(p: &Conv2d, dtype: DType) -> std::result::Result<&'static StripEn
     STRIP_ENTRIES
         .iter()
         .find(|e| e.dtype == t && p.r == e.taps as usize && p.s == e.taps as usize && p.stride == (e.stride as usize, e.stride as usize))
-        .ok_or_else(|| format!("it is compiled for square 3x3, 5x5 and 7x7 filters at stride 1 or 2 in both axes (here {}x{} at stride {:?}); depthwise_nhwc takes the rest", p.r, p.s, p.stride))
+        .ok_or_else(|| format!("it is compiled for square 3x3, 5x5 and 7x7 filters at stride 1 (here {}x{} at stride {:?}); depthwise_nhwc takes the rest", p.r, p.s, p.stride))
 }
 
 /// Threads a block of `items` strip threads: 256, halved (to 64 at least) while the blocks would
@@ -128,8 +135,9 @@ fn plan_strip(desc: &KernelDesc, p: &Conv2d, dtype: DType, device: &DeviceModel)
     let threads = strip_block(items, device);
     let bytes = p.tensor_elements() as f64 * dtype.size() as f64;
     let sms = device.sms.max(1) as f64;
-    let occupancy = (items as f64 / (sms * LATENCY_THREADS_PER_SM)).min(1.0);
-    let issue = items as f64 * strip_thread_instructions(e, dtype) / (sms * ISSUE_PER_SM_CYCLE * STRIP_ISSUE_EFFICIENCY * occupancy.max(1e-3));
+    let occupancy = (items as f64 / (sms * STRIP_LATENCY_THREADS_PER_SM)).min(1.0);
+    let efficiency = if e.taps == 3 { STRIP_ISSUE_EFFICIENCY_UNROLLED } else { STRIP_ISSUE_EFFICIENCY_LOOPED };
+    let issue = items as f64 * strip_thread_instructions(e, dtype) / (sms * ISSUE_PER_SM_CYCLE * efficiency * occupancy.max(1e-3));
     let predicted = LAUNCH_US + (memory_us(device, bytes) / BANDWIDTH_FRACTION).max(cycles_us(device, issue));
     Ok(LaunchPlan::new(e.name, (div_ceil_u32(items as usize, threads as usize), 1, 1), (threads, 1, 1), 0, dtype, predicted))
 }
@@ -165,7 +173,7 @@ pub const STRIP: KernelDesc = KernelDesc {
     algorithm: Algorithm::DepthwiseNhwcStrip,
     name: "depthwise_nhwc_strip",
     family: Family::Depthwise,
-    summary: "family 4: depthwise on NHWC (RSK filter), a block of output rows and columns per thread, each input row loaded once; multiplier 1, C a multiple of 4, 3x3/5x5/7x7 at stride 1 or 2",
+    summary: "family 4: depthwise on NHWC (RSK filter), a block of output rows and columns per thread, each input row loaded once; multiplier 1, C a multiple of 4, 3x3/5x5/7x7 at stride 1",
     dtypes: &[DType::F32, DType::F16, DType::BF16],
     layouts: (Layout::Nhwc, Layout::Hwcn, Layout::Nhwc),
     multiples: (1, 1, 1),
@@ -224,14 +232,14 @@ mod tests {
         let d = h100();
         let name = |p: Conv2d, t: DType| STRIP.plan(&p, t, &d).map(|l| l.kernel).map_err(|e| e.to_string());
         assert_eq!(name(dw(2, 32, 56, 1, 3, 1), DType::F16), Ok("depthwise_strip_f16_r3_s1"));
-        assert_eq!(name(dw(2, 32, 56, 1, 7, 2), DType::BF16), Ok("depthwise_strip_bf16_r7_s2"));
+        assert_eq!(name(dw(2, 32, 56, 1, 7, 1), DType::BF16), Ok("depthwise_strip_bf16_r7_s1"));
         assert_eq!(name(dw(2, 32, 56, 1, 5, 1), DType::F32), Ok("depthwise_strip_f32_r5_s1"));
         for (p, why) in [
             (dw(2, 32, 56, 2, 3, 1), "multiplier 1"),
             (dw(2, 30, 56, 1, 3, 1), "multiplier 1"),
             (dw(2, 32, 56, 1, 3, 1).with_dilation(2).with_pad(2), "dilation 1"),
             (dw(2, 32, 56, 1, 9, 1), "3x3, 5x5 and 7x7"),
-            (dw(2, 32, 56, 1, 3, 3), "stride 1 or 2"),
+            (dw(2, 32, 56, 1, 3, 2), "at stride 1"),
             (Conv2d { s: 5, ..dw(2, 32, 56, 1, 3, 1) }, "square"),
         ] {
             let e = name(p, DType::F16).unwrap_err();
@@ -248,6 +256,33 @@ mod tests {
         // 1,144,56,56: 14112 threads; 256 a block gives 56 blocks, 64 a block 221 (132 SMs).
         let small = STRIP.plan(&dw(1, 144, 56, 1, 3, 1), DType::F16, &d).unwrap();
         assert_eq!((small.grid, small.block), ((221, 1, 1), (64, 1, 1)));
+    }
+
+    /// The strip predictions land within 1.35x of the H100 fp16 times on the large layers, and
+    /// Auto's choice between the two NHWC kernels follows the measurements where they differ by
+    /// more than 20% (BENCHMARKS.md, 2026-11-27, bundle 11d3afa).
+    #[test]
+    fn strip_predictions_track_the_h100_measurements() {
+        let d = h100();
+        // (problem, step 1 us, strip us)
+        let measured = [
+            (dw(32, 144, 56, 1, 3, 1), 39.0, 31.3),
+            (dw(32, 32, 112, 1, 3, 1), 38.8, 31.4),
+            (dw(32, 960, 7, 1, 3, 1), 8.2, 5.6),
+            (dw(32, 96, 56, 1, 7, 1), 103.4, 77.0),
+            (dw(32, 192, 28, 1, 7, 1), 48.0, 40.1),
+            (dw(32, 768, 7, 1, 7, 1), 18.4, 12.0),
+            (dw(1, 192, 28, 1, 7, 1), 5.8, 12.8),
+            (dw(1, 768, 7, 1, 7, 1), 5.8, 8.2),
+        ];
+        for (p, step1, strip) in measured {
+            let predicted = STRIP.plan(&p, DType::F16, &d).unwrap().predicted_us;
+            if p.n > 1 {
+                assert!((1.0 / 1.35..=1.35).contains(&(predicted / strip)), "strip on {p}: predicted {predicted:.1} us, measured {strip} us");
+            }
+            let step1_predicted = NHWC.plan(&p, DType::F16, &d).unwrap().predicted_us;
+            assert_eq!(predicted < step1_predicted, strip < step1, "{p}: predicted strip {predicted:.1} against step 1 {step1_predicted:.1} us; measured {strip} against {step1}");
+        }
     }
 
     /// The predictions land within 1.35x of the H100 fp16 times of both kernels on large and
