@@ -17,7 +17,9 @@ pub mod nchw;
 pub mod nhwc;
 pub mod strip;
 
-use crate::prelude::elem::{Bf16, F16, F32};
+use crate::prelude::elem::{store_out, store_out4, Bf16, Elem, F16, F32};
+use crate::prelude::epilogue::{residual_one, Activation, Epilogue};
+use crate::prelude::*;
 
 /// A thread's first input row and column (padding subtracted) and its filter size: what both
 /// layouts' tap loops read.
@@ -27,6 +29,54 @@ struct Window {
     ix0: i32,
     r: i32,
     s: i32,
+}
+
+/// The fused epilogue of a thread's `VEC` channels k0..k0 + VEC and the store of their outputs,
+/// one output pixel at a time: what both NHWC kernels end with.
+struct Finish<const VEC: usize> {
+    fused: bool,
+    half: bool,
+    act: Activation,
+    channels: [Epilogue; VEC],
+}
+
+impl<const VEC: usize> Finish<VEC> {
+    /// # Safety
+    /// k0 + VEC <= K, and the epilogue's buffers are as the host planned them.
+    #[inline(always)]
+    unsafe fn new(sh: &ConvShape, k0: i32) -> Self {
+        let ep = &sh.ep;
+        let fused = !ep.is_identity();
+        // SAFETY: k0 + v < K; the epilogue's buffers as the host planned them.
+        let channels = core::array::from_fn(|v| if fused { unsafe { Epilogue::of(ep, (k0 + v as i32) as u32) } } else { Epilogue::IDENTITY });
+        Finish { fused, half: sh.y_bits == 16, act: Activation::of(ep), channels }
+    }
+
+    /// Finishes and stores the sums `a` of output element `out` (channel k0 of its pixel) on.
+    ///
+    /// # Safety
+    /// Channels k0..k0 + VEC of the output pixel at `out` are inside the output (so inside the
+    /// residual of its shape) and this thread's alone; with `VEC = 4`, `out` is a multiple of 4
+    /// and `y` 16-byte aligned.
+    #[inline(always)]
+    unsafe fn store<E: Elem>(&self, y: *mut f32, sh: &ConvShape, out: usize, mut a: [f32; VEC]) {
+        let ep = &sh.ep;
+        if self.fused {
+            unroll!(4: VEC, v => {
+                // SAFETY: as the caller guarantees.
+                let r = if ep.residual != 0 { unsafe { residual_one(ep.residual, out + v, self.half, E::BF16) } } else { 0.0 };
+                a[v] = self.channels[v].finish(ep, &self.act, a[v], r);
+            });
+        }
+        // SAFETY: as the caller guarantees.
+        unsafe {
+            if VEC == 4 {
+                store_out4::<E>(y, out, [a[0], a[1], a[2], a[3]], self.half);
+            } else {
+                store_out::<E>(y, out, a[0], self.half);
+            }
+        }
+    }
 }
 
 /// Declares the entries of `convrs_spec::depthwise_entries!`, one instantiation each.

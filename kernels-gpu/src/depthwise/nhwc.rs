@@ -2,11 +2,10 @@
 
 use convrs_spec::depthwise::{BLOCK_THREADS, NHWC_COLS};
 
-use crate::prelude::elem::{store_out, store_out4, Elem};
-use crate::prelude::epilogue::{residual_one, Activation, Epilogue};
+use crate::prelude::elem::Elem;
 use crate::prelude::*;
 
-use super::Window;
+use super::{Finish, Window};
 
 const COLS: usize = NHWC_COLS as usize;
 /// The largest compiled filter size whose taps unroll completely.
@@ -50,35 +49,16 @@ pub unsafe fn conv<E: Elem, const TAPS: usize, const VEC: usize>(x: *const E::Ra
     let win = Window { iy0, ix0, r, s };
     // SAFETY: the unchecked copy only runs when every pixel it reads is inside the image.
     let acc = unsafe { if inside { pixels::<E, TAPS, VEC, false>(image, taps, &sh, win) } else { pixels::<E, TAPS, VEC, true>(image, taps, &sh, win) } };
-    let half = sh.y_bits == 16;
-    let ep = &sh.ep;
-    let fused = !ep.is_identity();
-    let act = Activation::of(ep);
-    // SAFETY: k0 + i < K; the epilogue's buffers as the host planned them.
-    let finish: [Epilogue; VEC] = core::array::from_fn(|i| if fused { unsafe { Epilogue::of(ep, (k0 + i as i32) as u32) } } else { Epilogue::IDENTITY });
+    // SAFETY: k0 + VEC <= K; the epilogue's buffers as the host planned them.
+    let finish = unsafe { Finish::<VEC>::new(&sh, k0) };
     // Unrolled by hand: with the epilogue's asm (ex2, rcp) in the body the compiler kept these
     // loops, and `acc` went to local memory.
     unroll!(8: COLS, j => {
         if q0 + (j as i32) < sh.q {
             let out = (((n * sh.p + p) * sh.q + q0 + j as i32) * sh.k + k0) as usize;
-            let mut a = acc[j];
-            if fused {
-                unroll!(4: VEC, i => {
-                    // SAFETY: channel k0 + i of output pixel (n, p, q0 + j) is inside the
-                    // output, so inside the residual of its shape.
-                    let r = if ep.residual != 0 { unsafe { residual_one(ep.residual, out + i, half, E::BF16) } } else { 0.0 };
-                    a[i] = finish[i].finish(ep, &act, a[i], r);
-                });
-            }
             // SAFETY: the VEC channels of output pixel (n, p, q0 + j) are inside the output and
             // this thread's alone; with VEC = 4, `out` is a multiple of 4 (K is).
-            unsafe {
-                if VEC == 4 {
-                    store_out4::<E>(y, out, [a[0], a[1], a[2], a[3]], half);
-                } else {
-                    store_out::<E>(y, out, a[0], half);
-                }
-            }
+            unsafe { finish.store::<E>(y, &sh, out, acc[j]) };
         }
     });
 }

@@ -6,9 +6,10 @@
 
 use convrs_spec::depthwise::{NHWC_VEC, STRIP_MAX_ROWS_READ, STRIP_MAX_SPAN};
 
-use crate::prelude::elem::{store_out4, Elem};
-use crate::prelude::epilogue::{residual_one, Activation, Epilogue};
+use crate::prelude::elem::Elem;
 use crate::prelude::*;
+
+use super::Finish;
 
 const VEC: usize = NHWC_VEC as usize;
 
@@ -162,29 +163,16 @@ fn opaque_u32(v: u32) -> u32 {
 /// planned them; this thread alone writes channels k0..k0 + 4 of these outputs.
 #[inline(always)]
 unsafe fn store<E: Elem, const ROWS: usize, const COLS: usize>(y: *mut f32, sh: &ConvShape, acc: [[[f32; VEC]; COLS]; ROWS], n: i32, p0: i32, q0: i32, k0: i32) {
-    let half = sh.y_bits == 16;
-    let ep = &sh.ep;
-    let fused = !ep.is_identity();
-    let act = Activation::of(ep);
-    // SAFETY: k0 + v < K; the epilogue's buffers as the host planned them.
-    let finish: [Epilogue; VEC] = core::array::from_fn(|v| if fused { unsafe { Epilogue::of(ep, (k0 + v as i32) as u32) } } else { Epilogue::IDENTITY });
+    // SAFETY: k0 + 4 <= K; the epilogue's buffers as the host planned them.
+    let finish = unsafe { Finish::<VEC>::new(sh, k0) };
     unroll!(8: ROWS, j => {
         unroll!(8: COLS, c => {
             let (p, q) = (p0 + j as i32, q0 + c as i32);
             if p < sh.p && q < sh.q {
                 let out = (((n * sh.p + p) * sh.q + q) * sh.k + k0) as usize;
-                let mut a = acc[j][c];
-                if fused {
-                    unroll!(4: VEC, v => {
-                        // SAFETY: channel k0 + v of output pixel (n, p, q) is inside the output,
-                        // so inside the residual of its shape.
-                        let r = if ep.residual != 0 { unsafe { residual_one(ep.residual, out + v, half, E::BF16) } } else { 0.0 };
-                        a[v] = finish[v].finish(ep, &act, a[v], r);
-                    });
-                }
                 // SAFETY: the 4 channels of output pixel (n, p, q) are inside the output and this
                 // thread's alone; `out` is a multiple of 4 (K is).
-                unsafe { store_out4::<E>(y, out, a, half) };
+                unsafe { finish.store::<E>(y, sh, out, acc[j][c]) };
             }
         });
     });
