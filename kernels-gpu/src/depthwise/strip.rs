@@ -59,9 +59,9 @@ pub unsafe fn conv<E: Elem, const TAPS: usize, const STRIDE: usize, const ROWS: 
 /// into a register window, then met by the filter row each output row takes from it. The 3x3
 /// stride-1 entries unroll the rows, the whole filter held in registers (36 values); the others
 /// loop over the rows, loading a filter row where an output row meets it, so that ptxas, which
-/// hoists every load of an unrolled body, stays within the registers (unrolled, the 7x7 and the
-/// stride-2 entries took 204-255). `CHECK` tests each input pixel against the image (zero
-/// outside: the padding).
+/// hoists every load of an unrolled body, stays within the registers (unrolled, the 7x7 entries
+/// took 255 on the H100, one block an SM). `CHECK` tests each input pixel against the image
+/// (zero outside: the padding).
 ///
 /// # Safety
 /// `image` points at channel k0 of pixel (0, 0) of the thread's image, `taps` at channel k0 of
