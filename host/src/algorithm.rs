@@ -84,7 +84,7 @@ pub enum Algorithm {
     DepthwiseNhwc,
     /// Family 4, step 2 of `DepthwiseNhwc` (the same layouts): a block of output rows and
     /// columns per thread, each input row loaded once for every output row it feeds. Multiplier 1
-    /// with C a multiple of 4, square 3x3, 5x5 or 7x7 filters at stride 1 or 2, dilation 1.
+    /// with C a multiple of 4, square 3x3, 5x5 or 7x7 filters at stride 1, dilation 1.
     DepthwiseNhwcStrip,
 }
 

@@ -8,9 +8,9 @@
 //! - [`nhwc`]: NHWC in and out, the filter RSK; a thread computes `VEC` channels of `NHWC_COLS`
 //!   adjacent outputs, one vector load per input pixel and tap, the lanes along the channels.
 //! - [`strip`]: step 2 of `nhwc` for the common layers (multiplier 1, 3x3, 5x5 or 7x7 at stride
-//!   1 or 2): a block of outputs a thread, each input row loaded once for every output row it feeds.
+//!   1): a block of outputs a thread, each input row loaded once for every output row it feeds.
 //!
-//! Both test once per thread whether its whole input window is inside the image and take an
+//! Each tests once per thread whether its whole input window is inside the image and take an
 //! unchecked copy of the tap loop if so; only border threads predicate each load.
 
 pub mod nchw;

@@ -34,14 +34,24 @@ const LATENCY_THREADS_PER_SM: f64 = 512.0;
 /// Thread instructions an SM issues per cycle (4 schedulers, a warp each).
 const ISSUE_PER_SM_CYCLE: f64 = 128.0;
 
-fn entry(nhwc: bool, dtype: DType, taps: u32, vec: u32) -> Option<&'static Entry> {
-    // The entry tables name types as the kernels' Rust types do.
-    let t = match dtype {
+/// `dtype` as the entry tables name it: the kernels' Rust type names.
+fn entry_type(dtype: DType) -> &'static str {
+    match dtype {
         DType::F32 => "f32",
         DType::F16 => "f16",
         DType::BF16 => "bf16",
-    };
+    }
+}
+
+fn entry(nhwc: bool, dtype: DType, taps: u32, vec: u32) -> Option<&'static Entry> {
+    let t = entry_type(dtype);
     ENTRIES.iter().find(|e| e.nhwc == nhwc && e.dtype == t && e.taps == taps && e.vec == vec)
+}
+
+/// The launch, plus the larger of moving `bytes` through device memory (at
+/// [`BANDWIDTH_FRACTION`] of the peak) and issuing `issue_cycles` of instructions.
+fn predicted_us(device: &DeviceModel, bytes: f64, issue_cycles: f64) -> f64 {
+    LAUNCH_US + (memory_us(device, bytes) / BANDWIDTH_FRACTION).max(cycles_us(device, issue_cycles))
 }
 
 /// The compiled filter size for `p`: R = S among [`TAPS`], else 0 (any).
@@ -68,8 +78,7 @@ fn plan(desc: &KernelDesc, p: &Conv2d, dtype: DType, device: &DeviceModel, nhwc:
     let sms = device.sms.max(1) as f64;
     let occupancy = (items as f64 / (sms * LATENCY_THREADS_PER_SM)).min(1.0);
     let issue = p.output_len() as f64 * (p.r * p.s) as f64 * per_tap / (sms * ISSUE_PER_SM_CYCLE * occupancy.max(1e-3));
-    let predicted = LAUNCH_US + (memory_us(device, bytes) / BANDWIDTH_FRACTION).max(cycles_us(device, issue));
-    Ok(LaunchPlan::new(e.name, (div_ceil_u32(items as usize, BLOCK_THREADS as usize), 1, 1), (BLOCK_THREADS, 1, 1), 0, dtype, predicted))
+    Ok(LaunchPlan::new(e.name, (div_ceil_u32(items as usize, BLOCK_THREADS as usize), 1, 1), (BLOCK_THREADS, 1, 1), 0, dtype, predicted_us(device, bytes, issue)))
 }
 
 /// Issue slots the strip entries reach, as a fraction of the SMs' peak: the 3x3 entries, whose
@@ -94,11 +103,7 @@ fn strip_entry(p: &Conv2d, dtype: DType) -> std::result::Result<&'static StripEn
     if p.dilation != (1, 1) {
         return Err(format!("it takes dilation 1 (here {:?}); depthwise_nhwc takes the rest", p.dilation));
     }
-    let t = match dtype {
-        DType::F32 => "f32",
-        DType::F16 => "f16",
-        DType::BF16 => "bf16",
-    };
+    let t = entry_type(dtype);
     STRIP_ENTRIES
         .iter()
         .find(|e| e.dtype == t && p.r == e.taps as usize && p.s == e.taps as usize && p.stride == (e.stride as usize, e.stride as usize))
@@ -138,8 +143,7 @@ fn plan_strip(desc: &KernelDesc, p: &Conv2d, dtype: DType, device: &DeviceModel)
     let occupancy = (items as f64 / (sms * STRIP_LATENCY_THREADS_PER_SM)).min(1.0);
     let efficiency = if e.taps == 3 { STRIP_ISSUE_EFFICIENCY_UNROLLED } else { STRIP_ISSUE_EFFICIENCY_LOOPED };
     let issue = items as f64 * strip_thread_instructions(e, dtype) / (sms * ISSUE_PER_SM_CYCLE * efficiency * occupancy.max(1e-3));
-    let predicted = LAUNCH_US + (memory_us(device, bytes) / BANDWIDTH_FRACTION).max(cycles_us(device, issue));
-    Ok(LaunchPlan::new(e.name, (div_ceil_u32(items as usize, threads as usize), 1, 1), (threads, 1, 1), 0, dtype, predicted))
+    Ok(LaunchPlan::new(e.name, (div_ceil_u32(items as usize, threads as usize), 1, 1), (threads, 1, 1), 0, dtype, predicted_us(device, bytes, issue)))
 }
 
 /// The NCHW entry's description.

@@ -4,7 +4,7 @@
 //! here each input row a thread reads is loaded once and feeds every output row it belongs to,
 //! and the filter is widened once per use of a row rather than per output.
 
-use convrs_spec::depthwise::{NHWC_VEC, STRIP_MAX_ROWS_READ, STRIP_MAX_SPAN};
+use convrs_spec::depthwise::NHWC_VEC;
 
 use crate::prelude::elem::Elem;
 use crate::prelude::*;
@@ -24,6 +24,9 @@ const VEC: usize = NHWC_VEC as usize;
 /// 16-byte aligned and `y` does not alias the inputs.
 #[inline(always)]
 pub unsafe fn conv<E: Elem, const TAPS: usize, const STRIDE: usize, const ROWS: usize, const COLS: usize>(x: *const E::Raw, w: *const E::Raw, y: *mut f32, sh: ConvShape) {
+    // The `unroll!` bounds the entry must fit: the output rows (4) and columns (8), the taps (8),
+    // a window row (16), and the unrolled 3x3 rows (8).
+    const { assert!(ROWS <= 4 && COLS <= 8 && TAPS <= 8 && (COLS - 1) * STRIDE + TAPS <= 16 && (TAPS != 3 || STRIDE != 1 || ROWS + 2 <= 8)) };
     let strips = convrs_spec::depthwise_tiles!(sh.p, ROWS as i32);
     let col_groups = convrs_spec::depthwise_tiles!(sh.q, COLS as i32);
     let channel_groups = sh.k / VEC as i32;
@@ -108,7 +111,6 @@ unsafe fn sums<E: Elem, const TAPS: usize, const STRIDE: usize, const ROWS: usiz
             });
         }
     }
-    const { assert!(STRIP_MAX_ROWS_READ <= 16 && STRIP_MAX_SPAN <= 16) };
     acc
 }
 
