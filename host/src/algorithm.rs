@@ -86,6 +86,10 @@ pub enum Algorithm {
     /// columns per thread, each input row loaded once for every output row it feeds. Multiplier 1
     /// with C a multiple of 4, square 3x3, 5x5 or 7x7 filters at stride 1, dilation 1.
     DepthwiseNhwcStrip,
+    /// Family 4, step 2 of `DepthwiseNchw` (the same layouts): a block of output rows and
+    /// columns of one plane per thread, each input row loaded once for every output row it
+    /// feeds. Any multiplier, square 3x3, 5x5 or 7x7 filters at stride 1 or 2, dilation 1.
+    DepthwiseNchwStrip,
 }
 
 /// The kernels of the registry, in its order (const-evaluated, so it cannot drift from it).

@@ -254,7 +254,7 @@ impl KernelDesc {
     pub fn fuses_epilogue(&self) -> bool {
         match self.algorithm {
             Algorithm::Wgmma(p) => p.fuses_epilogue(),
-            Algorithm::DepthwiseNchw | Algorithm::DepthwiseNhwc | Algorithm::DepthwiseNhwcStrip | Algorithm::WmmaSmallC => true,
+            Algorithm::DepthwiseNchw | Algorithm::DepthwiseNhwc | Algorithm::DepthwiseNhwcStrip | Algorithm::DepthwiseNchwStrip | Algorithm::WmmaSmallC => true,
             _ => false,
         }
     }

@@ -18,7 +18,7 @@ pub use crate::plan::{Family, KernelDesc};
 use crate::Algorithm;
 
 /// The kernels before the Hopper family, each written out.
-const LISTED: [KernelDesc; 13] = [
+const LISTED: [KernelDesc; 14] = [
     plan::direct::naive::KERNEL,
     plan::direct::smem::KERNEL,
     plan::tiled::hwcn::KERNEL,
@@ -32,6 +32,7 @@ const LISTED: [KernelDesc; 13] = [
     plan::depthwise::NCHW,
     plan::depthwise::NHWC,
     plan::depthwise::STRIP,
+    plan::depthwise::NCHW_STRIP,
 ];
 
 /// Every kernel, in the order of the progression: the listed ones, then one per Hopper policy.

@@ -9,11 +9,14 @@
 //!   adjacent outputs, one vector load per input pixel and tap, the lanes along the channels.
 //! - [`strip`]: step 2 of `nhwc` for the common layers (multiplier 1, 3x3, 5x5 or 7x7 at stride
 //!   1): a block of outputs a thread, each input row loaded once for every output row it feeds.
+//! - [`nchw_strip`]: step 2 of `nchw` (3x3, 5x5 or 7x7 at stride 1 or 2): the same sums with one
+//!   channel a thread, the lanes along Q.
 //!
 //! Each tests once per thread whether its whole input window is inside the image and take an
 //! unchecked copy of the tap loop if so; only border threads predicate each load.
 
 pub mod nchw;
+pub mod nchw_strip;
 pub mod nhwc;
 pub mod strip;
 
@@ -108,19 +111,21 @@ macro_rules! entries {
 }
 convrs_spec::depthwise_entries!(entries);
 
-/// Declares the entries of `convrs_spec::depthwise_strip_entries!`, one instantiation each.
+/// Declares the entries of a strip table (`convrs_spec::depthwise_strip_entries!`,
+/// `depthwise_nchw_strip_entries!`), one instantiation each of `$module::conv`.
 macro_rules! strip_entries {
-    ($(($t:ident, $taps:literal, $stride:literal, $rows:literal, $cols:literal: $name:ident))*) => {
-        $(strip_entries!(@one $t, $taps, $stride, $rows, $cols, $name);)*
+    ($module:ident $doc:literal $(($t:ident, $taps:literal, $stride:literal, $rows:literal, $cols:literal: $name:ident))*) => {
+        $(strip_entries!(@one $module, $doc, $t, $taps, $stride, $rows, $cols, $name);)*
     };
-    (@one f32, $($rest:tt)*) => { strip_entries!(@entry f32, F32, $($rest)*); };
-    (@one f16, $($rest:tt)*) => { strip_entries!(@entry u16, F16, $($rest)*); };
-    (@one bf16, $($rest:tt)*) => { strip_entries!(@entry u16, Bf16, $($rest)*); };
-    (@entry $raw:ty, $e:ident, $taps:literal, $stride:literal, $rows:literal, $cols:literal, $name:ident) => {
+    (@one $module:ident, $doc:literal, f32, $($rest:tt)*) => { strip_entries!(@entry $module, $doc, f32, F32, $($rest)*); };
+    (@one $module:ident, $doc:literal, f16, $($rest:tt)*) => { strip_entries!(@entry $module, $doc, u16, F16, $($rest)*); };
+    (@one $module:ident, $doc:literal, bf16, $($rest:tt)*) => { strip_entries!(@entry $module, $doc, u16, Bf16, $($rest)*); };
+    (@entry $module:ident, $doc:literal, $raw:ty, $e:ident, $taps:literal, $stride:literal, $rows:literal, $cols:literal, $name:ident) => {
         crate::conv_kernel!(
-            /// Depthwise convolution on NHWC data, a block of outputs a thread (see [`strip::conv`]).
-            fn $name(x: *const $raw, w: *const $raw, y: *mut f32) => strip::conv::<$e, $taps, $stride, $rows, $cols>
+            #[doc = $doc]
+            fn $name(x: *const $raw, w: *const $raw, y: *mut f32) => $module::conv::<$e, $taps, $stride, $rows, $cols>
         );
     };
 }
-convrs_spec::depthwise_strip_entries!(strip_entries);
+convrs_spec::depthwise_strip_entries!(strip_entries, strip, "Depthwise convolution on NHWC data, a block of outputs a thread (see [`strip::conv`]).");
+convrs_spec::depthwise_nchw_strip_entries!(strip_entries, nchw_strip, "Depthwise convolution on NCHW data, a block of outputs of a plane a thread (see [`nchw_strip::conv`]).");

@@ -123,9 +123,9 @@ impl StripEntry {
 }
 
 macro_rules! declare_strip_entries {
-    ($(($t:ident, $taps:literal, $stride:literal, $rows:literal, $cols:literal: $name:ident))*) => {
-        /// Every compiled strip entry, in the kernel's declaration order.
-        pub const STRIP_ENTRIES: [StripEntry; [$(stringify!($name)),*].len()] = [$(StripEntry {
+    ($table:ident $(($t:ident, $taps:literal, $stride:literal, $rows:literal, $cols:literal: $name:ident))*) => {
+        /// Every compiled entry of the table, in the kernels' declaration order.
+        pub const $table: [StripEntry; [$(stringify!($name)),*].len()] = [$(StripEntry {
             name: stringify!($name),
             dtype: stringify!($t),
             taps: $taps,
@@ -135,12 +135,40 @@ macro_rules! declare_strip_entries {
         }),*];
     };
 }
-crate::depthwise_strip_entries!(declare_strip_entries);
+crate::depthwise_strip_entries!(declare_strip_entries, STRIP_ENTRIES);
+
+/// Calls `$callback! { $ctx... (type, TAPS, STRIDE, ROWS, COLS: entry) ... }` with every
+/// compiled NCHW strip entry (`depthwise_nchw_strip_*`, step 2 of the NCHW kernels): NCHW data,
+/// a KCRS filter (K x 1 x R x S), any multiplier, an R = S = `TAPS` filter at stride `STRIDE` in
+/// both axes and dilation 1. A thread computes a `ROWS` x `COLS` block of outputs of one plane,
+/// each input row it reads loaded and widened once for every output row it feeds (the NHWC
+/// strip's structure with one channel a thread, so 4x the outputs in the same registers), the
+/// lanes along Q. Stride 2 has half the rows: an input row feeds half as many output rows.
+#[macro_export]
+macro_rules! depthwise_nchw_strip_entries {
+    ($callback:path $(, $ctx:tt)*) => {
+        $callback! { $($ctx)*
+            (f32, 3, 1, 4, 4: depthwise_nchw_strip_f32_r3_s1) (f32, 3, 2, 2, 4: depthwise_nchw_strip_f32_r3_s2) (f32, 5, 1, 4, 4: depthwise_nchw_strip_f32_r5_s1)
+            (f32, 5, 2, 2, 4: depthwise_nchw_strip_f32_r5_s2) (f32, 7, 1, 4, 4: depthwise_nchw_strip_f32_r7_s1) (f32, 7, 2, 2, 4: depthwise_nchw_strip_f32_r7_s2)
+            (f16, 3, 1, 4, 4: depthwise_nchw_strip_f16_r3_s1) (f16, 3, 2, 2, 4: depthwise_nchw_strip_f16_r3_s2) (f16, 5, 1, 4, 4: depthwise_nchw_strip_f16_r5_s1)
+            (f16, 5, 2, 2, 4: depthwise_nchw_strip_f16_r5_s2) (f16, 7, 1, 4, 4: depthwise_nchw_strip_f16_r7_s1) (f16, 7, 2, 2, 4: depthwise_nchw_strip_f16_r7_s2)
+            (bf16, 3, 1, 4, 4: depthwise_nchw_strip_bf16_r3_s1) (bf16, 3, 2, 2, 4: depthwise_nchw_strip_bf16_r3_s2) (bf16, 5, 1, 4, 4: depthwise_nchw_strip_bf16_r5_s1)
+            (bf16, 5, 2, 2, 4: depthwise_nchw_strip_bf16_r5_s2) (bf16, 7, 1, 4, 4: depthwise_nchw_strip_bf16_r7_s1) (bf16, 7, 2, 2, 4: depthwise_nchw_strip_bf16_r7_s2)
+        }
+    };
+}
+crate::depthwise_nchw_strip_entries!(declare_strip_entries, NCHW_STRIP_ENTRIES);
 
 /// Work items (threads) of a strip launch: `n` images x `ceil(p / rows)` strips x
 /// `ceil(q / cols)` column groups x `k / NHWC_VEC` channel groups, channels fastest.
 pub const fn strip_items(n: u64, p: u64, q: u64, k: u64, rows: u64, cols: u64) -> u64 {
     n * crate::depthwise_tiles!(p, rows) * crate::depthwise_tiles!(q, cols) * (k / NHWC_VEC as u64)
+}
+
+/// Work items (threads) of an NCHW strip launch: `n*k` planes x `ceil(p / rows)` strips x
+/// `ceil(q / cols)` column groups, column groups fastest.
+pub const fn nchw_strip_items(n: u64, k: u64, p: u64, q: u64, rows: u64, cols: u64) -> u64 {
+    n * k * crate::depthwise_tiles!(p, rows) * crate::depthwise_tiles!(q, cols)
 }
 
 /// The filter sizes with unrolled entries.
@@ -187,24 +215,36 @@ mod tests {
         assert_eq!(nhwc_items(2, 9, 5, 8, 4), 2 * 9 * 3 * 2);
     }
 
-    #[test]
-    fn strip_entries_cover_each_size_and_type() {
-        assert_eq!(STRIP_ENTRIES.len(), 9);
+    /// Each of `table`'s entries is named `prefix_type_rTAPS_sSTRIDE`, one for each type, size
+    /// and stride of `strides`.
+    fn check_strip_table(table: &[StripEntry], prefix: &str, strides: &[u32]) {
+        assert_eq!(table.len(), 3 * TAPS.len() * strides.len(), "{prefix}");
         for t in ["f32", "f16", "bf16"] {
             for taps in TAPS {
-                let mut e = STRIP_ENTRIES.iter().filter(|e| e.dtype == t && e.taps == taps);
-                let first = e.next().expect("an entry for each type and size");
-                assert!(e.next().is_none(), "{t} {taps}");
-                let mut name = first.name.split('_');
-                assert_eq!([name.next(), name.next(), name.next()], [Some("depthwise"), Some("strip"), Some(t)]);
-                assert_eq!(name.next().and_then(|r| r.strip_prefix('r')).and_then(|r| r.parse().ok()), Some(taps));
-                assert_eq!(name.next().and_then(|r| r.strip_prefix('s')).and_then(|r| r.parse().ok()), Some(first.stride));
+                for &stride in strides {
+                    let mut e = table.iter().filter(|e| e.dtype == t && e.taps == taps && e.stride == stride);
+                    let first = e.next().expect("an entry for each type, size and stride");
+                    assert!(e.next().is_none(), "{t} {taps} {stride}");
+                    let rest = first.name.strip_prefix(prefix).and_then(|r| r.strip_prefix('_')).and_then(|r| r.strip_prefix(t));
+                    let mut rest = rest.expect("the prefix and the type").split('_').skip(1);
+                    assert_eq!(rest.next().and_then(|r| r.strip_prefix('r')).and_then(|r| r.parse().ok()), Some(taps), "{}", first.name);
+                    assert_eq!(rest.next().and_then(|r| r.strip_prefix('s')).and_then(|r| r.parse().ok()), Some(stride), "{}", first.name);
+                    assert!(rest.next().is_none(), "{}", first.name);
+                }
             }
         }
+    }
+
+    #[test]
+    fn strip_entries_cover_each_size_and_type() {
+        check_strip_table(&STRIP_ENTRIES, "depthwise_strip", &[1]);
+        check_strip_table(&NCHW_STRIP_ENTRIES, "depthwise_nchw_strip", &[1, 2]);
         // The 7x7 entry's window: 2 x 4 outputs read 8 rows of 10 pixels.
         let r7 = STRIP_ENTRIES.iter().find(|e| e.taps == 7).unwrap();
         assert_eq!((r7.span_y(), r7.span_x()), (8, 10));
         // 2 images x ceil(9 / 4) = 3 strips x ceil(5 / 2) = 3 column groups x 8 / 4 channel groups.
         assert_eq!(strip_items(2, 9, 5, 8, 4, 2), 2 * 3 * 3 * 2);
+        // 2 images x 3 planes x ceil(9 / 4) = 3 strips x ceil(5 / 4) = 2 column groups.
+        assert_eq!(nchw_strip_items(2, 3, 9, 5, 4, 4), 2 * 3 * 3 * 2);
     }
 }

@@ -131,20 +131,24 @@ pub fn depthwise_problems() -> impl Strategy<Value = (Conv2d, u64)> {
         .prop_filter("filter must fit the padded input", |(p, _)| p.validate().is_ok())
 }
 
-/// Random depthwise problems the strip entries take (`depthwise_nhwc_strip`): batch 1 to 20, C a
-/// multiple of 4 up to 64, K = C, sizes 1 to 40 (ragged against the 4 x 2 and 2 x 4 thread
-/// blocks), square 3x3, 5x5 or 7x7 filters at stride 1, padding up to the filter's half or one
-/// beyond it (every thread on the border path on small images).
-pub fn depthwise_strip_problems() -> impl Strategy<Value = (Conv2d, u64)> {
+/// Random depthwise problems the strip entries take: batch 1 to 20, sizes 1 to 40 (ragged against
+/// the thread blocks, 4 x 4 to 2 x 4), square 3x3, 5x5 or 7x7 filters, padding up to the filter's
+/// half or one beyond it (every thread on the border path on small images). For
+/// `depthwise_nhwc_strip` (`nhwc`) C a multiple of 4 up to 64, K = C and stride 1; for
+/// `depthwise_nchw_strip` any C up to 48, multiplier 1 (most often) or 2, stride 1 or 2.
+pub fn depthwise_strip_problems(nhwc: bool) -> impl Strategy<Value = (Conv2d, u64)> {
+    let channels = if nhwc { (1usize..=16).prop_map(|c| 4 * c).boxed() } else { (1usize..=48).boxed() };
+    let multiplier = if nhwc { Just(1usize).boxed() } else { prop_oneof![3 => Just(1usize), 1 => Just(2usize)].boxed() };
+    let stride = if nhwc { Just(1usize).boxed() } else { (1usize..=2).boxed() };
     (
-        (1usize..=20, (1usize..=16).prop_map(|c| 4 * c), 1usize..=40, 1usize..=40),
+        (1usize..=20, channels, multiplier, 1usize..=40, 1usize..=40),
         prop_oneof![Just(3usize), Just(5), Just(7)],
-        (0usize..=4, 0usize..=4),
+        (stride, 0usize..=4, 0usize..=4),
         any::<u64>(),
     )
-        .prop_map(|((n, c, h, w), r, (ph, pw), seed)| {
+        .prop_map(|((n, c, m, h, w), r, (stride, ph, pw), seed)| {
             let pad = (ph.min(r / 2 + 1), pw.min(r / 2 + 1));
-            (Conv2d { n, c, h, w, k: c, r, s: r, pad, stride: (1, 1), dilation: (1, 1), precision: Default::default(), groups: c, epilogue: Default::default() }, seed)
+            (Conv2d { n, c, h, w, k: m * c, r, s: r, pad, stride: (stride, stride), dilation: (1, 1), precision: Default::default(), groups: c, epilogue: Default::default() }, seed)
         })
         .prop_filter("filter must fit the padded input", |(p, _)| p.validate().is_ok())
 }
@@ -156,8 +160,8 @@ pub fn problems_for(algo: Algorithm) -> BoxedStrategy<(Conv2d, u64)> {
     if is_planes(algo) {
         let fp32 = algo.kernel().is_some_and(|k| k.dtypes == [DType::F32]);
         conv_1x1_plane_problems(if fp32 { 4 } else { 8 }).boxed()
-    } else if algo == Algorithm::DepthwiseNhwcStrip {
-        depthwise_strip_problems().boxed()
+    } else if matches!(algo, Algorithm::DepthwiseNhwcStrip | Algorithm::DepthwiseNchwStrip) {
+        depthwise_strip_problems(algo == Algorithm::DepthwiseNhwcStrip).boxed()
     } else if algo.family() == Some(convrs::registry::Family::Depthwise) {
         depthwise_problems().boxed()
     } else {

@@ -1,14 +1,16 @@
 //! Plans for the depthwise family (kernels-gpu/src/depthwise/, `convrs_spec::depthwise`):
 //! `depthwise_nchw` and `depthwise_nhwc`, each an entry per element type and filter size, and
-//! `depthwise_nhwc_strip`, an entry per element type, filter size and stride.
+//! their steps 2 `depthwise_nchw_strip` and `depthwise_nhwc_strip`, an entry per element type,
+//! filter size and stride.
 //!
 //! Launch: a 1-D grid of blocks, one thread per work item ([`nchw_items`], [`nhwc_items`],
-//! [`strip_items`], whose tile counts the kernels expand from the same `depthwise_tiles!`), no
+//! [`strip_items`], [`nchw_strip_items`], whose tile counts the kernels expand from the same
+//! `depthwise_tiles!`), no
 //! shared memory; `BLOCK_THREADS` threads a block, or for the strip entries fewer where that
 //! spreads a small layer over more SMs. Cost: the larger of moving input, filter and output once
 //! through device memory and issuing the instructions, plus the launch.
 
-use convrs_spec::depthwise::{nchw_items, nhwc_items, strip_items, Entry, StripEntry, BLOCK_THREADS, ENTRIES, NHWC_VEC, STRIP_ENTRIES, TAPS};
+use convrs_spec::depthwise::{nchw_items, nchw_strip_items, nhwc_items, strip_items, Entry, StripEntry, BLOCK_THREADS, ENTRIES, NCHW_STRIP_ENTRIES, NHWC_VEC, STRIP_ENTRIES, TAPS};
 
 use crate::dtype::DType;
 use crate::plan::model::{cycles_us, memory_us, LAUNCH_US};
@@ -95,19 +97,24 @@ const STRIP_LATENCY_THREADS_PER_SM: f64 = 384.0;
 /// test, the output addresses.
 const STRIP_OVERHEAD: f64 = 40.0;
 
-/// The strip entry for `p`, or why there is none (see `convrs_spec::depthwise_strip_entries!`).
-fn strip_entry(p: &Conv2d, dtype: DType) -> std::result::Result<&'static StripEntry, String> {
-    if p.k != p.c || p.c % NHWC_VEC as usize != 0 {
-        return Err(format!("it takes multiplier 1 (K = C) with C a multiple of {NHWC_VEC} (here C = {}, K = {}); depthwise_nhwc takes the rest", p.c, p.k));
+/// The strip entry for `p` on the layout's table, or why there is none (see
+/// `convrs_spec::depthwise_strip_entries!` and `depthwise_nchw_strip_entries!`): the NHWC
+/// entries take multiplier 1, C a multiple of [`NHWC_VEC`] and stride 1, the NCHW ones any
+/// multiplier and stride 1 or 2.
+fn strip_entry(p: &Conv2d, dtype: DType, nhwc: bool) -> std::result::Result<&'static StripEntry, String> {
+    let step1 = if nhwc { "depthwise_nhwc" } else { "depthwise_nchw" };
+    if nhwc && (p.k != p.c || p.c % NHWC_VEC as usize != 0) {
+        return Err(format!("it takes multiplier 1 (K = C) with C a multiple of {NHWC_VEC} (here C = {}, K = {}); {step1} takes the rest", p.c, p.k));
     }
     if p.dilation != (1, 1) {
-        return Err(format!("it takes dilation 1 (here {:?}); depthwise_nhwc takes the rest", p.dilation));
+        return Err(format!("it takes dilation 1 (here {:?}); {step1} takes the rest", p.dilation));
     }
     let t = entry_type(dtype);
-    STRIP_ENTRIES
-        .iter()
-        .find(|e| e.dtype == t && p.r == e.taps as usize && p.s == e.taps as usize && p.stride == (e.stride as usize, e.stride as usize))
-        .ok_or_else(|| format!("it is compiled for square 3x3, 5x5 and 7x7 filters at stride 1 (here {}x{} at stride {:?}); depthwise_nhwc takes the rest", p.r, p.s, p.stride))
+    let table: &'static [StripEntry] = if nhwc { &STRIP_ENTRIES } else { &NCHW_STRIP_ENTRIES };
+    table.iter().find(|e| e.dtype == t && p.r == e.taps as usize && p.s == e.taps as usize && p.stride == (e.stride as usize, e.stride as usize)).ok_or_else(|| {
+        let strides = if nhwc { "stride 1" } else { "stride 1 or 2" };
+        format!("it is compiled for square 3x3, 5x5 and 7x7 filters at {strides} (here {}x{} at stride {:?}); {step1} takes the rest", p.r, p.s, p.stride)
+    })
 }
 
 /// Threads a block of `items` strip threads: 256, halved (to 64 at least) while the blocks would
@@ -120,10 +127,11 @@ fn strip_block(items: u64, device: &DeviceModel) -> u32 {
     threads
 }
 
-/// Thread instructions one strip thread issues: its FMAs, each input pixel and filter tap loaded
-/// once and (16-bit data) widened element by element, the stores, and [`STRIP_OVERHEAD`].
-fn strip_thread_instructions(e: &StripEntry, dtype: DType) -> f64 {
-    let vec = NHWC_VEC as f64;
+/// Thread instructions one strip thread of `vec` channels issues: its FMAs, each input pixel and
+/// filter tap loaded once and (16-bit data) widened element by element, the stores, and
+/// [`STRIP_OVERHEAD`].
+fn strip_thread_instructions(e: &StripEntry, dtype: DType, vec: u32) -> f64 {
+    let vec = vec as f64;
     let widen = if dtype == DType::F32 { 0.0 } else { vec };
     let fmas = (e.rows * e.cols * e.taps * e.taps) as f64 * vec;
     let loads = (e.span_y() * e.span_x() + e.taps * e.taps) as f64;
@@ -131,18 +139,19 @@ fn strip_thread_instructions(e: &StripEntry, dtype: DType) -> f64 {
     fmas + loads * (1.0 + widen) + stores + STRIP_OVERHEAD
 }
 
-fn plan_strip(desc: &KernelDesc, p: &Conv2d, dtype: DType, device: &DeviceModel) -> Result<LaunchPlan> {
+fn plan_strip(desc: &KernelDesc, p: &Conv2d, dtype: DType, device: &DeviceModel, nhwc: bool) -> Result<LaunchPlan> {
     p.validate()?;
-    let e = strip_entry(p, dtype).map_err(|reason| Error::Unsupported { algorithm: desc.name, reason })?;
+    let e = strip_entry(p, dtype, nhwc).map_err(|reason| Error::Unsupported { algorithm: desc.name, reason })?;
     let (out_p, out_q) = p.output_hw();
     let u = |v: usize| v as u64;
-    let items = strip_items(u(p.n), u(out_p), u(out_q), u(p.k), e.rows as u64, e.cols as u64);
+    let (rows, cols) = (e.rows as u64, e.cols as u64);
+    let (items, vec) = if nhwc { (strip_items(u(p.n), u(out_p), u(out_q), u(p.k), rows, cols), NHWC_VEC) } else { (nchw_strip_items(u(p.n), u(p.k), u(out_p), u(out_q), rows, cols), 1) };
     let threads = strip_block(items, device);
     let bytes = p.tensor_elements() as f64 * dtype.size() as f64;
     let sms = device.sms.max(1) as f64;
     let occupancy = (items as f64 / (sms * STRIP_LATENCY_THREADS_PER_SM)).min(1.0);
     let efficiency = if e.taps == 3 { STRIP_ISSUE_EFFICIENCY_UNROLLED } else { STRIP_ISSUE_EFFICIENCY_LOOPED };
-    let issue = items as f64 * strip_thread_instructions(e, dtype) / (sms * ISSUE_PER_SM_CYCLE * efficiency * occupancy.max(1e-3));
+    let issue = items as f64 * strip_thread_instructions(e, dtype, vec) / (sms * ISSUE_PER_SM_CYCLE * efficiency * occupancy.max(1e-3));
     Ok(LaunchPlan::new(e.name, (div_ceil_u32(items as usize, threads as usize), 1, 1), (threads, 1, 1), 0, dtype, predicted_us(device, bytes, issue)))
 }
 
@@ -182,7 +191,20 @@ pub const STRIP: KernelDesc = KernelDesc {
     layouts: (Layout::Nhwc, Layout::Hwcn, Layout::Nhwc),
     multiples: (1, 1, 1),
     precision: Precision::Fma,
-    planner: plan_strip,
+    planner: |k, p, t, d| plan_strip(k, p, t, d, true),
+};
+
+/// The NCHW strip entries' description (step 2 of `depthwise_nchw`, the same layouts).
+pub const NCHW_STRIP: KernelDesc = KernelDesc {
+    algorithm: Algorithm::DepthwiseNchwStrip,
+    name: "depthwise_nchw_strip",
+    family: Family::Depthwise,
+    summary: "family 4: depthwise on NCHW, a block of output rows and columns of a plane per thread, each input row loaded once; 3x3/5x5/7x7 at stride 1 or 2",
+    dtypes: &[DType::F32, DType::F16, DType::BF16],
+    layouts: (Layout::Nchw, Layout::Nchw, Layout::Nchw),
+    multiples: (1, 1, 1),
+    precision: Precision::Fma,
+    planner: |k, p, t, d| plan_strip(k, p, t, d, false),
 };
 
 #[cfg(test)]
@@ -249,6 +271,30 @@ mod tests {
             let e = name(p, DType::F16).unwrap_err();
             assert!(e.contains(why) && e.contains("depthwise_nhwc"), "{p}: {e}");
         }
+    }
+
+    #[test]
+    fn nchw_strip_entries_follow_size_stride_and_type_and_refuse_the_rest_with_the_reason() {
+        let d = h100();
+        let name = |p: Conv2d, t: DType| NCHW_STRIP.plan(&p, t, &d).map(|l| l.kernel).map_err(|e| e.to_string());
+        assert_eq!(name(dw(2, 32, 56, 1, 3, 1), DType::F16), Ok("depthwise_nchw_strip_f16_r3_s1"));
+        assert_eq!(name(dw(2, 32, 56, 1, 3, 2), DType::F16), Ok("depthwise_nchw_strip_f16_r3_s2"));
+        // Any multiplier and any C.
+        assert_eq!(name(dw(2, 32, 56, 2, 7, 2), DType::BF16), Ok("depthwise_nchw_strip_bf16_r7_s2"));
+        assert_eq!(name(dw(2, 30, 56, 1, 5, 1), DType::F32), Ok("depthwise_nchw_strip_f32_r5_s1"));
+        for (p, why) in [
+            (dw(2, 32, 56, 1, 3, 1).with_dilation(2).with_pad(2), "dilation 1"),
+            (dw(2, 32, 56, 1, 9, 1), "3x3, 5x5 and 7x7"),
+            (dw(2, 32, 56, 1, 3, 3), "stride 1 or 2"),
+            (Conv2d { s: 5, ..dw(2, 32, 56, 1, 3, 1) }, "square"),
+        ] {
+            let e = name(p, DType::F16).unwrap_err();
+            assert!(e.contains(why) && e.contains("depthwise_nchw takes"), "{p}: {e}");
+        }
+        // 3 * 36 planes x ceil(9 / 2) = 5 strips x ceil(9 / 4) = 3 column groups = 1620 threads at
+        // stride 2: 64 a block, 26 blocks (still under two an SM).
+        let plan = NCHW_STRIP.plan(&dw(3, 36, 17, 1, 3, 2), DType::F32, &d).unwrap();
+        assert_eq!((plan.grid, plan.block), ((26, 1, 1), (64, 1, 1)));
     }
 
     #[test]

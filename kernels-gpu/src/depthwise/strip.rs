@@ -3,6 +3,9 @@
 //! R-row filter loads and widens each input row R times, the rows above and below through L2;
 //! here each input row a thread reads is loaded once and feeds every output row it belongs to,
 //! and the filter is widened once per use of a row rather than per output.
+//!
+//! The sums ([`sums`]) are generic over the channels a thread computes and the pitches of a pixel
+//! and a filter tap, so the NCHW step 2 ([`super::nchw_strip`], one channel a thread) shares them.
 
 use convrs_spec::depthwise::NHWC_VEC;
 
@@ -24,9 +27,6 @@ const VEC: usize = NHWC_VEC as usize;
 /// 16-byte aligned and `y` does not alias the inputs.
 #[inline(always)]
 pub unsafe fn conv<E: Elem, const TAPS: usize, const STRIDE: usize, const ROWS: usize, const COLS: usize>(x: *const E::Raw, w: *const E::Raw, y: *mut f32, sh: ConvShape) {
-    // The `unroll!` bounds the entry must fit: the output rows (4) and columns (8), the taps (8),
-    // a window row (16), and the unrolled 3x3 rows (8).
-    const { assert!(ROWS <= 4 && COLS <= 8 && TAPS <= 8 && (COLS - 1) * STRIDE + TAPS <= 16 && (TAPS != 3 || STRIDE != 1 || ROWS + 2 <= 8)) };
     let strips = convrs_spec::depthwise_tiles!(sh.p, ROWS as i32);
     let col_groups = convrs_spec::depthwise_tiles!(sh.q, COLS as i32);
     let channel_groups = sh.k / VEC as i32;
@@ -49,49 +49,57 @@ pub unsafe fn conv<E: Elem, const TAPS: usize, const STRIDE: usize, const ROWS: 
     // SAFETY: the unchecked copy only runs when every pixel it reads is inside the image.
     let acc = unsafe {
         if inside {
-            sums::<E, TAPS, STRIDE, ROWS, COLS, false>(image, taps, &sh, iy0, ix0)
+            sums::<E, TAPS, STRIDE, ROWS, COLS, VEC, false>(image, taps, &sh, sh.c, sh.k as usize, iy0, ix0)
         } else {
-            sums::<E, TAPS, STRIDE, ROWS, COLS, true>(image, taps, &sh, iy0, ix0)
+            sums::<E, TAPS, STRIDE, ROWS, COLS, VEC, true>(image, taps, &sh, sh.c, sh.k as usize, iy0, ix0)
         }
     };
     // SAFETY: outputs (n, p0.., q0.., k0..k0 + 4) as `sums` computed them; the caller's buffers.
     unsafe { store::<E, ROWS, COLS>(y, &sh, acc, n, p0, q0, k0) };
 }
 
-/// The `ROWS` x `COLS` sums of [`VEC`] channels: input rows outer, each loaded and widened once
-/// into a register window, then met by the filter row each output row takes from it. The 3x3
-/// stride-1 entries unroll the rows, the whole filter held in registers (36 values); the others
+/// The `ROWS` x `COLS` sums of `VEC` channels (4 or 1): input rows outer, each loaded and widened
+/// once into a register window, then met by the filter row each output row takes from it. The
+/// 3x3 entries unroll the rows, the whole filter held in registers (9 `VEC` values); the others
 /// loop over the rows, loading a filter row where an output row meets it, so that ptxas, which
 /// hoists every load of an unrolled body, stays within the registers (unrolled, the 7x7 entries
 /// took 255 on the H100, one block an SM). `CHECK` tests each input pixel against the image
 /// (zero outside: the padding).
 ///
 /// # Safety
-/// `image` points at channel k0 of pixel (0, 0) of the thread's image, `taps` at channel k0 of
-/// tap (0, 0); without `CHECK`, the window of input rows iy0.. and columns ix0.. is inside the image.
+/// `image` points at channel k0 of pixel (0, 0) of the thread's image or plane, whose pixels lie
+/// `pixel` elements apart (C for NHWC, 1 for NCHW) in rows of `sh.w`; `taps` at channel k0 of tap
+/// (0, 0), the taps `tap` elements apart (K for RSK, 1 for one channel of KCRS); `VEC` channels
+/// are contiguous and, for 4, a vector access (aligned for it). Without `CHECK`, the window of
+/// input rows iy0.. and columns ix0.. is inside the image.
 #[inline(always)]
-unsafe fn sums<E: Elem, const TAPS: usize, const STRIDE: usize, const ROWS: usize, const COLS: usize, const CHECK: bool>(
+pub(super) unsafe fn sums<E: Elem, const TAPS: usize, const STRIDE: usize, const ROWS: usize, const COLS: usize, const VEC: usize, const CHECK: bool>(
     image: *const E::Raw,
     taps: *const E::Raw,
     sh: &ConvShape,
+    pixel: i32,
+    tap: usize,
     iy0: i32,
     ix0: i32,
 ) -> [[[f32; VEC]; COLS]; ROWS] {
+    // The `unroll!` bounds an entry must fit: the output rows (4) and columns (8), the taps (8),
+    // a window row (16), the unrolled 3x3 rows (8), and the channels (a vector of 4, or 1).
+    const { assert!(ROWS <= 4 && COLS <= 8 && TAPS <= 8 && (COLS - 1) * STRIDE + TAPS <= 16 && (TAPS != 3 || (ROWS - 1) * STRIDE + 3 <= 8) && (VEC == 4 || VEC == 1)) };
     let mut acc = [[[0.0f32; VEC]; COLS]; ROWS];
     let span_y = (ROWS - 1) * STRIDE + TAPS;
-    if TAPS == 3 && STRIDE == 1 {
+    if TAPS == 3 {
         let mut whole = [[0.0f32; VEC]; 9];
         unroll!(16: 9, t => {
-            // SAFETY: tap t of channels k0..k0 + 4: inside the R*S*K filter.
-            whole[t] = unsafe { E::load4(taps.add(t * sh.k as usize)) };
+            // SAFETY: tap t of channels k0..k0 + VEC: inside the filter.
+            whole[t] = unsafe { load_vec::<E, VEC>(taps.add(t * tap)) };
         });
         unroll!(8: span_y, i => {
             // SAFETY: the caller's guarantee, passed on.
-            let px = unsafe { window::<E, TAPS, STRIDE, COLS, CHECK>(image, sh, iy0 + i as i32, ix0) };
+            let px = unsafe { window::<E, TAPS, STRIDE, COLS, VEC, CHECK>(image, sh, pixel, iy0 + i as i32, ix0) };
             unroll!(4: ROWS, j => {
-                // Output row j reads input rows j .. j + 3: this is its filter row i - j.
-                if i >= j && i < j + 3 {
-                    meet::<TAPS, STRIDE, COLS>(&mut acc[j], &px, |rx| whole[(i - j) * 3 + rx]);
+                // Output row j reads input rows j * STRIDE .. j * STRIDE + 3: this is its filter row i - j * STRIDE.
+                if i >= j * STRIDE && i < j * STRIDE + 3 {
+                    meet::<TAPS, STRIDE, COLS, VEC>(&mut acc[j], &px, |rx| whole[(i - j * STRIDE) * 3 + rx]);
                 }
             });
         });
@@ -99,14 +107,14 @@ unsafe fn sums<E: Elem, const TAPS: usize, const STRIDE: usize, const ROWS: usiz
         // A loop LLVM must not unroll: its trip count through an opaque register.
         for i in 0..opaque_u32(span_y as u32) as usize {
             // SAFETY: the caller's guarantee, passed on.
-            let px = unsafe { window::<E, TAPS, STRIDE, COLS, CHECK>(image, sh, iy0 + i as i32, ix0) };
+            let px = unsafe { window::<E, TAPS, STRIDE, COLS, VEC, CHECK>(image, sh, pixel, iy0 + i as i32, ix0) };
             unroll!(4: ROWS, j => {
                 // Output row j reads input rows j * STRIDE .. j * STRIDE + TAPS: this is its filter row i - j * STRIDE.
                 let ry = i.wrapping_sub(j * STRIDE);
                 if ry < TAPS {
-                    let frow = taps.wrapping_add(ry * TAPS * sh.k as usize);
-                    // SAFETY: tap (ry, rx) of channels k0..k0 + 4: inside the R*S*K filter.
-                    meet::<TAPS, STRIDE, COLS>(&mut acc[j], &px, |rx| unsafe { E::load4(frow.add(rx * sh.k as usize)) });
+                    let frow = taps.wrapping_add(ry * TAPS * tap);
+                    // SAFETY: tap (ry, rx) of channels k0..k0 + VEC: inside the filter.
+                    meet::<TAPS, STRIDE, COLS, VEC>(&mut acc[j], &px, |rx| unsafe { load_vec::<E, VEC>(frow.add(rx * tap)) });
                 }
             });
         }
@@ -120,25 +128,31 @@ unsafe fn sums<E: Elem, const TAPS: usize, const STRIDE: usize, const ROWS: usiz
 /// # Safety
 /// As [`sums`]: without `CHECK`, the pixels are inside the image.
 #[inline(always)]
-unsafe fn window<E: Elem, const TAPS: usize, const STRIDE: usize, const COLS: usize, const CHECK: bool>(image: *const E::Raw, sh: &ConvShape, iy: i32, ix0: i32) -> [[f32; VEC]; 16] {
+unsafe fn window<E: Elem, const TAPS: usize, const STRIDE: usize, const COLS: usize, const VEC: usize, const CHECK: bool>(
+    image: *const E::Raw,
+    sh: &ConvShape,
+    pixel: i32,
+    iy: i32,
+    ix0: i32,
+) -> [[f32; VEC]; 16] {
     let mut px = [[0.0f32; VEC]; 16];
     let row_ok = !CHECK || (iy as u32) < sh.h as u32;
     unroll!(16: (COLS - 1) * STRIDE + TAPS, t => {
         let ix = ix0 + t as i32;
         if row_ok && (!CHECK || (ix as u32) < sh.w as u32) {
             // SAFETY: pixel (iy, ix) is inside the image: checked, or guaranteed by the caller.
-            px[t] = unsafe { E::load4(image.add(((iy * sh.w + ix) * sh.c) as usize)) };
+            px[t] = unsafe { load_vec::<E, VEC>(image.add(((iy * sh.w + ix) * pixel) as usize)) };
         }
     });
     px
 }
 
-/// Adds a filter row (`tap(rx)`, the `TAPS` taps' [`VEC`] channels) times the window to one
+/// Adds a filter row (`tap(rx)`, the `TAPS` taps' `VEC` channels) times the window to one
 /// output row's `COLS` sums. The loops without a load (whose asm keeps LLVM from unrolling a
 /// loop) are plain loops, which LLVM unrolls; `unroll!` copies to the largest bounds there would
 /// multiply the IR the compiler must discard (out of memory at 8 x 8 x 4 x 4).
 #[inline(always)]
-fn meet<const TAPS: usize, const STRIDE: usize, const COLS: usize>(acc: &mut [[f32; VEC]; COLS], px: &[[f32; VEC]; 16], mut tap: impl FnMut(usize) -> [f32; VEC]) {
+fn meet<const TAPS: usize, const STRIDE: usize, const COLS: usize, const VEC: usize>(acc: &mut [[f32; VEC]; COLS], px: &[[f32; VEC]; 16], mut tap: impl FnMut(usize) -> [f32; VEC]) {
     unroll!(8: TAPS, rx => {
         let wv = tap(rx);
         for (c, a) in acc.iter_mut().enumerate() {
@@ -147,6 +161,23 @@ fn meet<const TAPS: usize, const STRIDE: usize, const COLS: usize>(acc: &mut [[f
             }
         }
     });
+}
+
+/// `VEC` consecutive elements from `p`, widened: one vector access for 4, else one load each.
+///
+/// # Safety
+/// `p..p + VEC` is inside a buffer no one writes during the kernel; for `VEC = 4`, aligned for a
+/// vector access (16 bytes of fp32, 8 of 16-bit data).
+#[inline(always)]
+unsafe fn load_vec<E: Elem, const VEC: usize>(p: *const E::Raw) -> [f32; VEC] {
+    if VEC == 4 {
+        // SAFETY: the caller's guarantee, passed on.
+        let v = unsafe { E::load4(p) };
+        core::array::from_fn(|i| v[i])
+    } else {
+        // SAFETY: the caller's guarantee, passed on.
+        core::array::from_fn(|i| unsafe { E::load(p.add(i)) })
+    }
 }
 
 /// `v` through an asm statement LLVM cannot see through: a loop bound it must not unroll by.
