@@ -63,12 +63,10 @@ impl<const VEC: usize> Finish<VEC> {
     /// and `y` 16-byte aligned.
     #[inline(always)]
     unsafe fn store<E: Elem>(&self, y: *mut f32, sh: &ConvShape, out: usize, mut a: [f32; VEC]) {
-        let ep = &sh.ep;
         if self.fused {
             unroll!(4: VEC, v => {
                 // SAFETY: as the caller guarantees.
-                let r = if ep.residual != 0 { unsafe { residual_one(ep.residual, out + v, self.half, E::BF16) } } else { 0.0 };
-                a[v] = self.channels[v].finish(ep, &self.act, a[v], r);
+                a[v] = unsafe { self.fused_one::<E>(sh, out + v, v, a[v]) };
             });
         }
         // SAFETY: as the caller guarantees.
@@ -79,6 +77,19 @@ impl<const VEC: usize> Finish<VEC> {
                 store_out::<E>(y, out, a[0], self.half);
             }
         }
+    }
+
+    /// The sum `a` of output element `out`, channel k0 + `v` of its pixel, through the epilogue
+    /// (for `fused` only: the identity would read no buffer but cost the arithmetic).
+    ///
+    /// # Safety
+    /// `v < VEC`, and `out` is inside the output (so inside the residual of its shape).
+    #[inline(always)]
+    unsafe fn fused_one<E: Elem>(&self, sh: &ConvShape, out: usize, v: usize, a: f32) -> f32 {
+        let ep = &sh.ep;
+        // SAFETY: as the caller guarantees.
+        let r = if ep.residual != 0 { unsafe { residual_one(ep.residual, out, self.half, E::BF16) } } else { 0.0 };
+        self.channels[v].finish(ep, &self.act, a, r)
     }
 }
 

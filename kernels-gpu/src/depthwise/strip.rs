@@ -46,14 +46,12 @@ pub unsafe fn conv<E: Elem, const TAPS: usize, const STRIDE: usize, const ROWS: 
     let inside = iy0 >= 0 && ix0 >= 0 && iy0 + span_y <= sh.h && ix0 + span_x <= sh.w;
     let image = x.wrapping_add((n * sh.h * sh.w * sh.c + k0) as usize);
     let taps = w.wrapping_add(k0 as usize);
-    // SAFETY: the unchecked copy only runs when every pixel it reads is inside the image.
-    let acc = unsafe {
-        if inside {
-            sums::<E, TAPS, STRIDE, ROWS, COLS, VEC, false>(image, taps, &sh, sh.c, sh.k as usize, iy0, ix0)
-        } else {
-            sums::<E, TAPS, STRIDE, ROWS, COLS, VEC, true>(image, taps, &sh, sh.c, sh.k as usize, iy0, ix0)
-        }
-    };
+    // SAFETY (windows): the unchecked copy only runs when every pixel it reads is inside the
+    // image; channels k0..k0 + 4 of a pixel are 16-byte aligned as C is a multiple of 4.
+    let unchecked = |i: usize| unsafe { window::<E, TAPS, STRIDE, COLS, VEC, false>(image, &sh, sh.c, iy0 + i as i32, ix0) };
+    let checked = |i: usize| unsafe { window::<E, TAPS, STRIDE, COLS, VEC, true>(image, &sh, sh.c, iy0 + i as i32, ix0) };
+    // SAFETY (sums): channels k0..k0 + 4 of the RSK filter, 16-byte aligned as K is a multiple of 4.
+    let acc = if inside { unsafe { sums::<E, TAPS, STRIDE, ROWS, COLS, VEC>(taps, sh.k as usize, unchecked) } } else { unsafe { sums::<E, TAPS, STRIDE, ROWS, COLS, VEC>(taps, sh.k as usize, checked) } };
     // SAFETY: outputs (n, p0.., q0.., k0..k0 + 4) as `sums` computed them; the caller's buffers.
     unsafe { store::<E, ROWS, COLS>(y, &sh, acc, n, p0, q0, k0) };
 }
@@ -63,24 +61,18 @@ pub unsafe fn conv<E: Elem, const TAPS: usize, const STRIDE: usize, const ROWS: 
 /// 3x3 entries unroll the rows, the whole filter held in registers (9 `VEC` values); the others
 /// loop over the rows, loading a filter row where an output row meets it, so that ptxas, which
 /// hoists every load of an unrolled body, stays within the registers (unrolled, the 7x7 entries
-/// took 255 on the H100, one block an SM). `CHECK` tests each input pixel against the image
-/// (zero outside: the padding).
+/// took 255 on the H100, one block an SM). `row(i)` is the thread's input row i (of
+/// `(ROWS - 1) * STRIDE + TAPS`), its `(COLS - 1) * STRIDE + TAPS` pixels widened, zero outside
+/// the image (the padding): the layouts read rows their own way.
 ///
 /// # Safety
-/// `image` points at channel k0 of pixel (0, 0) of the thread's image or plane, whose pixels lie
-/// `pixel` elements apart (C for NHWC, 1 for NCHW) in rows of `sh.w`; `taps` at channel k0 of tap
-/// (0, 0), the taps `tap` elements apart (K for RSK, 1 for one channel of KCRS); `VEC` channels
-/// are contiguous and, for 4, a vector access (aligned for it). Without `CHECK`, the window of
-/// input rows iy0.. and columns ix0.. is inside the image.
+/// `taps` points at channel k0 of tap (0, 0), the taps `tap` elements apart (K for RSK, 1 for one
+/// channel of KCRS); `VEC` channels are contiguous and, for 4, a vector access (aligned for it).
 #[inline(always)]
-pub(super) unsafe fn sums<E: Elem, const TAPS: usize, const STRIDE: usize, const ROWS: usize, const COLS: usize, const VEC: usize, const CHECK: bool>(
-    image: *const E::Raw,
+pub(super) unsafe fn sums<E: Elem, const TAPS: usize, const STRIDE: usize, const ROWS: usize, const COLS: usize, const VEC: usize>(
     taps: *const E::Raw,
-    sh: &ConvShape,
-    pixel: i32,
     tap: usize,
-    iy0: i32,
-    ix0: i32,
+    mut row: impl FnMut(usize) -> [[f32; VEC]; 16],
 ) -> [[[f32; VEC]; COLS]; ROWS] {
     // The `unroll!` bounds an entry must fit: the output rows (4) and columns (8), the taps (8),
     // a window row (16), the unrolled 3x3 rows (8), and the channels (a vector of 4, or 1).
@@ -94,8 +86,7 @@ pub(super) unsafe fn sums<E: Elem, const TAPS: usize, const STRIDE: usize, const
             whole[t] = unsafe { load_vec::<E, VEC>(taps.add(t * tap)) };
         });
         unroll!(8: span_y, i => {
-            // SAFETY: the caller's guarantee, passed on.
-            let px = unsafe { window::<E, TAPS, STRIDE, COLS, VEC, CHECK>(image, sh, pixel, iy0 + i as i32, ix0) };
+            let px = row(i);
             unroll!(4: ROWS, j => {
                 // Output row j reads input rows j * STRIDE .. j * STRIDE + 3: this is its filter row i - j * STRIDE.
                 if i >= j * STRIDE && i < j * STRIDE + 3 {
@@ -106,8 +97,7 @@ pub(super) unsafe fn sums<E: Elem, const TAPS: usize, const STRIDE: usize, const
     } else {
         // A loop LLVM must not unroll: its trip count through an opaque register.
         for i in 0..opaque_u32(span_y as u32) as usize {
-            // SAFETY: the caller's guarantee, passed on.
-            let px = unsafe { window::<E, TAPS, STRIDE, COLS, VEC, CHECK>(image, sh, pixel, iy0 + i as i32, ix0) };
+            let px = row(i);
             unroll!(4: ROWS, j => {
                 // Output row j reads input rows j * STRIDE .. j * STRIDE + TAPS: this is its filter row i - j * STRIDE.
                 let ry = i.wrapping_sub(j * STRIDE);
@@ -126,9 +116,11 @@ pub(super) unsafe fn sums<E: Elem, const TAPS: usize, const STRIDE: usize, const
 /// outside the image under `CHECK`). Sized for the unrolled loop's bound (16).
 ///
 /// # Safety
-/// As [`sums`]: without `CHECK`, the pixels are inside the image.
+/// `image` points at channel k0 of pixel (0, 0) of the thread's image or plane, whose pixels lie
+/// `pixel` elements apart (C for NHWC, 1 for NCHW) in rows of `sh.w`, `VEC` channels contiguous
+/// (for 4, aligned for a vector access); without `CHECK`, the pixels are inside the image.
 #[inline(always)]
-unsafe fn window<E: Elem, const TAPS: usize, const STRIDE: usize, const COLS: usize, const VEC: usize, const CHECK: bool>(
+pub(super) unsafe fn window<E: Elem, const TAPS: usize, const STRIDE: usize, const COLS: usize, const VEC: usize, const CHECK: bool>(
     image: *const E::Raw,
     sh: &ConvShape,
     pixel: i32,
@@ -169,7 +161,7 @@ fn meet<const TAPS: usize, const STRIDE: usize, const COLS: usize, const VEC: us
 /// `p..p + VEC` is inside a buffer no one writes during the kernel; for `VEC = 4`, aligned for a
 /// vector access (16 bytes of fp32, 8 of 16-bit data).
 #[inline(always)]
-unsafe fn load_vec<E: Elem, const VEC: usize>(p: *const E::Raw) -> [f32; VEC] {
+pub(super) unsafe fn load_vec<E: Elem, const VEC: usize>(p: *const E::Raw) -> [f32; VEC] {
     if VEC == 4 {
         // SAFETY: the caller's guarantee, passed on.
         let v = unsafe { E::load4(p) };
