@@ -29,6 +29,19 @@ const BANDWIDTH_FRACTION: f64 = 0.75;
 const INSTRUCTIONS_PER_TAP: f64 = 24.0;
 const INSTRUCTIONS_PER_TAP_VEC: f64 = 11.0;
 
+/// The NCHW entries of a compiled filter size, which at unit vertical stride and dilation load
+/// each filter column's input values once into registers: issue slots per output, a fixed part
+/// (the work item, the border test, both copies of the loop in most warps, the store) and a part
+/// per tap. Refitted to the H100 fp16 measurements of 2026-11-27 (bundle b60e128:
+/// 32,144,56,56 3x3 91.7 us, 32,96,56,56 7x7 161 us), where [`INSTRUCTIONS_PER_TAP`] priced the
+/// 7x7 layers at twice their time.
+const NCHW_INSTRUCTIONS_PER_OUTPUT: f64 = 140.0;
+const NCHW_INSTRUCTIONS_PER_UNROLLED_TAP: f64 = 8.5;
+/// [`LATENCY_THREADS_PER_SM`] for those NCHW entries: a thread has its column's loads (18 to
+/// 70) in flight at once. Fitted as the two above, to the batch-1 layers (2.9-3.3 us on 14x14
+/// and 7x7 planes, where 512 priced them at 4.5).
+const NCHW_LATENCY_THREADS_PER_SM: f64 = 128.0;
+
 /// Threads an SM needs resident to hide the loads' latency: below this, the issue rate falls
 /// in proportion (the batch-1 layers, a fraction of a wave).
 const LATENCY_THREADS_PER_SM: f64 = 512.0;
@@ -76,10 +89,16 @@ fn plan(desc: &KernelDesc, p: &Conv2d, dtype: DType, device: &DeviceModel, nhwc:
     let e = e.ok_or_else(|| Error::Unsupported { algorithm: desc.name, reason: format!("no entry for {dtype} data") })?;
     let elem = dtype.size() as f64;
     let bytes = p.tensor_elements() as f64 * elem;
-    let per_tap = if vec > 1 { INSTRUCTIONS_PER_TAP_VEC } else { INSTRUCTIONS_PER_TAP };
+    let taps = (p.r * p.s) as f64;
+    let per_output = match (nhwc, vec, e.taps) {
+        (false, _, 1..) => NCHW_INSTRUCTIONS_PER_OUTPUT + NCHW_INSTRUCTIONS_PER_UNROLLED_TAP * taps,
+        (true, 2.., _) => INSTRUCTIONS_PER_TAP_VEC * taps,
+        _ => INSTRUCTIONS_PER_TAP * taps,
+    };
     let sms = device.sms.max(1) as f64;
-    let occupancy = (items as f64 / (sms * LATENCY_THREADS_PER_SM)).min(1.0);
-    let issue = p.output_len() as f64 * (p.r * p.s) as f64 * per_tap / (sms * ISSUE_PER_SM_CYCLE * occupancy.max(1e-3));
+    let latency_threads = if nhwc { LATENCY_THREADS_PER_SM } else { NCHW_LATENCY_THREADS_PER_SM };
+    let occupancy = (items as f64 / (sms * latency_threads)).min(1.0);
+    let issue = p.output_len() as f64 * per_output / (sms * ISSUE_PER_SM_CYCLE * occupancy.max(1e-3));
     Ok(LaunchPlan::new(e.name, (div_ceil_u32(items as usize, BLOCK_THREADS as usize), 1, 1), (BLOCK_THREADS, 1, 1), 0, dtype, predicted_us(device, bytes, issue)))
 }
 
@@ -90,12 +109,23 @@ fn plan(desc: &KernelDesc, p: &Conv2d, dtype: DType, device: &DeviceModel, nhwc:
 /// 77 us, 32,144,56,56 3x3 31 us), see `strip_predictions_track_the_h100_measurements`.
 const STRIP_ISSUE_EFFICIENCY_UNROLLED: f64 = 0.7;
 const STRIP_ISSUE_EFFICIENCY_LOOPED: f64 = 0.3;
+/// The looped entries' efficiency on NCHW data, one channel a thread (fitted to the H100 fp16
+/// 7x7 layers of 2026-11-27, bundle b60e128: 32,96,56,56 55.7 us, 1,96,56,56 7.1 us).
+const NCHW_STRIP_ISSUE_EFFICIENCY_LOOPED: f64 = 0.4;
 /// [`LATENCY_THREADS_PER_SM`] for the strip entries: a thread has a row's loads (4 to 10 pixels,
 /// and filter taps) in flight at once, so fewer hide the latency. Fitted as the efficiencies.
 const STRIP_LATENCY_THREADS_PER_SM: f64 = 384.0;
 /// Instructions a strip thread spends beside its loop: the work item's divisions, the window
 /// test, the output addresses.
 const STRIP_OVERHEAD: f64 = 40.0;
+/// The fraction of the peak memory bandwidth the NCHW strip entries reach where they read rows
+/// as vectors and store them so (W, Q multiples of 4, the padding TAPS / 2), and the traffic
+/// their element-wise accesses make elsewhere, in multiples of the bytes moved: lanes 4 outputs
+/// apart touch a 32-byte sector for every 4 to 8 bytes (ncu, H100: L2-bound). Fitted to the H100
+/// fp16 measurements of 2026-11-27 (bundle b60e128): 1.55-1.75 TB/s on the large vector
+/// layers, 0.35-0.5 TB/s on the 14x14 and 7x7 planes.
+const NCHW_STRIP_BANDWIDTH_FRACTION: f64 = 0.5;
+const NCHW_STRIP_ELEMENTWISE_TRAFFIC: f64 = 3.5;
 
 /// The strip entry for `p` on the layout's table, or why there is none (see
 /// `convrs_spec::depthwise_strip_entries!` and `depthwise_nchw_strip_entries!`): the NHWC
@@ -150,9 +180,23 @@ fn plan_strip(desc: &KernelDesc, p: &Conv2d, dtype: DType, device: &DeviceModel,
     let bytes = p.tensor_elements() as f64 * dtype.size() as f64;
     let sms = device.sms.max(1) as f64;
     let occupancy = (items as f64 / (sms * STRIP_LATENCY_THREADS_PER_SM)).min(1.0);
-    let efficiency = if e.taps == 3 { STRIP_ISSUE_EFFICIENCY_UNROLLED } else { STRIP_ISSUE_EFFICIENCY_LOOPED };
+    let efficiency = match (e.taps, nhwc) {
+        (3, _) => STRIP_ISSUE_EFFICIENCY_UNROLLED,
+        (_, true) => STRIP_ISSUE_EFFICIENCY_LOOPED,
+        (_, false) => NCHW_STRIP_ISSUE_EFFICIENCY_LOOPED,
+    };
     let issue = items as f64 * strip_thread_instructions(e, dtype, vec) / (sms * ISSUE_PER_SM_CYCLE * efficiency * occupancy.max(1e-3));
-    Ok(LaunchPlan::new(e.name, (div_ceil_u32(items as usize, threads as usize), 1, 1), (threads, 1, 1), 0, dtype, predicted_us(device, bytes, issue)))
+    let predicted = if nhwc {
+        predicted_us(device, bytes, issue)
+    } else {
+        // The kernel's own tests (nchw_strip.rs): rows read as vectors, rows of outputs stored so.
+        let traffic = |vectors: bool| if vectors { 1.0 } else { NCHW_STRIP_ELEMENTWISE_TRAFFIC };
+        let elem = dtype.size() as f64;
+        let input = (p.input_len() + p.filter_len()) as f64 * elem * traffic(p.w % 4 == 0 && p.pad.1 == e.taps as usize / 2);
+        let output = p.output_len() as f64 * elem * traffic(out_q % 4 == 0);
+        LAUNCH_US + (memory_us(device, input + output) / NCHW_STRIP_BANDWIDTH_FRACTION).max(cycles_us(device, issue))
+    };
+    Ok(LaunchPlan::new(e.name, (div_ceil_u32(items as usize, threads as usize), 1, 1), (threads, 1, 1), 0, dtype, predicted))
 }
 
 /// The NCHW entry's description.
@@ -335,19 +379,58 @@ mod tests {
         }
     }
 
+    /// The NCHW strip predictions land within 1.35x of the H100 fp16 times on the large layers
+    /// whose rows it reads as vectors, and Auto's choice between the two NCHW kernels follows the
+    /// measurements where they differ by more than 20% (BENCHMARKS.md, 2026-11-27, bundle b60e128).
+    #[test]
+    fn nchw_strip_predictions_track_the_h100_measurements() {
+        let d = h100();
+        // (problem, step 1 us, strip us)
+        let measured = [
+            (dw(32, 32, 112, 1, 3, 1), 76.1, 32.4),
+            (dw(32, 144, 56, 1, 3, 1), 91.7, 37.3),
+            (dw(32, 192, 28, 1, 3, 1), 34.8, 16.5),
+            (dw(32, 96, 112, 1, 3, 2), 78.6, 55.0),
+            (dw(32, 144, 56, 1, 3, 2), 37.0, 24.6),
+            (dw(32, 576, 14, 1, 3, 2), 11.1, 13.4),
+            (dw(32, 960, 7, 1, 3, 1), 12.1, 17.1),
+            (dw(32, 96, 56, 1, 7, 1), 161.1, 55.7),
+            (dw(32, 192, 28, 1, 7, 1), 91.9, 31.9),
+            (dw(32, 384, 14, 1, 7, 1), 52.4, 29.0),
+            (dw(1, 32, 112, 1, 3, 1), 4.4, 3.5),
+            (dw(1, 96, 112, 1, 3, 2), 5.2, 3.3),
+            (dw(1, 144, 56, 1, 3, 1), 5.4, 3.5),
+            (dw(1, 384, 14, 1, 3, 1), 3.0, 4.1),
+            (dw(1, 960, 7, 1, 3, 1), 2.9, 3.8),
+            (dw(1, 96, 56, 1, 7, 1), 9.8, 7.1),
+            (dw(1, 768, 7, 1, 7, 1), 4.1, 7.4),
+        ];
+        for (p, step1, strip) in measured {
+            let predicted = NCHW_STRIP.plan(&p, DType::F16, &d).unwrap().predicted_us;
+            if p.n > 1 && p.w % 4 == 0 {
+                assert!((1.0 / 1.35..=1.35).contains(&(predicted / strip)), "strip on {p}: predicted {predicted:.1} us, measured {strip} us");
+            }
+            let step1_predicted = NCHW.plan(&p, DType::F16, &d).unwrap().predicted_us;
+            if (strip / step1 - 1.0).abs() > 0.2 && (step1 / strip - 1.0).abs() > 0.2 {
+                assert_eq!(predicted < step1_predicted, strip < step1, "{p}: predicted strip {predicted:.1} against step 1 {step1_predicted:.1} us; measured {strip} against {step1}");
+            }
+        }
+    }
+
     /// The predictions land within 1.35x of the H100 fp16 times of both kernels on large and
-    /// batch-1 layers (BENCHMARKS.md, 2026-11-25, commit ed3f5a4's bench of dev/suites/depthwise.csv).
+    /// batch-1 layers (BENCHMARKS.md: NHWC 2026-11-25, commit ed3f5a4's bench of
+    /// dev/suites/depthwise.csv; NCHW 2026-11-27, bundle b60e128, after the NCHW entries' refit).
     #[test]
     fn predictions_track_the_h100_measurements() {
         let d = h100();
         // (problem, NCHW us, NHWC us)
         let measured = [
-            (dw(32, 144, 56, 1, 3, 1), 95.6, 41.8),
-            (dw(32, 96, 112, 1, 3, 2), 66.2, 39.4),
-            (dw(32, 96, 56, 1, 7, 1), 278.6, 124.4),
-            (dw(32, 384, 14, 1, 7, 1), 89.5, 35.3),
-            (dw(1, 144, 56, 1, 3, 1), 5.9, 3.8),
-            (dw(1, 96, 56, 1, 7, 1), 16.9, 14.0),
+            (dw(32, 144, 56, 1, 3, 1), 91.7, 41.8),
+            (dw(32, 96, 112, 1, 3, 2), 78.6, 39.4),
+            (dw(32, 96, 56, 1, 7, 1), 161.1, 124.4),
+            (dw(32, 384, 14, 1, 7, 1), 52.4, 35.3),
+            (dw(1, 144, 56, 1, 3, 1), 5.4, 3.8),
+            (dw(1, 96, 56, 1, 7, 1), 9.8, 14.0),
         ];
         for (p, nchw, nhwc) in measured {
             for (k, us) in [(&NCHW, nchw), (&NHWC, nhwc)] {
