@@ -95,36 +95,18 @@ pub(super) unsafe fn sums<E: Elem, const TAPS: usize, const STRIDE: usize, const
             });
         });
     } else {
-        let mut meet_row = |i: usize, px: &[[f32; VEC]; 16]| {
+        // A loop LLVM must not unroll: its trip count through an opaque register.
+        for i in 0..opaque_u32(span_y as u32) as usize {
+            let px = row(i);
             unroll!(4: ROWS, j => {
                 // Output row j reads input rows j * STRIDE .. j * STRIDE + TAPS: this is its filter row i - j * STRIDE.
                 let ry = i.wrapping_sub(j * STRIDE);
                 if ry < TAPS {
                     let frow = taps.wrapping_add(ry * TAPS * tap);
                     // SAFETY: tap (ry, rx) of channels k0..k0 + VEC: inside the filter.
-                    meet::<TAPS, STRIDE, COLS, VEC>(&mut acc[j], px, |rx| unsafe { load_vec::<E, VEC>(frow.add(rx * tap)) });
+                    meet::<TAPS, STRIDE, COLS, VEC>(&mut acc[j], &px, |rx| unsafe { load_vec::<E, VEC>(frow.add(rx * tap)) });
                 }
             });
-        };
-        // A loop LLVM must not unroll: its trip count through an opaque register.
-        let rows = opaque_u32(span_y as u32) as usize;
-        if VEC == 1 {
-            // One channel a thread has the registers to load row i + 1 while row i is met, so a
-            // thread waits on one row's loads rather than on each in turn (a batch-1 layer has
-            // too few threads to hide them).
-            let mut next = row(0);
-            for i in 0..rows {
-                let px = next;
-                if i + 1 < rows {
-                    next = row(i + 1);
-                }
-                meet_row(i, &px);
-            }
-        } else {
-            for i in 0..rows {
-                let px = row(i);
-                meet_row(i, &px);
-            }
         }
     }
     acc
