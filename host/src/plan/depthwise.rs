@@ -126,6 +126,10 @@ const STRIP_OVERHEAD: f64 = 40.0;
 /// layers, 0.35-0.5 TB/s on the 14x14 and 7x7 planes.
 const NCHW_STRIP_BANDWIDTH_FRACTION: f64 = 0.5;
 const NCHW_STRIP_ELEMENTWISE_TRAFFIC: f64 = 3.5;
+/// Instructions an element-wise load of the NCHW strip adds to [`strip_thread_instructions`]:
+/// its address and its test against the plane (fitted with the above: the 7x7 layers on 14x14
+/// and 7x7 planes, 29.0 and 20.3 us).
+const NCHW_STRIP_ELEMENTWISE_LOAD: f64 = 3.0;
 
 /// The strip entry for `p` on the layout's table, or why there is none (see
 /// `convrs_spec::depthwise_strip_entries!` and `depthwise_nchw_strip_entries!`): the NHWC
@@ -185,14 +189,18 @@ fn plan_strip(desc: &KernelDesc, p: &Conv2d, dtype: DType, device: &DeviceModel,
         (_, true) => STRIP_ISSUE_EFFICIENCY_LOOPED,
         (_, false) => NCHW_STRIP_ISSUE_EFFICIENCY_LOOPED,
     };
-    let issue = items as f64 * strip_thread_instructions(e, dtype, vec) / (sms * ISSUE_PER_SM_CYCLE * efficiency * occupancy.max(1e-3));
+    // The NCHW kernel's own test (nchw_strip.rs): rows read as vectors, or element by element,
+    // each load with its address and its test against the plane.
+    let row_vectors = p.w % 4 == 0 && p.pad.1 == e.taps as usize / 2;
+    let elementwise = if nhwc || row_vectors { 0.0 } else { NCHW_STRIP_ELEMENTWISE_LOAD * (e.span_y() * e.span_x()) as f64 };
+    let issue = items as f64 * (strip_thread_instructions(e, dtype, vec) + elementwise) / (sms * ISSUE_PER_SM_CYCLE * efficiency * occupancy.max(1e-3));
     let predicted = if nhwc {
         predicted_us(device, bytes, issue)
     } else {
-        // The kernel's own tests (nchw_strip.rs): rows read as vectors, rows of outputs stored so.
+        // And the rows of outputs stored as vectors, or element by element.
         let traffic = |vectors: bool| if vectors { 1.0 } else { NCHW_STRIP_ELEMENTWISE_TRAFFIC };
         let elem = dtype.size() as f64;
-        let input = (p.input_len() + p.filter_len()) as f64 * elem * traffic(p.w % 4 == 0 && p.pad.1 == e.taps as usize / 2);
+        let input = (p.input_len() + p.filter_len()) as f64 * elem * traffic(row_vectors);
         let output = p.output_len() as f64 * elem * traffic(out_q % 4 == 0);
         LAUNCH_US + (memory_us(device, input + output) / NCHW_STRIP_BANDWIDTH_FRACTION).max(cycles_us(device, issue))
     };
