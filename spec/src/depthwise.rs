@@ -171,6 +171,21 @@ pub const fn nchw_strip_items(n: u64, k: u64, p: u64, q: u64, rows: u64, cols: u
     n * k * crate::depthwise_tiles!(p, rows) * crate::depthwise_tiles!(q, cols)
 }
 
+/// Whether an NCHW strip launch reads its rows as aligned 4-element vectors (else element by
+/// element): 4 columns a thread, rows of a multiple of 4 elements (so every vector is wholly
+/// inside a row or outside it), and the column padding `taps / 2` (so the window starts a fixed
+/// `4 - taps / 2` elements into the vector at q0 * stride - 4). The kernel and the plan's cost
+/// both ask it.
+pub const fn nchw_strip_row_vectors(w: i32, pad_w: i32, taps: i32, cols: i32) -> bool {
+    cols == 4 && w % 4 == 0 && pad_w == taps / 2
+}
+
+/// Whether an NCHW strip launch stores a thread's row of outputs as one 4-element vector: 4
+/// columns a thread and Q a multiple of 4 (so the row's 4 outputs are inside and aligned).
+pub const fn nchw_strip_row_stores(q: i32, cols: i32) -> bool {
+    cols == 4 && q % 4 == 0
+}
+
 /// The filter sizes with unrolled entries.
 pub const TAPS: [u32; 3] = [3, 5, 7];
 
@@ -246,5 +261,9 @@ mod tests {
         assert_eq!(strip_items(2, 9, 5, 8, 4, 2), 2 * 3 * 3 * 2);
         // 2 images x 3 planes x ceil(9 / 4) = 3 strips x ceil(5 / 4) = 2 column groups.
         assert_eq!(nchw_strip_items(2, 3, 9, 5, 4, 4), 2 * 3 * 3 * 2);
+        // Vector rows: 4 columns, W a multiple of 4, the padding half the filter.
+        assert!(nchw_strip_row_vectors(56, 1, 3, 4) && nchw_strip_row_vectors(28, 3, 7, 4));
+        assert!(!nchw_strip_row_vectors(14, 1, 3, 4) && !nchw_strip_row_vectors(56, 0, 3, 4) && !nchw_strip_row_vectors(56, 1, 3, 2));
+        assert!(nchw_strip_row_stores(28, 4) && !nchw_strip_row_stores(14, 4) && !nchw_strip_row_stores(28, 2));
     }
 }

@@ -10,7 +10,7 @@
 //! spreads a small layer over more SMs. Cost: the larger of moving input, filter and output once
 //! through device memory and issuing the instructions, plus the launch.
 
-use convrs_spec::depthwise::{nchw_items, nchw_strip_items, nhwc_items, strip_items, Entry, StripEntry, BLOCK_THREADS, ENTRIES, NCHW_STRIP_ENTRIES, NHWC_VEC, STRIP_ENTRIES, TAPS};
+use convrs_spec::depthwise::{nchw_items, nchw_strip_items, nchw_strip_row_stores, nchw_strip_row_vectors, nhwc_items, strip_items, Entry, StripEntry, BLOCK_THREADS, ENTRIES, NCHW_STRIP_ENTRIES, NHWC_VEC, STRIP_ENTRIES, TAPS};
 
 use crate::dtype::DType;
 use crate::plan::model::{cycles_us, memory_us, LAUNCH_US};
@@ -191,7 +191,7 @@ fn plan_strip(desc: &KernelDesc, p: &Conv2d, dtype: DType, device: &DeviceModel,
     };
     // The NCHW kernel's own test (nchw_strip.rs): rows read as vectors, or element by element,
     // each load with its address and its test against the plane.
-    let row_vectors = p.w % 4 == 0 && p.pad.1 == e.taps as usize / 2;
+    let row_vectors = nchw_strip_row_vectors(p.w as i32, p.pad.1 as i32, e.taps as i32, e.cols as i32);
     let elementwise = if nhwc || row_vectors { 0.0 } else { NCHW_STRIP_ELEMENTWISE_LOAD * (e.span_y() * e.span_x()) as f64 };
     let issue = items as f64 * (strip_thread_instructions(e, dtype, vec) + elementwise) / (sms * ISSUE_PER_SM_CYCLE * efficiency * occupancy.max(1e-3));
     let predicted = if nhwc {
@@ -201,7 +201,7 @@ fn plan_strip(desc: &KernelDesc, p: &Conv2d, dtype: DType, device: &DeviceModel,
         let traffic = |vectors: bool| if vectors { 1.0 } else { NCHW_STRIP_ELEMENTWISE_TRAFFIC };
         let elem = dtype.size() as f64;
         let input = (p.input_len() + p.filter_len()) as f64 * elem * traffic(row_vectors);
-        let output = p.output_len() as f64 * elem * traffic(out_q % 4 == 0);
+        let output = p.output_len() as f64 * elem * traffic(nchw_strip_row_stores(out_q as i32, e.cols as i32));
         LAUNCH_US + (memory_us(device, input + output) / NCHW_STRIP_BANDWIDTH_FRACTION).max(cycles_us(device, issue))
     };
     Ok(LaunchPlan::new(e.name, (div_ceil_u32(items as usize, threads as usize), 1, 1), (threads, 1, 1), 0, dtype, predicted))

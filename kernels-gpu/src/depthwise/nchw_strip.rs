@@ -12,6 +12,8 @@
 //! thread's, and every thread checks its own window against the plane: no warp runs two copies
 //! of the loop (step 1's border lanes sent most warps through both).
 
+use convrs_spec::depthwise::{nchw_strip_row_stores, nchw_strip_row_vectors};
+
 use crate::prelude::elem::{store_out4, Elem};
 use crate::prelude::*;
 
@@ -50,7 +52,7 @@ pub unsafe fn conv<E: Elem, const TAPS: usize, const STRIDE: usize, const ROWS: 
     let vectors = |i: usize| unsafe { vector_row::<E, TAPS, STRIDE, COLS>(x_plane, &sh, iy0 + i as i32, q0 * STRIDE as i32 - 4) };
     let pixels = |i: usize| unsafe { window::<E, TAPS, STRIDE, COLS, 1, true>(x_plane, &sh, 1, iy0 + i as i32, ix0) };
     // SAFETY (sums): channel k's R*S taps, one element apart.
-    let acc = if COLS == 4 && sh.w % 4 == 0 && sh.pad_w == (TAPS / 2) as i32 { unsafe { sums::<E, TAPS, STRIDE, ROWS, COLS, 1>(taps, 1, vectors) } } else { unsafe { sums::<E, TAPS, STRIDE, ROWS, COLS, 1>(taps, 1, pixels) } };
+    let acc = if nchw_strip_row_vectors(sh.w, sh.pad_w, TAPS as i32, COLS as i32) { unsafe { sums::<E, TAPS, STRIDE, ROWS, COLS, 1>(taps, 1, vectors) } } else { unsafe { sums::<E, TAPS, STRIDE, ROWS, COLS, 1>(taps, 1, pixels) } };
     // SAFETY: outputs (n, k, p0.., q0..) as `sums` computed them; the caller's buffers.
     unsafe { store::<E, ROWS, COLS>(y, &sh, acc, plane, p0, q0, k) };
 }
@@ -92,7 +94,7 @@ unsafe fn vector_row<E: Elem, const TAPS: usize, const STRIDE: usize, const COLS
 unsafe fn store<E: Elem, const ROWS: usize, const COLS: usize>(y: *mut f32, sh: &ConvShape, acc: [[[f32; 1]; COLS]; ROWS], plane: i32, p0: i32, q0: i32, k: i32) {
     // SAFETY: k < K; the epilogue's buffers as the host planned them.
     let finish = unsafe { Finish::<1>::new(sh, k) };
-    let vector = COLS == 4 && sh.q % 4 == 0;
+    let vector = nchw_strip_row_stores(sh.q, COLS as i32);
     unroll!(8: ROWS, j => {
         let p = p0 + j as i32;
         if p < sh.p {

@@ -1,4 +1,4 @@
-//! Depthwise convolution on NHWC data, step 2: a thread per [`VEC`] channels of a `ROWS` x
+//! Depthwise convolution on NHWC data, step 2: a thread per [`CHANNELS`] channels of a `ROWS` x
 //! `COLS` block of outputs. Step 1 ([`super::nhwc`]) computes one output row a thread, so an
 //! R-row filter loads and widens each input row R times, the rows above and below through L2;
 //! here each input row a thread reads is loaded once and feeds every output row it belongs to,
@@ -14,10 +14,11 @@ use crate::prelude::*;
 
 use super::Finish;
 
-const VEC: usize = NHWC_VEC as usize;
+/// Channels a thread of the NHWC entries computes: one vector access.
+const CHANNELS: usize = NHWC_VEC as usize;
 
 /// Work item `blockIdx.x * blockDim.x + threadIdx.x` = ((n * strips + strip) * column groups +
-/// group) * (K / VEC) + kv computes outputs (n, p0..p0 + ROWS, q0..q0 + COLS, 4kv..4kv + 4),
+/// group) * (K / CHANNELS) + kv computes outputs (n, p0..p0 + ROWS, q0..q0 + COLS, 4kv..4kv + 4),
 /// p0 = strip * ROWS, q0 = group * COLS, from an R = S = `TAPS` filter at stride `STRIDE` in both
 /// axes (dilation 1). The host picks the block size from the work (`blockDim.x`).
 ///
@@ -29,7 +30,7 @@ const VEC: usize = NHWC_VEC as usize;
 pub unsafe fn conv<E: Elem, const TAPS: usize, const STRIDE: usize, const ROWS: usize, const COLS: usize>(x: *const E::Raw, w: *const E::Raw, y: *mut f32, sh: ConvShape) {
     let strips = convrs_spec::depthwise_tiles!(sh.p, ROWS as i32);
     let col_groups = convrs_spec::depthwise_tiles!(sh.q, COLS as i32);
-    let channel_groups = sh.k / VEC as i32;
+    let channel_groups = sh.k / CHANNELS as i32;
     let item = block_x() * block_dim_x() + thread_x();
     if item >= sh.n * strips * col_groups * channel_groups {
         return;
@@ -38,7 +39,7 @@ pub unsafe fn conv<E: Elem, const TAPS: usize, const STRIDE: usize, const ROWS: 
     let (rest, kv) = unsafe { divmod(item, channel_groups) };
     let (rest, group) = unsafe { divmod(rest, col_groups) };
     let (n, strip) = unsafe { divmod(rest, strips) };
-    let (k0, p0, q0) = (kv * VEC as i32, strip * ROWS as i32, group * COLS as i32);
+    let (k0, p0, q0) = (kv * CHANNELS as i32, strip * ROWS as i32, group * COLS as i32);
     let (span_y, span_x) = (((ROWS - 1) * STRIDE + TAPS) as i32, ((COLS - 1) * STRIDE + TAPS) as i32);
     let (iy0, ix0) = (p0 * STRIDE as i32 - sh.pad_h, q0 * STRIDE as i32 - sh.pad_w);
     // Outputs past P or Q are computed from whatever the window holds and never stored, so only
@@ -48,10 +49,10 @@ pub unsafe fn conv<E: Elem, const TAPS: usize, const STRIDE: usize, const ROWS: 
     let taps = w.wrapping_add(k0 as usize);
     // SAFETY (windows): the unchecked copy only runs when every pixel it reads is inside the
     // image; channels k0..k0 + 4 of a pixel are 16-byte aligned as C is a multiple of 4.
-    let unchecked = |i: usize| unsafe { window::<E, TAPS, STRIDE, COLS, VEC, false>(image, &sh, sh.c, iy0 + i as i32, ix0) };
-    let checked = |i: usize| unsafe { window::<E, TAPS, STRIDE, COLS, VEC, true>(image, &sh, sh.c, iy0 + i as i32, ix0) };
+    let unchecked = |i: usize| unsafe { window::<E, TAPS, STRIDE, COLS, CHANNELS, false>(image, &sh, sh.c, iy0 + i as i32, ix0) };
+    let checked = |i: usize| unsafe { window::<E, TAPS, STRIDE, COLS, CHANNELS, true>(image, &sh, sh.c, iy0 + i as i32, ix0) };
     // SAFETY (sums): channels k0..k0 + 4 of the RSK filter, 16-byte aligned as K is a multiple of 4.
-    let acc = if inside { unsafe { sums::<E, TAPS, STRIDE, ROWS, COLS, VEC>(taps, sh.k as usize, unchecked) } } else { unsafe { sums::<E, TAPS, STRIDE, ROWS, COLS, VEC>(taps, sh.k as usize, checked) } };
+    let acc = if inside { unsafe { sums::<E, TAPS, STRIDE, ROWS, COLS, CHANNELS>(taps, sh.k as usize, unchecked) } } else { unsafe { sums::<E, TAPS, STRIDE, ROWS, COLS, CHANNELS>(taps, sh.k as usize, checked) } };
     // SAFETY: outputs (n, p0.., q0.., k0..k0 + 4) as `sums` computed them; the caller's buffers.
     unsafe { store::<E, ROWS, COLS>(y, &sh, acc, n, p0, q0, k0) };
 }
@@ -187,9 +188,9 @@ fn opaque_u32(v: u32) -> u32 {
 /// `y` holds the N*P*Q*K output (of `sh.y_bits` bits) and the epilogue's buffers are as the host
 /// planned them; this thread alone writes channels k0..k0 + 4 of these outputs.
 #[inline(always)]
-unsafe fn store<E: Elem, const ROWS: usize, const COLS: usize>(y: *mut f32, sh: &ConvShape, acc: [[[f32; VEC]; COLS]; ROWS], n: i32, p0: i32, q0: i32, k0: i32) {
+unsafe fn store<E: Elem, const ROWS: usize, const COLS: usize>(y: *mut f32, sh: &ConvShape, acc: [[[f32; CHANNELS]; COLS]; ROWS], n: i32, p0: i32, q0: i32, k0: i32) {
     // SAFETY: k0 + 4 <= K; the epilogue's buffers as the host planned them.
-    let finish = unsafe { Finish::<VEC>::new(sh, k0) };
+    let finish = unsafe { Finish::<CHANNELS>::new(sh, k0) };
     unroll!(8: ROWS, j => {
         unroll!(8: COLS, c => {
             let (p, q) = (p0 + j as i32, q0 + c as i32);
