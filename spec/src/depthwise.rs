@@ -142,8 +142,10 @@ crate::depthwise_strip_entries!(declare_strip_entries, STRIP_ENTRIES);
 /// a KCRS filter (K x 1 x R x S), any multiplier, an R = S = `TAPS` filter at stride `STRIDE` in
 /// both axes and dilation 1. A thread computes a `ROWS` x `COLS` block of outputs of one plane,
 /// each input row it reads loaded and widened once for every output row it feeds (the NHWC
-/// strip's structure with one channel a thread, so 4x the outputs in the same registers), the
-/// lanes along Q. Stride 2 has half the rows: an input row feeds half as many output rows.
+/// strip's sums with one channel a thread: 48-72 registers), the lanes along Q. Stride 2 has half
+/// the rows: an input row feeds half as many output rows. Rows are read, and rows of outputs
+/// stored, as 4-element vectors where [`nchw_strip_row_vectors`] and [`nchw_strip_row_stores`]
+/// say so.
 #[macro_export]
 macro_rules! depthwise_nchw_strip_entries {
     ($callback:path $(, $ctx:tt)*) => {
