@@ -12,8 +12,10 @@
 //! - [`nchw_strip`]: step 2 of `nchw` (3x3, 5x5 or 7x7 at stride 1 or 2): the same sums with one
 //!   channel a thread, the lanes along Q.
 //!
-//! Each tests once per thread whether its whole input window is inside the image and take an
-//! unchecked copy of the tap loop if so; only border threads predicate each load.
+//! `nchw`, `nhwc` and `strip` test once per thread whether its whole input window is inside the
+//! image and take an unchecked copy of the tap loop if so; only border threads predicate each
+//! load. `nchw_strip` predicates every load instead: its lanes run along a row, so nearly every
+//! warp holds a border thread and would run both copies.
 
 pub mod nchw;
 pub mod nchw_strip;
