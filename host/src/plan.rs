@@ -67,6 +67,9 @@ pub enum InputMap {
     /// one k-tile of channels of one image (64 by 64 of 16-bit data, 32 by 32 of fp32;
     /// `convrs_spec::hopper::Producer::Planes` and `PlanePixels`).
     Planes,
+    /// NCHW read as rows: a 4-D tensor {W, H, C, N}, boxes of 64 pixels of one row by one
+    /// k-tile of channels of one image (16-bit data; `convrs_spec::hopper::Producer::PlaneRows`).
+    Rows,
 }
 
 impl LaunchPlan {
@@ -117,6 +120,11 @@ impl LaunchPlan {
     /// The same plan taking the input's plane map ([`InputMap::Planes`]).
     pub fn with_plane_map(self) -> Self {
         LaunchPlan { input_map: Some(InputMap::Planes), ..self }
+    }
+
+    /// The same plan taking the input's row map ([`InputMap::Rows`]).
+    pub fn with_row_map(self) -> Self {
+        LaunchPlan { input_map: Some(InputMap::Rows), ..self }
     }
 
     /// The same plan taking a workspace of `bytes` (none for 0).

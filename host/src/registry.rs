@@ -95,8 +95,14 @@ mod tests {
                 // At the multiples: accepted for the types it reads, refused for the others.
                 // (TF32 admits every kernel's precision.)
                 // The NCHW plane kernels take 1x1 filters on H*W a multiple of 8 (fp32: 4) only.
+                // The NCHW row kernel takes W and Q multiples of 8.
                 let planes = matches!(k.algorithm, Algorithm::Wgmma(p) if p.producer.nchw_planes());
-                let ok = if planes { Conv2d::new(n.max(2), 2 * c, 8, 8, 2 * kk, 1, 1) } else { Conv2d::new(n.max(2), 2 * c, 9, 9, 2 * kk, 3, 3).with_pad(1) };
+                let rows = matches!(k.algorithm, Algorithm::Wgmma(p) if p.producer == convrs_spec::hopper::Producer::PlaneRows);
+                let ok = if planes {
+                    Conv2d::new(n.max(2), 2 * c, 8, 8, 2 * kk, 1, 1)
+                } else {
+                    Conv2d::new(n.max(2), 2 * c, 9, if rows { 8 } else { 9 }, 2 * kk, 3, 3).with_pad(1)
+                };
                 let ok = ok.with_precision(Precision::Tf32);
                 // The depthwise kernels take groups = C only; the strip entries C a multiple of 4.
                 let ok = match k.algorithm {

@@ -62,20 +62,21 @@ impl FilterMapKey {
     }
 }
 
-/// The driver's tiled encoding of a 3-D tensor of `dtype` at `address`: `dims` innermost first,
-/// byte `strides` of dimensions 1 and 2, boxes of `boxes` elements, element strides 1, 128-byte
-/// swizzle (the layout the kernels' wgmma descriptors read), zeros for elements outside the
-/// tensor.
-fn encode_tiled(dtype: DType, address: u64, dims: [u64; 3], strides: [u64; 2], boxes: [u32; 3]) -> std::result::Result<[u8; 128], cudarc::driver::DriverError> {
-    let element_strides = [1u32; 3];
+/// The driver's tiled encoding of a `RANK`-D tensor of `dtype` at `address`: `dims` innermost
+/// first, byte `strides` of dimensions 1.. (`RANK - 1` of them: `S`), boxes of `boxes` elements,
+/// element strides 1, 128-byte swizzle (the layout the kernels' wgmma descriptors read), zeros
+/// for elements outside the tensor.
+fn encode_tiled<const RANK: usize, const S: usize>(dtype: DType, address: u64, dims: [u64; RANK], strides: [u64; S], boxes: [u32; RANK]) -> std::result::Result<[u8; 128], cudarc::driver::DriverError> {
+    const { assert!(S + 1 == RANK && RANK >= 2 && RANK <= 5) };
+    let element_strides = [1u32; RANK];
     let mut map = CUtensorMap { opaque: [0; 16] };
-    // SAFETY: every pointer addresses an array of the rank (3, or 2 for the strides) the call is
-    // given; `map` is a 64-byte aligned CUtensorMap the driver writes and nothing else.
+    // SAFETY: every pointer addresses an array of the rank (RANK, or RANK - 1 for the strides)
+    // the call is given; `map` is a 64-byte aligned CUtensorMap the driver writes and nothing else.
     let r = unsafe {
         cuTensorMapEncodeTiled(
             &mut map,
             data_type(dtype),
-            3,
+            RANK as u32,
             address as *mut core::ffi::c_void,
             dims.as_ptr(),
             strides.as_ptr(),
@@ -238,12 +239,44 @@ impl PlaneMapKey {
     }
 }
 
+/// What a row map encodes: an NCHW input read as rows of its channel planes
+/// (`convrs_spec::hopper::Producer::PlaneRows`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct RowMapKey {
+    /// The NCHW input's device address.
+    pub address: u64,
+    /// W, H, C, N.
+    pub dims: [u64; 4],
+    pub dtype: DType,
+}
+
+impl RowMapKey {
+    pub fn new(address: u64, problem: &Conv2d, dtype: DType) -> Self {
+        let p = problem;
+        RowMapKey { address, dims: [p.w as u64, p.h as u64, p.c as u64, p.n as u64], dtype }
+    }
+
+    /// The driver's encoding: a 4-D tensor {W, H, C, N} (innermost first), boxes of {128 bytes
+    /// of one row's pixels, 1 row, 128 bytes' worth of channels, 1 image}, 128-byte swizzle (the
+    /// MN-major layout of a plane copy, which the kernels' B descriptors read), zeros outside
+    /// the tensor (the padding, pixel and channel tails). The byte strides must be multiples of
+    /// 16: W is a multiple of 8 in every plan that asks for this map.
+    pub fn encode(&self) -> Result<[u8; 128]> {
+        let size = self.dtype.size() as u64;
+        let [w, h, c, _] = self.dims;
+        let boxes = [box_channels(self.dtype), 1, box_channels(self.dtype), 1];
+        encode_tiled(self.dtype, self.address, self.dims, [size * w, size * w * h, size * w * h * c], boxes)
+            .map_err(|e| Error::Cuda(format!("encoding the input's row tensor map ({self:?}): {e}")))
+    }
+}
+
 /// Any map's key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum MapKey {
     Filter(FilterMapKey),
     Input(InputMapKey),
     Planes(PlaneMapKey),
+    Rows(RowMapKey),
 }
 
 impl MapKey {
@@ -252,6 +285,7 @@ impl MapKey {
             MapKey::Filter(k) => k.encode(),
             MapKey::Input(k) => k.encode(),
             MapKey::Planes(k) => k.encode(),
+            MapKey::Rows(k) => k.encode(),
         }
     }
 }

@@ -90,6 +90,12 @@ macro_rules! hopper_configs {
             (Planes,     Persistent, 1,      128, 256, 4, wgmma_nchw1x1_persistent_128x256k64, wgmma_nchw1x1_persistent_bf16_128x256k64)
             (Planes,     Persistent, 1,      128, 128, 6, wgmma_nchw1x1_persistent_128x128k64, wgmma_nchw1x1_persistent_bf16_128x128k64)
             (Planes,     Persistent, 1,      128,  64, 8, wgmma_nchw1x1_persistent_128x64k64, wgmma_nchw1x1_persistent_bf16_128x64k64)
+            // Step 14: NCHW data, any filter at column stride 1: step 9's GEMM per image with the
+            // columns output rows of whole 64-pixel copies, one tiled copy of an input row per
+            // (tap, channel chunk); NCHW out, no transform of the activations.
+            (PlaneRows,  Persistent, 1,      128, 256, 4, wgmma_nchw_rows_persistent_128x256k64, wgmma_nchw_rows_persistent_bf16_128x256k64)
+            (PlaneRows,  Persistent, 1,      128, 128, 6, wgmma_nchw_rows_persistent_128x128k64, wgmma_nchw_rows_persistent_bf16_128x128k64)
+            (PlaneRows,  Persistent, 1,      128,  64, 8, wgmma_nchw_rows_persistent_128x64k64, wgmma_nchw_rows_persistent_bf16_128x64k64)
         }
     };
 }
@@ -249,6 +255,15 @@ pub enum Producer {
     /// column is a run of pixels of one NCHW plane. Arguments as [`Producer::WsTma`], `xmap`
     /// the input's plane map.
     PlanePixels,
+    /// [`Producer::Planes`]' GEMM for any filter at column stride 1 (step 14): the rows are
+    /// (image, output channel) pairs as there, the columns an image's output rows, each
+    /// [`plane_row_pitch`] columns (Q rounded up to whole 64-pixel copies). Each k-tile is one
+    /// (filter tap, 64-channel chunk): the filter tile of that tap (KRSC, transformed once per
+    /// weights) and, for each 64 columns of the tile, one tiled TMA copy of 64 pixels of one
+    /// input row (the output row's, shifted by the tap; padding arrives as the copy's zero fill)
+    /// by 64 channels, the MN-major B tile of [`Producer::Planes`]. Arguments as
+    /// [`Producer::WsTma`], `xmap` the input's row map.
+    PlaneRows,
 }
 
 impl Producer {
@@ -263,6 +278,13 @@ impl Producer {
 /// data. A tile `bn` pixels wide is `bn / 64` copies. (fp32 copies, [`Producer::PlanePixels`],
 /// are one 128-byte row too: [`Math::k_tile`] = 32 pixels, [`BLOCK_M`] / 32 of them a tile.)
 pub const PLANE_BOX_PIXELS: usize = 64;
+
+/// GEMM columns per output row of the [`Producer::PlaneRows`] kernels: Q rounded up to whole
+/// copies of [`PLANE_BOX_PIXELS`], so that each copy's pixels lie in one output row (those past
+/// Q are computed from the input row's continuation or its zero fill and never stored).
+pub const fn plane_row_pitch(q: usize) -> usize {
+    q.div_ceil(PLANE_BOX_PIXELS) * PLANE_BOX_PIXELS
+}
 
 /// GEMM rows per image of the [`Producer::Planes`] kernels: K rounded up to whole block tiles,
 /// so that a tile's rows are output channels of one image (the rows past K are computed from
@@ -349,6 +371,7 @@ impl Policy {
             (Producer::WsTma, Schedule::PingPong, 1, Math::Half) => "wgmma_ws_tma_pingpong",
             (Producer::WsTma, Schedule::PingPong, 1, Math::Tf32) => "wgmma_ws_tma_pingpong_tf32",
             (Producer::Planes, Schedule::Persistent, 1, Math::Half) => "wgmma_nchw1x1_persistent",
+            (Producer::PlaneRows, Schedule::Persistent, 1, Math::Half) => "wgmma_nchw_rows_persistent",
             (Producer::PlanePixels, Schedule::Persistent, 1, Math::Tf32) => "wgmma_nchw1x1_persistent_tf32",
             (Producer::PlanePixels, Schedule::Persistent, 1, Math::Tf32x3) => "wgmma_nchw1x1_persistent_3xtf32",
             (Producer::WsTma, Schedule::Persistent, 1, Math::Tf32) => "wgmma_ws_tma_persistent_tf32",
@@ -363,7 +386,7 @@ impl Policy {
     pub const fn threads(self) -> usize {
         match self.producer {
             Producer::Multistage => 2 * WARPGROUP,
-            Producer::WsCpAsync | Producer::WsTma | Producer::Planes | Producer::PlanePixels => 3 * WARPGROUP,
+            Producer::WsCpAsync | Producer::WsTma | Producer::Planes | Producer::PlanePixels | Producer::PlaneRows => 3 * WARPGROUP,
         }
     }
 
@@ -378,9 +401,10 @@ impl Policy {
     }
 
     /// Whether the kernel takes the input's TMA map (im2col, or the tiled map of NCHW planes
-    /// of [`Producer::Planes`] and [`Producer::PlanePixels`]) after the filter's.
+    /// of [`Producer::Planes`] and [`Producer::PlanePixels`], or of NCHW rows of
+    /// [`Producer::PlaneRows`]) after the filter's.
     pub const fn input_map(self) -> bool {
-        matches!(self.producer, Producer::WsTma | Producer::Planes | Producer::PlanePixels)
+        matches!(self.producer, Producer::WsTma | Producer::Planes | Producer::PlanePixels | Producer::PlaneRows)
     }
 
     /// Whether a grid walks the tiles on fewer CTAs than tiles.
@@ -486,9 +510,10 @@ impl Config {
     }
 
     /// Output channels per filter copy (the filter map's box rows): the tile's share of one CTA
-    /// of its cluster; under [`Producer::Planes`] the filter is the A tile, [`BLOCK_M`] rows.
+    /// of its cluster; under [`Producer::Planes`] and [`Producer::PlaneRows`] the filter is the
+    /// A tile, [`BLOCK_M`] rows.
     pub const fn filter_box_rows(&self) -> usize {
-        if matches!(self.policy.producer, Producer::Planes) { BLOCK_M } else { self.bn / self.policy.cluster }
+        if matches!(self.policy.producer, Producer::Planes | Producer::PlaneRows) { BLOCK_M } else { self.bn / self.policy.cluster }
     }
 
     /// Block tile rows ([`Policy::block_m`]); with the im2col producer also the input map's
@@ -597,7 +622,7 @@ const fn check(c: &Config) {
         Producer::WsCpAsync => assert!(c.bn >= 128, "cp.async producers take tiles 128 or 256 wide"),
         Producer::WsTma => {}
         // Each tile is whole plane copies; the filter copy is the A tile (no multicast).
-        Producer::Planes => assert!(c.bn % PLANE_BOX_PIXELS == 0 && p.cluster == 1 && matches!(p.math, Math::Half) && !p.split_k(), "plane producers: tiles of whole 64-pixel copies, no cluster, 16-bit, unsplit"),
+        Producer::Planes | Producer::PlaneRows => assert!(c.bn % PLANE_BOX_PIXELS == 0 && p.cluster == 1 && matches!(p.math, Math::Half) && !p.split_k(), "plane producers: tiles of whole 64-pixel copies, no cluster, 16-bit, unsplit"),
         // The A tile is whole 32-pixel copies (BLOCK_M of them); fp32 only, persistent, unsplit.
         Producer::PlanePixels => assert!(
             p.cluster == 1 && !matches!(p.math, Math::Half) && matches!(p.schedule, Schedule::Persistent) && p.block_m == BLOCK_M && c.bn >= 64,

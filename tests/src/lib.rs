@@ -100,6 +100,30 @@ pub fn is_planes(algo: Algorithm) -> bool {
     matches!(algo, Algorithm::Wgmma(p) if p.producer.nchw_planes())
 }
 
+/// Whether `algo` is the Hopper kernel on NCHW rows (`Producer::PlaneRows`), which takes any
+/// filter at column stride 1 on W and Q multiples of 8, one group.
+pub fn is_plane_rows(algo: Algorithm) -> bool {
+    matches!(algo, Algorithm::Wgmma(p) if p.producer == convrs_spec::hopper::Producer::PlaneRows)
+}
+
+/// Random problems of the NCHW row kernel's kind: batch 1 to 20, C and K odd as often as not
+/// (C runs zero-padded to 8), W a multiple of 8 up to 40, H 1 to 20, R 1 to 5 and S 1, 3 or 5,
+/// row padding 0 to 3, column padding keeping Q = W or Q = W + 8, row stride 1 or 2, dilation
+/// 1 or 2 on each axis (the spatial sizes stay small so the f64 reference stays quick).
+pub fn nchw_row_problems() -> impl Strategy<Value = (Conv2d, u64)> {
+    (
+        (1usize..=20, 1usize..=24, 1usize..=20, 1usize..=5, 1usize..=80),
+        (1usize..=5, prop_oneof![Just(1usize), Just(3), Just(5)]),
+        ((0usize..=3, any::<bool>()), 1usize..=2, (1usize..=2, 1usize..=2)),
+        any::<u64>(),
+    )
+        .prop_map(|((n, c, h, w8, k), (r, s), ((ph, wide), stride, (dh, dw)), seed)| {
+            let pw = dw * (s - 1) / 2 + if wide { 4 } else { 0 };
+            (Conv2d { n, c, h, w: 8 * w8, k, r, s, pad: (ph, pw), stride: (stride, 1), dilation: (dh, dw), precision: Default::default(), groups: 1, epilogue: Default::default() }, seed)
+        })
+        .prop_filter("filter must fit the padded input", |(p, _)| p.validate().is_ok())
+}
+
 /// Random problems of the plane kernels' kind: 1x1, stride 1, unpadded, batch 1 to 20, C and K
 /// odd as often as not (C runs zero-padded to 8, fp32: 4), H*W a multiple of `hw` (8, or 4 for
 /// the fp32 kernels) with H or W odd, dilation (which a 1x1 filter ignores) 1 to 3.
@@ -154,12 +178,15 @@ pub fn depthwise_strip_problems(nhwc: bool) -> impl Strategy<Value = (Conv2d, u6
 }
 
 /// The random problems a property test of `algo` draws: [`conv_problems_with`] its multiples,
-/// for the plane kernel [`conv_1x1_plane_problems`], for the depthwise kernels
+/// for the plane kernel [`conv_1x1_plane_problems`], for the row kernel [`nchw_row_problems`],
+/// for the depthwise kernels
 /// [`depthwise_problems`] ([`depthwise_strip_problems`] for the strip entries, which take only those).
 pub fn problems_for(algo: Algorithm) -> BoxedStrategy<(Conv2d, u64)> {
     if is_planes(algo) {
         let fp32 = algo.kernel().is_some_and(|k| k.dtypes == [DType::F32]);
         conv_1x1_plane_problems(if fp32 { 4 } else { 8 }).boxed()
+    } else if is_plane_rows(algo) {
+        nchw_row_problems().boxed()
     } else if matches!(algo, Algorithm::DepthwiseNhwcStrip | Algorithm::DepthwiseNchwStrip) {
         depthwise_strip_problems(algo == Algorithm::DepthwiseNhwcStrip).boxed()
     } else if algo.family() == Some(convrs::registry::Family::Depthwise) {
@@ -339,14 +366,20 @@ pub fn check_sixteen_bit_rounding_on(gpu: &Gpu, algo: Algorithm, dtype: DType, s
 /// The shapes [`check_sixteen_bit_rounding`] runs: K ragged against every tile width, C and K
 /// not multiples of 8 in the last; every reduction spans at least two 64-wide k-tiles, so the
 /// split-K kernels take them too.
-pub fn sixteen_bit_rounding_shapes() -> [Conv2d; 3] {
-    [Conv2d::new(3, 24, 13, 11, 40, 3, 3).with_pad(1), Conv2d::new(2, 136, 20, 20, 136, 1, 1), Conv2d::new(1, 5, 9, 9, 7, 3, 3)]
+pub fn sixteen_bit_rounding_shapes() -> [Conv2d; 4] {
+    [Conv2d::new(3, 24, 13, 11, 40, 3, 3).with_pad(1), Conv2d::new(2, 136, 20, 20, 136, 1, 1), Conv2d::new(1, 5, 9, 9, 7, 3, 3), Conv2d::new(2, 20, 11, 16, 40, 3, 3).with_pad(1)]
 }
 
-/// Which of [`sixteen_bit_rounding_shapes`] `algo` is checked on: all, but the plane kernel's
-/// the 1x1 one.
+/// Which of [`sixteen_bit_rounding_shapes`] `algo` is checked on: the first three, but the
+/// plane kernel's the 1x1 one and the row kernel's the last (W a multiple of 8).
 pub fn rounding_shapes_taken(algo: Algorithm) -> Vec<usize> {
-    if is_planes(algo) { vec![1] } else { vec![0, 1, 2] }
+    if is_planes(algo) {
+        vec![1]
+    } else if is_plane_rows(algo) {
+        vec![3]
+    } else {
+        vec![0, 1, 2]
+    }
 }
 
 fn sixteen_bit_rounding<T: convrs::Element>(gpu: &Gpu, algo: Algorithm, shapes: &[Conv2d], taken: &[usize]) {

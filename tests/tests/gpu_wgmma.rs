@@ -79,6 +79,12 @@ fn wgmma_matches_cpu_on_named_shapes() {
                 if fp32 {
                     taken.extend(pixel_plane_shapes());
                 }
+            } else if convrs_tests::is_plane_rows(algo) {
+                // W and Q multiples of 8 at column stride 1: 56x56, the per-axis values (row
+                // stride 2, column dilation 3: Q = 56 of W = 64) and the 40x40 1x1.
+                assert_eq!(taken, [shapes[1], shapes[6], shapes[10]], "{algo}");
+                assert!(row_shapes().iter().all(takes), "{algo} refused a row shape");
+                taken.extend(row_shapes());
             } else {
                 assert_eq!(taken.len(), shapes.len(), "{algo} refused a named shape");
             }
@@ -98,6 +104,22 @@ fn plane_shapes() -> [Conv2d; 6] {
     Conv2d::new(3, 136, 20, 20, 136, 1, 1),  // C = 2 k-tiles + 8
     Conv2d::new(1, 512, 20, 20, 256, 1, 1),  // YOLOv8's batch-1 layer
     Conv2d::new(4, 8, 1, 8, 8, 1, 1),        // one row of 8 pixels, C = K = 8
+    ]
+}
+
+/// The row kernel's named shapes (W and Q multiples of 8, column stride 1): Q against the
+/// 64-pixel copies (32, 112: a second copy a row, partly past Q; Q = W + 8), K ragged against
+/// the 128-row tiles and K = 8 (a warpgroup idle), C below and past whole k-tiles, R != S,
+/// row stride 2, several tiles a persistent block.
+fn row_shapes() -> [Conv2d; 7] {
+    [
+        Conv2d::new(1, 128, 28, 32, 200, 3, 3).with_pad(1),                        // Q = 32, K = 1.5 row tiles
+        Conv2d::new(3, 40, 17, 112, 72, 5, 5).with_pad(2),                         // Q = 112: two copies a row
+        Conv2d::new(1, 136, 12, 24, 8, 7, 7).with_pad(3),                          // K = 8; C = 2 k-tiles + 8
+        Conv2d { pad: (0, 0), ..Conv2d::new(2, 24, 9, 16, 48, 3, 1) },             // R = 3, S = 1, P = 7
+        Conv2d { stride: (2, 1), ..Conv2d::new(2, 32, 15, 40, 64, 3, 3).with_pad(1) }, // row stride 2
+        Conv2d { pad: (1, 5), ..Conv2d::new(2, 16, 10, 8, 24, 3, 3) },              // Q = W + 8 = 16
+        Conv2d::new(4, 64, 20, 64, 512, 3, 3).with_pad(1),                         // 4 x 20 x 4 row tiles
     ]
 }
 
@@ -124,7 +146,11 @@ fn wgmma_sixteen_bit_outputs_are_the_rounded_fp32_outputs() {
 #[test]
 fn wgmma_plans_refuse_other_devices() {
     for (algo, dtype) in hopper() {
-        let p = if convrs_tests::is_planes(algo) { Conv2d::new(2, 64, 8, 8, 64, 1, 1) } else { Conv2d::new(2, 64, 9, 9, 64, 3, 3).with_pad(1) };
+        let p = if convrs_tests::is_planes(algo) {
+            Conv2d::new(2, 64, 8, 8, 64, 1, 1)
+        } else {
+            Conv2d::new(2, 64, 9, if convrs_tests::is_plane_rows(algo) { 8 } else { 9 }, 64, 3, 3).with_pad(1)
+        };
         let p = p.with_precision(algo.kernel().unwrap().precision);
         assert!(algo.plan(&p, dtype, &DeviceModel::named("h100").unwrap()).is_ok(), "{algo}");
         match algo.plan(&p, dtype, &DeviceModel::named("a100").unwrap()) {

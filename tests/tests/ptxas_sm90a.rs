@@ -60,9 +60,11 @@ fn wgmma_entries_hold_their_policy_and_nothing_else_is_in_the_module() {
             // Activations by cp.async need the generic-to-async proxy fence before wgmma reads
             // them; by TMA (im2col mode) they need none. (The barrier initialisation's fence
             // comes with one of its own.)
-            // NCHW planes come by tiled TMA (3-D, like the filter) and are read as an MN-major
-            // B: every wgmma with the transpose-B immediate set, and no other wgmma's.
-            let planes = p.producer.nchw_planes();
+            // NCHW planes come by tiled TMA (3-D, like the filter; NCHW rows 4-D) and are read
+            // as an MN-major B: every wgmma with the transpose-B immediate set, and no other wgmma's.
+            let rows = p.producer == Producer::PlaneRows;
+            let planes = p.producer.nchw_planes() || rows;
+            assert_eq!(count("cp.async.bulk.tensor.4d.shared::cluster.global.tile") >= 1, rows, "{name}: tiled 4-D row copies");
             let by_tma = p.input_map();
             let fences = count("fence.proxy.async.shared::cta") - count("fence.mbarrier_init");
             // (A fused epilogue stages its accumulators in the last stage's A tile and fences its

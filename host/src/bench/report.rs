@@ -219,10 +219,10 @@ impl GroupResult {
         fastest(self.kernels.iter().filter(|k| !reads_tf32(k)))
     }
 
-    /// The fastest kernel whose input, filter and output are all in `layout` (conversion
-    /// untimed), at this precision.
+    /// The fastest kernel whose input and output are in `layout` (conversion untimed; the
+    /// filter, constant, is brought to the kernel's layout once per weights), at this precision.
     pub fn best_kernel_in(&self, layout: crate::Layout) -> Option<&Measurement> {
-        let all_in = |m: &&Measurement| crate::registry::by_name(&m.name).is_some_and(|k| k.layouts == (layout, layout, layout));
+        let all_in = |m: &&Measurement| crate::registry::by_name(&m.name).is_some_and(|k| (k.layouts.0, k.layouts.2) == (layout, layout));
         fastest(self.kernels.iter().filter(|k| !reads_tf32(k)).filter(all_in))
     }
 
@@ -243,11 +243,11 @@ impl GroupResult {
         fastest(&self.kernels)
     }
 
-    /// The fastest TF32 kernel whose input, filter and output are all in `layout` (conversion,
+    /// The fastest TF32 kernel whose input and output are in `layout` (conversion,
     /// or a subsampled input's sampling, untimed): the one a caller in `layout` may run with the
     /// fewest transforms, which the fastest kernel in any layout can lose to once they are timed.
     pub fn best_tf32_kernel_in(&self, layout: crate::Layout) -> Option<&Measurement> {
-        let all_in = |m: &&Measurement| crate::registry::by_name(&m.name).is_some_and(|k| k.layouts == (layout, layout, layout));
+        let all_in = |m: &&Measurement| crate::registry::by_name(&m.name).is_some_and(|k| (k.layouts.0, k.layouts.2) == (layout, layout));
         fastest(self.kernels.iter().filter(|k| reads_tf32(k)).filter(all_in))
     }
 

@@ -8,7 +8,7 @@
 //! lowest predicted time. The cost model is `wmma_nhwc`'s wave model (`plan::model`) with one
 //! rate per configuration ([`RATES`]), fitted to the H100.
 
-use convrs_spec::hopper::{plane_pixel_rows, plane_rows, Config, Math, Policy, Producer, Schedule, BLOCK_M, CONFIGS};
+use convrs_spec::hopper::{plane_pixel_rows, plane_row_pitch, plane_rows, Config, Math, Policy, Producer, Schedule, BLOCK_M, CONFIGS};
 use convrs_spec::split_k;
 
 use super::tensor_core::gemm_m;
@@ -23,7 +23,7 @@ use crate::{Algorithm, Conv2d, Error, Layout, Precision, Result};
 /// (the 128x256 tiles), and to the layers each narrower tile was built for (BENCHMARKS.md,
 /// 2026-11-23 sessions one to six): the 128x128 tiles run at 0.78 (0.81 for multistage) of the
 /// 128x256 tile's rate, 128x64 at 0.66 and 128x32 at 0.37.
-pub const RATES: [(&str, f64); 51] = [
+pub const RATES: [(&str, f64); 54] = [
     ("wgmma_multistage_128x256k64", 1.42),
     ("wgmma_multistage_128x128k64", 1.42 / 0.81),
     ("wgmma_ws_cpasync_128x256k64", 1.10),
@@ -78,6 +78,10 @@ pub const RATES: [(&str, f64); 51] = [
     ("wgmma_nchw1x1_persistent_128x256k64", 1.15),
     ("wgmma_nchw1x1_persistent_128x128k64", 1.15 / 0.78),
     ("wgmma_nchw1x1_persistent_128x64k64", 1.15 / 0.66),
+    // NCHW rows: step 9's rates until measured (the copies are step 9's, a row each).
+    ("wgmma_nchw_rows_persistent_128x256k64", 1.15),
+    ("wgmma_nchw_rows_persistent_128x128k64", 1.15 / 0.78),
+    ("wgmma_nchw_rows_persistent_128x64k64", 1.15 / 0.66),
     // fp32 rows: the 16-bit tiles' rates at the tf32 peak (half the fp16 one), 3xTF32 three
     // products a step (not yet fitted to measurements).
     ("wgmma_ws_tma_persistent_tf32_128x256k32", 1.0),
@@ -245,8 +249,13 @@ fn plan(desc: &KernelDesc, problem: &Conv2d, dtype: DType, device: &DeviceModel)
     }
     let planes = policy.producer == Producer::Planes;
     let pixel_planes = policy.producer == Producer::PlanePixels;
+    let rows = policy.producer == Producer::PlaneRows;
     if policy.producer.nchw_planes() {
         if let Some(reason) = planes_refusal(p, dtype) {
+            return refuse(reason);
+        }
+    } else if rows {
+        if let Some(reason) = rows_refusal(p, dtype) {
             return refuse(reason);
         }
     } else if p.c % 8 != 0 || p.k % 8 != 0 {
@@ -276,6 +285,9 @@ fn plan(desc: &KernelDesc, problem: &Conv2d, dtype: DType, device: &DeviceModel)
     // pixel planes every image's pixels (each padded to whole 32-pixel copies) by output channels.
     let (m, n) = if planes {
         (p.n * plane_rows(p.k), p.h * p.w)
+    } else if rows {
+        let (oh, ow) = p.output_hw();
+        (p.n * plane_rows(p.k), oh * plane_row_pitch(ow))
     } else if pixel_planes {
         (p.n * plane_pixel_rows(p.h * p.w), p.k)
     } else {
@@ -310,7 +322,7 @@ fn plan(desc: &KernelDesc, problem: &Conv2d, dtype: DType, device: &DeviceModel)
     // Under NCHW planes each image's rows are K rounded up to 128, and a warpgroup whose 64
     // rows all lie past K skips its MMAs; under pixel planes, H*W rounded up to 32 (all
     // computed, the tiles spanning images).
-    let live = if planes { (p.k.div_ceil(64) * 64) as f64 / plane_rows(p.k) as f64 } else { 1.0 };
+    let live = if planes || rows { (p.k.div_ceil(64) * 64) as f64 / plane_rows(p.k) as f64 } else { 1.0 };
     // Charged only where the epilogue stages through shared memory: a piecewise linear one runs
     // on the accumulators (`Config::epilogue_in_registers`), as cheap as the bare store.
     let (act, _) = p.epilogue.activation.code();
@@ -364,6 +376,7 @@ fn plan(desc: &KernelDesc, problem: &Conv2d, dtype: DType, device: &DeviceModel)
     let plan = match policy.producer {
         Producer::WsTma => plan.with_input_map(c.block_m() as u32),
         Producer::Planes | Producer::PlanePixels => plan.with_plane_map(),
+        Producer::PlaneRows => plan.with_row_map(),
         Producer::Multistage | Producer::WsCpAsync => plan,
     };
     let plan = if policy.math == Math::Tf32x3 { plan.with_split_filter() } else { plan };
@@ -400,6 +413,32 @@ fn planes_refusal(p: &Conv2d, dtype: DType) -> Option<String> {
     None
 }
 
+/// Why `Producer::PlaneRows` cannot run `p` on `dtype` data, if it cannot: it reads NCHW
+/// rows by tiled TMA at column stride 1, one group, and its 16-byte stores run along output rows.
+fn rows_refusal(p: &Conv2d, dtype: DType) -> Option<String> {
+    let (size, step) = (dtype.size(), 16 / dtype.size());
+    let (_, q) = p.output_hw();
+    if p.groups > 1 {
+        return Some(format!("takes dense problems (one group), not {} groups: its filter tile is all C channels of a tap", p.groups));
+    }
+    if p.stride.1 != 1 {
+        return Some(format!(
+            "takes column stride 1, not {}: each copy is 64 consecutive pixels of an input row (a row stride is free: stride {:?} would need stride (any, 1))",
+            p.stride.1, p.stride
+        ));
+    }
+    if p.w % step != 0 {
+        return Some(format!("W = {} must be a multiple of {step}: the input's row map steps from row to row in W*{size} bytes, which TMA needs in multiples of 16", p.w));
+    }
+    if q % step != 0 {
+        return Some(format!("Q = {q} (the output's width) must be a multiple of {step}: the kernel stores 16 bytes of an output row at a time"));
+    }
+    if p.c % step != 0 {
+        return Some(format!("C = {} must be a multiple of {step}: the filter map steps from tap to tap in C*{size} bytes, which TMA needs in multiples of 16", p.c));
+    }
+    None
+}
+
 /// What each part of `policy` does, for `explain` and `convrs list`.
 pub fn describe(policy: Policy) -> String {
     let producer = match policy.producer {
@@ -407,6 +446,9 @@ pub fn describe(policy: Policy) -> String {
         Producer::WsCpAsync => "warp-specialized: a producer warpgroup brings activations by cp.async and filters by TMA",
         Producer::WsTma => "warp-specialized: one producer thread brings activations by im2col TMA and filters by TMA",
         Producer::Planes => "NCHW data, 1x1: a GEMM per image, output channels by pixels; one producer thread brings the filter and the image's channel planes by tiled TMA, no transform",
+        Producer::PlaneRows => {
+            "NCHW data, any filter at column stride 1: a GEMM per image, output channels by output rows (whole 64-pixel copies); one producer thread brings each tap's filter tile and, per 64 columns, a tiled TMA copy of the input row under them shifted by the tap (its zero fill the padding), no transform of the activations"
+        }
         Producer::PlanePixels => {
             "NCHW fp32 data, 1x1: a GEMM per image, pixels by output channels; one producer thread brings the image's channel planes and the filter by tiled TMA, the consumers load the pixels into registers (tf32 wgmma reads only K-major shared tiles), no transform"
         }
@@ -459,7 +501,7 @@ const fn same(a: Policy, b: Policy) -> bool {
 }
 
 /// The policies, in the progression's order: one registry kernel each.
-pub const POLICIES: [Policy; 19] = policies();
+pub const POLICIES: [Policy; 20] = policies();
 
 /// What the registry lists for `policy`.
 const fn kernel(policy: Policy) -> KernelDesc {
@@ -469,6 +511,7 @@ const fn kernel(policy: Policy) -> KernelDesc {
         family: Family::TensorCore,
         summary: match (policy.schedule, policy.math) {
             _ if matches!(policy.producer, Producer::Planes) => "family 3 on Hopper: 1x1 convolution on NCHW data as a wgmma GEMM per image, no transform",
+            _ if matches!(policy.producer, Producer::PlaneRows) => "family 3 on Hopper: convolution on NCHW data at column stride 1 as a wgmma GEMM per image, one TMA copy of an input row per tap, no transform of the activations",
             (_, Math::Tf32) if matches!(policy.producer, Producer::PlanePixels) => "family 3 on Hopper: 1x1 convolution on NCHW fp32 data in TF32 as a wgmma GEMM per image, no transform",
             (_, Math::Tf32x3) if matches!(policy.producer, Producer::PlanePixels) => {
                 "family 3 on Hopper: 1x1 convolution on NCHW fp32 data to fp32 accuracy (3xTF32) as a wgmma GEMM per image, no transform"
@@ -496,12 +539,14 @@ const fn kernel(policy: Policy) -> KernelDesc {
         },
         layouts: match policy.producer {
             Producer::Planes | Producer::PlanePixels => (Layout::Nchw, Layout::Nchw, Layout::Nchw),
+            // The filter KRSC, brought there once per weights (a `DeviceConv` caches it).
+            Producer::PlaneRows => (Layout::Nchw, Layout::Nhwc, Layout::Nchw),
             _ => (Layout::Nhwc, Layout::Nhwc, Layout::Nhwc),
         },
         // The plane kernels read the caller's NCHW tensors as they are where C is a multiple of
         // 8 (fp32: 4; the filter map's stride); K is free (its rows are checked one by one).
         multiples: match policy.producer {
-            Producer::Planes => (1, 8, 1),
+            Producer::Planes | Producer::PlaneRows => (1, 8, 1),
             Producer::PlanePixels => (1, 4, 1),
             _ => (1, 8, 8),
         },
@@ -826,7 +871,7 @@ mod tests {
         let d = DeviceModel::named("h100").unwrap();
         let mut picked = std::collections::HashSet::new();
         for k in [32, 64, 128, 256, 512] {
-            for (n, c, hw, r) in [(1, 256, 14, 3), (64, 256, 14, 3), (16, 832, 7, 5), (1, 256, 16, 1), (64, 256, 16, 1), (8, 64, 56, 1)] {
+            for (n, c, hw, r) in [(1, 256, 14, 3), (64, 256, 14, 3), (16, 832, 7, 5), (1, 256, 16, 1), (64, 256, 16, 1), (8, 64, 56, 1), (1, 256, 32, 3), (4, 128, 24, 3)] {
                 for kernel in &KERNELS {
                     for dtype in [DType::F16, DType::BF16, DType::F32] {
                         let p = Conv2d::new(n, c, hw, hw, k, r, r).with_pad(r / 2).with_precision(Precision::Tf32);

@@ -119,6 +119,20 @@ pub unsafe fn tma_load_3d(dst: u32, map: *const u8, c0: i32, c1: i32, c2: i32, b
     };
 }
 
+/// Tiled 4-D TMA load: as [`tma_load_3d`], the box starting at (`c0`, `c1`, `c2`, `c3`).
+///
+/// # Safety
+/// As [`tma_load_3d`], with `map` a valid 4-D tiled tensor map.
+#[inline(always)]
+pub unsafe fn tma_load_4d(dst: u32, map: *const u8, c0: i32, c1: i32, c2: i32, c3: i32, bar: u32) {
+    // SAFETY: as the caller guarantees; the copy writes only the box at dst.
+    unsafe {
+        asm!("cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [{d}], [{m}, {{{c0}, {c1}, {c2}, {c3}}}], [{b}];",
+            d = in(reg32) dst, m = in(reg64) map, c0 = in(reg32) c0, c1 = in(reg32) c1, c2 = in(reg32) c2, c3 = in(reg32) c3, b = in(reg32) bar,
+            options(nostack))
+    };
+}
+
 /// Im2col 4-D TMA load of an NHWC tensor ({C, W, H, N} innermost first): the map's
 /// pixels-per-column im2col rows, the first for the filter window whose first tap is at
 /// (`w`, `h`) of image `n` (the window origin, maybe in the padding), the next ones the windows

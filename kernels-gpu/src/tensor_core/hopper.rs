@@ -15,6 +15,7 @@
 //! | 10 | `wgmma_ws_tma_pingpong[_tf32]` ([`kernel`]) | ping-pong: each consumer warpgroup a whole tile, one's epilogue under the other's mainloop |
 //! | 12 | `wgmma_ws_tma_pingpong_m64[_tf32]` | ping-pong on 64-row tiles, one m64 block a warpgroup: twice the tiles, epilogues of step 7's size |
 //! | 13 | `wgmma_nchw1x1_persistent_[3x]tf32` ([`planes`]) | step 9 on fp32 data, the other way round: the pixels as A through registers (tf32 takes K-major shared operands only), the filter as B |
+//! | 14 | `wgmma_nchw_rows_persistent` ([`plane_rows`]) | step 9 for any filter at column stride 1: the columns output rows, one tiled copy of an input row a (tap, chunk); no transform of the activations |
 //!
 //! The pieces of the warp-specialized kernel, each written once: [`producer`], [`consumer`],
 //! [`epilogue`], the tile [`scheduler`], the [`split_k`] meeting, and the ring
@@ -25,6 +26,7 @@ pub mod epilogue;
 pub mod kernel;
 pub mod math;
 pub mod multistage;
+pub mod plane_rows;
 pub mod planes;
 pub mod producer;
 pub mod scheduler;
@@ -44,6 +46,12 @@ macro_rules! entries {
         $crate::conv_kernel!(
             fn $name(x: *const u16, w: *const u16, y: *mut f32, wmap: *const u8, xmap: *const u8) => $crate::tensor_core::hopper::kernel::conv_tma::<
                 planes::Planes, [f32; $bn / 2], $stages, 1, true, false, math::$planes, 128>
+        );
+    };
+    (@one $ops:ident PlaneRows Persistent 1 128 $bn:tt $stages:tt $name:ident $math:ident $planes:ident) => {
+        $crate::conv_kernel!(
+            fn $name(x: *const u16, w: *const u16, y: *mut f32, wmap: *const u8, xmap: *const u8) => $crate::tensor_core::hopper::kernel::conv_tma::<
+                plane_rows::PlaneRows, [f32; $bn / 2], $stages, 1, true, false, math::$planes, 128>
         );
     };
     (@one $ops:ident Multistage Tile 1 128 $bn:tt $stages:tt $name:ident $math:ident $planes:ident) => {

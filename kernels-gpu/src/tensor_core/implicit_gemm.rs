@@ -147,6 +147,9 @@ pub trait Operands {
     /// GEMM is then transposed: rows are output channels, columns pixels; the methods above
     /// that describe a pixel-row A operand are not used).
     const PLANES: bool = false;
+    /// Whether the activations are NCHW rows read by `Producer::PlaneRows` (then [`Operands::PLANES`]
+    /// holds too: the GEMM is transposed as there, its columns output rows of whole copies).
+    const PLANE_ROWS: bool = false;
     /// Whether the activations are NCHW planes read by `Producer::PlanePixels`: the rows are
     /// (image, pixel) pairs, the columns output channels, and an output column's elements are
     /// a plane apart (so `y_off`'s `col + 1` does not follow `col`; the rows do, within an image).

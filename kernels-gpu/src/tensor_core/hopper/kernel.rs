@@ -29,6 +29,11 @@
 //!   columns an image's pixels. `wmap` is the filter's map as above with boxes of
 //!   128 rows (the A tile); `xmap` the input's tiled map, a 3-D tensor {H*W, C, N} (byte strides
 //!   H*W*2 and C*H*W*2), box {64, 64, 1}, 128B swizzle, zero fill ([`super::planes`]).
+//! - With `Producer::PlaneRows` (any filter at column stride 1 on NCHW x, KRSC w, NCHW y; W,
+//!   Q and C multiples of 8), `Producer::Planes`' rows, and columns an image's output rows of
+//!   `convrs_spec::hopper::plane_row_pitch` columns; `wmap` as for `Producer::Planes`, `xmap`
+//!   the input's tiled map, a 4-D tensor {W, H, C, N} (byte strides W*2, H*W*2, C*H*W*2), box
+//!   {64, 1, 64, 1}, 128B swizzle, zero fill ([`super::plane_rows`]).
 //! - With `Producer::PlanePixels` (the same layers on fp32 data), the GEMM of `Producer::WsTma`
 //!   on NCHW data: rows are (image, pixel) pairs, H*W rounded up to whole 32-pixel copies an image
 //!   (`convrs_spec::hopper::plane_pixel_rows`), columns output channels. `wmap` is the fp32
@@ -70,6 +75,7 @@ use convrs_spec::EpilogueArgs;
 use super::consumer::consume;
 use super::math::Math;
 use super::epilogue::{finish_in_registers, prefetch_residual, store_deferring, store_fused, store_pending, store_tile, Pending, SLICES};
+use super::plane_rows::produce_plane_rows;
 use super::planes::{produce_plane_pixels, produce_planes};
 use super::producer::{group_channels, produce_cp_async, produce_tma};
 use super::scheduler::Tiles;
@@ -215,6 +221,7 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
         assert!(!matches!(M::SPEC, Spec::Tf32x3) || CLUSTER == 1);
         // NCHW planes: by TMA, unclustered, unsplit, 16-bit, whole plane copies a tile; the
         // pixel-row planes fp32, persistent, not ping-pong, 128-row tiles.
+        assert!(!O::PLANE_ROWS || O::PLANES);
         assert!(!O::PLANES || (IM2COL && CLUSTER == 1 && !SPLIT && matches!(M::SPEC, Spec::Half) && Acc::N % 64 == 0));
         assert!(!O::PIXEL_PLANES || (IM2COL && CLUSTER == 1 && PERSISTENT && !SPLIT && !PINGPONG && !matches!(M::SPEC, Spec::Half) && BM == BLOCK_M));
         // Ping-pong: persistent im2col tiles without clusters, each warpgroup's whole tile in
@@ -286,7 +293,9 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
     if tid < WG {
         // SAFETY: the whole warpgroup; the caller's contract.
         unsafe {
-            if O::PLANES {
+            if O::PLANE_ROWS {
+                produce_plane_rows::<STAGES>(xmap, wmap, &sh, ring, tiles, tid);
+            } else if O::PLANES {
                 produce_planes::<STAGES>(xmap, wmap, &sh, ring, tiles, ktiles, tid);
             } else if O::PIXEL_PLANES {
                 produce_plane_pixels::<STAGES>(M::SPEC, xmap, wmap, &sh, ring, tiles, ktiles, tid);

@@ -41,7 +41,7 @@ impl Planes {
 
     /// The image and output channel of GEMM row `row`.
     #[inline(always)]
-    fn image_channel(sh: &ConvShape, row: u32) -> (u32, u32) {
+    pub(super) fn image_channel(sh: &ConvShape, row: u32) -> (u32, u32) {
         // SAFETY: rows >= 128.
         unsafe { divmod(row, Self::rows(sh)) }
     }
@@ -108,7 +108,7 @@ impl Operands for Planes {
 
 /// Bytes of one plane copy in shared memory: [`ROW_BYTES`]-byte rows of 64 pixels, one per
 /// channel of the k-tile.
-const COPY_BYTES: u32 = (PLANE_BOX_PIXELS * ROW_BYTES) as u32;
+pub(super) const COPY_BYTES: u32 = (PLANE_BOX_PIXELS * ROW_BYTES) as u32;
 
 /// The producer of `Producer::Planes`: one thread issues, per k-tile (64 channels), the filter
 /// tile (rows k0.. of the {C, 1, K} map: output channels) into the stage's A tile and the
