@@ -220,13 +220,49 @@ fn time_one<T: Element>(
 #[test]
 fn device_conv_runs_the_plane_kernel_on_the_callers_tensors() {
     let Some(gpu) = convrs_tests::hopper_or_skip("device_conv_runs_the_plane_kernel_on_the_callers_tensors") else { return };
-    let planes: Algorithm = "wgmma_nchw1x1_persistent".parse().unwrap();
-    for (p, direct) in [(Conv2d::new(3, 72, 12, 10, 40, 1, 1), (true, true)), (Conv2d::new(2, 20, 8, 5, 264, 1, 1), (false, true))] {
+    let cases = [(Conv2d::new(3, 72, 12, 10, 40, 1, 1), (true, true)), (Conv2d::new(2, 20, 8, 5, 264, 1, 1), (false, true))];
+    on_the_callers_tensors(&gpu, "wgmma_nchw1x1_persistent".parse().unwrap(), &cases);
+}
+
+/// The NCHW row kernel likewise, its filter (KCRS) brought to KRSC once by the `DeviceConv`:
+/// on the caller's tensors where C is a multiple of 8, through a padded input where not; a new
+/// filter reaches it only through `set_filter`.
+#[test]
+fn device_conv_runs_the_row_kernel_on_the_callers_tensors() {
+    let Some(gpu) = convrs_tests::hopper_or_skip("device_conv_runs_the_row_kernel_on_the_callers_tensors") else { return };
+    let cases = [(Conv2d::new(2, 24, 10, 16, 40, 3, 3).with_pad(1), (true, true)), (Conv2d::new(1, 20, 9, 8, 72, 3, 3).with_pad(1), (false, true))];
+    let rows: Algorithm = "wgmma_nchw_rows_persistent".parse().unwrap();
+    on_the_callers_tensors(&gpu, rows, &cases);
+    let p = cases[0].0;
+    let tensor = |dims, seed| Tensor::random(dims, Layout::Nchw, seed).unwrap().map(bf16::from_f32);
+    let (x, w1, w2) = (tensor(p.input_shape(), 1), tensor(p.filter_shape(), 2), tensor(p.filter_shape(), 3));
+    let (dx, mut dw) = (DeviceTensor::upload(&gpu, &x).unwrap(), DeviceTensor::upload(&gpu, &w1).unwrap());
+    let mut conv = DeviceConv::<bf16>::new(&gpu, rows, &p, &dw, Layout::Nchw, Layout::Nchw).unwrap();
+    let mut y = conv.new_output(&gpu).unwrap();
+    let dims = p.filter_shape();
+    relayout_into(&gpu, DeviceTensor::upload(&gpu, &w2).unwrap().data(), dims, Layout::Nchw, dw.data_mut(), dims, Layout::Nchw).unwrap();
+    for (w, what) in [(&w1, "the cached filter"), (&w2, "after set_filter")] {
+        if what == "after set_filter" {
+            conv.set_filter(&gpu, &dw).unwrap();
+        }
+        gpu.poison(y.data_mut()).unwrap();
+        conv.run(&gpu, &dx, &mut y).unwrap();
+        let c = compare(y.download(&gpu).unwrap().data(), conv2d_cpu(&p, &x, w).unwrap().data());
+        assert!(c.non_finite == 0 && c.passes(tolerance(convrs::DType::BF16, convrs::DType::BF16)), "{p}, {what}: {c}");
+    }
+}
+
+/// `algo` through a `DeviceConv` of an NCHW caller on each case, whose `direct()` (input, output
+/// used where they are) is given; against the CPU reference into a poisoned output, then (where
+/// the input is read where it is) a CUDA graph capture on a new buffer refused and replayed
+/// after one run outside.
+fn on_the_callers_tensors(gpu: &Gpu, algo: Algorithm, cases: &[(Conv2d, (bool, bool))]) {
+    for &(p, direct) in cases {
         for seed in [1, 2] {
             let x = Tensor::random(p.input_shape(), Layout::Nchw, seed).unwrap().map(bf16::from_f32);
             let w = Tensor::random(p.filter_shape(), Layout::Nchw, seed + 10).unwrap().map(bf16::from_f32);
             let (dx, dw) = (DeviceTensor::upload(&gpu, &x).unwrap(), DeviceTensor::upload(&gpu, &w).unwrap());
-            let mut conv = DeviceConv::<bf16>::new(&gpu, planes, &p, &dw, Layout::Nchw, Layout::Nchw).unwrap();
+            let mut conv = DeviceConv::<bf16>::new(&gpu, algo, &p, &dw, Layout::Nchw, Layout::Nchw).unwrap();
             assert_eq!(conv.direct(), direct, "{p}");
             let mut y = conv.new_output(&gpu).unwrap();
             gpu.poison(y.data_mut()).unwrap();
