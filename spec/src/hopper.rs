@@ -90,7 +90,8 @@ macro_rules! hopper_configs {
             (Planes,     Persistent, 1,      128, 256, 4, wgmma_nchw1x1_persistent_128x256k64, wgmma_nchw1x1_persistent_bf16_128x256k64)
             (Planes,     Persistent, 1,      128, 128, 6, wgmma_nchw1x1_persistent_128x128k64, wgmma_nchw1x1_persistent_bf16_128x128k64)
             (Planes,     Persistent, 1,      128,  64, 8, wgmma_nchw1x1_persistent_128x64k64, wgmma_nchw1x1_persistent_bf16_128x64k64)
-            // Step 14: NCHW data, any filter at column stride 1: step 9's GEMM per image with the
+            // Step 14: NCHW data at column stride 1, each tap's row copy on 16 bytes (R x 1
+            // filters): step 9's GEMM per image with the
             // columns output rows of whole 64-pixel copies, one tiled copy of an input row per
             // (tap, channel chunk); NCHW out, no transform of the activations.
             (PlaneRows,  Persistent, 1,      128, 256, 4, wgmma_nchw_rows_persistent_128x256k64, wgmma_nchw_rows_persistent_bf16_128x256k64)
@@ -255,7 +256,9 @@ pub enum Producer {
     /// column is a run of pixels of one NCHW plane. Arguments as [`Producer::WsTma`], `xmap`
     /// the input's plane map.
     PlanePixels,
-    /// [`Producer::Planes`]' GEMM for any filter at column stride 1 (step 14): the rows are
+    /// [`Producer::Planes`]' GEMM for filters whose every tap starts its row copy on 16 bytes
+    /// ([`plane_row_taps_aligned`]: R x 1 filters, column padding 0 or 8) at column stride 1
+    /// (step 14): the rows are
     /// (image, output channel) pairs as there, the columns an image's output rows, each
     /// [`plane_row_pitch`] columns (Q rounded up to whole 64-pixel copies). Each k-tile is one
     /// (filter tap, 64-channel chunk): the filter tile of that tap (KRSC, transformed once per
@@ -278,6 +281,17 @@ impl Producer {
 /// data. A tile `bn` pixels wide is `bn / 64` copies. (fp32 copies, [`Producer::PlanePixels`],
 /// are one 128-byte row too: [`Math::k_tile`] = 32 pixels, [`BLOCK_M`] / 32 of them a tile.)
 pub const PLANE_BOX_PIXELS: usize = 64;
+
+/// Whether every tap's copy of a [`Producer::PlaneRows`] kernel starts on a 16-byte boundary of
+/// its input row, `pad_w` and `dil_w` the columns' padding and dilation, `s` the filter's width:
+/// the copy of output columns q0.. (q0 a multiple of 64) for tap column t starts at input column
+/// q0 - pad_w + t * dil_w, and a tiled TMA copy under 128B swizzle whose innermost start is not
+/// a multiple of 16 bytes faults with an illegal instruction (measured on the H100,
+/// `dev/tma4d_probe.py`: starts -8, 0, 8, -16 copy right; -1, 1, 3 fault). So pad_w must be a
+/// multiple of 8 (16-bit elements) and, past one tap column, dil_w too.
+pub const fn plane_row_taps_aligned(s: usize, pad_w: usize, dil_w: usize) -> bool {
+    pad_w % 8 == 0 && (s == 1 || dil_w % 8 == 0)
+}
 
 /// GEMM columns per output row of the [`Producer::PlaneRows`] kernels: Q rounded up to whole
 /// copies of [`PLANE_BOX_PIXELS`], so that each copy's pixels lie in one output row (those past

@@ -8,7 +8,7 @@
 //! lowest predicted time. The cost model is `wmma_nhwc`'s wave model (`plan::model`) with one
 //! rate per configuration ([`RATES`]), fitted to the H100.
 
-use convrs_spec::hopper::{plane_pixel_rows, plane_row_pitch, plane_rows, Config, Math, Policy, Producer, Schedule, BLOCK_M, CONFIGS};
+use convrs_spec::hopper::{plane_pixel_rows, plane_row_pitch, plane_row_taps_aligned, plane_rows, Config, Math, Policy, Producer, Schedule, BLOCK_M, CONFIGS};
 use convrs_spec::split_k;
 
 use super::tensor_core::gemm_m;
@@ -430,6 +430,14 @@ fn rows_refusal(p: &Conv2d, dtype: DType) -> Option<String> {
     if p.w % step != 0 {
         return Some(format!("W = {} must be a multiple of {step}: the input's row map steps from row to row in W*{size} bytes, which TMA needs in multiples of 16", p.w));
     }
+    if !plane_row_taps_aligned(p.s, p.pad.1, p.dilation.1) {
+        return Some(format!(
+            "each tap's copy of an input row must start on 16 bytes (a tiled TMA copy under 128-byte swizzle faults otherwise, measured on the H100): \
+             the column padding ({}) must be a multiple of 8 and, for filters wider than 1 ({} here), the column dilation ({}) too; \
+             a 3x3 layer with padding 1 goes through the transposes to an NHWC kernel",
+            p.pad.1, p.s, p.dilation.1
+        ));
+    }
     if q % step != 0 {
         return Some(format!("Q = {q} (the output's width) must be a multiple of {step}: the kernel stores 16 bytes of an output row at a time"));
     }
@@ -447,7 +455,7 @@ pub fn describe(policy: Policy) -> String {
         Producer::WsTma => "warp-specialized: one producer thread brings activations by im2col TMA and filters by TMA",
         Producer::Planes => "NCHW data, 1x1: a GEMM per image, output channels by pixels; one producer thread brings the filter and the image's channel planes by tiled TMA, no transform",
         Producer::PlaneRows => {
-            "NCHW data, any filter at column stride 1: a GEMM per image, output channels by output rows (whole 64-pixel copies); one producer thread brings each tap's filter tile and, per 64 columns, a tiled TMA copy of the input row under them shifted by the tap (its zero fill the padding), no transform of the activations"
+            "NCHW data, R x 1 filters (each tap's row copy on 16 bytes) at column stride 1: a GEMM per image, output channels by output rows (whole 64-pixel copies); one producer thread brings each tap's filter tile and, per 64 columns, a tiled TMA copy of the input row under them shifted by the tap (its zero fill the padding), no transform of the activations"
         }
         Producer::PlanePixels => {
             "NCHW fp32 data, 1x1: a GEMM per image, pixels by output channels; one producer thread brings the image's channel planes and the filter by tiled TMA, the consumers load the pixels into registers (tf32 wgmma reads only K-major shared tiles), no transform"
@@ -511,7 +519,7 @@ const fn kernel(policy: Policy) -> KernelDesc {
         family: Family::TensorCore,
         summary: match (policy.schedule, policy.math) {
             _ if matches!(policy.producer, Producer::Planes) => "family 3 on Hopper: 1x1 convolution on NCHW data as a wgmma GEMM per image, no transform",
-            _ if matches!(policy.producer, Producer::PlaneRows) => "family 3 on Hopper: convolution on NCHW data at column stride 1 as a wgmma GEMM per image, one TMA copy of an input row per tap, no transform of the activations",
+            _ if matches!(policy.producer, Producer::PlaneRows) => "family 3 on Hopper: R x 1 convolution on NCHW data at column stride 1 as a wgmma GEMM per image, one TMA copy of an input row per tap, no transform of the activations",
             (_, Math::Tf32) if matches!(policy.producer, Producer::PlanePixels) => "family 3 on Hopper: 1x1 convolution on NCHW fp32 data in TF32 as a wgmma GEMM per image, no transform",
             (_, Math::Tf32x3) if matches!(policy.producer, Producer::PlanePixels) => {
                 "family 3 on Hopper: 1x1 convolution on NCHW fp32 data to fp32 accuracy (3xTF32) as a wgmma GEMM per image, no transform"
@@ -871,7 +879,7 @@ mod tests {
         let d = DeviceModel::named("h100").unwrap();
         let mut picked = std::collections::HashSet::new();
         for k in [32, 64, 128, 256, 512] {
-            for (n, c, hw, r) in [(1, 256, 14, 3), (64, 256, 14, 3), (16, 832, 7, 5), (1, 256, 16, 1), (64, 256, 16, 1), (8, 64, 56, 1), (1, 256, 32, 3), (4, 128, 24, 3)] {
+            for (n, c, hw, r) in [(1, 256, 14, 3), (64, 256, 14, 3), (16, 832, 7, 5), (1, 256, 16, 1), (64, 256, 16, 1), (8, 64, 56, 1), (1, 256, 32, 1), (4, 128, 24, 1)] {
                 for kernel in &KERNELS {
                     for dtype in [DType::F16, DType::BF16, DType::F32] {
                         let p = Conv2d::new(n, c, hw, hw, k, r, r).with_pad(r / 2).with_precision(Precision::Tf32);

@@ -29,8 +29,9 @@
 //!   columns an image's pixels. `wmap` is the filter's map as above with boxes of
 //!   128 rows (the A tile); `xmap` the input's tiled map, a 3-D tensor {H*W, C, N} (byte strides
 //!   H*W*2 and C*H*W*2), box {64, 64, 1}, 128B swizzle, zero fill ([`super::planes`]).
-//! - With `Producer::PlaneRows` (any filter at column stride 1 on NCHW x, KRSC w, NCHW y; W,
-//!   Q and C multiples of 8), `Producer::Planes`' rows, and columns an image's output rows of
+//! - With `Producer::PlaneRows` (NCHW x, KRSC w, NCHW y at column stride 1, each tap's column
+//!   offset a multiple of 8: `convrs_spec::hopper::plane_row_taps_aligned`; W, Q and C
+//!   multiples of 8), `Producer::Planes`' rows, and columns an image's output rows of
 //!   `convrs_spec::hopper::plane_row_pitch` columns; `wmap` as for `Producer::Planes`, `xmap`
 //!   the input's tiled map, a 4-D tensor {W, H, C, N} (byte strides W*2, H*W*2, C*H*W*2), box
 //!   {64, 1, 64, 1}, 128B swizzle, zero fill ([`super::plane_rows`]).

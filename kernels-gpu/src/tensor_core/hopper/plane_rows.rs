@@ -12,6 +12,13 @@
 //! input row under the output row, shifted by the tap, by 64 channels. It lands as step 9's
 //! copy does (64 channel rows of 128 bytes, 128B-swizzled), so the consumers and the epilogue
 //! are step 9's: the copy's position does the im2col, its zero fill the padding.
+//!
+//! A tiled copy under 128B swizzle must start its innermost dimension on 16 bytes (measured on
+//! the H100: other starts fault with an illegal instruction), so every tap's column offset
+//! `t * dil_w - pad_w` is a multiple of 8 here (`convrs_spec::hopper::plane_row_taps_aligned`;
+//! the plan refuses the rest): 1x1 and R x 1 filters without column padding (or padding 8), any
+//! row stride, padding and dilation. A 3x3 layer with padding 1 needs its rows shifted by one
+//! element in shared memory first (notes/hopper.md, step 14).
 
 use convrs_spec::hopper::{a_tile_bytes, b_tile_bytes, plane_row_pitch, BLOCK_M, K_TILE, PLANE_BOX_PIXELS};
 
