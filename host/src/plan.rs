@@ -67,8 +67,8 @@ pub enum InputMap {
     /// one k-tile of channels of one image (64 by 64 of 16-bit data, 32 by 32 of fp32;
     /// `convrs_spec::hopper::Producer::Planes` and `PlanePixels`).
     Planes,
-    /// NCHW read as rows: a 4-D tensor {W, H, C, N}, boxes of 64 pixels of one row by one
-    /// k-tile of channels of one image (16-bit data; `convrs_spec::hopper::Producer::PlaneRows`).
+    /// NCHW read as rows: a 4-D tensor {W, H, C, N}, unswizzled boxes of 72 pixels of one row
+    /// by one k-tile of channels of one image (16-bit data; `convrs_spec::hopper::Producer::PlaneRows`).
     Rows,
 }
 

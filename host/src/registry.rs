@@ -95,14 +95,13 @@ mod tests {
                 // At the multiples: accepted for the types it reads, refused for the others.
                 // (TF32 admits every kernel's precision.)
                 // The NCHW plane kernels take 1x1 filters on H*W a multiple of 8 (fp32: 4) only.
-                // The NCHW row kernel takes W and Q multiples of 8 and taps on 16-byte column offsets
+                // The NCHW row kernel takes W and Q multiples of 8.
                 let planes = matches!(k.algorithm, Algorithm::Wgmma(p) if p.producer.nchw_planes());
                 let rows = matches!(k.algorithm, Algorithm::Wgmma(p) if p.producer == convrs_spec::hopper::Producer::PlaneRows);
                 let ok = if planes {
                     Conv2d::new(n.max(2), 2 * c, 8, 8, 2 * kk, 1, 1)
                 } else {
-                    // (and each tap's copy starting on 16 bytes: a 3x1 filter, no column padding)
-                    if rows { Conv2d { pad: (1, 0), ..Conv2d::new(n.max(2), 2 * c, 9, 8, 2 * kk, 3, 1) } } else { Conv2d::new(n.max(2), 2 * c, 9, 9, 2 * kk, 3, 3).with_pad(1) }
+                    Conv2d::new(n.max(2), 2 * c, 9, if rows { 8 } else { 9 }, 2 * kk, 3, 3).with_pad(1)
                 };
                 let ok = ok.with_precision(Precision::Tf32);
                 // The depthwise kernels take groups = C only; the strip entries C a multiple of 4.

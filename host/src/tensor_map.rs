@@ -57,16 +57,23 @@ impl FilterMapKey {
         // the driver wants multiples of 16: C/G is a multiple of 8 in every plan that asks for a map.
         let size = self.dtype.size() as u64;
         let strides = [size * self.c, size * self.c * self.taps];
-        encode_tiled(self.dtype, self.address, [self.c, self.taps, self.k], strides, [box_channels(self.dtype), 1, self.rows])
+        encode_tiled(self.dtype, self.address, [self.c, self.taps, self.k], strides, [box_channels(self.dtype), 1, self.rows], false)
             .map_err(|e| Error::Cuda(format!("encoding the filter's tensor map ({self:?}): {e}")))
     }
 }
 
 /// The driver's tiled encoding of a `RANK`-D tensor of `dtype` at `address`: `dims` innermost
 /// first, byte `strides` of dimensions 1.. (`RANK - 1` of them: `S`), boxes of `boxes` elements,
-/// element strides 1, 128-byte swizzle (the layout the kernels' wgmma descriptors read), zeros
-/// for elements outside the tensor.
-fn encode_tiled<const RANK: usize, const S: usize>(dtype: DType, address: u64, dims: [u64; RANK], strides: [u64; S], boxes: [u32; RANK]) -> std::result::Result<[u8; 128], cudarc::driver::DriverError> {
+/// element strides 1, 128-byte swizzle (the layout the kernels' wgmma descriptors read) or
+/// under `unswizzled` none, zeros for elements outside the tensor.
+fn encode_tiled<const RANK: usize, const S: usize>(
+    dtype: DType,
+    address: u64,
+    dims: [u64; RANK],
+    strides: [u64; S],
+    boxes: [u32; RANK],
+    unswizzled: bool,
+) -> std::result::Result<[u8; 128], cudarc::driver::DriverError> {
     const { assert!(S + 1 == RANK && RANK >= 2 && RANK <= 5) };
     let element_strides = [1u32; RANK];
     let mut map = CUtensorMap { opaque: [0; 16] };
@@ -83,7 +90,7 @@ fn encode_tiled<const RANK: usize, const S: usize>(dtype: DType, address: u64, d
             boxes.as_ptr(),
             element_strides.as_ptr(),
             CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
-            CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
+            if unswizzled { CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_NONE } else { CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B },
             CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
             CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
         )
@@ -234,7 +241,7 @@ impl PlaneMapKey {
         // The kernels' copy: one 128-byte row of pixels (PLANE_BOX_PIXELS of 16-bit data, 32
         // of fp32) by one k-tile of channels.
         let boxes = [box_channels(self.dtype), box_channels(self.dtype), 1];
-        encode_tiled(self.dtype, self.address, self.dims, [size * hw, size * hw * c], boxes)
+        encode_tiled(self.dtype, self.address, self.dims, [size * hw, size * hw * c], boxes, false)
             .map_err(|e| Error::Cuda(format!("encoding the input's plane tensor map ({self:?}): {e}")))
     }
 }
@@ -256,16 +263,17 @@ impl RowMapKey {
         RowMapKey { address, dims: [p.w as u64, p.h as u64, p.c as u64, p.n as u64], dtype }
     }
 
-    /// The driver's encoding: a 4-D tensor {W, H, C, N} (innermost first), boxes of {128 bytes
-    /// of one row's pixels, 1 row, 128 bytes' worth of channels, 1 image}, 128-byte swizzle (the
-    /// MN-major layout of a plane copy, which the kernels' B descriptors read), zeros outside
-    /// the tensor (the padding, pixel and channel tails). The byte strides must be multiples of
-    /// 16: W is a multiple of 8 in every plan that asks for this map.
+    /// The driver's encoding: a 4-D tensor {W, H, C, N} (innermost first), boxes of {72 pixels
+    /// of one row (`convrs_spec::hopper::PLANE_ROW_LANDED_PIXELS`: a copy starts on the 16-byte
+    /// boundary at or before its first column), 1 row, 128 bytes' worth of channels, 1 image},
+    /// unswizzled (the producer shifts each channel row into the B tile's swizzled layout), zeros
+    /// outside the tensor (the padding, pixel and channel tails). The byte strides must be
+    /// multiples of 16: W is a multiple of 8 in every plan that asks for this map.
     pub fn encode(&self) -> Result<[u8; 128]> {
         let size = self.dtype.size() as u64;
         let [w, h, c, _] = self.dims;
-        let boxes = [box_channels(self.dtype), 1, box_channels(self.dtype), 1];
-        encode_tiled(self.dtype, self.address, self.dims, [size * w, size * w * h, size * w * h * c], boxes)
+        let boxes = [convrs_spec::hopper::PLANE_ROW_LANDED_PIXELS as u32, 1, box_channels(self.dtype), 1];
+        encode_tiled(self.dtype, self.address, self.dims, [size * w, size * w * h, size * w * h * c], boxes, true)
             .map_err(|e| Error::Cuda(format!("encoding the input's row tensor map ({self:?}): {e}")))
     }
 }

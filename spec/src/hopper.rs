@@ -90,13 +90,14 @@ macro_rules! hopper_configs {
             (Planes,     Persistent, 1,      128, 256, 4, wgmma_nchw1x1_persistent_128x256k64, wgmma_nchw1x1_persistent_bf16_128x256k64)
             (Planes,     Persistent, 1,      128, 128, 6, wgmma_nchw1x1_persistent_128x128k64, wgmma_nchw1x1_persistent_bf16_128x128k64)
             (Planes,     Persistent, 1,      128,  64, 8, wgmma_nchw1x1_persistent_128x64k64, wgmma_nchw1x1_persistent_bf16_128x64k64)
-            // Step 14: NCHW data at column stride 1, each tap's row copy on 16 bytes (R x 1
-            // filters): step 9's GEMM per image with the
-            // columns output rows of whole 64-pixel copies, one tiled copy of an input row per
-            // (tap, channel chunk); NCHW out, no transform of the activations.
-            (PlaneRows,  Persistent, 1,      128, 256, 4, wgmma_nchw_rows_persistent_128x256k64, wgmma_nchw_rows_persistent_bf16_128x256k64)
-            (PlaneRows,  Persistent, 1,      128, 128, 6, wgmma_nchw_rows_persistent_128x128k64, wgmma_nchw_rows_persistent_bf16_128x128k64)
-            (PlaneRows,  Persistent, 1,      128,  64, 8, wgmma_nchw_rows_persistent_128x64k64, wgmma_nchw_rows_persistent_bf16_128x64k64)
+            // Step 14: NCHW data, any filter at column stride 1: step 9's GEMM per image with the
+            // columns output rows of whole 64-pixel copies; per (tap, channel chunk) one tiled
+            // copy of an input row from a 16-byte boundary, shifted into place by the producer
+            // warpgroup; NCHW out, no transform of the activations. (Each stage also holds the
+            // copies as they land, so 128x256 would have 2 stages; the ring's third barrier
+            // array leaves room for 5.)
+            (PlaneRows,  Persistent, 1,      128, 128, 4, wgmma_nchw_rows_persistent_128x128k64, wgmma_nchw_rows_persistent_bf16_128x128k64)
+            (PlaneRows,  Persistent, 1,      128,  64, 5, wgmma_nchw_rows_persistent_128x64k64, wgmma_nchw_rows_persistent_bf16_128x64k64)
         }
     };
 }
@@ -256,16 +257,15 @@ pub enum Producer {
     /// column is a run of pixels of one NCHW plane. Arguments as [`Producer::WsTma`], `xmap`
     /// the input's plane map.
     PlanePixels,
-    /// [`Producer::Planes`]' GEMM for filters whose every tap starts its row copy on 16 bytes
-    /// ([`plane_row_taps_aligned`]: R x 1 filters, column padding 0 or 8) at column stride 1
-    /// (step 14): the rows are
+    /// [`Producer::Planes`]' GEMM for any filter at column stride 1 (step 14): the rows are
     /// (image, output channel) pairs as there, the columns an image's output rows, each
     /// [`plane_row_pitch`] columns (Q rounded up to whole 64-pixel copies). Each k-tile is one
     /// (filter tap, 64-channel chunk): the filter tile of that tap (KRSC, transformed once per
-    /// weights) and, for each 64 columns of the tile, one tiled TMA copy of 64 pixels of one
-    /// input row (the output row's, shifted by the tap; padding arrives as the copy's zero fill)
-    /// by 64 channels, the MN-major B tile of [`Producer::Planes`]. Arguments as
-    /// [`Producer::WsTma`], `xmap` the input's row map.
+    /// weights) and, for each 64 columns of the tile, one tiled TMA copy of 72 pixels of one
+    /// input row (the output row's, shifted by the tap, from the 16-byte boundary at or before
+    /// its first column; padding arrives as the copy's zero fill) by 64 channels, which the
+    /// producer warpgroup shifts into the MN-major B tile of [`Producer::Planes`]
+    /// ([`PLANE_ROW_LANDED_PIXELS`]). Arguments as [`Producer::WsTma`], `xmap` the input's row map.
     PlaneRows,
 }
 
@@ -282,16 +282,29 @@ impl Producer {
 /// are one 128-byte row too: [`Math::k_tile`] = 32 pixels, [`BLOCK_M`] / 32 of them a tile.)
 pub const PLANE_BOX_PIXELS: usize = 64;
 
-/// Whether every tap's copy of a [`Producer::PlaneRows`] kernel starts on a 16-byte boundary of
-/// its input row, `pad_w` and `dil_w` the columns' padding and dilation, `s` the filter's width:
-/// the copy of output columns q0.. (q0 a multiple of 64) for tap column t starts at input column
-/// q0 - pad_w + t * dil_w, and a tiled TMA copy under 128B swizzle whose innermost start is not
-/// a multiple of 16 bytes faults with an illegal instruction (measured on the H100,
-/// `dev/tma4d_probe.py`: starts -8, 0, 8, -16 copy right; -1, 1, 3 fault). So pad_w must be a
-/// multiple of 8 (16-bit elements) and, past one tap column, dil_w too.
-pub const fn plane_row_taps_aligned(s: usize, pad_w: usize, dil_w: usize) -> bool {
-    pad_w % 8 == 0 && (s == 1 || dil_w % 8 == 0)
+/// Pixels of one [`Producer::PlaneRows`] copy as it lands: 64 and the 8 after, from the
+/// 16-byte boundary at or before the tap's first column. A tiled TMA copy under 128B swizzle
+/// must start its innermost dimension on 16 bytes (measured on the H100, `dev/tma4d_probe.py`:
+/// starts -8, 0, 8, -16 copy right; -1, 1, 3 fault with an illegal instruction), and a tap's
+/// first column `q0 - pad_w + t * dil_w` is anywhere, so the copy lands unswizzled, 144-byte
+/// channel rows, and the producer warpgroup shifts each row's 64 pixels into the swizzled B tile.
+pub const PLANE_ROW_LANDED_PIXELS: usize = PLANE_BOX_PIXELS + 8;
+
+/// Bytes of the landed copies of a [`Producer::PlaneRows`] stage `bn` columns wide: `bn / 64`
+/// copies of [`K_TILE`] channel rows of [`PLANE_ROW_LANDED_PIXELS`] 16-bit pixels.
+pub const fn plane_row_landed_bytes(bn: usize) -> usize {
+    bn / PLANE_BOX_PIXELS * K_TILE * PLANE_ROW_LANDED_PIXELS * 2
 }
+
+/// Bytes of one [`Producer::PlaneRows`] stage `bn` columns wide: the A and B tiles, then the
+/// landed copies (a multiple of 1024 bytes for every width of 64).
+pub const fn plane_row_stage_bytes(bn: usize) -> usize {
+    stage_bytes(BLOCK_M, bn, Math::Half) + plane_row_landed_bytes(bn)
+}
+
+/// Threads of a [`Producer::PlaneRows`] producer warpgroup that shift the landed copies into
+/// the B tiles: warps 1 to 3 (warp 0's first thread issues the copies, running ahead).
+pub const PLANE_ROW_SHIFTERS: usize = WARPGROUP - 32;
 
 /// GEMM columns per output row of the [`Producer::PlaneRows`] kernels: Q rounded up to whole
 /// copies of [`PLANE_BOX_PIXELS`], so that each copy's pixels lie in one output row (those past
@@ -519,7 +532,8 @@ impl Config {
     /// Dynamic shared memory bytes per block: the stages, 1 KiB to align them to 1024, and the
     /// barriers of the warp-specialized kernels.
     pub const fn smem_bytes(&self) -> usize {
-        let ring = self.stages * stage_bytes(self.block_m(), self.bn, self.policy.math) + 1024;
+        let stage = if matches!(self.policy.producer, Producer::PlaneRows) { plane_row_stage_bytes(self.bn) } else { stage_bytes(self.block_m(), self.bn, self.policy.math) };
+        let ring = self.stages * stage + 1024;
         if self.policy.warp_specialized() { ring + BARRIER_BYTES } else { ring }
     }
 
@@ -636,7 +650,11 @@ const fn check(c: &Config) {
         Producer::WsCpAsync => assert!(c.bn >= 128, "cp.async producers take tiles 128 or 256 wide"),
         Producer::WsTma => {}
         // Each tile is whole plane copies; the filter copy is the A tile (no multicast).
-        Producer::Planes | Producer::PlaneRows => assert!(c.bn % PLANE_BOX_PIXELS == 0 && p.cluster == 1 && matches!(p.math, Math::Half) && !p.split_k(), "plane producers: tiles of whole 64-pixel copies, no cluster, 16-bit, unsplit"),
+        Producer::PlaneRows => assert!(
+            c.bn % PLANE_BOX_PIXELS == 0 && c.bn <= 4 * PLANE_BOX_PIXELS && p.cluster == 1 && matches!(p.math, Math::Half) && !p.split_k() && 3 * 8 * c.stages <= BARRIER_BYTES,
+            "row producers: tiles of whole 64-pixel copies (at most 4), no cluster, 16-bit, unsplit, a full, an empty and a landed barrier a stage"
+        ),
+        Producer::Planes => assert!(c.bn % PLANE_BOX_PIXELS == 0 && p.cluster == 1 && matches!(p.math, Math::Half) && !p.split_k(), "plane producers: tiles of whole 64-pixel copies, no cluster, 16-bit, unsplit"),
         // The A tile is whole 32-pixel copies (BLOCK_M of them); fp32 only, persistent, unsplit.
         Producer::PlanePixels => assert!(
             p.cluster == 1 && !matches!(p.math, Math::Half) && matches!(p.schedule, Schedule::Persistent) && p.block_m == BLOCK_M && c.bn >= 64,

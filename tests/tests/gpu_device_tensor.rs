@@ -230,8 +230,7 @@ fn device_conv_runs_the_plane_kernel_on_the_callers_tensors() {
 #[test]
 fn device_conv_runs_the_row_kernel_on_the_callers_tensors() {
     let Some(gpu) = convrs_tests::hopper_or_skip("device_conv_runs_the_row_kernel_on_the_callers_tensors") else { return };
-    let rx1 = |n, c, h, w, k| Conv2d { pad: (1, 0), ..Conv2d::new(n, c, h, w, k, 3, 1) };
-    let cases = [(rx1(2, 24, 10, 16, 40), (true, true)), (rx1(1, 20, 9, 8, 72), (false, true))];
+    let cases = [(Conv2d::new(2, 24, 10, 16, 40, 3, 3).with_pad(1), (true, true)), (Conv2d::new(1, 20, 9, 8, 72, 3, 3).with_pad(1), (false, true))];
     let rows: Algorithm = "wgmma_nchw_rows_persistent".parse().unwrap();
     on_the_callers_tensors(&gpu, rows, &cases);
     let p = cases[0].0;

@@ -130,7 +130,7 @@ fn every_activation(gpu: &Gpu, algo: Algorithm, dtype: DType, shapes: &[Conv2d])
 
 /// Shapes of the Hopper kernels' paths: 128x256 and 128x64 tiles with ragged M, several tiles a
 /// persistent block, a long reduction for split-K (and a short one), the NCHW 1x1 planes, W a
-/// multiple of 8 with a 3x1 filter (the NCHW rows), a grouped layer (ResNeXt's 4 channels a group, run in merged groups).
+/// multiple of 8 (the NCHW rows), a grouped layer (ResNeXt's 4 channels a group, run in merged groups).
 fn hopper_shapes() -> Vec<Conv2d> {
     vec![
         Conv2d::new(2, 128, 12, 10, 128, 3, 3).with_pad(1).with_groups(32),
@@ -140,7 +140,7 @@ fn hopper_shapes() -> Vec<Conv2d> {
         Conv2d::new(1, 832, 7, 7, 128, 5, 5).with_pad(2),
         Conv2d::new(3, 72, 9, 11, 40, 1, 1),
         Conv2d::new(2, 136, 8, 9, 200, 1, 1),
-        Conv2d { pad: (1, 0), ..Conv2d::new(2, 40, 11, 16, 72, 3, 1) },
+        Conv2d::new(2, 40, 11, 16, 72, 3, 3).with_pad(1),
     ]
 }
 

@@ -80,9 +80,9 @@ fn wgmma_matches_cpu_on_named_shapes() {
                     taken.extend(pixel_plane_shapes());
                 }
             } else if convrs_tests::is_plane_rows(algo) {
-                // W and Q multiples of 8 at column stride 1, each tap's copy on 16 bytes
-                // (no column padding, one tap column): the 40x40 1x1 alone.
-                assert_eq!(taken, [shapes[10]], "{algo}");
+                // W and Q multiples of 8 at column stride 1: 56x56, the per-axis values (row
+                // stride 2, column dilation 3: Q = 56 of W = 64) and the 40x40 1x1.
+                assert_eq!(taken, [shapes[1], shapes[6], shapes[10]], "{algo}");
                 assert!(row_shapes().iter().all(takes), "{algo} refused a row shape");
                 taken.extend(row_shapes());
             } else {
@@ -107,22 +107,19 @@ fn plane_shapes() -> [Conv2d; 6] {
     ]
 }
 
-/// The row kernel's named shapes (W and Q multiples of 8, column stride 1, each tap's copy on
-/// 16 bytes): Q against the 64-pixel copies (32; 112: a second copy a row, partly past Q),
-/// column padding 8 (copies from column -8; Q = W + 16), three tap columns at dilation 8, K
-/// ragged against the 128-row tiles and K = 8 (a warpgroup idle), C below and past whole
-/// k-tiles, row stride 2, several tiles a persistent block.
-fn row_shapes() -> [Conv2d; 8] {
-    let rx1 = |n, c, h, w, k, r| Conv2d { pad: (r / 2, 0), ..Conv2d::new(n, c, h, w, k, r, 1) };
+/// The row kernel's named shapes (W and Q multiples of 8, column stride 1): Q against the
+/// 64-pixel copies (32, 112: a second copy a row, partly past Q; Q = W + 8), K ragged against
+/// the 128-row tiles and K = 8 (a warpgroup idle), C below and past whole k-tiles, R != S,
+/// row stride 2, several tiles a persistent block.
+fn row_shapes() -> [Conv2d; 7] {
     [
-        rx1(1, 128, 28, 32, 200, 3),                                              // Q = 32, K = 1.5 row tiles
-        rx1(3, 40, 17, 112, 72, 5),                                               // Q = 112: two copies a row
-        rx1(1, 136, 12, 24, 8, 7),                                                // K = 8; C = 2 k-tiles + 8
-        Conv2d { pad: (0, 0), ..Conv2d::new(2, 24, 9, 16, 48, 3, 1) },            // P = 7
-        Conv2d { stride: (2, 1), ..rx1(2, 32, 15, 40, 64, 3) },                   // row stride 2
-        Conv2d { pad: (1, 8), ..Conv2d::new(2, 16, 10, 8, 24, 3, 1) },            // Q = W + 16 = 24
-        Conv2d { pad: (1, 8), dilation: (1, 8), ..Conv2d::new(2, 32, 12, 24, 40, 3, 3) }, // 3 tap columns, 8 apart
-        rx1(4, 64, 20, 64, 512, 3),                                               // 4 x 20 x 4 row tiles
+        Conv2d::new(1, 128, 28, 32, 200, 3, 3).with_pad(1),                        // Q = 32, K = 1.5 row tiles
+        Conv2d::new(3, 40, 17, 112, 72, 5, 5).with_pad(2),                         // Q = 112: two copies a row
+        Conv2d::new(1, 136, 12, 24, 8, 7, 7).with_pad(3),                          // K = 8; C = 2 k-tiles + 8
+        Conv2d { pad: (0, 0), ..Conv2d::new(2, 24, 9, 16, 48, 3, 1) },             // R = 3, S = 1, P = 7
+        Conv2d { stride: (2, 1), ..Conv2d::new(2, 32, 15, 40, 64, 3, 3).with_pad(1) }, // row stride 2
+        Conv2d { pad: (1, 5), ..Conv2d::new(2, 16, 10, 8, 24, 3, 3) },              // Q = W + 8 = 16
+        Conv2d::new(4, 64, 20, 64, 512, 3, 3).with_pad(1),                         // 4 x 20 x 4 row tiles
     ]
 }
 
@@ -152,7 +149,7 @@ fn wgmma_plans_refuse_other_devices() {
         let p = if convrs_tests::is_planes(algo) {
             Conv2d::new(2, 64, 8, 8, 64, 1, 1)
         } else {
-            if convrs_tests::is_plane_rows(algo) { Conv2d { pad: (1, 0), ..Conv2d::new(2, 64, 9, 8, 64, 3, 1) } } else { Conv2d::new(2, 64, 9, 9, 64, 3, 3).with_pad(1) }
+            Conv2d::new(2, 64, 9, if convrs_tests::is_plane_rows(algo) { 8 } else { 9 }, 64, 3, 3).with_pad(1)
         };
         let p = p.with_precision(algo.kernel().unwrap().precision);
         assert!(algo.plan(&p, dtype, &DeviceModel::named("h100").unwrap()).is_ok(), "{algo}");

@@ -8,7 +8,7 @@
 //! lowest predicted time. The cost model is `wmma_nhwc`'s wave model (`plan::model`) with one
 //! rate per configuration ([`RATES`]), fitted to the H100.
 
-use convrs_spec::hopper::{plane_pixel_rows, plane_row_pitch, plane_row_taps_aligned, plane_rows, Config, Math, Policy, Producer, Schedule, BLOCK_M, CONFIGS};
+use convrs_spec::hopper::{plane_pixel_rows, plane_row_pitch, plane_rows, Config, Math, Policy, Producer, Schedule, BLOCK_M, CONFIGS};
 use convrs_spec::split_k;
 
 use super::tensor_core::gemm_m;
@@ -23,7 +23,7 @@ use crate::{Algorithm, Conv2d, Error, Layout, Precision, Result};
 /// (the 128x256 tiles), and to the layers each narrower tile was built for (BENCHMARKS.md,
 /// 2026-11-23 sessions one to six): the 128x128 tiles run at 0.78 (0.81 for multistage) of the
 /// 128x256 tile's rate, 128x64 at 0.66 and 128x32 at 0.37.
-pub const RATES: [(&str, f64); 54] = [
+pub const RATES: [(&str, f64); 53] = [
     ("wgmma_multistage_128x256k64", 1.42),
     ("wgmma_multistage_128x128k64", 1.42 / 0.81),
     ("wgmma_ws_cpasync_128x256k64", 1.10),
@@ -79,7 +79,6 @@ pub const RATES: [(&str, f64); 54] = [
     ("wgmma_nchw1x1_persistent_128x128k64", 1.15 / 0.78),
     ("wgmma_nchw1x1_persistent_128x64k64", 1.15 / 0.66),
     // NCHW rows: step 9's rates until measured (the copies are step 9's, a row each).
-    ("wgmma_nchw_rows_persistent_128x256k64", 1.15),
     ("wgmma_nchw_rows_persistent_128x128k64", 1.15 / 0.78),
     ("wgmma_nchw_rows_persistent_128x64k64", 1.15 / 0.66),
     // fp32 rows: the 16-bit tiles' rates at the tf32 peak (half the fp16 one), 3xTF32 three
@@ -430,14 +429,6 @@ fn rows_refusal(p: &Conv2d, dtype: DType) -> Option<String> {
     if p.w % step != 0 {
         return Some(format!("W = {} must be a multiple of {step}: the input's row map steps from row to row in W*{size} bytes, which TMA needs in multiples of 16", p.w));
     }
-    if !plane_row_taps_aligned(p.s, p.pad.1, p.dilation.1) {
-        return Some(format!(
-            "each tap's copy of an input row must start on 16 bytes (a tiled TMA copy under 128-byte swizzle faults otherwise, measured on the H100): \
-             the column padding ({}) must be a multiple of 8 and, for filters wider than 1 ({} here), the column dilation ({}) too; \
-             a 3x3 layer with padding 1 goes through the transposes to an NHWC kernel",
-            p.pad.1, p.s, p.dilation.1
-        ));
-    }
     if q % step != 0 {
         return Some(format!("Q = {q} (the output's width) must be a multiple of {step}: the kernel stores 16 bytes of an output row at a time"));
     }
@@ -455,7 +446,7 @@ pub fn describe(policy: Policy) -> String {
         Producer::WsTma => "warp-specialized: one producer thread brings activations by im2col TMA and filters by TMA",
         Producer::Planes => "NCHW data, 1x1: a GEMM per image, output channels by pixels; one producer thread brings the filter and the image's channel planes by tiled TMA, no transform",
         Producer::PlaneRows => {
-            "NCHW data, R x 1 filters (each tap's row copy on 16 bytes) at column stride 1: a GEMM per image, output channels by output rows (whole 64-pixel copies); one producer thread brings each tap's filter tile and, per 64 columns, a tiled TMA copy of the input row under them shifted by the tap (its zero fill the padding), no transform of the activations"
+            "NCHW data, any filter at column stride 1: a GEMM per image, output channels by output rows (whole 64-pixel copies); one producer thread brings each tap's filter tile and, per 64 columns, a tiled TMA copy of the input row under them shifted by the tap from a 16-byte boundary (its zero fill the padding), which three producer warps shift into place; no transform of the activations"
         }
         Producer::PlanePixels => {
             "NCHW fp32 data, 1x1: a GEMM per image, pixels by output channels; one producer thread brings the image's channel planes and the filter by tiled TMA, the consumers load the pixels into registers (tf32 wgmma reads only K-major shared tiles), no transform"
@@ -519,7 +510,7 @@ const fn kernel(policy: Policy) -> KernelDesc {
         family: Family::TensorCore,
         summary: match (policy.schedule, policy.math) {
             _ if matches!(policy.producer, Producer::Planes) => "family 3 on Hopper: 1x1 convolution on NCHW data as a wgmma GEMM per image, no transform",
-            _ if matches!(policy.producer, Producer::PlaneRows) => "family 3 on Hopper: R x 1 convolution on NCHW data at column stride 1 as a wgmma GEMM per image, one TMA copy of an input row per tap, no transform of the activations",
+            _ if matches!(policy.producer, Producer::PlaneRows) => "family 3 on Hopper: convolution on NCHW data at column stride 1 as a wgmma GEMM per image, one TMA copy of an input row per tap, no transform of the activations",
             (_, Math::Tf32) if matches!(policy.producer, Producer::PlanePixels) => "family 3 on Hopper: 1x1 convolution on NCHW fp32 data in TF32 as a wgmma GEMM per image, no transform",
             (_, Math::Tf32x3) if matches!(policy.producer, Producer::PlanePixels) => {
                 "family 3 on Hopper: 1x1 convolution on NCHW fp32 data to fp32 accuracy (3xTF32) as a wgmma GEMM per image, no transform"
@@ -879,7 +870,7 @@ mod tests {
         let d = DeviceModel::named("h100").unwrap();
         let mut picked = std::collections::HashSet::new();
         for k in [32, 64, 128, 256, 512] {
-            for (n, c, hw, r) in [(1, 256, 14, 3), (64, 256, 14, 3), (16, 832, 7, 5), (1, 256, 16, 1), (64, 256, 16, 1), (8, 64, 56, 1), (1, 256, 32, 1), (4, 128, 24, 1)] {
+            for (n, c, hw, r) in [(1, 256, 14, 3), (64, 256, 14, 3), (16, 832, 7, 5), (1, 256, 16, 1), (64, 256, 16, 1), (8, 64, 56, 1), (1, 256, 32, 3), (4, 128, 24, 3)] {
                 for kernel in &KERNELS {
                     for dtype in [DType::F16, DType::BF16, DType::F32] {
                         let p = Conv2d::new(n, c, hw, hw, k, r, r).with_pad(r / 2).with_precision(Precision::Tf32);

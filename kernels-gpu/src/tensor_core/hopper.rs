@@ -15,7 +15,7 @@
 //! | 10 | `wgmma_ws_tma_pingpong[_tf32]` ([`kernel`]) | ping-pong: each consumer warpgroup a whole tile, one's epilogue under the other's mainloop |
 //! | 12 | `wgmma_ws_tma_pingpong_m64[_tf32]` | ping-pong on 64-row tiles, one m64 block a warpgroup: twice the tiles, epilogues of step 7's size |
 //! | 13 | `wgmma_nchw1x1_persistent_[3x]tf32` ([`planes`]) | step 9 on fp32 data, the other way round: the pixels as A through registers (tf32 takes K-major shared operands only), the filter as B |
-//! | 14 | `wgmma_nchw_rows_persistent` ([`plane_rows`]) | step 9 for R x 1 filters at column stride 1 (each tap's copy on 16 bytes): the columns output rows, one tiled copy of an input row a (tap, chunk); no transform of the activations |
+//! | 14 | `wgmma_nchw_rows_persistent` ([`plane_rows`]) | step 9 for any filter at column stride 1: the columns output rows, one tiled copy of an input row a (tap, chunk) from a 16-byte boundary, shifted into the B tile by the producer warpgroup; no transform of the activations |
 //!
 //! The pieces of the warp-specialized kernel, each written once: [`producer`], [`consumer`],
 //! [`epilogue`], the tile [`scheduler`], the [`split_k`] meeting, and the ring

@@ -29,12 +29,13 @@
 //!   columns an image's pixels. `wmap` is the filter's map as above with boxes of
 //!   128 rows (the A tile); `xmap` the input's tiled map, a 3-D tensor {H*W, C, N} (byte strides
 //!   H*W*2 and C*H*W*2), box {64, 64, 1}, 128B swizzle, zero fill ([`super::planes`]).
-//! - With `Producer::PlaneRows` (NCHW x, KRSC w, NCHW y at column stride 1, each tap's column
-//!   offset a multiple of 8: `convrs_spec::hopper::plane_row_taps_aligned`; W, Q and C
+//! - With `Producer::PlaneRows` (NCHW x, KRSC w, NCHW y at column stride 1; W, Q and C
 //!   multiples of 8), `Producer::Planes`' rows, and columns an image's output rows of
 //!   `convrs_spec::hopper::plane_row_pitch` columns; `wmap` as for `Producer::Planes`, `xmap`
 //!   the input's tiled map, a 4-D tensor {W, H, C, N} (byte strides W*2, H*W*2, C*H*W*2), box
-//!   {64, 1, 64, 1}, 128B swizzle, zero fill ([`super::plane_rows`]).
+//!   {72, 1, 64, 1}, no swizzle, zero fill ([`super::plane_rows`]). Each stage is
+//!   `convrs_spec::hopper::plane_row_stage_bytes`, and a third barrier array follows the
+//!   `empty` one.
 //! - With `Producer::PlanePixels` (the same layers on fp32 data), the GEMM of `Producer::WsTma`
 //!   on NCHW data: rows are (image, pixel) pairs, H*W rounded up to whole 32-pixel copies an image
 //!   (`convrs_spec::hopper::plane_pixel_rows`), columns output channels. `wmap` is the fp32
@@ -69,14 +70,14 @@
 //!   tile whole, as two m64 blocks (BM = 128) or one (BM = 64), and the mainloops take turns
 //!   ([`ping_pong`]).
 
-use convrs_spec::hopper::{fuses_epilogue, plane_rows, stage_bytes, Math as Spec, BARRIER_BYTES, BLOCK_M, PINGPONG_MAX_ACC, WARPGROUP, WGMMA_M};
+use convrs_spec::hopper::{fuses_epilogue, plane_row_stage_bytes, plane_rows, stage_bytes, Math as Spec, BARRIER_BYTES, BLOCK_M, PINGPONG_MAX_ACC, PLANE_ROW_SHIFTERS, WARPGROUP, WGMMA_M};
 use convrs_spec::split_k;
 use convrs_spec::EpilogueArgs;
 
 use super::consumer::consume;
 use super::math::Math;
 use super::epilogue::{finish_in_registers, prefetch_residual, store_deferring, store_fused, store_pending, store_tile, Pending, SLICES};
-use super::plane_rows::produce_plane_rows;
+use super::plane_rows::{init_landed, produce_plane_rows};
 use super::planes::{produce_plane_pixels, produce_planes};
 use super::producer::{group_channels, produce_cp_async, produce_tma};
 use super::scheduler::Tiles;
@@ -235,7 +236,7 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
     // 1024-byte aligned start of the ring: the swizzle pattern repeats every 1024 bytes and
     // the descriptors and the TMA assume it starts on that boundary.
     let smem = (raw + 1023) & !1023;
-    let stage = stage_bytes(BM, Acc::N, M::SPEC);
+    let stage = if O::PLANE_ROWS { plane_row_stage_bytes(Acc::N) } else { stage_bytes(BM, Acc::N, M::SPEC) };
     if block_dim_x() != 3 * WG as i32 || dynamic_smem_bytes() + raw < smem + (STAGES * stage + BARRIER_BYTES) as u32 {
         trap();
     }
@@ -245,7 +246,13 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
         // SAFETY: the slots after the stages are inside the launch's shared memory (checked
         // above), initialised once, before any use (the barrier below).
         // Each stage is read by both consumer warpgroups, or under ping-pong by one.
-        unsafe { ring.init(if IM2COL { 1 } else { WG + 1 }, empty_arrivals::<CLUSTER>(if PINGPONG { WG } else { 2 * WG })) };
+        // Under NCHW rows the shifting warps arrive on `full` too, after writing the B tile.
+        let full = if O::PLANE_ROWS { 1 + PLANE_ROW_SHIFTERS as u32 } else if IM2COL { 1 } else { WG + 1 };
+        unsafe { ring.init(full, empty_arrivals::<CLUSTER>(if PINGPONG { WG } else { 2 * WG })) };
+        if O::PLANE_ROWS {
+            // SAFETY: as above; the third barrier array fits (`convrs_spec::hopper` checks 3 x 8 x STAGES <= BARRIER_BYTES).
+            unsafe { init_landed(ring) };
+        }
         fence_mbarrier_init();
         // SAFETY: the contract's tensor maps.
         unsafe {

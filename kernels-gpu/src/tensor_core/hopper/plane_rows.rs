@@ -8,23 +8,28 @@
 //! The rows are (image, output channel) pairs as in step 9; the columns are an image's output
 //! rows, [`plane_row_pitch`] columns each (Q rounded up to whole 64-pixel copies). A k-tile is
 //! one (tap, 64-channel chunk): the filter tile of that tap (KRSC, the A tile) and, for each
-//! 64 columns of the tile, one tiled TMA copy of the input's {W, H, C, N} map: 64 pixels of the
-//! input row under the output row, shifted by the tap, by 64 channels. It lands as step 9's
-//! copy does (64 channel rows of 128 bytes, 128B-swizzled), so the consumers and the epilogue
-//! are step 9's: the copy's position does the im2col, its zero fill the padding.
+//! 64 columns of the tile, the 64 pixels of the input row under the output row, shifted by the
+//! tap, by 64 channels: step 9's B copy (64 channel rows of 128 bytes, 128B-swizzled), so the
+//! consumers and the epilogue are step 9's, and the copy's position does the im2col, its zero
+//! fill the padding.
 //!
 //! A tiled copy under 128B swizzle must start its innermost dimension on 16 bytes (measured on
-//! the H100: other starts fault with an illegal instruction), so every tap's column offset
-//! `t * dil_w - pad_w` is a multiple of 8 here (`convrs_spec::hopper::plane_row_taps_aligned`;
-//! the plan refuses the rest): 1x1 and R x 1 filters without column padding (or padding 8), any
-//! row stride, padding and dilation. A 3x3 layer with padding 1 needs its rows shifted by one
-//! element in shared memory first (notes/hopper.md, step 14).
+//! the H100; other starts fault), and a tap's first column is anywhere. So the copy lands
+//! unswizzled from the 16-byte boundary at or before it, 72 pixels a channel row
+//! (`PLANE_ROW_LANDED_PIXELS`), in the stage after the B tile, and the producer warpgroup
+//! moves each row's 64 pixels, shifted by 0 to 7 elements, into the B tile:
+//! - warp 0's first thread issues the filter tile (completing on `full`) and the landed copies
+//!   (completing on the stage's `landed` barrier), as far ahead as the ring lets it;
+//! - warps 1 to 3 wait for `landed`, shift 16 bytes at a time (two 16-byte loads, a funnel of
+//!   halves where the shift is odd), fence their writes for the async proxy, and arrive on
+//!   `full`, which expects the issuer's arrival and theirs.
 
-use convrs_spec::hopper::{a_tile_bytes, b_tile_bytes, plane_row_pitch, BLOCK_M, K_TILE, PLANE_BOX_PIXELS};
+use convrs_spec::hopper::{a_tile_bytes, b_tile_bytes, plane_row_landed_bytes, plane_row_pitch, BLOCK_M, K_TILE, PLANE_BOX_PIXELS, PLANE_ROW_LANDED_PIXELS, PLANE_ROW_SHIFTERS, ROW_BYTES};
 
 use super::planes::{Planes, COPY_BYTES};
 use super::scheduler::Tiles;
-use crate::prelude::mbarrier::{mbar_arrive_expect_tx, setmaxnreg_dec_56, tma_load_3d, tma_load_4d};
+use crate::prelude::mbarrier::{mbar_arrive, mbar_arrive_expect_tx, mbar_init, mbar_wait, setmaxnreg_dec_56, tma_load_3d, tma_load_4d};
+use crate::prelude::wgmma::fence_proxy_async_shared;
 use crate::prelude::pipeline::{Position, Ring};
 use crate::prelude::*;
 use crate::tensor_core::implicit_gemm::{divmod, Operands};
@@ -122,28 +127,37 @@ impl Operands for PlaneRows {
     }
 }
 
-/// The producer of `Producer::PlaneRows`: one thread issues, per k-tile (tap (r, s), 64
-/// channels from c0), the filter tile (rows k0.. of the {C, R*S, K} map at tap r*S + s) into
-/// the stage's A tile and the tile's `bn / 64` row copies into its B tile: copy j, for output
-/// row p and columns q0.. (GEMM columns n0 + 64j..), is the box of the {W, H, C, N} map at
-/// (q0 - pad_w + s*dil_w, p*stride_h - pad_h + r*dil_h, c0, image). Taps outermost, so
-/// consecutive k-tiles of a tap read neighbouring channel planes. Channels past C, pixels
-/// outside the image and rows past the output arrive as zeros or are never stored.
+/// Bytes of a landed channel row: [`PLANE_ROW_LANDED_PIXELS`] 16-bit pixels.
+const LANDED_ROW: u32 = (PLANE_ROW_LANDED_PIXELS * 2) as u32;
+/// Bytes of one landed copy: [`K_TILE`] channel rows.
+const LANDED_COPY: u32 = K_TILE as u32 * LANDED_ROW;
+/// 16-byte pieces of one B copy: [`K_TILE`] rows of 8.
+const PIECES: u32 = (K_TILE * ROW_BYTES / 16) as u32;
+
+/// The `landed` barrier of stage `s`: after the ring's `full` and `empty` arrays.
+#[inline(always)]
+fn landed<const STAGES: usize>(ring: Ring<STAGES>, s: u32) -> u32 {
+    ring.empty(s) + 8 * STAGES as u32
+}
+
+/// Initialises every stage's `landed` barrier for one arrival (the issuer's, with the copies'
+/// bytes).
 ///
 /// # Safety
-/// As `produce_tma`: all 128 threads of warpgroup 0 call it together, after the barriers'
-/// initialisation, with `full` expecting one arrival; `xmap` is the input's row map and `wmap`
-/// the filter's with boxes of 128 rows, as the kernel's contract describes.
+/// As `Ring::init`: one thread, before any use, the barrier region holding a third array.
 #[inline(always)]
-pub(super) unsafe fn produce_plane_rows<const STAGES: usize>(xmap: *const u8, wmap: *const u8, sh: &ConvShape, ring: Ring<STAGES>, mut tiles: Tiles, tid: u32) {
-    // SAFETY: the whole warpgroup, as in `produce_tma`.
-    unsafe { setmaxnreg_dec_56() };
-    if tid != 0 {
-        return;
-    }
-    let copies = tiles.bn >> COPY_SHIFT;
-    let a_bytes = a_tile_bytes(BLOCK_M) as u32;
-    let bytes = a_bytes + b_tile_bytes(tiles.bn as usize) as u32;
+pub(super) unsafe fn init_landed<const STAGES: usize>(ring: Ring<STAGES>) {
+    unroll!(8: STAGES, s => {
+        // SAFETY: as the caller guarantees.
+        unsafe { mbar_init(landed(ring, s as u32), 1) };
+    });
+}
+
+/// The k-tiles of the CTA's tiles in the producer's order: for each tile, each tap (r, s), each
+/// 64-channel chunk; `visit(at, image, k0, copy origins (input column, row) with the tap's
+/// offsets added, tap, c0)` for each, `at` the ring position.
+#[inline(always)]
+fn for_each_k_tile<const STAGES: usize>(sh: &ConvShape, mut tiles: Tiles, mut visit: impl FnMut(Position, u32, u32, &[(i32, i32); 4], i32, i32)) {
     let mut at = Position::START;
     while let Some((m0, n0)) = tiles.next::<1>() {
         let (image, k0) = Planes::image_channel(sh, m0);
@@ -156,29 +170,16 @@ pub(super) unsafe fn produce_plane_rows<const STAGES: usize>(xmap: *const u8, wm
         let mut tap = 0;
         let mut r = 0;
         while r < sh.r {
-            let dh = r * sh.dil_h;
             let mut s = 0;
             while s < sh.s {
-                let dw = s * sh.dil_w;
+                let (dh, dw) = (r * sh.dil_h, s * sh.dil_w);
+                let mut at_tap = origin;
+                unroll!(4: 4, j => {
+                    at_tap[j] = (origin[j].0 + dw, origin[j].1 + dh);
+                });
                 let mut c0 = 0;
                 while c0 < sh.c {
-                    // SAFETY: the consumers released every earlier use of the stage before this one's.
-                    unsafe { ring.wait_empty(at) };
-                    let stage = ring.stage_addr(at.stage);
-                    let full = ring.full(at.stage);
-                    // SAFETY: the stage is free; its A tile (1024-aligned, 128 rows of 128
-                    // bytes) and B tile (`copies` copies of 8 KiB after it) receive exactly the
-                    // announced bytes, the zero-filled parts of the boxes included.
-                    unsafe {
-                        mbar_arrive_expect_tx(full, bytes);
-                        tma_load_3d(stage, wmap, c0, tap, k0 as i32, full);
-                        unroll!(4: 4, j => {
-                            if (j as u32) < copies {
-                                let (w, h) = origin[j];
-                                tma_load_4d(stage + a_bytes + j as u32 * COPY_BYTES, xmap, w + dw, h + dh, c0, image as i32, full);
-                            }
-                        });
-                    }
+                    visit(at, image, k0, &at_tap, tap, c0);
                     c0 += K_TILE as i32;
                     at = at.next::<STAGES>();
                 }
@@ -187,5 +188,112 @@ pub(super) unsafe fn produce_plane_rows<const STAGES: usize>(xmap: *const u8, wm
             }
             r += 1;
         }
+    }
+}
+
+/// The producer of `Producer::PlaneRows` (see the module docs): warp 0's first thread issues,
+/// per k-tile (tap (r, s), 64 channels from c0), the filter tile (rows k0.. of the {C, R*S, K}
+/// map at tap r*S + s) into the stage's A tile, completing on `full`, and the tile's `bn / 64`
+/// landed copies: copy j, for output row p and columns q0.. (GEMM columns n0 + 64j..), is the
+/// box of the {W, H, C, N} map at (w & !7, h, c0, image), w = q0 - pad_w + s*dil_w, h =
+/// p*stride_h - pad_h + r*dil_h, completing on `landed`. Warps 1 to 3 shift each landed copy
+/// by w & 7 pixels into the B tile and arrive on `full`. Taps outermost, so consecutive
+/// k-tiles of a tap read neighbouring channel planes. Channels past C, pixels outside the
+/// image and rows past the output arrive as zeros or are never stored.
+///
+/// # Safety
+/// As `produce_tma`: all 128 threads of warpgroup 0 call it together, after the barriers'
+/// initialisation (`full` expecting 1 + [`PLANE_ROW_SHIFTERS`] arrivals, `landed` one), with
+/// `xmap` the input's row map and `wmap` the filter's with boxes of 128 rows, as the kernel's
+/// contract describes.
+#[inline(always)]
+pub(super) unsafe fn produce_plane_rows<const STAGES: usize>(xmap: *const u8, wmap: *const u8, sh: &ConvShape, ring: Ring<STAGES>, tiles: Tiles, tid: u32) {
+    // SAFETY: the whole warpgroup, as in `produce_tma`.
+    unsafe { setmaxnreg_dec_56() };
+    let copies = tiles.bn >> COPY_SHIFT;
+    let a_bytes = a_tile_bytes(BLOCK_M) as u32;
+    let b_bytes = b_tile_bytes(tiles.bn as usize) as u32;
+    if tid == 0 {
+        let landed_bytes = plane_row_landed_bytes(tiles.bn as usize) as u32;
+        for_each_k_tile::<STAGES>(sh, tiles, |at, image, k0, at_tap, tap, c0| {
+            // SAFETY: the consumers released every earlier use of the stage (the shifters'
+            // writes to its B tile came before their arrival on `full`, which the consumers
+            // waited for).
+            unsafe { ring.wait_empty(at) };
+            let stage = ring.stage_addr(at.stage);
+            let (full, landed) = (ring.full(at.stage), landed(ring, at.stage));
+            // SAFETY: the stage is free; its A tile (1024-aligned, 128 rows of 128 bytes) and
+            // its landed copies (after the B tile, 128-aligned, `copies` of 9 KiB) receive
+            // exactly the announced bytes, the zero-filled parts of the boxes included.
+            unsafe {
+                mbar_arrive_expect_tx(full, a_bytes);
+                tma_load_3d(stage, wmap, c0, tap, k0 as i32, full);
+                mbar_arrive_expect_tx(landed, landed_bytes);
+                unroll!(4: 4, j => {
+                    if (j as u32) < copies {
+                        let (w, h) = at_tap[j];
+                        tma_load_4d(stage + a_bytes + b_bytes + j as u32 * LANDED_COPY, xmap, w & !7, h, c0, image as i32, landed);
+                    }
+                });
+            }
+        });
+        return;
+    }
+    if tid < 32 {
+        return;
+    }
+    let t = tid - 32;
+    for_each_k_tile::<STAGES>(sh, tiles, |at, _, _, at_tap, _, _| {
+        // SAFETY: the issuer announced and issued this k-tile's copies on `landed` (after the
+        // stage's release), in the same order.
+        unsafe { mbar_wait(landed(ring, at.stage), at.phase) };
+        let stage = ring.stage_addr(at.stage);
+        // Every copy of the tile starts q0 (a multiple of 64) from the same tap offset.
+        let shift = (at_tap[0].0 & 7) as u32;
+        let mut piece = t;
+        while piece < copies * PIECES {
+            let (j, rest) = (piece / PIECES, piece % PIECES);
+            let (row, chunk) = (rest / 8, rest % 8);
+            let from = stage + a_bytes + b_bytes + j * LANDED_COPY + row * LANDED_ROW + chunk * 16;
+            // 128B swizzle: 16-byte chunk c of row r sits at chunk c ^ (r % 8).
+            let to = stage + a_bytes + j * COPY_BYTES + row * ROW_BYTES as u32 + ((chunk ^ (row % 8)) * 16);
+            // SAFETY: both 16-byte loads lie in the landed row (chunk + 1 <= 8 of its 9); the
+            // store is this thread's piece of the B tile, which no one else touches until the
+            // consumers' wait on `full`.
+            unsafe {
+                let (lo, hi) = (ld_shared_f32x4(from).0.map(f32::to_bits), ld_shared_f32x4(from + 16).0.map(f32::to_bits));
+                st_shared_v4(to, shifted([lo[0], lo[1], lo[2], lo[3], hi[0], hi[1], hi[2], hi[3]], shift));
+            }
+            piece += PLANE_ROW_SHIFTERS as u32;
+        }
+        // The B tile's generic writes before the consumers' wgmma (async proxy), then the arrival.
+        fence_proxy_async_shared();
+        // SAFETY: one arrival per shifter per k-tile, as `full` expects.
+        unsafe { mbar_arrive(ring.full(at.stage)) };
+    });
+}
+
+/// The 8 16-bit elements from element `shift` (0 to 7, the same for the whole warp) of the 16
+/// in `w` (little-endian: element 2i in the low half of word i).
+#[inline(always)]
+fn shifted(w: [u32; 8], shift: u32) -> [u32; 4] {
+    /// Words `E / 2 ..` of `w`, or under an odd `E` each word's high half with the next one's low half.
+    #[inline(always)]
+    fn at<const E: usize>(w: &[u32; 8]) -> [u32; 4] {
+        let mut o = [0u32; 4];
+        unroll!(4: 4, m => {
+            o[m] = if E % 2 == 0 { w[E / 2 + m] } else { (w[E / 2 + m] >> 16) | (w[E / 2 + m + 1] << 16) };
+        });
+        o
+    }
+    match shift {
+        0 => at::<0>(&w),
+        1 => at::<1>(&w),
+        2 => at::<2>(&w),
+        3 => at::<3>(&w),
+        4 => at::<4>(&w),
+        5 => at::<5>(&w),
+        6 => at::<6>(&w),
+        _ => at::<7>(&w),
     }
 }
