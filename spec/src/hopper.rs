@@ -303,8 +303,9 @@ pub const fn plane_row_stage_bytes(bn: usize) -> usize {
 }
 
 /// Threads of a [`Producer::PlaneRows`] producer warpgroup that shift the landed copies into
-/// the B tiles: warps 1 to 3 (warp 0's first thread issues the copies, running ahead).
-pub const PLANE_ROW_SHIFTERS: usize = WARPGROUP - 32;
+/// the B tiles: warps 1 and 2, one of a copy's [`K_TILE`] channel rows each (warp 0's first
+/// thread issues the copies, running ahead).
+pub const PLANE_ROW_SHIFTERS: usize = K_TILE;
 
 /// GEMM columns per output row of the [`Producer::PlaneRows`] kernels: Q rounded up to whole
 /// copies of [`PLANE_BOX_PIXELS`], so that each copy's pixels lie in one output row (those past

@@ -20,9 +20,13 @@
 //! moves each row's 64 pixels, shifted by 0 to 7 elements, into the B tile:
 //! - warp 0's first thread issues the filter tile (completing on `full`) and the landed copies
 //!   (completing on the stage's `landed` barrier), as far ahead as the ring lets it;
-//! - warps 1 to 3 wait for `landed`, shift 16 bytes at a time (two 16-byte loads, a funnel of
-//!   halves where the shift is odd), fence their writes for the async proxy, and arrive on
-//!   `full`, which expects the issuer's arrival and theirs.
+//! - warps 1 and 2 (a channel row a thread) wait for `landed`, move each row's 64 pixels half a
+//!   row at a time (five 16-byte loads in flight, a funnel of halves where the shift is odd, four
+//!   16-byte stores), fence their writes for the async proxy, and arrive on `full`, which
+//!   expects the issuer's arrival and theirs. Warp 3 has nothing to do.
+//! - The first build shifted one 16-byte piece per loop turn over warps 1-3, with the shift's
+//!   8-way branch inside the loop: latency-bound at 8.7 cycles an instruction (ncu), about 1 us
+//!   a k-tile, 3-7x step 7's time.
 
 use convrs_spec::hopper::{a_tile_bytes, b_tile_bytes, plane_row_landed_bytes, plane_row_pitch, BLOCK_M, K_TILE, PLANE_BOX_PIXELS, PLANE_ROW_LANDED_PIXELS, PLANE_ROW_SHIFTERS, ROW_BYTES};
 
@@ -131,8 +135,6 @@ impl Operands for PlaneRows {
 const LANDED_ROW: u32 = (PLANE_ROW_LANDED_PIXELS * 2) as u32;
 /// Bytes of one landed copy: [`K_TILE`] channel rows.
 const LANDED_COPY: u32 = K_TILE as u32 * LANDED_ROW;
-/// 16-byte pieces of one B copy: [`K_TILE`] rows of 8.
-const PIECES: u32 = (K_TILE * ROW_BYTES / 16) as u32;
 
 /// The `landed` barrier of stage `s`: after the ring's `full` and `empty` arrays.
 #[inline(always)]
@@ -197,7 +199,7 @@ fn for_each_k_tile<const STAGES: usize>(sh: &ConvShape, mut tiles: Tiles, mut vi
 /// landed copies: copy j, for output row p and columns q0.. (GEMM columns n0 + 64j..), is the
 /// box of the {W, H, C, N} map at (w & !7, h, c0, image), w = q0 - pad_w + s*dil_w, h =
 /// p*stride_h - pad_h + r*dil_h, completing on `landed`. Warps 1 to 3 shift each landed copy
-/// by w & 7 pixels into the B tile and arrive on `full`. Taps outermost, so consecutive
+/// by w & 7 pixels into the B tile and arrive on `full` (warps 1 and 2, a channel row each). Taps outermost, so consecutive
 /// k-tiles of a tap read neighbouring channel planes. Channels past C, pixels outside the
 /// image and rows past the output arrive as zeros or are never stored.
 ///
@@ -239,32 +241,32 @@ pub(super) unsafe fn produce_plane_rows<const STAGES: usize>(xmap: *const u8, wm
         });
         return;
     }
-    if tid < 32 {
+    if tid < 32 || tid >= 32 + PLANE_ROW_SHIFTERS as u32 {
         return;
     }
-    let t = tid - 32;
+    // One channel row of each copy a thread: 64 shifters, 64 rows.
+    let row = tid - 32;
     for_each_k_tile::<STAGES>(sh, tiles, |at, _, _, at_tap, _, _| {
         // SAFETY: the issuer announced and issued this k-tile's copies on `landed` (after the
         // stage's release), in the same order.
         unsafe { mbar_wait(landed(ring, at.stage), at.phase) };
         let stage = ring.stage_addr(at.stage);
-        // Every copy of the tile starts q0 (a multiple of 64) from the same tap offset.
-        let shift = (at_tap[0].0 & 7) as u32;
-        let mut piece = t;
-        while piece < copies * PIECES {
-            let (j, rest) = (piece / PIECES, piece % PIECES);
-            let (row, chunk) = (rest / 8, rest % 8);
-            let from = stage + a_bytes + b_bytes + j * LANDED_COPY + row * LANDED_ROW + chunk * 16;
-            // 128B swizzle: 16-byte chunk c of row r sits at chunk c ^ (r % 8).
-            let to = stage + a_bytes + j * COPY_BYTES + row * ROW_BYTES as u32 + ((chunk ^ (row % 8)) * 16);
-            // SAFETY: both 16-byte loads lie in the landed row (chunk + 1 <= 8 of its 9); the
-            // store is this thread's piece of the B tile, which no one else touches until the
-            // consumers' wait on `full`.
-            unsafe {
-                let (lo, hi) = (ld_shared_f32x4(from).0.map(f32::to_bits), ld_shared_f32x4(from + 16).0.map(f32::to_bits));
-                st_shared_v4(to, shifted([lo[0], lo[1], lo[2], lo[3], hi[0], hi[1], hi[2], hi[3]], shift));
+        let from = stage + a_bytes + b_bytes + row * LANDED_ROW;
+        let to = stage + a_bytes + row * ROW_BYTES as u32;
+        // Every copy of the tile starts q0 (a multiple of 64) from the same tap offset: one
+        // straight-line form for the k-tile.
+        // SAFETY: the landed rows and this thread's B rows, as `shift_rows` requires.
+        unsafe {
+            match at_tap[0].0 & 7 {
+                0 => shift_rows::<0>(from, to, row, copies),
+                1 => shift_rows::<1>(from, to, row, copies),
+                2 => shift_rows::<2>(from, to, row, copies),
+                3 => shift_rows::<3>(from, to, row, copies),
+                4 => shift_rows::<4>(from, to, row, copies),
+                5 => shift_rows::<5>(from, to, row, copies),
+                6 => shift_rows::<6>(from, to, row, copies),
+                _ => shift_rows::<7>(from, to, row, copies),
             }
-            piece += PLANE_ROW_SHIFTERS as u32;
         }
         // The B tile's generic writes before the consumers' wgmma (async proxy), then the arrival.
         fence_proxy_async_shared();
@@ -273,27 +275,38 @@ pub(super) unsafe fn produce_plane_rows<const STAGES: usize>(xmap: *const u8, wm
     });
 }
 
-/// The 8 16-bit elements from element `shift` (0 to 7, the same for the whole warp) of the 16
-/// in `w` (little-endian: element 2i in the low half of word i).
+/// Moves landed channel row `row` of each of the `copies` copies (from shared address `from`,
+/// copy j `j * LANDED_COPY` on), shifted `E` pixels, into the B tile's row (`to`, copy j
+/// `j * COPY_BYTES` on; 128B swizzle: 16-byte chunk c of row r at chunk c ^ (r % 8)). Half a
+/// row at a time: five 16-byte loads in flight, four stores.
+///
+/// # Safety
+/// `from` is a landed row of 144 bytes in each copy, complete (its `landed` phase waited for);
+/// `to` this thread's row of the B tile in each copy, which no one else reads or writes until
+/// the consumers' wait on `full`.
 #[inline(always)]
-fn shifted(w: [u32; 8], shift: u32) -> [u32; 4] {
-    /// Words `E / 2 ..` of `w`, or under an odd `E` each word's high half with the next one's low half.
-    #[inline(always)]
-    fn at<const E: usize>(w: &[u32; 8]) -> [u32; 4] {
-        let mut o = [0u32; 4];
-        unroll!(4: 4, m => {
-            o[m] = if E % 2 == 0 { w[E / 2 + m] } else { (w[E / 2 + m] >> 16) | (w[E / 2 + m + 1] << 16) };
+unsafe fn shift_rows<const E: usize>(from: u32, to: u32, row: u32, copies: u32) {
+    let mut j = 0;
+    while j < copies {
+        unroll!(4: 2, half => {
+            let base = from + j * LANDED_COPY + half as u32 * 64;
+            let mut w = [0u32; 20];
+            unroll!(8: 5, c => {
+                // SAFETY: chunk 4 * half + c <= 8 of the row's 9.
+                let v = unsafe { ld_shared_f32x4(base + c as u32 * 16) }.0;
+                unroll!(4: 4, i => { w[4 * c + i] = v[i].to_bits(); });
+            });
+            unroll!(4: 4, c => {
+                let mut o = [0u32; 4];
+                unroll!(4: 4, m => {
+                    let k = 4 * c + E / 2 + m;
+                    o[m] = if E % 2 == 0 { w[k] } else { (w[k] >> 16) | (w[k + 1] << 16) };
+                });
+                let chunk = (4 * half + c) as u32;
+                // SAFETY: this thread's row, as the caller guarantees.
+                unsafe { st_shared_v4(to + j * COPY_BYTES + ((chunk ^ (row % 8)) * 16), o) };
+            });
         });
-        o
-    }
-    match shift {
-        0 => at::<0>(&w),
-        1 => at::<1>(&w),
-        2 => at::<2>(&w),
-        3 => at::<3>(&w),
-        4 => at::<4>(&w),
-        5 => at::<5>(&w),
-        6 => at::<6>(&w),
-        _ => at::<7>(&w),
+        j += 1;
     }
 }
