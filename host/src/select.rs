@@ -121,6 +121,7 @@ pub fn choose(problem: &Conv2d, dtype: DType, user: Layout, device: &DeviceModel
 pub fn pick(candidates: Vec<Candidate>, dtype: DType) -> Result<Choice> {
     let best = candidates
         .iter()
+        .filter(|c| crate::plan::hopper::auto_eligible(c.kernel.algorithm))
         .filter_map(|c| c.outcome.as_ref().ok().map(|e| (c.kernel.algorithm, e.total_us())))
         .min_by(|a, b| a.1.total_cmp(&b.1));
     match best {

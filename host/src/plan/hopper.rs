@@ -78,9 +78,15 @@ pub const RATES: [(&str, f64); 53] = [
     ("wgmma_nchw1x1_persistent_128x256k64", 1.15),
     ("wgmma_nchw1x1_persistent_128x128k64", 1.15 / 0.78),
     ("wgmma_nchw1x1_persistent_128x64k64", 1.15 / 0.66),
-    // NCHW rows: step 9's rates until measured (the copies are step 9's, a row each).
-    ("wgmma_nchw_rows_persistent_128x128k64", 1.15 / 0.78),
-    ("wgmma_nchw_rows_persistent_128x64k64", 1.15 / 0.66),
+    // NCHW rows: step 7's rates times 3.0, the worst of its time over step 7's per output column
+    // it computes (Q rounded up to 64) on the 10 layers of `dev/suites/nchw-layers.csv` it
+    // takes (1.5x to 3.0x, median 2.1; H100, BENCHMARKS.md, twenty-sixth session). The producer
+    // warps that shift each row copy bound it (ncu: 0.44 issued a scheduler). The worst, not the
+    // median: the transposes to an NHWC kernel were faster on every one of those layers, and
+    // `select::conversion_us` charges them an fp32 output (a 16-bit caller's transposes cost
+    // about 30% less on 1,128,512,512), so with the median Auto picked this kernel there, 7% slower.
+    ("wgmma_nchw_rows_persistent_128x128k64", 3.0 / 0.78),
+    ("wgmma_nchw_rows_persistent_128x64k64", 3.0 / 0.66),
     // fp32 rows: the 16-bit tiles' rates at the tf32 peak (half the fp16 one), 3xTF32 three
     // products a step (not yet fitted to measurements).
     ("wgmma_ws_tma_persistent_tf32_128x256k32", 1.0),
@@ -380,6 +386,16 @@ fn plan(desc: &KernelDesc, problem: &Conv2d, dtype: DType, device: &DeviceModel)
     };
     let plan = if policy.math == Math::Tf32x3 { plan.with_split_filter() } else { plan };
     Ok(if policy.split_k() { plan.with_workspace(split_k::workspace_bytes(tiles(c, m, n), c.bn, z)) } else { plan })
+}
+
+/// Whether Auto may pick `algorithm` (every kernel but the NCHW row kernel, which runs where
+/// named): `wgmma_nchw_rows_persistent` measured slower than the transposes to an NHWC kernel
+/// on every layer it takes (1.02x to 3.7x the NCHW caller's time on `dev/suites/nchw-layers.csv`,
+/// H100, twenty-sixth session), and the cost model, which prices the transposes with an fp32
+/// output and the kernel's shifting warps not at all, still picked it on small layers (20%
+/// slower on 1,64,160,160 -> 64 3x3). `explain` lists its prediction all the same.
+pub fn auto_eligible(algorithm: Algorithm) -> bool {
+    !matches!(algorithm, Algorithm::Wgmma(p) if p.producer == Producer::PlaneRows)
 }
 
 /// The narrowest tile among `policy`'s configurations (the merged groups of a grouped problem
@@ -855,6 +871,18 @@ mod tests {
             let e = algo(name).plan(&p.with_groups(4), DType::F16, &d).unwrap_err().to_string();
             assert!(e.contains("wgmma_ws_tma*"), "{name}: {e}");
             assert_eq!(algo(name).kernel().unwrap().run_problem(&p), Conv2d { ..p }, "{name}");
+        }
+    }
+
+    #[test]
+    fn auto_leaves_the_row_kernel_to_callers_who_name_it() {
+        // Planned and listed (its prediction under its name), never picked: measured slower than
+        // the transposes on every layer it takes (`auto_eligible`).
+        let d = DeviceModel::named("h100").unwrap();
+        for p in [Conv2d::new(1, 64, 160, 160, 64, 3, 3).with_pad(1), Conv2d::new(1, 128, 512, 512, 128, 3, 3).with_pad(1), Conv2d::new(1, 64, 56, 56, 64, 3, 3).with_pad(1)] {
+            let c = crate::select::choose(&p, DType::F16, Layout::Nchw, &d).unwrap();
+            assert_ne!(c.pick.name(), "wgmma_nchw_rows_persistent", "{p}");
+            assert!(c.candidates.iter().any(|k| k.kernel.name == "wgmma_nchw_rows_persistent" && k.outcome.is_ok()), "{p}");
         }
     }
 
