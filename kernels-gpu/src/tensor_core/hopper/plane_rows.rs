@@ -37,6 +37,7 @@ use crate::prelude::wgmma::fence_proxy_async_shared;
 use crate::prelude::pipeline::{Position, Ring};
 use crate::prelude::*;
 use crate::tensor_core::implicit_gemm::{divmod, Operands};
+use crate::tensor_core::nhwc::Nhwc;
 
 /// NCHW input, KRSC filter, NCHW output; W, Q and C multiples of 8 (the row map's strides and
 /// the 16-byte stores; C the filter map's), column stride 1, one group (the plan refuses the
@@ -93,18 +94,18 @@ impl Operands for PlaneRows {
     fn x_chan(sh: &ConvShape) -> i32 {
         Planes::x_chan(sh)
     }
-    /// KRSC: channels contiguous, as the filter map reads them.
+    /// The filter is KRSC, as the NHWC kernels' (and the filter map) read it.
     #[inline(always)]
-    fn w_chan(_: &ConvShape) -> i32 {
-        1
+    fn w_chan(sh: &ConvShape) -> i32 {
+        Nhwc::w_chan(sh)
     }
     #[inline(always)]
     fn w_row(sh: &ConvShape, k: i32) -> i32 {
-        k.wrapping_mul(sh.r * sh.s * sh.c)
+        Nhwc::w_row(sh, k)
     }
     #[inline(always)]
     fn w_tap(sh: &ConvShape) -> i32 {
-        sh.c
+        Nhwc::w_tap(sh)
     }
     /// GEMM row `m` (image n, output channel k), column `col` (pixel (p, q)): `y[n][k][p][q]`.
     #[inline(always)]
