@@ -338,7 +338,8 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
     // Not under NCHW rows: each slice's addresses take divisions (the output row pitch, the
     // image), which ran between the wgmmas of every k-tile (ncu's source view: 178 instructions
     // a k-tile in the consumers' loop, 72% of the stall samples); their tiles store whole.
-    let defer = matches!(M::SPEC, Spec::Half) && IM2COL && !SPLIT && sh.y_bits == 16 && (sh.ep.is_identity() || regs) && !O::PLANE_ROWS;
+    let defer = matches!(M::SPEC, Spec::Half) && IM2COL && !SPLIT && sh.y_bits == 16 && (sh.ep.is_identity() || regs);
+    let defer = if O::PLANE_ROWS { false } else { defer };
     // Any other fused epilogue holds each tile's last stage for its staging (`store_fused`).
     let hold = fuses && !sh.ep.is_identity() && !regs;
     let mut pending = Pending::NONE;
