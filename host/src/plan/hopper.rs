@@ -80,11 +80,8 @@ pub const RATES: [(&str, f64); 53] = [
     ("wgmma_nchw1x1_persistent_128x64k64", 1.15 / 0.66),
     // NCHW rows: step 7's rates times 3.0, the worst of its time over step 7's per output column
     // it computes (Q rounded up to 64) on the 10 layers of `dev/suites/nchw-layers.csv` it
-    // takes (1.5x to 3.0x, median 2.1; H100, BENCHMARKS.md, twenty-sixth session). The producer
-    // warps that shift each row copy bound it (ncu: 0.44 issued a scheduler). The worst, not the
-    // median: the transposes to an NHWC kernel were faster on every one of those layers, and
-    // `select::conversion_us` charges them an fp32 output (a 16-bit caller's transposes cost
-    // about 30% less on 1,128,512,512), so with the median Auto picked this kernel there, 7% slower.
+    // takes (1.2x to 3.0x, median 1.65; H100, BENCHMARKS.md, twenty-sixth session, bundle
+    // 01a52fe). The worst, not the median: Auto does not pick it anyway (`auto_eligible`).
     ("wgmma_nchw_rows_persistent_128x128k64", 3.0 / 0.78),
     ("wgmma_nchw_rows_persistent_128x64k64", 3.0 / 0.66),
     // fp32 rows: the 16-bit tiles' rates at the tf32 peak (half the fp16 one), 3xTF32 three
@@ -390,10 +387,11 @@ fn plan(desc: &KernelDesc, problem: &Conv2d, dtype: DType, device: &DeviceModel)
 
 /// Whether Auto may pick `algorithm` (every kernel but the NCHW row kernel, which runs where
 /// named): `wgmma_nchw_rows_persistent` measured slower than the transposes to an NHWC kernel
-/// on every layer it takes (1.02x to 3.7x the NCHW caller's time on `dev/suites/nchw-layers.csv`,
-/// H100, twenty-sixth session), and the cost model, which prices the transposes with an fp32
-/// output and the kernel's shifting warps not at all, still picked it on small layers (20%
-/// slower on 1,64,160,160 -> 64 3x3). `explain` lists its prediction all the same.
+/// on 8 of the 10 layers of `dev/suites/nchw-layers.csv` it takes (1.15x to 3.0x the NCHW
+/// caller's time; equal on 1,128,512,512 and 1,64,56,56; H100, twenty-sixth session), and the
+/// cost model, which prices the transposes with an fp32 output and the kernel's shifting warps
+/// not at all, picked it on layers where it lost (20% slower on 1,64,160,160 -> 64 3x3).
+/// `explain` lists its prediction all the same.
 pub fn auto_eligible(algorithm: Algorithm) -> bool {
     !matches!(algorithm, Algorithm::Wgmma(p) if p.producer == Producer::PlaneRows)
 }
