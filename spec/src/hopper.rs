@@ -302,6 +302,14 @@ pub const fn plane_row_stage_bytes(bn: usize) -> usize {
     stage_bytes(BLOCK_M, bn, Math::Half) + plane_row_landed_bytes(bn)
 }
 
+/// Bytes of one stage of a warp-specialized ring with tiles `bm x bn` under `math`:
+/// [`plane_row_stage_bytes`] where the producer is [`Producer::PlaneRows`] (`rows`), else
+/// [`stage_bytes`]. What the kernels lay their ring out by and [`Config::smem_bytes`] counts.
+#[inline(always)]
+pub const fn ring_stage_bytes(rows: bool, bm: usize, bn: usize, math: Math) -> usize {
+    if rows { plane_row_stage_bytes(bn) } else { stage_bytes(bm, bn, math) }
+}
+
 /// Threads of a [`Producer::PlaneRows`] producer warpgroup that shift the landed copies into
 /// the B tiles: warps 1 and 2, one of a copy's [`K_TILE`] channel rows each (warp 0's first
 /// thread issues the copies, running ahead).
@@ -533,7 +541,7 @@ impl Config {
     /// Dynamic shared memory bytes per block: the stages, 1 KiB to align them to 1024, and the
     /// barriers of the warp-specialized kernels.
     pub const fn smem_bytes(&self) -> usize {
-        let stage = if matches!(self.policy.producer, Producer::PlaneRows) { plane_row_stage_bytes(self.bn) } else { stage_bytes(self.block_m(), self.bn, self.policy.math) };
+        let stage = ring_stage_bytes(matches!(self.policy.producer, Producer::PlaneRows), self.block_m(), self.bn, self.policy.math);
         let ring = self.stages * stage + 1024;
         if self.policy.warp_specialized() { ring + BARRIER_BYTES } else { ring }
     }

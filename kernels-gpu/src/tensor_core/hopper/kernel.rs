@@ -34,7 +34,7 @@
 //!   `convrs_spec::hopper::plane_row_pitch` columns; `wmap` as for `Producer::Planes`, `xmap`
 //!   the input's tiled map, a 4-D tensor {W, H, C, N} (byte strides W*2, H*W*2, C*H*W*2), box
 //!   {72, 1, 64, 1}, no swizzle, zero fill ([`super::plane_rows`]). Each stage is
-//!   `convrs_spec::hopper::plane_row_stage_bytes`, and a third barrier array follows the
+//!   `convrs_spec::hopper::ring_stage_bytes`, and a third barrier array follows the
 //!   `empty` one.
 //! - With `Producer::PlanePixels` (the same layers on fp32 data), the GEMM of `Producer::WsTma`
 //!   on NCHW data: rows are (image, pixel) pairs, H*W rounded up to whole 32-pixel copies an image
@@ -70,7 +70,7 @@
 //!   tile whole, as two m64 blocks (BM = 128) or one (BM = 64), and the mainloops take turns
 //!   ([`ping_pong`]).
 
-use convrs_spec::hopper::{fuses_epilogue, plane_row_stage_bytes, plane_rows, stage_bytes, Math as Spec, BARRIER_BYTES, BLOCK_M, PINGPONG_MAX_ACC, PLANE_ROW_SHIFTERS, WARPGROUP, WGMMA_M};
+use convrs_spec::hopper::{fuses_epilogue, plane_rows, ring_stage_bytes, Math as Spec, BARRIER_BYTES, BLOCK_M, PINGPONG_MAX_ACC, PLANE_ROW_SHIFTERS, WARPGROUP, WGMMA_M};
 use convrs_spec::split_k;
 use convrs_spec::EpilogueArgs;
 
@@ -236,7 +236,7 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
     // 1024-byte aligned start of the ring: the swizzle pattern repeats every 1024 bytes and
     // the descriptors and the TMA assume it starts on that boundary.
     let smem = (raw + 1023) & !1023;
-    let stage = if O::PLANE_ROWS { plane_row_stage_bytes(Acc::N) } else { stage_bytes(BM, Acc::N, M::SPEC) };
+    let stage = ring_stage_bytes(O::PLANE_ROWS, BM, Acc::N, M::SPEC);
     if block_dim_x() != 3 * WG as i32 || dynamic_smem_bytes() + raw < smem + (STAGES * stage + BARRIER_BYTES) as u32 {
         trap();
     }

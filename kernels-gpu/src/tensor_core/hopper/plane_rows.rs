@@ -202,9 +202,10 @@ fn for_each_k_tile<const STAGES: usize>(sh: &ConvShape, mut tiles: Tiles, mut vi
 /// map at tap r*S + s) into the stage's A tile, completing on `full`, and the tile's `bn / 64`
 /// landed copies: copy j, for output row p and columns q0.. (GEMM columns n0 + 64j..), is the
 /// box of the {W, H, C, N} map at (w & !7, h, c0, image), w = q0 - pad_w + s*dil_w, h =
-/// p*stride_h - pad_h + r*dil_h, completing on `landed`. Warps 1 to 3 shift each landed copy
-/// by w & 7 pixels into the B tile and arrive on `full` (warps 1 and 2, a channel row each). Taps outermost, so consecutive
-/// k-tiles of a tap read neighbouring channel planes. Channels past C, pixels outside the
+/// p*stride_h - pad_h + r*dil_h, completing on `landed`. Warps 1 and 2, a channel row a
+/// thread, shift each landed copy by w & 7 pixels into the B tile and arrive on `full`; warp 3
+/// has nothing to do. Taps outermost, so consecutive k-tiles of a tap read neighbouring
+/// channel planes. Channels past C, pixels outside the
 /// image and rows past the output arrive as zeros or are never stored.
 ///
 /// # Safety
