@@ -335,11 +335,12 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
     let regs = fuses && !sh.ep.is_identity() && sh.ep.in_registers(Acc::N / 2, false);
     // With im2col copies and 16-bit outputs each tile's last stores go under the next tile's
     // first k-tiles (bare convolutions and register epilogues: see `store_deferring`).
-    // Not under NCHW rows: each slice's addresses take divisions (the output row pitch, the
-    // image), which ran between the wgmmas of every k-tile (ncu's source view: 178 instructions
-    // a k-tile in the consumers' loop, 72% of the stall samples); their tiles store whole.
+    // Not under NCHW planes or rows: each slice's addresses take divisions (the image; under
+    // rows the output row pitch too), which ran between the wgmmas of every k-tile (ncu's
+    // source view of the rows: 178 instructions a k-tile in the consumers' loop, 72% of the
+    // stall samples); their tiles store whole.
     let defer = matches!(M::SPEC, Spec::Half) && IM2COL && !SPLIT && sh.y_bits == 16 && (sh.ep.is_identity() || regs);
-    let defer = if O::PLANE_ROWS { false } else { defer };
+    let defer = if O::PLANE_ROWS || O::PLANES { false } else { defer };
     // Any other fused epilogue holds each tile's last stage for its staging (`store_fused`).
     let hold = fuses && !sh.ep.is_identity() && !regs;
     let mut pending = Pending::NONE;
