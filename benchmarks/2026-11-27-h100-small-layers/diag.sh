@@ -13,9 +13,9 @@ for spec in "${specs[@]}"; do
   i=$((i+1)); f=$O/ncu-$i-$algo.txt
   echo "=== $spec" > $f
   if [ "$algo" = torch ]; then
-    timeout 120 $ncu --clock-control none --profile-from-start off $SEC python3 $here/torch_one.py $shape $pad $stride $groups $layout $dt >> $f 2>&1
+    timeout 120 $ncu --clock-control none ${NCU_EXTRA:-} --profile-from-start off $SEC python3 $here/torch_one.py $shape $pad $stride $groups $layout $dt >> $f 2>&1
   else
-    timeout 120 $ncu --clock-control none -c 12 -k regex:${NCU_KERNEL:-.} $SEC $b/convrs run --algo $algo --dtype $dt --shape $shape --pad $pad --stride $stride --groups $groups --layout $layout --runs 1 --timing events >> $f 2>&1
+    timeout 120 $ncu --clock-control none ${NCU_EXTRA:-} -c 12 -k regex:${NCU_KERNEL:-.} $SEC $b/convrs run --algo $algo --dtype $dt --shape $shape --pad $pad --stride $stride --groups $groups --layout $layout --runs 1 --timing events >> $f 2>&1
   fi
   echo "$spec rc=$?"
   grep -E '^  [a-zA-Z_].*\(|Duration|DRAM Throughput|Memory Throughput|Compute \(SM\)|Registers Per|Achieved Occ|Block Size|Grid Size|Warp Cycles Per Issued|No Eligible' $f | head -40

@@ -16,8 +16,7 @@
 //! R and S (`0`). Accumulation is fp32 whatever the data; the output is fp32 or the input's type
 //! (`ConvShape::y_bits`).
 
-/// Threads per block of every depthwise entry, at most: the kernels read `blockDim.x`, and the
-/// host launches fewer a block where a small layer would otherwise leave SMs idle.
+/// Threads per block of every depthwise entry.
 pub const BLOCK_THREADS: u32 = 256;
 /// NCHW: consecutive output rows per thread.
 pub const NCHW_ROWS: u32 = 4;

@@ -6,8 +6,8 @@
 //! Launch: a 1-D grid of blocks, one thread per work item ([`nchw_items`], [`nhwc_items`],
 //! [`strip_items`], [`nchw_strip_items`], whose tile counts the kernels expand from the same
 //! `depthwise_tiles!`), no
-//! shared memory; `BLOCK_THREADS` threads a block, or fewer where that spreads a small layer
-//! over more SMs ([`spread_block`]). Cost: the larger of moving input, filter and output once
+//! shared memory; `BLOCK_THREADS` threads a block, or for the strip entries fewer where that
+//! spreads a small layer over more SMs. Cost: the larger of moving input, filter and output once
 //! through device memory and issuing the instructions, plus the launch.
 
 use convrs_spec::depthwise::{nchw_items, nchw_strip_items, nchw_strip_row_stores, nchw_strip_row_vectors, nhwc_items, strip_items, Entry, StripEntry, BLOCK_THREADS, ENTRIES, NCHW_STRIP_ENTRIES, NHWC_VEC, STRIP_ENTRIES, TAPS};
@@ -99,8 +99,7 @@ fn plan(desc: &KernelDesc, p: &Conv2d, dtype: DType, device: &DeviceModel, nhwc:
     let latency_threads = if nhwc { LATENCY_THREADS_PER_SM } else { NCHW_LATENCY_THREADS_PER_SM };
     let occupancy = (items as f64 / (sms * latency_threads)).min(1.0);
     let issue = p.output_len() as f64 * per_output / (sms * ISSUE_PER_SM_CYCLE * occupancy.max(1e-3));
-    let threads = spread_block(items, device);
-    Ok(LaunchPlan::new(e.name, (div_ceil_u32(items as usize, threads as usize), 1, 1), (threads, 1, 1), 0, dtype, predicted_us(device, bytes, issue)))
+    Ok(LaunchPlan::new(e.name, (div_ceil_u32(items as usize, BLOCK_THREADS as usize), 1, 1), (BLOCK_THREADS, 1, 1), 0, dtype, predicted_us(device, bytes, issue)))
 }
 
 /// Issue slots the strip entries reach, as a fraction of the SMs' peak: the 3x3 entries, whose
@@ -152,10 +151,9 @@ fn strip_entry(p: &Conv2d, dtype: DType, nhwc: bool) -> std::result::Result<&'st
     })
 }
 
-/// Threads a block of `items` threads (every depthwise entry): 256, halved (to 64 at least)
-/// while the blocks would not fill every SM twice, so a batch-1 layer spreads over the SMs
-/// (256 a block put 1,192,28,28 3x3 stride 2 on 19 of the H100's 132 SMs).
-fn spread_block(items: u64, device: &DeviceModel) -> u32 {
+/// Threads a block of `items` strip threads: 256, halved (to 64 at least) while the blocks would
+/// not fill every SM twice, so a batch-1 layer spreads over the SMs.
+fn strip_block(items: u64, device: &DeviceModel) -> u32 {
     let mut threads = BLOCK_THREADS;
     while threads > 64 && items.div_ceil(threads as u64) < 2 * device.sms.max(1) as u64 {
         threads /= 2;
@@ -182,7 +180,7 @@ fn plan_strip(desc: &KernelDesc, p: &Conv2d, dtype: DType, device: &DeviceModel,
     let u = |v: usize| v as u64;
     let (rows, cols) = (e.rows as u64, e.cols as u64);
     let (items, vec) = if nhwc { (strip_items(u(p.n), u(out_p), u(out_q), u(p.k), rows, cols), NHWC_VEC) } else { (nchw_strip_items(u(p.n), u(p.k), u(out_p), u(out_q), rows, cols), 1) };
-    let threads = spread_block(items, device);
+    let threads = strip_block(items, device);
     let bytes = p.tensor_elements() as f64 * dtype.size() as f64;
     let sms = device.sms.max(1) as f64;
     let occupancy = (items as f64 / (sms * STRIP_LATENCY_THREADS_PER_SM)).min(1.0);
@@ -289,12 +287,11 @@ mod tests {
         let d = h100();
         let p = dw(3, 36, 17, 1, 3, 2); // P = Q = 9
         let plan = NCHW.plan(&p, DType::F32, &d).unwrap();
-        // 3 * 36 planes x ceil(9 / 4) = 3 row groups x 9 columns = 2916 items: 46 blocks of 64
-        // (12 of 256 would leave most of the 132 SMs idle).
-        assert_eq!((plan.grid, plan.block), ((46, 1, 1), (64, 1, 1)));
+        // 3 * 36 planes x ceil(9 / 4) = 3 row groups x 9 columns = 2916 items: 12 blocks of 256.
+        assert_eq!((plan.grid, plan.block), ((12, 1, 1), (256, 1, 1)));
         let plan = NHWC.plan(&p, DType::F16, &d).unwrap();
-        // 3 * 9 rows x ceil(9 / 2) = 5 column groups x 36 / 4 channel groups = 1215 items: 19 blocks of 64.
-        assert_eq!((plan.grid, plan.block), ((19, 1, 1), (64, 1, 1)));
+        // 3 * 9 rows x ceil(9 / 2) = 5 column groups x 36 / 4 channel groups = 1215 items: 5 blocks.
+        assert_eq!(plan.grid, (5, 1, 1));
     }
 
     #[test]
@@ -353,7 +350,7 @@ mod tests {
     }
 
     #[test]
-    fn blocks_shrink_until_a_small_layer_fills_the_sms() {
+    fn strip_blocks_shrink_until_a_small_layer_fills_the_sms() {
         let d = h100();
         // 32,144,56,56 3x3: 32 x 14 strips x 28 column groups x 36 = 451584 threads, 256 a block.
         let big = STRIP.plan(&dw(32, 144, 56, 1, 3, 1), DType::F16, &d).unwrap();
@@ -361,16 +358,6 @@ mod tests {
         // 1,144,56,56: 14112 threads; 256 a block gives 56 blocks, 64 a block 221 (132 SMs).
         let small = STRIP.plan(&dw(1, 144, 56, 1, 3, 1), DType::F16, &d).unwrap();
         assert_eq!((small.grid, small.block), ((221, 1, 1), (64, 1, 1)));
-        // Step 1 alike. 1,192,28,28 3x3 stride 2: 14 rows x 7 column groups x 48 = 4704
-        // threads, 19 blocks of 256 (19 SMs), 74 of 64.
-        let s2 = NHWC.plan(&dw(1, 192, 28, 1, 3, 2), DType::F16, &d).unwrap();
-        assert_eq!((s2.grid, s2.block), ((74, 1, 1), (64, 1, 1)));
-        // 1,192,28,28 stride 1: 18816 threads, 147 blocks of 128 would not fill the SMs twice.
-        let s1 = NHWC.plan(&dw(1, 192, 28, 1, 3, 1), DType::F16, &d).unwrap();
-        assert_eq!((s1.grid, s1.block), ((294, 1, 1), (64, 1, 1)));
-        // NCHW: 32,96,56,56 3x3, 32 * 96 planes x 14 row groups x 56 columns: 256 a block.
-        let big = NCHW.plan(&dw(32, 96, 56, 1, 3, 1), DType::F16, &d).unwrap();
-        assert_eq!((big.grid, big.block), ((9408, 1, 1), (256, 1, 1)));
     }
 
     /// The strip predictions land within 1.35x of the H100 fp16 times on the large layers, and

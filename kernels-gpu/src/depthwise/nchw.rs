@@ -1,6 +1,6 @@
 //! Depthwise convolution on NCHW data: a thread per column of [`ROWS`] outputs of one plane.
 
-use convrs_spec::depthwise::NCHW_ROWS;
+use convrs_spec::depthwise::{BLOCK_THREADS, NCHW_ROWS};
 
 use crate::prelude::elem::{store_out, Elem};
 use crate::prelude::epilogue::{residual_one, Activation, Epilogue};
@@ -17,7 +17,7 @@ const FULL_UNROLL: usize = 5;
 const MAX_SPAN: usize = 16;
 const _: () = assert!(ROWS + 7 - 1 <= MAX_SPAN);
 
-/// Work item `blockIdx.x * blockDim.x + threadIdx.x` = ((n*K + k) * row groups + group) * Q + q
+/// Work item `blockIdx.x * BLOCK_THREADS + threadIdx.x` = ((n*K + k) * row groups + group) * Q + q
 /// computes outputs (n, k, p0..p0 + ROWS, q), p0 = group * ROWS, from input channel k / m.
 /// `TAPS` is the compiled filter size R = S, or 0 for any.
 ///
@@ -27,7 +27,7 @@ const _: () = assert!(ROWS + 7 - 1 <= MAX_SPAN);
 #[inline(always)]
 pub unsafe fn conv<E: Elem, const TAPS: usize>(x: *const E::Raw, w: *const E::Raw, y: *mut f32, sh: ConvShape) {
     let row_groups = convrs_spec::depthwise_tiles!(sh.p, ROWS as i32);
-    let item = block_x() * block_dim_x() + thread_x();
+    let item = block_x() * BLOCK_THREADS as i32 + thread_x();
     if item >= sh.n * sh.k * row_groups * sh.q {
         return;
     }

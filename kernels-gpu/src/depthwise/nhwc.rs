@@ -1,6 +1,6 @@
 //! Depthwise convolution on NHWC data: a thread per `VEC` channels of [`COLS`] adjacent outputs.
 
-use convrs_spec::depthwise::NHWC_COLS;
+use convrs_spec::depthwise::{BLOCK_THREADS, NHWC_COLS};
 
 use crate::prelude::elem::Elem;
 use crate::prelude::*;
@@ -14,7 +14,7 @@ const FULL_UNROLL: usize = 5;
 /// stride and dilation 1: the register window of [`window_row`].
 const MAX_SPAN: usize = COLS + 7 - 1;
 
-/// Work item `blockIdx.x * blockDim.x + threadIdx.x` = ((n*P + p) * column groups + group) *
+/// Work item `blockIdx.x * BLOCK_THREADS + threadIdx.x` = ((n*P + p) * column groups + group) *
 /// (K / VEC) + kv computes outputs (n, p, q0..q0 + COLS, VEC*kv..VEC*kv + VEC), q0 = group * COLS.
 /// `VEC` is 4 (one vector access per pixel; the host launches it for K = C, C a multiple of 4
 /// only) or 1 (any multiplier m = K / C: channel k reads input channel k / m). `TAPS` is the
@@ -28,7 +28,7 @@ const MAX_SPAN: usize = COLS + 7 - 1;
 pub unsafe fn conv<E: Elem, const TAPS: usize, const VEC: usize>(x: *const E::Raw, w: *const E::Raw, y: *mut f32, sh: ConvShape) {
     let col_groups = convrs_spec::depthwise_tiles!(sh.q, COLS as i32);
     let channel_groups = sh.k / VEC as i32;
-    let item = block_x() * block_dim_x() + thread_x();
+    let item = block_x() * BLOCK_THREADS as i32 + thread_x();
     if item >= sh.n * sh.p * col_groups * channel_groups {
         return;
     }

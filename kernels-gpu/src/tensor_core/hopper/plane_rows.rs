@@ -27,9 +27,9 @@
 //! - The first build shifted one 16-byte piece per loop turn over warps 1-3, with the shift's
 //!   8-way branch inside the loop: latency-bound at 8.7 cycles an instruction (ncu), about 1 us
 //!   a k-tile, 3-7x step 7's time.
-//! - A tile's stores are not deferred under the next tile's k-tiles, as the other 16-bit steps'
+//! - A tile's stores are not deferred under the next tile's k-tiles, as the NHWC 16-bit steps'
 //!   are (`super::kernel`): each slice's output addresses take two divisions, which ran between
-//!   the wgmmas of every k-tile (ncu's source view).
+//!   the wgmmas of every k-tile (ncu's source view). Step 9 no longer defers either.
 
 use convrs_spec::hopper::{a_tile_bytes, b_tile_bytes, plane_row_landed_bytes, plane_row_pitch, BLOCK_M, K_TILE, PLANE_BOX_PIXELS, PLANE_ROW_LANDED_PIXELS, PLANE_ROW_SHIFTERS, ROW_BYTES};
 
