@@ -17,7 +17,7 @@
 //! one image, its copies address that image alone (pixels past H*W arrive as zeros), and the
 //! epilogue finds a row's image with one division a tile row rather than one a store. Its tiles
 //! are stored whole when their k-tiles end: deferred stores (the NHWC steps') would take that
-//! division between the wgmmas of every k-tile, which cost a median 10% of the time (H100,
+//! division between the wgmmas of every k-tile, which cost 10% of the time (geomean; H100,
 //! BENCHMARKS.md, 2026-11-27, twenty-seventh session).
 
 use convrs_spec::hopper::{a_tile_bytes, b_tile_bytes, plane_pixel_rows, plane_rows, Math as Spec, BLOCK_M, K_TILE, PLANE_BOX_PIXELS, PLANE_PIXEL_COPY, ROW_BYTES};
