@@ -26,7 +26,7 @@ def summary(groups):
     out = {}
     for shape, g in groups.items():
         ks = {k['name']: us(k) for k in g['kernels'] if us(k)}
-        nhwc_ours = min([t for n, t in ks.items() if 'nhwc' in n] or [None] or [0]) if any('nhwc' in n for n in ks) else None
+        nhwc_ours = min((t for n, t in ks.items() if 'nhwc' in n), default=None)
         base = best((g.get('cudnn') or []) + [g.get('pytorch')])
         nchw_base = best((g.get('nchw_cudnn') or []) + [g.get('nchw_pytorch')])
         user = us(g.get('nchw_user'))
