@@ -98,6 +98,12 @@ macro_rules! hopper_configs {
             // array leaves room for 5.)
             (PlaneRows,  Persistent, 1,      128, 128, 4, wgmma_nchw_rows_persistent_128x128k64, wgmma_nchw_rows_persistent_bf16_128x128k64)
             (PlaneRows,  Persistent, 1,      128,  64, 5, wgmma_nchw_rows_persistent_128x64k64, wgmma_nchw_rows_persistent_bf16_128x64k64)
+            // Step 15: step 9 on step 12's 64-row ping-pong tiles: each image's output channels
+            // rounded up to 64 rather than 128 (K = 64 computes no idle rows), and one
+            // warpgroup's stores under the other's mainloop.
+            (Planes,     PingPong,   1,       64, 256, 5, wgmma_nchw1x1_pingpong_m64_64x256k64, wgmma_nchw1x1_pingpong_m64_bf16_64x256k64)
+            (Planes,     PingPong,   1,       64, 128, 8, wgmma_nchw1x1_pingpong_m64_64x128k64, wgmma_nchw1x1_pingpong_m64_bf16_64x128k64)
+            (Planes,     PingPong,   1,       64,  64, 8, wgmma_nchw1x1_pingpong_m64_64x64k64, wgmma_nchw1x1_pingpong_m64_bf16_64x64k64)
         }
     };
 }
@@ -322,12 +328,12 @@ pub const fn plane_row_pitch(q: usize) -> usize {
     q.div_ceil(PLANE_BOX_PIXELS) * PLANE_BOX_PIXELS
 }
 
-/// GEMM rows per image of the [`Producer::Planes`] kernels: K rounded up to whole block tiles,
-/// so that a tile's rows are output channels of one image (the rows past K are computed from
-/// zero-filled filter rows and never stored, and a warpgroup whose rows all lie past K skips its
-/// MMAs).
-pub const fn plane_rows(k: usize) -> usize {
-    k.div_ceil(BLOCK_M) * BLOCK_M
+/// GEMM rows per image of the [`Producer::Planes`] and [`Producer::PlaneRows`] kernels with
+/// block tiles `bm` rows high: K rounded up to whole block tiles, so that a tile's rows are
+/// output channels of one image (the rows past K are computed from zero-filled filter rows and
+/// never stored, and a warpgroup whose rows all lie past K skips its MMAs).
+pub const fn plane_rows(k: usize, bm: usize) -> usize {
+    k.div_ceil(bm) * bm
 }
 
 /// Pixels of one [`Producer::PlanePixels`] copy: a 128-byte row of fp32 values.
@@ -392,6 +398,7 @@ impl Policy {
             return match (self.producer, self.schedule, self.cluster, self.math, self.block_m) {
                 (Producer::WsTma, Schedule::PingPong, 1, Math::Half, WGMMA_M) => "wgmma_ws_tma_pingpong_m64",
                 (Producer::WsTma, Schedule::PingPong, 1, Math::Tf32, WGMMA_M) => "wgmma_ws_tma_pingpong_m64_tf32",
+                (Producer::Planes, Schedule::PingPong, 1, Math::Half, WGMMA_M) => "wgmma_nchw1x1_pingpong_m64",
                 _ => "",
             };
         }
@@ -548,9 +555,9 @@ impl Config {
 
     /// Output channels per filter copy (the filter map's box rows): the tile's share of one CTA
     /// of its cluster; under [`Producer::Planes`] and [`Producer::PlaneRows`] the filter is the
-    /// A tile, [`BLOCK_M`] rows.
+    /// A tile, [`Config::block_m`] rows.
     pub const fn filter_box_rows(&self) -> usize {
-        if matches!(self.policy.producer, Producer::Planes | Producer::PlaneRows) { BLOCK_M } else { self.bn / self.policy.cluster }
+        if matches!(self.policy.producer, Producer::Planes | Producer::PlaneRows) { self.block_m() } else { self.bn / self.policy.cluster }
     }
 
     /// Block tile rows ([`Policy::block_m`]); with the im2col producer also the input map's
@@ -673,9 +680,12 @@ const fn check(c: &Config) {
     // 64-row tiles are one warpgroup's m64 block: only where each warpgroup has tiles of its own.
     assert!(p.block_m == BLOCK_M || (p.block_m == WGMMA_M && p.ping_pong()), "block tiles of 128 rows, or 64 under ping-pong");
     if p.ping_pong() {
+        // NCHW planes on 64-row tiles only (step 15; a 128-row ping-pong plane tile is not
+        // built: the kernel's const checks refuse it).
+        let producer = matches!(p.producer, Producer::WsTma) || (matches!(p.producer, Producer::Planes) && p.block_m == WGMMA_M);
         assert!(
-            p.cluster == 1 && matches!(p.producer, Producer::WsTma) && !matches!(p.math, Math::Tf32x3) && p.block_m * c.bn / WARPGROUP <= PINGPONG_MAX_ACC,
-            "ping-pong: im2col TMA, no cluster, not 3xTF32, at most PINGPONG_MAX_ACC accumulators a thread"
+            p.cluster == 1 && producer && !matches!(p.math, Math::Tf32x3) && p.block_m * c.bn / WARPGROUP <= PINGPONG_MAX_ACC,
+            "ping-pong: im2col TMA (or NCHW planes on 64-row tiles), no cluster, not 3xTF32, at most PINGPONG_MAX_ACC accumulators a thread"
         );
     }
     if p.split_k() {

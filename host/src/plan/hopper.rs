@@ -23,7 +23,7 @@ use crate::{Algorithm, Conv2d, Error, Layout, Precision, Result};
 /// (the 128x256 tiles), and to the layers each narrower tile was built for (BENCHMARKS.md,
 /// 2026-11-23 sessions one to six): the 128x128 tiles run at 0.78 (0.81 for multistage) of the
 /// 128x256 tile's rate, 128x64 at 0.66 and 128x32 at 0.37.
-pub const RATES: [(&str, f64); 53] = [
+pub const RATES: [(&str, f64); 56] = [
     ("wgmma_multistage_128x256k64", 1.42),
     ("wgmma_multistage_128x128k64", 1.42 / 0.81),
     ("wgmma_ws_cpasync_128x256k64", 1.10),
@@ -78,6 +78,11 @@ pub const RATES: [(&str, f64); 53] = [
     ("wgmma_nchw1x1_persistent_128x256k64", 1.15),
     ("wgmma_nchw1x1_persistent_128x128k64", 1.15 / 0.78),
     ("wgmma_nchw1x1_persistent_128x64k64", 1.15 / 0.66),
+    // Step 15, NCHW planes on 64-row ping-pong tiles: step 12's rates times step 9's 1.15
+    // (not yet fitted).
+    ("wgmma_nchw1x1_pingpong_m64_64x256k64", 1.06 * 1.15),
+    ("wgmma_nchw1x1_pingpong_m64_64x128k64", 1.16 * 1.15 / 0.78),
+    ("wgmma_nchw1x1_pingpong_m64_64x64k64", 1.45 * 1.15 / 0.66),
     // NCHW rows: step 7's rates times 3.0, the worst of its time over step 7's per output column
     // it computes (Q rounded up to 64) on the 10 layers of `dev/suites/nchw-layers.csv` it
     // takes (1.2x to 3.0x, median 1.65; H100, BENCHMARKS.md, twenty-sixth session, bundle
@@ -286,10 +291,10 @@ fn plan(desc: &KernelDesc, problem: &Conv2d, dtype: DType, device: &DeviceModel)
     // image's output channels (each padded to whole tiles) by an image's pixels, or for NCHW
     // pixel planes every image's pixels (each padded to whole 32-pixel copies) by output channels.
     let (m, n) = if planes {
-        (p.n * plane_rows(p.k), p.h * p.w)
+        (p.n * plane_rows(p.k, policy.block_m), p.h * p.w)
     } else if rows {
         let (oh, ow) = p.output_hw();
-        (p.n * plane_rows(p.k), oh * plane_row_pitch(ow))
+        (p.n * plane_rows(p.k, policy.block_m), oh * plane_row_pitch(ow))
     } else if pixel_planes {
         (p.n * plane_pixel_rows(p.h * p.w), p.k)
     } else {
@@ -321,10 +326,10 @@ fn plan(desc: &KernelDesc, problem: &Conv2d, dtype: DType, device: &DeviceModel)
             2..=1
         }
     };
-    // Under NCHW planes each image's rows are K rounded up to 128, and a warpgroup whose 64
-    // rows all lie past K skips its MMAs; under pixel planes, H*W rounded up to 32 (all
-    // computed, the tiles spanning images).
-    let live = if planes || rows { (p.k.div_ceil(64) * 64) as f64 / plane_rows(p.k) as f64 } else { 1.0 };
+    // Under NCHW planes each image's rows are K rounded up to the tile's 128 (or 64) rows,
+    // and a warpgroup whose 64 rows all lie past K skips its MMAs; under pixel planes, H*W
+    // rounded up to 32 (all computed, the tiles spanning images).
+    let live = if planes || rows { (p.k.div_ceil(64) * 64) as f64 / plane_rows(p.k, policy.block_m) as f64 } else { 1.0 };
     // Charged only where the epilogue stages through shared memory: a piecewise linear one runs
     // on the accumulators (`Config::epilogue_in_registers`), as cheap as the bare store.
     let (act, _) = p.epilogue.activation.code();
@@ -514,7 +519,7 @@ const fn same(a: Policy, b: Policy) -> bool {
 }
 
 /// The policies, in the progression's order: one registry kernel each.
-pub const POLICIES: [Policy; 20] = policies();
+pub const POLICIES: [Policy; 21] = policies();
 
 /// What the registry lists for `policy`.
 const fn kernel(policy: Policy) -> KernelDesc {
@@ -523,6 +528,9 @@ const fn kernel(policy: Policy) -> KernelDesc {
         name: policy.name(),
         family: Family::TensorCore,
         summary: match (policy.schedule, policy.math) {
+            (Schedule::PingPong, _) if matches!(policy.producer, Producer::Planes) => {
+                "family 3 on Hopper: 1x1 convolution on NCHW data as a wgmma GEMM per image, ping-pong consumers on 64-row tiles (K rounded up to 64, not 128), no transform"
+            }
             _ if matches!(policy.producer, Producer::Planes) => "family 3 on Hopper: 1x1 convolution on NCHW data as a wgmma GEMM per image, no transform",
             _ if matches!(policy.producer, Producer::PlaneRows) => "family 3 on Hopper: convolution on NCHW data at column stride 1 as a wgmma GEMM per image, one TMA copy of an input row per tap, no transform of the activations",
             (_, Math::Tf32) if matches!(policy.producer, Producer::PlanePixels) => "family 3 on Hopper: 1x1 convolution on NCHW fp32 data in TF32 as a wgmma GEMM per image, no transform",
@@ -729,7 +737,8 @@ mod tests {
         assert_eq!((plan.filter_map_rows, plan.input_map), (Some(BLOCK_M as u32), Some(crate::plan::InputMap::Planes)));
         assert_eq!(plan.grid.0 as usize, tiles(c, 32 * 128, 3136).min(resident(c, &d)));
         // Output channels padded per image to whole 128-row tiles.
-        assert_eq!((plane_rows(64), plane_rows(128), plane_rows(136)), (128, 128, 256));
+        assert_eq!((plane_rows(64, 128), plane_rows(128, 128), plane_rows(136, 128)), (128, 128, 256));
+        assert_eq!((plane_rows(64, 64), plane_rows(72, 64), plane_rows(192, 64)), (64, 128, 192));
         // An NCHW caller gets it (no transforms); an NHWC caller the NHWC kernels.
         let pick = |layout| crate::select::choose(&p, DType::F16, layout, &d).unwrap().pick;
         assert_eq!(pick(Layout::Nchw), planes);

@@ -16,6 +16,7 @@
 //! | 12 | `wgmma_ws_tma_pingpong_m64[_tf32]` | ping-pong on 64-row tiles, one m64 block a warpgroup: twice the tiles, epilogues of step 7's size |
 //! | 13 | `wgmma_nchw1x1_persistent_[3x]tf32` ([`planes`]) | step 9 on fp32 data, the other way round: the pixels as A through registers (tf32 takes K-major shared operands only), the filter as B |
 //! | 14 | `wgmma_nchw_rows_persistent` ([`plane_rows`]) | step 9 for any filter at column stride 1: the columns output rows, one tiled copy of an input row a (tap, chunk) from a 16-byte boundary, shifted into the B tile by the producer warpgroup; no transform of the activations |
+//! | 15 | `wgmma_nchw1x1_pingpong_m64` ([`planes`]) | step 9 on step 12's 64-row ping-pong tiles: K rounded up to 64 rows an image, not 128; one warpgroup's stores under the other's mainloop |
 //!
 //! The pieces of the warp-specialized kernel, each written once: [`producer`], [`consumer`],
 //! [`epilogue`], the tile [`scheduler`], the [`split_k`] meeting, and the ring
@@ -45,7 +46,13 @@ macro_rules! entries {
     (@one $ops:ident Planes Persistent 1 128 $bn:tt $stages:tt $name:ident $math:ident $planes:ident) => {
         $crate::conv_kernel!(
             fn $name(x: *const u16, w: *const u16, y: *mut f32, wmap: *const u8, xmap: *const u8) => $crate::tensor_core::hopper::kernel::conv_tma::<
-                planes::Planes, [f32; $bn / 2], $stages, 1, true, false, math::$planes, 128>
+                planes::Planes<128>, [f32; $bn / 2], $stages, 1, true, false, math::$planes, 128>
+        );
+    };
+    (@one $ops:ident Planes PingPong 1 64 $bn:tt $stages:tt $name:ident $math:ident $planes:ident) => {
+        $crate::conv_kernel!(
+            fn $name(x: *const u16, w: *const u16, y: *mut f32, wmap: *const u8, xmap: *const u8) => $crate::tensor_core::hopper::kernel::conv_tma::<
+                planes::Planes<64>, [f32; $bn / 2], $stages, 1, true, true, math::$planes, 64>
         );
     };
     (@one $ops:ident PlaneRows Persistent 1 128 $bn:tt $stages:tt $name:ident $math:ident $planes:ident) => {

@@ -27,7 +27,7 @@
 //!   H*W and C multiples of 8), the GEMM is transposed, one per image: rows are (image, output
 //!   channel) pairs, K rounded up to whole tiles an image (`convrs_spec::hopper::plane_rows`),
 //!   columns an image's pixels. `wmap` is the filter's map as above with boxes of
-//!   128 rows (the A tile); `xmap` the input's tiled map, a 3-D tensor {H*W, C, N} (byte strides
+//!   BM rows (the A tile: 128, or 64 under step 15's ping-pong); `xmap` the input's tiled map, a 3-D tensor {H*W, C, N} (byte strides
 //!   H*W*2 and C*H*W*2), box {64, 64, 1}, 128B swizzle, zero fill ([`super::planes`]).
 //! - With `Producer::PlaneRows` (NCHW x, KRSC w, NCHW y at column stride 1; W, Q and C
 //!   multiples of 8), `Producer::Planes`' rows, and columns an image's output rows of
@@ -66,7 +66,7 @@
 //!   last stage, and the epilogue ([`super::epilogue`]), or under split-K the meeting first. A
 //!   fused epilogue that does not run in registers keeps the last stage until it is done: it
 //!   stages the accumulators in the stage's A tile.
-//! - Under `Schedule::PingPong` (steps 10 and 12), each consumer warpgroup takes every other
+//! - Under `Schedule::PingPong` (steps 10, 12 and 15), each consumer warpgroup takes every other
 //!   tile whole, as two m64 blocks (BM = 128) or one (BM = 64), and the mainloops take turns
 //!   ([`ping_pong`]).
 
@@ -226,9 +226,10 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
         assert!(!O::PLANE_ROWS || O::PLANES);
         assert!(!O::PLANES || (IM2COL && CLUSTER == 1 && !SPLIT && matches!(M::SPEC, Spec::Half) && Acc::N % 64 == 0));
         assert!(!O::PIXEL_PLANES || (IM2COL && CLUSTER == 1 && PERSISTENT && !SPLIT && !PINGPONG && !matches!(M::SPEC, Spec::Half) && BM == BLOCK_M));
-        // Ping-pong: persistent im2col tiles without clusters, each warpgroup's whole tile in
-        // its registers (`convrs_spec::hopper::Schedule::PingPong`).
-        assert!(!PINGPONG || (IM2COL && PERSISTENT && CLUSTER == 1 && !SPLIT && !O::PLANES && !matches!(M::SPEC, Spec::Tf32x3) && BM * Acc::N / WG as usize <= PINGPONG_MAX_ACC));
+        // Ping-pong: persistent im2col tiles (or NCHW planes on 64-row tiles) without
+        // clusters, each warpgroup's whole tile in its registers
+        // (`convrs_spec::hopper::Schedule::PingPong`).
+        assert!(!PINGPONG || (IM2COL && PERSISTENT && CLUSTER == 1 && !SPLIT && !O::PLANE_ROWS && (!O::PLANES || BM == WGMMA_M) && !matches!(M::SPEC, Spec::Tf32x3) && BM * Acc::N / WG as usize <= PINGPONG_MAX_ACC));
         // 64-row tiles (step 12) are one warpgroup's m64 block: ping-pong only.
         assert!(BM == BLOCK_M || (BM == WGMMA_M && PINGPONG));
     }
@@ -275,7 +276,9 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
 
     let (gemm_m, gemm_n) = O::gemm_mn(&sh);
     let tiles = Tiles::of::<CLUSTER, PERSISTENT>(gemm_m, gemm_n, BM as u32, Acc::N as u32);
-    let tiles = if O::PLANES { tiles.by_image(plane_rows(sh.k as usize) as u32 / BLOCK_M as u32) } else { tiles };
+    // Under NCHW planes `O` is `Planes<BM>` (the entries pair them), whose images are
+    // `plane_rows(K, BM)` rows each.
+    let tiles = if O::PLANES { tiles.by_image(plane_rows(sh.k as usize, BM) as u32 / BM as u32) } else { tiles };
     let n_tiles = tiles.n_tiles;
     let kc = M::SPEC.k_tile() as i32;
     // A grouped problem reduces each tile over its group's C / G channels (the producer's
@@ -304,7 +307,7 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
             if O::PLANE_ROWS {
                 produce_plane_rows::<STAGES>(xmap, wmap, &sh, ring, tiles, tid);
             } else if O::PLANES {
-                produce_planes::<STAGES>(xmap, wmap, &sh, ring, tiles, ktiles, tid);
+                produce_planes::<STAGES, BM>(xmap, wmap, &sh, ring, tiles, ktiles, tid);
             } else if O::PIXEL_PLANES {
                 produce_plane_pixels::<STAGES>(M::SPEC, xmap, wmap, &sh, ring, tiles, ktiles, tid);
             } else if IM2COL {

@@ -83,19 +83,19 @@ impl Operands for PlaneRows {
     #[inline(always)]
     unsafe fn pixel(sh: &ConvShape, m: u32) -> (u32, u32, u32) {
         // SAFETY: as the caller guarantees.
-        unsafe { Planes::pixel(sh, m) }
+        unsafe { Planes::<BLOCK_M>::pixel(sh, m) }
     }
     #[inline(always)]
     fn x_origin(sh: &ConvShape, n: i32, ih: i32, iw: i32) -> i32 {
-        Planes::x_origin(sh, n, ih, iw)
+        Planes::<BLOCK_M>::x_origin(sh, n, ih, iw)
     }
     #[inline(always)]
     fn x_pixel(sh: &ConvShape) -> i32 {
-        Planes::x_pixel(sh)
+        Planes::<BLOCK_M>::x_pixel(sh)
     }
     #[inline(always)]
     fn x_chan(sh: &ConvShape) -> i32 {
-        Planes::x_chan(sh)
+        Planes::<BLOCK_M>::x_chan(sh)
     }
     /// The filter is KRSC, as the NHWC kernels' (and the filter map) read it.
     #[inline(always)]
@@ -113,23 +113,23 @@ impl Operands for PlaneRows {
     /// GEMM row `m` (image n, output channel k), column `col` (pixel (p, q)): `y[n][k][p][q]`.
     #[inline(always)]
     fn y_off(sh: &ConvShape, m: u32, col: u32) -> u32 {
-        let (n, k) = Planes::image_channel(sh, m);
+        let (n, k) = Planes::<BLOCK_M>::image_channel(sh, m);
         let (p, q) = Self::pixel_of(sh, col);
         ((n * sh.k as u32 + k) * sh.p as u32 + p) * sh.q as u32 + q
     }
     #[inline(always)]
     fn gemm_mn(sh: &ConvShape) -> (u32, u32) {
-        (Planes::gemm_mn(sh).0, sh.p as u32 * plane_row_pitch(sh.q as usize) as u32)
+        (Planes::<BLOCK_M>::gemm_mn(sh).0, sh.p as u32 * plane_row_pitch(sh.q as usize) as u32)
     }
     /// A row is one output channel of one image.
     #[inline(always)]
     fn y_channels(sh: &ConvShape, row: u32, col: u32) -> (u32, u32) {
-        Planes::y_channels(sh, row, col)
+        Planes::<BLOCK_M>::y_channels(sh, row, col)
     }
     /// An aligned 8-column group lies in one output row, whole (Q is a multiple of 8).
     #[inline(always)]
     fn y_in(sh: &ConvShape, row: u32, col: u32) -> bool {
-        let (n, k) = Planes::image_channel(sh, row);
+        let (n, k) = Planes::<BLOCK_M>::image_channel(sh, row);
         let (p, q) = Self::pixel_of(sh, col);
         n < sh.n as u32 && k < sh.k as u32 && p < sh.p as u32 && q < sh.q as u32
     }
@@ -166,7 +166,7 @@ pub(super) unsafe fn init_landed<const STAGES: usize>(ring: Ring<STAGES>) {
 fn for_each_k_tile<const STAGES: usize>(sh: &ConvShape, mut tiles: Tiles, mut visit: impl FnMut(Position, u32, u32, &[(i32, i32); 4], i32, i32)) {
     let mut at = Position::START;
     while let Some((m0, n0)) = tiles.next::<1>() {
-        let (image, k0) = Planes::image_channel(sh, m0);
+        let (image, k0) = Planes::<BLOCK_M>::image_channel(sh, m0);
         // Each copy's input (column, row) at tap (0, 0).
         let mut origin = [(0i32, 0i32); 4];
         unroll!(4: 4, j => {

@@ -13,7 +13,8 @@
 //! along pixels.
 //!
 //! The images are stacked along the rows: row `n * Kp + k` is output channel k of image n, Kp =
-//! K rounded up to whole 128-row tiles (`convrs_spec::hopper::plane_rows`), so every tile lies in
+//! K rounded up to whole block tiles (`convrs_spec::hopper::plane_rows`: 128 rows, or 64 under
+//! step 15's ping-pong), so every tile lies in
 //! one image, its copies address that image alone (pixels past H*W arrive as zeros), and the
 //! epilogue finds a row's image with one division a tile row rather than one a store. Its tiles
 //! are stored whole when their k-tiles end: deferred stores (the NHWC steps') would take that
@@ -29,28 +30,29 @@ use crate::prelude::*;
 use crate::tensor_core::implicit_gemm::{divmod, Operands};
 use crate::tensor_core::nhwc::Nhwc;
 
-/// NCHW input planes, KCRS filter (R = S = 1), NCHW output; H*W and C multiples of 8 (the
-/// plane map's strides and the 16-byte stores), stride 1, no padding (the plan refuses the rest).
-/// Only the output addressing and the GEMM's extent are read; the pixel-row methods describe
-/// NCHW for completeness (channels are not contiguous, so no pixel-row producer may take it).
-pub struct Planes;
+/// NCHW input planes, KCRS filter (R = S = 1), NCHW output, in block tiles `BM` rows high;
+/// H*W and C multiples of 8 (the plane map's strides and the 16-byte stores), stride 1, no
+/// padding (the plan refuses the rest). Only the output addressing and the GEMM's extent are
+/// read; the pixel-row methods describe NCHW for completeness (channels are not contiguous, so
+/// no pixel-row producer may take it).
+pub struct Planes<const BM: usize>;
 
-impl Planes {
+impl<const BM: usize> Planes<BM> {
     /// GEMM rows per image ([`plane_rows`]).
     #[inline(always)]
     fn rows(sh: &ConvShape) -> u32 {
-        plane_rows(sh.k as usize) as u32
+        plane_rows(sh.k as usize, BM) as u32
     }
 
     /// The image and output channel of GEMM row `row`.
     #[inline(always)]
     pub(super) fn image_channel(sh: &ConvShape, row: u32) -> (u32, u32) {
-        // SAFETY: rows >= 128.
+        // SAFETY: rows >= BM >= 64.
         unsafe { divmod(row, Self::rows(sh)) }
     }
 }
 
-impl Operands for Planes {
+impl<const BM: usize> Operands for Planes<BM> {
     const PLANES: bool = true;
     #[inline(always)]
     fn supports(sh: &ConvShape) -> bool {
@@ -113,8 +115,9 @@ impl Operands for Planes {
 /// channel of the k-tile.
 pub(super) const COPY_BYTES: u32 = (PLANE_BOX_PIXELS * ROW_BYTES) as u32;
 
-/// The producer of `Producer::Planes`: one thread issues, per k-tile (64 channels), the filter
-/// tile (rows k0.. of the {C, 1, K} map: output channels) into the stage's A tile and the
+/// The producer of `Producer::Planes` on tiles `BM` rows high: one thread issues, per k-tile
+/// (64 channels), the filter tile (rows k0.. of the {C, 1, K} map: output channels) into the
+/// stage's A tile and the
 /// `bn / 64` plane copies of the tile's pixels of its image into its B tile. Each tile's
 /// reduction is its `ktiles` k-tiles (C / 64 rounded up; channels past C arrive as zeros on both
 /// sides).
@@ -122,9 +125,9 @@ pub(super) const COPY_BYTES: u32 = (PLANE_BOX_PIXELS * ROW_BYTES) as u32;
 /// # Safety
 /// As `produce_tma`: all 128 threads of warpgroup 0 call it together, after the barriers'
 /// initialisation, with `full` expecting one arrival; `xmap` is the input's plane map and
-/// `wmap` the filter's with boxes of 128 rows, as the kernel's contract describes.
+/// `wmap` the filter's with boxes of `BM` rows, as the kernel's contract describes.
 #[inline(always)]
-pub(super) unsafe fn produce_planes<const STAGES: usize>(xmap: *const u8, wmap: *const u8, sh: &ConvShape, ring: Ring<STAGES>, mut tiles: Tiles, ktiles: i32, tid: u32) {
+pub(super) unsafe fn produce_planes<const STAGES: usize, const BM: usize>(xmap: *const u8, wmap: *const u8, sh: &ConvShape, ring: Ring<STAGES>, mut tiles: Tiles, ktiles: i32, tid: u32) {
     // SAFETY: the whole warpgroup, as in `produce_tma`.
     unsafe { setmaxnreg_dec_56() };
     if tid != 0 {
@@ -132,11 +135,11 @@ pub(super) unsafe fn produce_planes<const STAGES: usize>(xmap: *const u8, wmap: 
     }
     let bn = tiles.bn;
     let copies = bn / PLANE_BOX_PIXELS as u32;
-    let a_bytes = a_tile_bytes(BLOCK_M) as u32;
+    let a_bytes = a_tile_bytes(BM) as u32;
     let bytes = a_bytes + b_tile_bytes(bn as usize) as u32;
     let mut at = Position::START;
     while let Some((m0, n0)) = tiles.next::<1>() {
-        let (image, k0) = Planes::image_channel(sh, m0);
+        let (image, k0) = Planes::<BM>::image_channel(sh, m0);
         let mut c0 = 0;
         let mut kt = 0;
         while kt < ktiles {
@@ -144,7 +147,7 @@ pub(super) unsafe fn produce_planes<const STAGES: usize>(xmap: *const u8, wmap: 
             unsafe { ring.wait_empty(at) };
             let stage = ring.stage_addr(at.stage);
             let full = ring.full(at.stage);
-            // SAFETY: the stage is free; its A tile (1024-aligned, 128 rows of 128 bytes) and B
+            // SAFETY: the stage is free; its A tile (1024-aligned, BM rows of 128 bytes) and B
             // tile (`copies` copies of 8 KiB after it) receive exactly the announced bytes, the
             // zero-filled parts of the boxes included.
             unsafe {
@@ -186,7 +189,7 @@ impl Operands for PlanePixels {
     const PIXEL_PLANES: bool = true;
     #[inline(always)]
     fn supports(sh: &ConvShape) -> bool {
-        Planes::supports(sh)
+        Planes::<BLOCK_M>::supports(sh)
     }
     #[inline(always)]
     unsafe fn pixel(sh: &ConvShape, m: u32) -> (u32, u32, u32) {
@@ -195,27 +198,27 @@ impl Operands for PlanePixels {
     }
     #[inline(always)]
     fn x_origin(sh: &ConvShape, n: i32, ih: i32, iw: i32) -> i32 {
-        Planes::x_origin(sh, n, ih, iw)
+        Planes::<BLOCK_M>::x_origin(sh, n, ih, iw)
     }
     #[inline(always)]
     fn x_pixel(sh: &ConvShape) -> i32 {
-        Planes::x_pixel(sh)
+        Planes::<BLOCK_M>::x_pixel(sh)
     }
     #[inline(always)]
     fn x_chan(sh: &ConvShape) -> i32 {
-        Planes::x_chan(sh)
+        Planes::<BLOCK_M>::x_chan(sh)
     }
     #[inline(always)]
     fn w_chan(sh: &ConvShape) -> i32 {
-        Planes::w_chan(sh)
+        Planes::<BLOCK_M>::w_chan(sh)
     }
     #[inline(always)]
     fn w_row(sh: &ConvShape, k: i32) -> i32 {
-        Planes::w_row(sh, k)
+        Planes::<BLOCK_M>::w_row(sh, k)
     }
     #[inline(always)]
     fn w_tap(sh: &ConvShape) -> i32 {
-        Planes::w_tap(sh)
+        Planes::<BLOCK_M>::w_tap(sh)
     }
     /// GEMM row `m` (image n, pixel), output channel `col`: `y[n][col][pixel]`; channel
     /// `col + 1` is one plane (H*W elements) further.
