@@ -213,15 +213,18 @@ fn time_one<T: Element>(
     t.median_ms
 }
 
-/// The NCHW plane kernel runs on the caller's NCHW tensors where they are (`DeviceConv::direct`:
-/// no transform, no copy), and where C is not a multiple of 8 from a padded copy of the input,
-/// still writing the caller's output where it is (K needs no padding); both against the CPU
-/// reference, the caller's output poisoned first so that nothing stale passes.
+/// The 16-bit NCHW plane kernels (steps 9 and 15) run on the caller's NCHW tensors where they
+/// are (`DeviceConv::direct`: no transform, no copy), and where C is not a multiple of 8 from a
+/// padded copy of the input, still writing the caller's output where it is (K needs no
+/// padding); both against the CPU reference, the caller's output poisoned first so that nothing
+/// stale passes.
 #[test]
 fn device_conv_runs_the_plane_kernel_on_the_callers_tensors() {
     let Some(gpu) = convrs_tests::hopper_or_skip("device_conv_runs_the_plane_kernel_on_the_callers_tensors") else { return };
     let cases = [(Conv2d::new(3, 72, 12, 10, 40, 1, 1), (true, true)), (Conv2d::new(2, 20, 8, 5, 264, 1, 1), (false, true))];
-    on_the_callers_tensors(&gpu, "wgmma_nchw1x1_persistent".parse().unwrap(), &cases);
+    for name in ["wgmma_nchw1x1_persistent", "wgmma_nchw1x1_pingpong_m64"] {
+        on_the_callers_tensors(&gpu, name.parse().unwrap(), &cases);
+    }
 }
 
 /// The NCHW row kernel likewise, its filter (KCRS) brought to KRSC once by the `DeviceConv`:

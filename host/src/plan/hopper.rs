@@ -150,8 +150,11 @@ const MAX_SPLITS: usize = 32;
 
 /// Modelled microseconds of configuration `c` on `d` for `m x n` GEMM outputs over `taps` taps
 /// of `ch` channels (the last k-tile of each tap charged in full), each tile's reduction split
-/// over `splits` slices (1: not split), `live` of the tiles' rows computed and written (the rest are
-/// warpgroups that skip their MMAs: NCHW planes with K not filling the 128-row tiles), with a
+/// over `splits` slices (1: not split), `live` of the tiles' rows written (the rest are
+/// warpgroups that skip their MMAs and stores: NCHW planes with K not filling the 128-row
+/// tiles; their MMAs are charged all the same, since the tile takes as long as its other
+/// warpgroup's mainloop and stores: step 9 at K = 64 measured 1.1-1.4x step 15's time, which
+/// computes no idle rows; H100, BENCHMARKS.md, twenty-eighth session), with a
 /// fused epilogue staged through shared memory if `staged` is `Some(residual)`
 /// ([`STAGED_US`] an output, twice that with a residual, and step 12's rate times
 /// [`M64_FUSED`]). fp32 rows run at the tf32 peak, half the fp16 one, and 3xTF32 three
@@ -165,7 +168,7 @@ fn cost(c: &Config, d: &DeviceModel, m: usize, n: usize, ch: usize, taps: usize,
     let math = c.policy.math;
     // In fp16-peak MAC units: a tf32 MAC takes two, 3xTF32 three of those.
     let per_mac = (math.elem_bytes() / 2 * math.passes()) as f64;
-    let macs = (c.block_m() * c.bn * kc) as f64 * ktiles as f64 * per_mac * live;
+    let macs = (c.block_m() * c.bn * kc) as f64 * ktiles as f64 * per_mac;
     // The im2col copies cost per pixel, not per byte: with C < 64 a k-tile's copy brings C
     // channels a pixel for the time of 64. Measured (H100): 16,16,24,240->32 3x3 and
     // 32,32,79,341->32 5x10 s2 ran about 64 / C times the model without this factor.
@@ -739,10 +742,20 @@ mod tests {
         // Output channels padded per image to whole 128-row tiles.
         assert_eq!((plane_rows(64, 128), plane_rows(128, 128), plane_rows(136, 128)), (128, 128, 256));
         assert_eq!((plane_rows(64, 64), plane_rows(72, 64), plane_rows(192, 64)), (64, 128, 192));
-        // An NCHW caller gets it (no transforms); an NHWC caller the NHWC kernels.
-        let pick = |layout| crate::select::choose(&p, DType::F16, layout, &d).unwrap().pick;
-        assert_eq!(pick(Layout::Nchw), planes);
-        assert_ne!(pick(Layout::Nhwc), planes);
+        // Step 15 computes the same layer in 64-row tiles: 32 images of one row tile each.
+        let m64 = algo("wgmma_nchw1x1_pingpong_m64");
+        let plan = m64.plan(&p, DType::F16, &d).unwrap();
+        let c = by_entry(plan.kernel);
+        assert_eq!((c.block_m(), plan.filter_map_rows, plan.input_map), (64, Some(64), Some(crate::plan::InputMap::Planes)));
+        assert_eq!(plan.grid.0 as usize, tiles(c, 32 * 64, 3136).min(resident(c, &d)));
+        // An NCHW caller gets a plane kernel (no transforms): step 15 at K = 64, where step 9's
+        // second warpgroup would idle, step 9 on a long reduction into 256 channels; an NHWC
+        // caller the NHWC kernels.
+        let pick = |p: &Conv2d, layout| crate::select::choose(p, DType::F16, layout, &d).unwrap().pick;
+        assert_eq!(pick(&p, Layout::Nchw), m64);
+        let long = Conv2d::new(32, 512, 28, 28, 256, 1, 1);
+        assert_eq!(pick(&long, Layout::Nchw), planes);
+        assert!(![planes, m64].contains(&pick(&p, Layout::Nhwc)));
         // What it refuses, with the reasons.
         for (q, why) in [
             (Conv2d::new(2, 64, 8, 8, 64, 3, 3).with_pad(1), "1x1 filters"),
