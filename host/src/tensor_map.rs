@@ -2,7 +2,7 @@
 //! [`LaunchPlan::filter_map_rows`](crate::plan::LaunchPlan::filter_map_rows) (the
 //! warp-specialized Hopper kernels), and of inputs, for those that set
 //! [`LaunchPlan::input_map`](crate::plan::LaunchPlan::input_map): in im2col mode (NHWC, step 7
-//! on) or as NCHW planes (step 9, `wgmma_nchw1x1_persistent`).
+//! on) or as NCHW planes (steps 9 and 15, `wgmma_nchw1x1_persistent` and `_pingpong_m64`).
 //!
 //! A map is 128 opaque bytes that the driver encodes (`cuTensorMapEncodeTiled`,
 //! `cuTensorMapEncodeIm2col`) from the tensor's address, sizes and strides and the box one copy
