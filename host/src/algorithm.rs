@@ -297,10 +297,10 @@ pub fn launch_fused<T: Element, O: Element>(gpu: &Gpu, plan: &LaunchPlan, proble
         return Err(Error::InvalidArgument(format!("{} was planned with the epilogue {} and is launched on a problem with {}: plan the problem it runs", plan.kernel, plan.epilogue, problem.epilogue)));
     }
     let f = gpu.function(plan.kernel, plan.shared_bytes)?;
-    let args = shape_args(problem, plan.out_dtype);
+    let args = shape_args(&plan.kernel_problem(problem)?, plan.out_dtype);
     let cfg = LaunchConfig { grid_dim: plan.grid, block_dim: plan.block, shared_mem_bytes: plan.shared_bytes };
-    let filter_map = plan.filter_map_rows.map(|rows| gpu.filter_map(filter, &plan.filter_map_problem(problem), rows)).transpose()?;
-    let input_map = plan.input_map.map(|kind| gpu.input_map(input, problem, kind)).transpose()?;
+    let filter_map = plan.filter_map_rows.map(|rows| gpu.filter_map(filter, &plan.filter_map_problem(problem)?, rows)).transpose()?;
+    let input_map = plan.input_map.map(|kind| gpu.input_map(input, problem, kind, plan.fold_w)).transpose()?;
     let mut b = gpu.stream().launch_builder(&f);
     b.arg(input).arg(filter).arg(output);
     if let Some(map) = &filter_map {

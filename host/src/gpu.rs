@@ -242,14 +242,14 @@ impl Gpu {
     }
 
     /// The device address of the TMA tensor map of `input` of the given kind (im2col: NHWC,
-    /// `problem`'s sizes and geometry; planes: NCHW), encoded and uploaded at the first request
-    /// for it.
-    pub(crate) fn input_map<T: Element>(&self, input: &CudaSlice<T>, problem: &crate::Conv2d, kind: crate::plan::InputMap) -> Result<u64> {
+    /// `problem`'s sizes and geometry, or with `fold_w` its folded problem's on the same bytes;
+    /// planes: NCHW), encoded and uploaded at the first request for it.
+    pub(crate) fn input_map<T: Element>(&self, input: &CudaSlice<T>, problem: &crate::Conv2d, kind: crate::plan::InputMap, fold_w: bool) -> Result<u64> {
         use crate::tensor_map::{InputMapKey, MapKey, PlaneMapKey, RowMapKey};
         use cudarc::driver::DevicePtr;
         let (address, _sync) = input.device_ptr(&self.stream);
         let key = match kind {
-            crate::plan::InputMap::Im2col { pixels } => MapKey::Input(InputMapKey::new(address, problem, T::DTYPE, pixels).map_err(Error::InvalidArgument)?),
+            crate::plan::InputMap::Im2col { pixels } => MapKey::Input(InputMapKey::new(address, problem, T::DTYPE, pixels, fold_w).map_err(Error::InvalidArgument)?),
             crate::plan::InputMap::Planes => MapKey::Planes(PlaneMapKey::new(address, problem, T::DTYPE)),
             crate::plan::InputMap::Rows => MapKey::Rows(RowMapKey::new(address, problem, T::DTYPE)),
         };

@@ -52,6 +52,10 @@ pub struct LaunchPlan {
     /// kernels that fuse one are planned with another than [`crate::Epilogue::NONE`]): a launch
     /// runs it only on a problem with the same epilogue.
     pub epilogue: crate::Epilogue,
+    /// Whether the kernel computes the problem with its column stride folded into the channels
+    /// ([`Conv2d::folded_w`]) on the same buffers: its shape arguments and both tensor maps are
+    /// the folded problem's ([`LaunchPlan::kernel_problem`]).
+    pub fold_w: bool,
 }
 
 /// The kinds of TMA tensor map of the input a kernel may take.
@@ -87,7 +91,7 @@ impl LaunchPlan {
     /// assert_eq!((plan.filter_map_rows, plan.input_map, plan.workspace_bytes), (Some(64), Some(InputMap::Im2col { pixels: 128 }), 1 << 20));
     /// ```
     pub fn new(kernel: &'static str, grid: (u32, u32, u32), block: (u32, u32, u32), shared_bytes: u32, dtype: DType, predicted_us: f64) -> Self {
-        LaunchPlan { kernel, grid, block, shared_bytes, dtype, out_dtype: DType::F32, predicted_us, filter_map_rows: None, input_map: None, workspace_bytes: 0, split_filter: false, epilogue: crate::Epilogue::NONE }
+        LaunchPlan { kernel, grid, block, shared_bytes, dtype, out_dtype: DType::F32, predicted_us, filter_map_rows: None, input_map: None, workspace_bytes: 0, split_filter: false, epilogue: crate::Epilogue::NONE, fold_w: false }
     }
 
     /// The same plan reading the filter split for 3xTF32 ([`LaunchPlan::split_filter`]).
@@ -101,10 +105,27 @@ impl LaunchPlan {
         if self.split_filter { 2 * problem.filter_len() } else { problem.filter_len() }
     }
 
-    /// The problem whose KRSC filter the filter's tensor map describes: `problem`, with K
-    /// doubled when the filter is split (the remainders are rows K..2K).
-    pub fn filter_map_problem(&self, problem: &Conv2d) -> Conv2d {
-        if self.split_filter { Conv2d { k: 2 * problem.k, ..*problem } } else { *problem }
+    /// The same plan computing the folded problem ([`LaunchPlan::fold_w`]).
+    pub fn with_fold_w(self) -> Self {
+        LaunchPlan { fold_w: true, ..self }
+    }
+
+    /// The problem the kernel computes for `problem`: `problem` itself, or under
+    /// [`LaunchPlan::fold_w`] its folded form ([`Conv2d::folded_w`]; an error for a problem
+    /// that does not fold, which this plan was not made for).
+    pub fn kernel_problem(&self, problem: &Conv2d) -> Result<Conv2d> {
+        if !self.fold_w {
+            return Ok(*problem);
+        }
+        problem.folded_w().ok_or_else(|| Error::InvalidArgument(format!("{} was planned for a column stride folded into the channels, which {problem} does not allow: plan the problem it runs", self.kernel)))
+    }
+
+    /// The problem whose KRSC filter the filter's tensor map describes: the kernel's problem
+    /// ([`LaunchPlan::kernel_problem`]), with K doubled when the filter is split (the
+    /// remainders are rows K..2K).
+    pub fn filter_map_problem(&self, problem: &Conv2d) -> Result<Conv2d> {
+        let p = self.kernel_problem(problem)?;
+        Ok(if self.split_filter { Conv2d { k: 2 * p.k, ..p } } else { p })
     }
 
     /// The same plan taking the filter's tensor map with boxes of `rows` output channels.

@@ -173,10 +173,10 @@ impl<T: Element, O: Element> Prepared<T, O> {
         };
         // Built now, not in the first (maybe timed) launch.
         if let Some(rows) = plan.filter_map_rows {
-            gpu.filter_map(w_split.as_ref().unwrap_or(&w), &plan.filter_map_problem(&run), rows)?;
+            gpu.filter_map(w_split.as_ref().unwrap_or(&w), &plan.filter_map_problem(&run)?, rows)?;
         }
         if let Some(kind) = plan.input_map {
-            gpu.input_map(&x, &run, kind)?;
+            gpu.input_map(&x, &run, kind, plan.fold_w)?;
         }
         let ws = Workspace::for_plan(gpu, &plan)?;
         Ok(Prepared { kernel, plan, problem: *problem, run, x, w, w_split, y, ws, ep: EpilogueBuffers { scale: None, bias: None, residual: None } })

@@ -158,6 +158,33 @@ impl Conv2d {
         Some(Conv2d { h: p, w: q, stride: (1, 1), dilation: (1, 1), ..*self })
     }
 
+    /// A convolution at column stride f >= 2, with S a multiple of f, no column padding, column
+    /// dilation 1 and one group, has its column stride folded into the channels: input columns
+    /// `f*q + s .. f*q + s + f - 1` (s a multiple of f) are f*C contiguous channels of NHWC, so
+    /// it is the convolution at column stride 1 of S/f taps of f*C channels over W/f (rounded
+    /// down) such pixels, with the same output. That problem reads the same bytes: the NHWC
+    /// input with its rows W*C elements apart (the last `W mod f` columns are never read), the
+    /// KRSC filter as K x R x S/f x fC. `None` for every other problem.
+    ///
+    /// The 5x10 speech layers at stride 2 on 32 channels fill a 64-channel k-tile this way
+    /// (notes/hopper.md §22).
+    ///
+    /// ```
+    /// use convrs::Conv2d;
+    /// let p = Conv2d::new(16, 32, 79, 341, 32, 5, 10).with_stride(2);
+    /// let f = p.folded_w().unwrap();
+    /// assert_eq!((f.c, f.w, f.s, f.stride), (64, 170, 5, (2, 1)));
+    /// assert_eq!(f.output_shape(), p.output_shape());
+    /// assert_eq!(Conv2d::new(16, 32, 79, 341, 32, 5, 5).with_stride(2).folded_w(), None); // S odd
+    /// ```
+    pub fn folded_w(&self) -> Option<Conv2d> {
+        let f = self.stride.1;
+        if f < 2 || self.s % f != 0 || self.pad.1 != 0 || self.dilation.1 != 1 || self.groups != 1 || self.w < self.s {
+            return None;
+        }
+        Some(Conv2d { c: f * self.c, w: self.w / f, s: self.s / f, stride: (self.stride.0, 1), ..*self })
+    }
+
     /// The grid on which `run`, the problem a kernel runs for this one, samples this one's input:
     /// the stride where `run` is [`Conv2d::subsampled`] (its input smaller), else `(1, 1)`.
     pub fn sampling(&self, run: &Conv2d) -> (usize, usize) {
@@ -457,6 +484,39 @@ fn count(t: &str) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// [`Conv2d::folded_w`]'s problem, on the same bytes read as it says (the NHWC input with
+    /// rows W*C apart, the KRSC filter as is), gives the same output as the problem, exactly
+    /// (small integers: every sum exact in the f64 reference); odd W, stride 3 and row strides
+    /// and padding included.
+    #[test]
+    fn the_folded_problem_reads_the_same_bytes_to_the_same_output() {
+        use crate::{conv2d_cpu, Layout, Tensor};
+        let cases = [
+            Conv2d::new(2, 8, 9, 21, 5, 3, 10).with_stride(2),
+            Conv2d { stride: (1, 2), pad: (1, 0), ..Conv2d::new(1, 16, 7, 20, 3, 3, 4) },
+            Conv2d { stride: (2, 3), dilation: (2, 1), ..Conv2d::new(3, 8, 11, 17, 4, 2, 6) },
+        ];
+        for p in cases {
+            let f = p.folded_w().unwrap();
+            let (fw, c, w) = (p.stride.1, p.c, p.w);
+            let x = Tensor::from_fn(p.input_shape(), Layout::Nhwc, |n, c, h, w| ((n * 7 + c * 5 + h * 3 + w) % 7) as f64 - 3.0).unwrap();
+            let wt = Tensor::from_fn(p.filter_shape(), Layout::Nhwc, |k, c, r, s| ((k * 3 + c * 5 + r * 7 + s) % 5) as f64 - 2.0).unwrap();
+            // The folded input's element (n, c', h, w') at offset ((n*H + h)*W + fw*w')*C + c'
+            // of the NHWC data: rows W*C apart; the filter's (k, c', r, s') at
+            // ((k*R + r)*S + fw*s')*C + c' of the KRSC data.
+            let xf = Tensor::from_fn(f.input_shape(), Layout::Nhwc, |n, cf, h, wf| x.data()[((n * p.h + h) * w + fw * wf) * c + cf]).unwrap();
+            let wf = Tensor::from_fn(f.filter_shape(), Layout::Nhwc, |k, cf, r, sf| wt.data()[((k * p.r + r) * p.s + fw * sf) * c + cf]).unwrap();
+            let (y, yf) = (conv2d_cpu(&p, &x, &wt).unwrap(), conv2d_cpu(&f, &xf, &wf).unwrap());
+            assert_eq!((y.dims(), y.data()), (yf.dims(), yf.data()), "{p}");
+        }
+        // What does not fold: stride 1, S not a multiple of the stride, column padding or
+        // dilation, groups.
+        let base = Conv2d::new(1, 8, 9, 20, 8, 3, 4).with_stride(2);
+        for q in [Conv2d { stride: (2, 1), ..base }, Conv2d { s: 3, ..base }, Conv2d { pad: (0, 1), ..base }, Conv2d { dilation: (1, 2), ..base }, Conv2d { groups: 2, ..base }] {
+            assert_eq!(q.folded_w(), None, "{q}");
+        }
+    }
 
     #[test]
     fn output_hw_matches_formula() {

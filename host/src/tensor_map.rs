@@ -134,6 +134,10 @@ pub(crate) struct InputMapKey {
     pub dtype: DType,
     /// Output pixels (GEMM rows) a copy brings: the kernel's block tile rows.
     pub pixels: u32,
+    /// Elements from one input row to the next: W*C, also where the column stride is folded
+    /// into the channels (`dims` the folded problem's, W/f pixels of f*C channels: the
+    /// last `W mod f` columns are never read).
+    pub row_pitch: u64,
 }
 
 /// For a 4-D tensor the im2col bounding box's corners are signed 8-bit numbers (CUDA driver
@@ -144,10 +148,13 @@ pub(crate) const IM2COL_MAX_OFFSET: usize = 255;
 pub(crate) const IM2COL_MAX_STRIDE: usize = 8;
 
 impl InputMapKey {
-    /// The key of `problem`'s input at `address` read `pixels` output pixels a copy, or why
-    /// im2col mode cannot describe it.
-    pub fn new(address: u64, problem: &Conv2d, dtype: DType, pixels: u32) -> std::result::Result<Self, String> {
-        let p = problem;
+    /// The key of `problem`'s input at `address` read `pixels` output pixels a copy (with
+    /// `fold_w`, as its folded problem's input: [`Conv2d::folded_w`]), or why im2col mode
+    /// cannot describe it.
+    pub fn new(address: u64, problem: &Conv2d, dtype: DType, pixels: u32, fold_w: bool) -> std::result::Result<Self, String> {
+        let row_pitch = (problem.w * problem.c) as u64;
+        let folded = if fold_w { Some(problem.folded_w().ok_or_else(|| format!("{problem} has no column stride to fold into its channels"))?) } else { None };
+        let p = folded.as_ref().unwrap_or(problem);
         let corner = |pad: usize, taps: usize, dil: usize| -> std::result::Result<(i32, i32), String> {
             let (lo, hi) = (-(pad as i64), pad as i64 - ((taps - 1) * dil) as i64);
             if IM2COL_CORNER.contains(&lo) && IM2COL_CORNER.contains(&hi) {
@@ -172,6 +179,7 @@ impl InputMapKey {
             strides: [p.stride.1 as u32, p.stride.0 as u32],
             dtype,
             pixels,
+            row_pitch,
         })
     }
 
@@ -183,7 +191,7 @@ impl InputMapKey {
         let [n, h, w, c] = self.dims;
         let dims = [c, w, h, n];
         let size = self.dtype.size() as u64;
-        let strides = [size * c, size * c * w, size * c * w * h];
+        let strides = [size * c, size * self.row_pitch, size * self.row_pitch * h];
         let element_strides = [1, self.strides[0], self.strides[1], 1];
         let mut map = CUtensorMap { opaque: [0; 16] };
         // SAFETY: every pointer addresses an array of the length the rank-4 call reads (4; 3 for

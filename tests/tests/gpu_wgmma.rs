@@ -93,6 +93,41 @@ fn wgmma_matches_cpu_on_named_shapes() {
     }
 }
 
+/// The im2col kernels on layers whose column stride folds into the channels
+/// (`Conv2d::folded_w`): C short of a k-tile, S a multiple of the column stride. With
+/// `CONVRS_FOLD_W=1` their plans fold it (the folded problem's shape arguments and maps over
+/// the same buffers), otherwise not; both must match the CPU reference. Folding stays off by
+/// default until this test has passed with it on an H100 (notes/hopper.md §22).
+#[test]
+fn wgmma_folded_column_strides_match_cpu() {
+    let Some(gpu) = hopper_or_skip("wgmma_folded_column_strides_match_cpu") else { return };
+    let shapes = [
+        Conv2d::new(2, 32, 19, 41, 40, 5, 10).with_stride(2), // the speech layers' geometry, W odd: the last column never read
+        Conv2d::new(2, 32, 19, 40, 40, 5, 10).with_stride(2), // W even
+        Conv2d { stride: (1, 2), pad: (1, 0), ..Conv2d::new(3, 16, 12, 30, 24, 3, 4) }, // C = 16 -> 32, row padding
+        Conv2d::new(1, 8, 9, 50, 16, 3, 6).with_stride(3),    // stride 3: 8 -> 24 channels, 48 of 50 columns read
+    ];
+    let folding = std::env::var("CONVRS_FOLD_W").is_ok_and(|v| v.trim() == "1");
+    for (algo, dtype) in hopper() {
+        let Algorithm::Wgmma(policy) = algo else { continue };
+        if policy.producer != convrs_spec::hopper::Producer::WsTma {
+            continue;
+        }
+        let k = algo.kernel().unwrap();
+        for p in &shapes {
+            let plan = k.plan(&k.run_problem(&p.with_precision(k.precision)), dtype, gpu.model()).unwrap();
+            // Every shape folds within a 16-bit k-tile of 64 channels (fp32 k-tiles hold 32).
+            if dtype != DType::F32 {
+                assert_eq!(plan.fold_w, folding, "{algo} on {p}");
+            }
+        }
+        check_shapes_both_outputs(&gpu, algo, dtype, &shapes, 13);
+    }
+    if !folding {
+        eprintln!("wgmma_folded_column_strides_match_cpu: CONVRS_FOLD_W is not 1, so these shapes ran unfolded");
+    }
+}
+
 /// The plane kernel's named shapes (1x1, stride 1, H*W a multiple of 8): every tile width and
 /// ring depth, pixels ragged against the 64-pixel copies and the tiles (so tiles straddle
 /// images), K ragged against the 128-row tile, C below, at and past one k-tile, batch 1 and 20.

@@ -242,8 +242,26 @@ fn forced_width() -> Result<Option<usize>> {
     text.trim().parse().map(Some).map_err(|_| Error::InvalidArgument(format!("CONVRS_HOPPER_BN=`{text}`: expected a tile width, e.g. 128")))
 }
 
+/// Whether the plans fold a column stride into the channels ([`fold_w_problem`]): only with
+/// `CONVRS_FOLD_W=1`, until the folded launches have run on a GPU (notes/hopper.md §22).
+fn fold_w_allowed() -> bool {
+    dev_override("CONVRS_FOLD_W").is_some_and(|v| v.trim() == "1")
+}
+
+/// The problem an im2col kernel with k-tiles of `kc` channels computes for `p` with its column
+/// stride folded into the channels ([`Conv2d::folded_w`]), where that fills the k-tiles
+/// better: C short of a k-tile, the folded C within one.
+fn fold_w_problem(p: &Conv2d, kc: usize) -> Option<Conv2d> {
+    p.folded_w().filter(|f| p.c < kc && f.c <= kc)
+}
+
 /// The registry's planner for every Hopper kernel: the configurations of the kernel's policy.
 fn plan(desc: &KernelDesc, problem: &Conv2d, dtype: DType, device: &DeviceModel) -> Result<LaunchPlan> {
+    plan_folding(desc, problem, dtype, device, fold_w_allowed())
+}
+
+/// [`plan`], folding a column stride into the channels where `fold_w` allows and it pays.
+fn plan_folding(desc: &KernelDesc, problem: &Conv2d, dtype: DType, device: &DeviceModel, fold_w: bool) -> Result<LaunchPlan> {
     let Algorithm::Wgmma(policy) = desc.algorithm else {
         return Err(Error::InvalidArgument(format!("{} is not a Hopper kernel", desc.name)));
     };
@@ -271,11 +289,16 @@ fn plan(desc: &KernelDesc, problem: &Conv2d, dtype: DType, device: &DeviceModel)
     } else if p.c % 8 != 0 || p.k % 8 != 0 {
         return refuse(format!("C = {} and K = {} must be multiples of 8: the kernel moves channels in 16-byte pieces and writes 8-column groups", p.c, p.k));
     }
+    // The column stride folded into the channels where the im2col copies would bring k-tiles
+    // half zero fill: the same bytes, half the copies and MMAs (`Conv2d::folded_w`).
+    let folded = if policy.producer == Producer::WsTma && fold_w { fold_w_problem(p, policy.math.k_tile()) } else { None };
     if policy.producer == Producer::WsTma {
-        if let Err(reason) = crate::tensor_map::InputMapKey::new(0, p, dtype, policy.block_m as u32) {
+        if let Err(reason) = crate::tensor_map::InputMapKey::new(0, p, dtype, policy.block_m as u32, folded.is_some()) {
             return refuse(reason);
         }
     }
+    // From here on, the problem the kernel computes.
+    let p = folded.as_ref().unwrap_or(p);
     // A grouped problem (1 < G < C; only the im2col kernels are planned for one): each tile's
     // output channels in one group, each filter row C/G channels (KernelDesc::run_problem
     // merges groups until both hold).
@@ -390,6 +413,7 @@ fn plan(desc: &KernelDesc, problem: &Conv2d, dtype: DType, device: &DeviceModel)
         Producer::Multistage | Producer::WsCpAsync => plan,
     };
     let plan = if policy.math == Math::Tf32x3 { plan.with_split_filter() } else { plan };
+    let plan = if folded.is_some() { plan.with_fold_w() } else { plan };
     Ok(if policy.split_k() { plan.with_workspace(split_k::workspace_bytes(tiles(c, m, n), c.bn, z)) } else { plan })
 }
 
@@ -627,6 +651,39 @@ mod tests {
 
     fn algo(name: &str) -> Algorithm {
         name.parse().unwrap()
+    }
+
+    /// Folding the speech layer's column stride into its 32 channels (`CONVRS_FOLD_W=1`):
+    /// every im2col kernel plans the folded problem, predicted cheaper (full k-tiles), its maps
+    /// over the same bytes; the other producers and problems that do not fold are unchanged.
+    #[test]
+    fn im2col_plans_fold_a_column_stride_into_short_channels() {
+        let d = DeviceModel::named("h100").unwrap();
+        let speech = Conv2d::new(32, 32, 79, 341, 32, 5, 10).with_stride(2);
+        let folded = speech.folded_w().unwrap();
+        for name in ["wgmma_ws_tma_persistent", "wgmma_ws_tma_pingpong_m64", "wgmma_ws_tma_pingpong"] {
+            let k = algo(name).kernel().unwrap();
+            let (on, off) = (plan_folding(k, &speech, DType::F16, &d, true).unwrap(), plan_folding(k, &speech, DType::F16, &d, false).unwrap());
+            assert!(on.fold_w && !off.fold_w, "{name}");
+            assert_eq!((on.kernel_problem(&speech).unwrap(), off.kernel_problem(&speech).unwrap()), (folded, speech));
+            assert!(on.predicted_us < 0.75 * off.predicted_us, "{name}: {} against {}", on.predicted_us, off.predicted_us);
+            // The filter map is the folded problem's: K x (R*S/2) taps x 64 channels.
+            let fm = on.filter_map_problem(&speech).unwrap();
+            assert_eq!((fm.c, fm.r * fm.s, fm.k), (64, 25, 32));
+        }
+        // The input map: W/2 pixels of 2C channels, rows W*C apart; unfolded, W*C too.
+        let key = |fold| crate::tensor_map::InputMapKey::new(0, &speech, DType::F16, 128, fold).unwrap();
+        let (on, off) = (key(true), key(false));
+        assert_eq!((on.dims, on.row_pitch, on.strides, on.upper), ([32, 79, 170, 64], 341 * 32, [1, 2], [-4, -4]));
+        assert_eq!((off.dims, off.row_pitch, off.strides, off.upper), ([32, 79, 341, 32], 341 * 32, [2, 2], [-9, -4]));
+        // A 64-channel layer fills its k-tiles already; the plane kernels read NCHW as it is.
+        let wide = Conv2d::new(8, 64, 40, 80, 64, 3, 4).with_stride(2);
+        assert!(!plan_folding(algo("wgmma_ws_tma_persistent").kernel().unwrap(), &wide, DType::F16, &d, true).unwrap().fold_w);
+        let strided_1x1 = Conv2d::new(8, 32, 28, 28, 64, 1, 2).with_stride(2);
+        assert!(plan_folding(algo("wgmma_ws_tma_persistent").kernel().unwrap(), &strided_1x1, DType::F16, &d, true).unwrap().fold_w);
+        // A plan made for the folded problem refuses to launch on one that does not fold.
+        let on = plan_folding(algo("wgmma_ws_tma_persistent").kernel().unwrap(), &speech, DType::F16, &d, true).unwrap();
+        assert!(on.kernel_problem(&Conv2d::new(32, 32, 79, 341, 32, 5, 10)).unwrap_err().to_string().contains("does not allow"));
     }
 
     #[test]
