@@ -290,7 +290,7 @@ fn plan_folding(desc: &KernelDesc, problem: &Conv2d, dtype: DType, device: &Devi
         return refuse(format!("C = {} and K = {} must be multiples of 8: the kernel moves channels in 16-byte pieces and writes 8-column groups", p.c, p.k));
     }
     // The column stride folded into the channels where the im2col copies would bring k-tiles
-    // half zero fill: the same bytes, half the copies and MMAs (`Conv2d::folded_w`).
+    // partly zero fill: the same bytes, 1/f of the copies and MMAs (`Conv2d::folded_w`).
     let folded = if policy.producer == Producer::WsTma && fold_w { fold_w_problem(p, policy.math.k_tile()) } else { None };
     if policy.producer == Producer::WsTma {
         if let Err(reason) = crate::tensor_map::InputMapKey::new(0, p, dtype, policy.block_m as u32, folded.is_some()) {
