@@ -3,7 +3,7 @@
 //!
 //! A configuration is a *policy* (how the operand tiles reach shared memory, how the output tiles
 //! are scheduled, how many CTAs share a filter tile, the block tile's rows: 128, or 64 under
-//! step 12's ping-pong) and a block tile (BM x BN x one 128-byte row of channels, with STAGES
+//! the ping-pong of steps 12 and 15) and a block tile (BM x BN x one 128-byte row of channels, with STAGES
 //! k-tiles in the shared ring) and what the tensor cores compute ([`Math`]). The 16-bit rows of
 //! [`hopper_configs!`] have an fp16 and a bf16 entry point, the same code with the other `wgmma`
 //! type; the fp32 rows of [`hopper_f32_configs!`] one entry each, in TF32 or 3xTF32.
