@@ -38,7 +38,7 @@ elif [ "$mode" = sanitize ]; then
   for spec in "${specs[@]}"; do
     IFS=: read algo dt prec shape <<< "$spec"
     for tool in ${TOOLS:-memcheck racecheck synccheck}; do
-      timeout 150 $san --tool $tool --error-exitcode 99 $b/convrs run --algo $algo --dtype $dt --precision $prec --shape $shape --layout nchw --runs 1 --timing events >> $O/sanitize.log 2>&1
+      timeout 150 $san --tool $tool --error-exitcode 99 $b/convrs run --algo $algo --dtype $dt --precision $prec --shape $shape --layout ${SAN_LAYOUT:-nchw} --runs 1 --timing events >> $O/sanitize.log 2>&1
       echo "sanitize $algo $dt [$shape] $tool rc=$?"
     done
   done
