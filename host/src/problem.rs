@@ -499,15 +499,15 @@ mod tests {
         ];
         for p in cases {
             let f = p.folded_w().unwrap();
-            let (fw, c, w) = (p.stride.1, p.c, p.w);
+            let fold = p.stride.1;
             let x = Tensor::from_fn(p.input_shape(), Layout::Nhwc, |n, c, h, w| ((n * 7 + c * 5 + h * 3 + w) % 7) as f64 - 3.0).unwrap();
-            let wt = Tensor::from_fn(p.filter_shape(), Layout::Nhwc, |k, c, r, s| ((k * 3 + c * 5 + r * 7 + s) % 5) as f64 - 2.0).unwrap();
-            // The folded input's element (n, c', h, w') at offset ((n*H + h)*W + fw*w')*C + c'
+            let w = Tensor::from_fn(p.filter_shape(), Layout::Nhwc, |k, c, r, s| ((k * 3 + c * 5 + r * 7 + s) % 5) as f64 - 2.0).unwrap();
+            // The folded input's element (n, c', h, q') at offset ((n*H + h)*W + fold*q')*C + c'
             // of the NHWC data: rows W*C apart; the filter's (k, c', r, s') at
-            // ((k*R + r)*S + fw*s')*C + c' of the KRSC data.
-            let xf = Tensor::from_fn(f.input_shape(), Layout::Nhwc, |n, cf, h, wf| x.data()[((n * p.h + h) * w + fw * wf) * c + cf]).unwrap();
-            let wf = Tensor::from_fn(f.filter_shape(), Layout::Nhwc, |k, cf, r, sf| wt.data()[((k * p.r + r) * p.s + fw * sf) * c + cf]).unwrap();
-            let (y, yf) = (conv2d_cpu(&p, &x, &wt).unwrap(), conv2d_cpu(&f, &xf, &wf).unwrap());
+            // ((k*R + r)*S + fold*s')*C + c' of the KRSC data.
+            let x_folded = Tensor::from_fn(f.input_shape(), Layout::Nhwc, |n, c2, h, q2| x.data()[((n * p.h + h) * p.w + fold * q2) * p.c + c2]).unwrap();
+            let w_folded = Tensor::from_fn(f.filter_shape(), Layout::Nhwc, |k, c2, r, s2| w.data()[((k * p.r + r) * p.s + fold * s2) * p.c + c2]).unwrap();
+            let (y, yf) = (conv2d_cpu(&p, &x, &w).unwrap(), conv2d_cpu(&f, &x_folded, &w_folded).unwrap());
             assert_eq!((y.dims(), y.data()), (yf.dims(), yf.data()), "{p}");
         }
         // What does not fold: stride 1, S not a multiple of the stride, column padding or
