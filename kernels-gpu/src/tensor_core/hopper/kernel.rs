@@ -343,7 +343,8 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
     // source view of the rows: 178 instructions a k-tile in the consumers' loop, 72% of the
     // stall samples); their tiles store whole.
     let defer = matches!(M::SPEC, Spec::Half) && IM2COL && !SPLIT && sh.y_bits == 16 && (sh.ep.is_identity() || regs);
-    let defer = if O::PLANE_ROWS || O::PLANES { false } else { defer };
+    // (NCHW rows are planes too: `O::PLANE_ROWS` implies `O::PLANES`, a const check above.)
+    let defer = if O::PLANES { false } else { defer };
     // Any other fused epilogue holds each tile's last stage for its staging (`store_fused`).
     let hold = fuses && !sh.ep.is_identity() && !regs;
     let mut pending = Pending::NONE;
