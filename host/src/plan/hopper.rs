@@ -242,10 +242,10 @@ fn forced_width() -> Result<Option<usize>> {
     text.trim().parse().map(Some).map_err(|_| Error::InvalidArgument(format!("CONVRS_HOPPER_BN=`{text}`: expected a tile width, e.g. 128")))
 }
 
-/// Whether the plans fold a column stride into the channels ([`fold_w_problem`]): only with
-/// `CONVRS_FOLD_W=1`, until the folded launches have run on a GPU (notes/hopper.md §22).
+/// Whether the plans fold a column stride into the channels ([`fold_w_problem`]): yes, unless
+/// a developer measuring the unfolded launches sets `CONVRS_FOLD_W=0` (notes/hopper.md §22).
 fn fold_w_allowed() -> bool {
-    dev_override("CONVRS_FOLD_W").is_some_and(|v| v.trim() == "1")
+    dev_override("CONVRS_FOLD_W").is_none_or(|v| v.trim() != "0")
 }
 
 /// The problem an im2col kernel with k-tiles of `kc` channels computes for `p` with its column
@@ -653,7 +653,7 @@ mod tests {
         name.parse().unwrap()
     }
 
-    /// Folding the speech layer's column stride into its 32 channels (`CONVRS_FOLD_W=1`):
+    /// Folding the speech layer's column stride into its 32 channels:
     /// every im2col kernel plans the folded problem, predicted cheaper (full k-tiles), its maps
     /// over the same bytes; the other producers and problems that do not fold are unchanged.
     #[test]
