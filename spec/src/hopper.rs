@@ -104,6 +104,17 @@ macro_rules! hopper_configs {
             (Planes,     PingPong,   1,       64, 256, 5, wgmma_nchw1x1_pingpong_m64_64x256k64, wgmma_nchw1x1_pingpong_m64_bf16_64x256k64)
             (Planes,     PingPong,   1,       64, 128, 8, wgmma_nchw1x1_pingpong_m64_64x128k64, wgmma_nchw1x1_pingpong_m64_bf16_64x128k64)
             (Planes,     PingPong,   1,       64,  64, 8, wgmma_nchw1x1_pingpong_m64_64x64k64, wgmma_nchw1x1_pingpong_m64_bf16_64x64k64)
+            // Step 16: steps 7, 10 and 12 writing NCHW: NHWC input (an NCHW caller's one
+            // transpose), each output channel's pixels stored into its plane, so the caller's
+            // output needs no transpose. Bare convolutions only (the plans refuse epilogues).
+            (WsTmaNchw,  Persistent, 1,      128, 128, 6, wgmma_ws_tma_persistent_to_nchw_128x128k64, wgmma_ws_tma_persistent_to_nchw_bf16_128x128k64)
+            (WsTmaNchw,  Persistent, 1,      128,  64, 8, wgmma_ws_tma_persistent_to_nchw_128x64k64, wgmma_ws_tma_persistent_to_nchw_bf16_128x64k64)
+            (WsTmaNchw,  Persistent, 1,      128,  32, 8, wgmma_ws_tma_persistent_to_nchw_128x32k64, wgmma_ws_tma_persistent_to_nchw_bf16_128x32k64)
+            (WsTmaNchw,  PingPong,   1,      128, 128, 6, wgmma_ws_tma_pingpong_to_nchw_128x128k64, wgmma_ws_tma_pingpong_to_nchw_bf16_128x128k64)
+            (WsTmaNchw,  PingPong,   1,       64, 256, 5, wgmma_ws_tma_pingpong_m64_to_nchw_64x256k64, wgmma_ws_tma_pingpong_m64_to_nchw_bf16_64x256k64)
+            (WsTmaNchw,  PingPong,   1,       64, 128, 8, wgmma_ws_tma_pingpong_m64_to_nchw_64x128k64, wgmma_ws_tma_pingpong_m64_to_nchw_bf16_64x128k64)
+            (WsTmaNchw,  PingPong,   1,       64,  64, 8, wgmma_ws_tma_pingpong_m64_to_nchw_64x64k64, wgmma_ws_tma_pingpong_m64_to_nchw_bf16_64x64k64)
+            (WsTmaNchw,  PingPong,   1,       64,  32, 8, wgmma_ws_tma_pingpong_m64_to_nchw_64x32k64, wgmma_ws_tma_pingpong_m64_to_nchw_bf16_64x32k64)
         }
     };
 }
@@ -248,6 +259,11 @@ pub enum Producer {
     /// Warp-specialized, one producer thread issuing both copies by TMA, the activations in
     /// im2col mode. Arguments `(x, w, y, wmap, xmap, shape)`: `xmap` the input's im2col map.
     WsTma,
+    /// [`Producer::WsTma`] with the output written NCHW (step 16): each output channel's pixels
+    /// stored into its plane, so that an NCHW caller's output needs no transpose (its input
+    /// still does). Bare convolutions only: no fused epilogue ([`Policy::fuses_epilogue`]).
+    /// Arguments as [`Producer::WsTma`].
+    WsTmaNchw,
     /// Warp-specialized, one producer thread issuing tiled TMA copies of NCHW data for a 1x1,
     /// stride-1, unpadded convolution, which is a GEMM per image: Y[n] (K x HW) = W (K x C) *
     /// X[n] (C x HW). The GEMM's rows are (image, output channel) pairs, [`plane_rows`] an
@@ -399,6 +415,7 @@ impl Policy {
                 (Producer::WsTma, Schedule::PingPong, 1, Math::Half, WGMMA_M) => "wgmma_ws_tma_pingpong_m64",
                 (Producer::WsTma, Schedule::PingPong, 1, Math::Tf32, WGMMA_M) => "wgmma_ws_tma_pingpong_m64_tf32",
                 (Producer::Planes, Schedule::PingPong, 1, Math::Half, WGMMA_M) => "wgmma_nchw1x1_pingpong_m64",
+                (Producer::WsTmaNchw, Schedule::PingPong, 1, Math::Half, WGMMA_M) => "wgmma_ws_tma_pingpong_m64_to_nchw",
                 _ => "",
             };
         }
@@ -413,6 +430,8 @@ impl Policy {
             (Producer::WsTma, Schedule::SplitK, 1, Math::Half) => "wgmma_ws_tma_splitk",
             (Producer::WsTma, Schedule::PingPong, 1, Math::Half) => "wgmma_ws_tma_pingpong",
             (Producer::WsTma, Schedule::PingPong, 1, Math::Tf32) => "wgmma_ws_tma_pingpong_tf32",
+            (Producer::WsTmaNchw, Schedule::Persistent, 1, Math::Half) => "wgmma_ws_tma_persistent_to_nchw",
+            (Producer::WsTmaNchw, Schedule::PingPong, 1, Math::Half) => "wgmma_ws_tma_pingpong_to_nchw",
             (Producer::Planes, Schedule::Persistent, 1, Math::Half) => "wgmma_nchw1x1_persistent",
             (Producer::PlaneRows, Schedule::Persistent, 1, Math::Half) => "wgmma_nchw_rows_persistent",
             (Producer::PlanePixels, Schedule::Persistent, 1, Math::Tf32) => "wgmma_nchw1x1_persistent_tf32",
@@ -429,7 +448,7 @@ impl Policy {
     pub const fn threads(self) -> usize {
         match self.producer {
             Producer::Multistage => 2 * WARPGROUP,
-            Producer::WsCpAsync | Producer::WsTma | Producer::Planes | Producer::PlanePixels | Producer::PlaneRows => 3 * WARPGROUP,
+            Producer::WsCpAsync | Producer::WsTma | Producer::WsTmaNchw | Producer::Planes | Producer::PlanePixels | Producer::PlaneRows => 3 * WARPGROUP,
         }
     }
 
@@ -447,7 +466,13 @@ impl Policy {
     /// of [`Producer::Planes`] and [`Producer::PlanePixels`], or of NCHW rows of
     /// [`Producer::PlaneRows`]) after the filter's.
     pub const fn input_map(self) -> bool {
-        matches!(self.producer, Producer::WsTma | Producer::Planes | Producer::PlanePixels | Producer::PlaneRows)
+        matches!(self.producer, Producer::WsTma | Producer::WsTmaNchw | Producer::Planes | Producer::PlanePixels | Producer::PlaneRows)
+    }
+
+    /// Whether the activations come by im2col TMA copies of NHWC data ([`Producer::WsTma`],
+    /// [`Producer::WsTmaNchw`]).
+    pub const fn im2col(self) -> bool {
+        matches!(self.producer, Producer::WsTma | Producer::WsTmaNchw)
     }
 
     /// Whether a grid walks the tiles on fewer CTAs than tiles.
@@ -470,16 +495,16 @@ impl Policy {
     /// the progression (and the clusters) stay bare, which keeps their PTX as it was. The kernels
     /// decide it by the same rule ([`fuses_epilogue`]).
     pub const fn fuses_epilogue(self) -> bool {
-        fuses_epilogue(self.input_map(), self.cluster, matches!(self.producer, Producer::PlanePixels))
+        fuses_epilogue(self.input_map(), self.cluster, matches!(self.producer, Producer::PlanePixels | Producer::WsTmaNchw))
     }
 }
 
 /// The rule of [`Policy::fuses_epilogue`] and [`Config::fuses_epilogue`], which the kernels
 /// evaluate on their const parameters too: the input's TMA map and a cluster of 1. (Every tile
 /// width fuses since the epilogue works through shared memory; on the registers, the 128x256
-/// tiles had none left for its operands and spilled.) Not [`Producer::PlanePixels`]
-/// (`pixel_planes`): its output columns are channels a plane apart, where both epilogues
-/// read and write 8 contiguous columns.
+/// tiles had none left for its operands and spilled.) Not [`Producer::PlanePixels`] nor
+/// [`Producer::WsTmaNchw`] (`pixel_planes`): their output columns are channels a plane apart,
+/// where both epilogues read and write 8 contiguous columns.
 #[inline(always)]
 pub const fn fuses_epilogue(input_map: bool, cluster: usize, pixel_planes: bool) -> bool {
     input_map && cluster == 1 && !pixel_planes
@@ -665,6 +690,8 @@ const fn check(c: &Config) {
         // The 128-thread cp.async producer copies 4 rows a thread; narrow tiles only with TMA.
         Producer::WsCpAsync => assert!(c.bn >= 128, "cp.async producers take tiles 128 or 256 wide"),
         Producer::WsTma => {}
+        // The NCHW stores are 16-bit tiles' (the fp32 kernels' pair stores are NHWC).
+        Producer::WsTmaNchw => assert!(matches!(p.math, Math::Half) && p.cluster == 1 && !p.split_k(), "NCHW-output im2col producers: 16-bit, no cluster, unsplit"),
         // Each tile is whole plane copies; the filter copy is the A tile (no multicast).
         Producer::PlaneRows => assert!(
             c.bn % PLANE_BOX_PIXELS == 0 && c.bn <= 4 * PLANE_BOX_PIXELS && p.cluster == 1 && matches!(p.math, Math::Half) && !p.split_k() && 3 * 8 * c.stages <= BARRIER_BYTES,
@@ -682,7 +709,7 @@ const fn check(c: &Config) {
     if p.ping_pong() {
         // NCHW planes on 64-row tiles only (step 15; a 128-row ping-pong plane tile is not
         // built: the kernel's const checks refuse it).
-        let producer = matches!(p.producer, Producer::WsTma) || (matches!(p.producer, Producer::Planes) && p.block_m == WGMMA_M);
+        let producer = matches!(p.producer, Producer::WsTma | Producer::WsTmaNchw) || (matches!(p.producer, Producer::Planes) && p.block_m == WGMMA_M);
         assert!(
             p.cluster == 1 && producer && !matches!(p.math, Math::Tf32x3) && p.block_m * c.bn / WARPGROUP <= PINGPONG_MAX_ACC,
             "ping-pong: im2col TMA (or NCHW planes on 64-row tiles), no cluster, not 3xTF32, at most PINGPONG_MAX_ACC accumulators a thread"

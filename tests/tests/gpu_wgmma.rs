@@ -110,7 +110,7 @@ fn wgmma_folded_column_strides_match_cpu() {
     let folding = !std::env::var("CONVRS_FOLD_W").is_ok_and(|v| v.trim() == "0");
     for (algo, dtype) in hopper() {
         let Algorithm::Wgmma(policy) = algo else { continue };
-        if policy.producer != convrs_spec::hopper::Producer::WsTma {
+        if !policy.im2col() {
             continue;
         }
         let k = algo.kernel().unwrap();

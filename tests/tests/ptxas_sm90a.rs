@@ -86,10 +86,13 @@ fn wgmma_entries_hold_their_policy_and_nothing_else_is_in_the_module() {
             assert_eq!(pointers, expected, "{name}: pointer parameters");
             assert_eq!(count("atom.acq_rel.gpu.global.add.u32") >= 1, p.split_k(), "{name}: split-K counters");
             // The 16-bit epilogue of its type (ConvShape::y_bits) beside the fp32 one; the
-            // warp-specialized steps store 16 bytes a lane after quad shuffles.
+            // warp-specialized steps store 16 bytes a lane after quad shuffles, except into NCHW
+            // planes (step 16): a pixel pair of a channel (4 bytes), or one pixel.
             if p.math == Math::Half {
-                let wide = if p.warp_specialized() { "st.global.v4.b32" } else { "st.global.v2.f32" };
+                let nchw_out = p.producer == Producer::WsTmaNchw;
+                let wide = if nchw_out { "st.global.u32" } else if p.warp_specialized() { "st.global.v4.b32" } else { "st.global.v2.f32" };
                 assert!(count(&format!("cvt.rn.{ty}x2.f32")) >= 1 && count(wide) >= 1, "{name}: an output path is missing");
+                assert_eq!(count("st.global.b16") >= 1 && count("st.global.f32") >= 1, nchw_out, "{name}: NCHW stores of single elements");
             } else {
                 // fp32 data writes fp32 only (a pair a store; on pixel planes, one element: a
                 // pair's channels are a plane apart).

@@ -226,6 +226,13 @@ impl GroupResult {
         fastest(self.kernels.iter().filter(|k| !reads_tf32(k)).filter(all_in))
     }
 
+    /// The fastest kernel whose output is in `layout` (whatever its input's), at this precision:
+    /// a caller holding `layout` tensors transforms only its input for it.
+    pub fn best_kernel_writing(&self, layout: crate::Layout) -> Option<&Measurement> {
+        let writes = |m: &&Measurement| crate::registry::by_name(&m.name).is_some_and(|k| k.layouts.2 == layout);
+        fastest(self.kernels.iter().filter(|k| !reads_tf32(k)).filter(writes))
+    }
+
     /// The fastest kernel in the caller's layouts ([`Measurement::user_layout`]) at this
     /// precision: the judged one.
     pub fn best_user_kernel(&self) -> Option<&Measurement> {

@@ -23,7 +23,7 @@ use crate::{Algorithm, Conv2d, Error, Layout, Precision, Result};
 /// (the 128x256 tiles), and to the layers each narrower tile was built for (BENCHMARKS.md,
 /// 2026-11-23 sessions one to six): the 128x128 tiles run at 0.78 (0.81 for multistage) of the
 /// 128x256 tile's rate, 128x64 at 0.66 and 128x32 at 0.37.
-pub const RATES: [(&str, f64); 56] = [
+pub const RATES: [(&str, f64); 64] = [
     ("wgmma_multistage_128x256k64", 1.42),
     ("wgmma_multistage_128x128k64", 1.42 / 0.81),
     ("wgmma_ws_cpasync_128x256k64", 1.10),
@@ -83,6 +83,15 @@ pub const RATES: [(&str, f64); 56] = [
     ("wgmma_nchw1x1_pingpong_m64_64x256k64", 1.06 * 1.15),
     ("wgmma_nchw1x1_pingpong_m64_64x128k64", 1.16 * 1.15 / 0.78),
     ("wgmma_nchw1x1_pingpong_m64_64x64k64", 1.45 * 1.15 / 0.66),
+    // Step 16, steps 7, 10 and 12 storing NCHW: their rates times NCHW_OUT (not yet fitted).
+    ("wgmma_ws_tma_persistent_to_nchw_128x128k64", NCHW_OUT / 0.78),
+    ("wgmma_ws_tma_persistent_to_nchw_128x64k64", NCHW_OUT / 0.66),
+    ("wgmma_ws_tma_persistent_to_nchw_128x32k64", NCHW_OUT / 0.37),
+    ("wgmma_ws_tma_pingpong_to_nchw_128x128k64", NCHW_OUT * 1.05 / 0.78),
+    ("wgmma_ws_tma_pingpong_m64_to_nchw_64x256k64", NCHW_OUT * 1.06),
+    ("wgmma_ws_tma_pingpong_m64_to_nchw_64x128k64", NCHW_OUT * 1.16 / 0.78),
+    ("wgmma_ws_tma_pingpong_m64_to_nchw_64x64k64", NCHW_OUT * 1.45 / 0.66),
+    ("wgmma_ws_tma_pingpong_m64_to_nchw_64x32k64", NCHW_OUT * 1.27 / 0.37),
     // NCHW rows: step 7's rates times 3.0, the worst of its time over step 7's per output column
     // it computes (Q rounded up to 64) on the 10 layers of `dev/suites/nchw-layers.csv` it
     // takes (1.2x to 3.0x, median 1.65; H100, BENCHMARKS.md, twenty-sixth session, bundle
@@ -112,6 +121,11 @@ pub const RATES: [(&str, f64); 56] = [
     ("wgmma_nchw1x1_persistent_3xtf32_128x128k32", 1.15 / 0.78),
     ("wgmma_nchw1x1_persistent_3xtf32_128x64k32", 1.15 / 0.66),
 ];
+
+/// What storing a tile into NCHW planes costs beside the NHWC rows' 16-byte stores
+/// (`Producer::WsTmaNchw`, 4- or 2-byte stores a column): not yet measured, so none; the
+/// output transpose it saves an NCHW caller is priced where the transforms are.
+const NCHW_OUT: f64 = 1.0;
 
 /// The rate of configuration `c` ([`RATES`]; every configuration has one, checked below).
 fn rate(c: &Config) -> f64 {
@@ -291,8 +305,8 @@ fn plan_folding(desc: &KernelDesc, problem: &Conv2d, dtype: DType, device: &Devi
     }
     // The column stride folded into the channels where the im2col copies would bring k-tiles
     // partly zero fill: the same bytes, 1/f of the copies and MMAs (`Conv2d::folded_w`).
-    let folded = if policy.producer == Producer::WsTma && fold_w { fold_w_problem(p, policy.math.k_tile()) } else { None };
-    if policy.producer == Producer::WsTma {
+    let folded = if policy.im2col() && fold_w { fold_w_problem(p, policy.math.k_tile()) } else { None };
+    if policy.im2col() {
         if let Err(reason) = crate::tensor_map::InputMapKey::new(0, p, dtype, policy.block_m as u32, folded.is_some()) {
             return refuse(reason);
         }
@@ -407,7 +421,7 @@ fn plan_folding(desc: &KernelDesc, problem: &Conv2d, dtype: DType, device: &Devi
     );
     let plan = if policy.filter_map() { plan.with_filter_map(c.filter_box_rows() as u32) } else { plan };
     let plan = match policy.producer {
-        Producer::WsTma => plan.with_input_map(c.block_m() as u32),
+        Producer::WsTma | Producer::WsTmaNchw => plan.with_input_map(c.block_m() as u32),
         Producer::Planes | Producer::PlanePixels => plan.with_plane_map(),
         Producer::PlaneRows => plan.with_row_map(),
         Producer::Multistage | Producer::WsCpAsync => plan,
@@ -490,6 +504,7 @@ pub fn describe(policy: Policy) -> String {
         Producer::Multistage => "every thread copies both tiles with cp.async, then computes",
         Producer::WsCpAsync => "warp-specialized: a producer warpgroup brings activations by cp.async and filters by TMA",
         Producer::WsTma => "warp-specialized: one producer thread brings activations by im2col TMA and filters by TMA",
+        Producer::WsTmaNchw => "warp-specialized: one producer thread brings NHWC activations by im2col TMA and filters by TMA; the output stored NCHW (an NCHW caller's output needs no transpose); bare convolutions only",
         Producer::Planes => "NCHW data, 1x1: a GEMM per image, output channels by pixels; one producer thread brings the filter and the image's channel planes by tiled TMA, no transform",
         Producer::PlaneRows => {
             "NCHW data, any filter at column stride 1: a GEMM per image, output channels by output rows (whole 64-pixel copies); one producer thread brings each tap's filter tile and, per 64 columns, a tiled TMA copy of the input row under them shifted by the tap from a 16-byte boundary (its zero fill the padding), which two producer warps shift into place; no transform of the activations"
@@ -546,7 +561,7 @@ const fn same(a: Policy, b: Policy) -> bool {
 }
 
 /// The policies, in the progression's order: one registry kernel each.
-pub const POLICIES: [Policy; 21] = policies();
+pub const POLICIES: [Policy; 24] = policies();
 
 /// What the registry lists for `policy`.
 const fn kernel(policy: Policy) -> KernelDesc {
@@ -559,6 +574,7 @@ const fn kernel(policy: Policy) -> KernelDesc {
                 "family 3 on Hopper: 1x1 convolution on NCHW data as a wgmma GEMM per image, ping-pong consumers on 64-row tiles (K rounded up to 64, not 128), no transform"
             }
             _ if matches!(policy.producer, Producer::Planes) => "family 3 on Hopper: 1x1 convolution on NCHW data as a wgmma GEMM per image, no transform",
+            _ if matches!(policy.producer, Producer::WsTmaNchw) => "family 3 on Hopper: wgmma implicit GEMM on channels-last input, the output written NCHW (an NCHW caller transposes only its input)",
             _ if matches!(policy.producer, Producer::PlaneRows) => "family 3 on Hopper: convolution on NCHW data at column stride 1 as a wgmma GEMM per image, one TMA copy of an input row per tap, no transform of the activations",
             (_, Math::Tf32) if matches!(policy.producer, Producer::PlanePixels) => "family 3 on Hopper: 1x1 convolution on NCHW fp32 data in TF32 as a wgmma GEMM per image, no transform",
             (_, Math::Tf32x3) if matches!(policy.producer, Producer::PlanePixels) => {
@@ -589,6 +605,7 @@ const fn kernel(policy: Policy) -> KernelDesc {
             Producer::Planes | Producer::PlanePixels => (Layout::Nchw, Layout::Nchw, Layout::Nchw),
             // The filter KRSC, brought there once per weights (a `DeviceConv` caches it).
             Producer::PlaneRows => (Layout::Nchw, Layout::Nhwc, Layout::Nchw),
+            Producer::WsTmaNchw => (Layout::Nhwc, Layout::Nhwc, Layout::Nchw),
             _ => (Layout::Nhwc, Layout::Nhwc, Layout::Nhwc),
         },
         // The plane kernels read the caller's NCHW tensors as they are where C is a multiple of

@@ -122,6 +122,17 @@ pub unsafe fn store_global_f32(p: *mut f32, a: f32) {
     unsafe { asm!("st.global.f32 [{p}], {a};", p = in(reg64) p, a = in(reg32) a, options(nostack)) };
 }
 
+/// Stores one 16-bit value (fp16 or bf16 bits) to global memory.
+///
+/// # Safety
+/// `p` is 2-byte aligned global memory, valid for one 16-bit value, that no other thread
+/// accesses during the launch.
+#[inline(always)]
+pub unsafe fn store_global_u16(p: *mut u16, v: u16) {
+    // SAFETY: the caller guarantees alignment, validity and exclusive access.
+    unsafe { asm!("st.global.b16 [{p}], {v};", p = in(reg64) p, v = in(reg16) v, options(nostack)) };
+}
+
 /// Stores two `f32`s to global memory as one 8-byte access.
 ///
 /// # Safety

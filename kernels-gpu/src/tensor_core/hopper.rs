@@ -17,6 +17,7 @@
 //! | 13 | `wgmma_nchw1x1_persistent_[3x]tf32` ([`planes`]) | step 9 on fp32 data, the other way round: the pixels as A through registers (tf32 takes K-major shared operands only), the filter as B |
 //! | 14 | `wgmma_nchw_rows_persistent` ([`plane_rows`]) | step 9 for any filter at column stride 1: the columns output rows, one tiled copy of an input row a (tap, chunk) from a 16-byte boundary, shifted into the B tile by the producer warpgroup; no transform of the activations |
 //! | 15 | `wgmma_nchw1x1_pingpong_m64` ([`planes`]) | step 9 on step 12's 64-row ping-pong tiles: K rounded up to 64 rows an image, not 128; one warpgroup's stores under the other's mainloop |
+//! | 16 | `wgmma_ws_tma_{persistent,pingpong,pingpong_m64}_to_nchw` ([`nchw_out`]) | steps 7, 10 and 12 storing the output NCHW: an NCHW caller's output transpose goes |
 //!
 //! The pieces of the warp-specialized kernel, each written once: [`producer`], [`consumer`],
 //! [`epilogue`], the tile [`scheduler`], the [`split_k`] meeting, and the ring
@@ -27,6 +28,7 @@ pub mod epilogue;
 pub mod kernel;
 pub mod math;
 pub mod multistage;
+pub mod nchw_out;
 pub mod plane_rows;
 pub mod planes;
 pub mod producer;
@@ -76,6 +78,18 @@ macro_rules! entries {
         $crate::conv_kernel!(
             fn $name(x: *const u16, w: *const u16, y: *mut f32, wmap: *const u8, xmap: *const u8, ws: *mut u32) => $crate::tensor_core::hopper::kernel::conv_split_k::<
                 $ops, [f32; $bn / 2], $stages, math::$math>
+        );
+    };
+    (@one $ops:ident WsTmaNchw PingPong 1 $bm:tt $bn:tt $stages:tt $name:ident $math:ident $planes:ident) => {
+        $crate::conv_kernel!(
+            fn $name(x: *const u16, w: *const u16, y: *mut f32, wmap: *const u8, xmap: *const u8) => $crate::tensor_core::hopper::kernel::conv_tma::<
+                nchw_out::NhwcToNchw, [f32; $bn / 2], $stages, 1, true, true, math::$math, $bm>
+        );
+    };
+    (@one $ops:ident WsTmaNchw Persistent 1 128 $bn:tt $stages:tt $name:ident $math:ident $planes:ident) => {
+        $crate::conv_kernel!(
+            fn $name(x: *const u16, w: *const u16, y: *mut f32, wmap: *const u8, xmap: *const u8) => $crate::tensor_core::hopper::kernel::conv_tma::<
+                nchw_out::NhwcToNchw, [f32; $bn / 2], $stages, 1, true, false, math::$math, 128>
         );
     };
     (@one $ops:ident WsTma PingPong 1 $bm:tt $bn:tt $stages:tt $name:ident $math:ident $planes:ident) => {

@@ -154,6 +154,10 @@ pub trait Operands {
     /// (image, pixel) pairs, the columns output channels, and an output column's elements are
     /// a plane apart (so `y_off`'s `col + 1` does not follow `col`; the rows do, within an image).
     const PIXEL_PLANES: bool = false;
+    /// Whether the rows are NHWC output pixels as for plain NHWC data but the output is NCHW
+    /// (`Producer::WsTmaNchw`): `y_off`'s `col + 1` is a plane further, and the rows are
+    /// contiguous within an image, as under [`Operands::PIXEL_PLANES`].
+    const Y_NCHW: bool = false;
     /// The GEMM output's rows and columns: N*P*Q pixels by K channels.
     #[inline(always)]
     fn gemm_mn(sh: &ConvShape) -> (u32, u32) {

@@ -15,8 +15,9 @@ use convrs_spec::epilogue::Act;
 use convrs_spec::hopper::{Math as Spec, ROW_BYTES, WARPGROUP};
 
 use super::math::{pack, Math};
+use super::nchw_out::NhwcToNchw;
 use crate::prelude::epilogue::{relu, residual_eight, residual_pair, Activation};
-use crate::prelude::matrix::{shfl_xor, store_global_f32, store_global_f32x2, store_global_v4, store_global_v4_if};
+use crate::prelude::matrix::{shfl_xor, store_global_f32, store_global_f32x2, store_global_u16, store_global_v4, store_global_v4_if};
 use crate::prelude::wgmma::Accumulators;
 use crate::prelude::*;
 use crate::tensor_core::implicit_gemm::Operands;
@@ -39,7 +40,10 @@ pub(super) unsafe fn store_tile<O: Operands, Acc: Accumulators, M: Math>(sh: &Co
     let q = lane % 4;
     let row0 = m0 + cw * 64 + warp * 16 + lane / 4;
     // fp32 data is written as fp32 only (the host plans it so).
-    if M::SPEC == Spec::Half && sh.y_bits == 16 {
+    if O::Y_NCHW {
+        // SAFETY: as this function's; the whole warp.
+        unsafe { store_nchw::<Acc, M>(sh, y, acc, n0, row0, q, lane) };
+    } else if M::SPEC == Spec::Half && sh.y_bits == 16 {
         unroll!(4: 2, e => {
             let row = row0 + 8 * e as u32;
             // Chunks 4g..4g+4: lane q ends with chunk 4g+q whole.
@@ -92,6 +96,64 @@ pub(super) unsafe fn store_tile<O: Operands, Acc: Accumulators, M: Math>(sh: &Co
             });
         });
     }
+}
+
+/// [`store_tile`] for NHWC pixel rows into an NCHW output ([`NhwcToNchw`], whose rows' image
+/// and pixel are found once a row): a column's pixels are contiguous within an image, so the
+/// 8 lanes sharing a column pair write 8 consecutive pixels of two planes. With 16-bit outputs
+/// and P*Q even (an image starts on an even row, so rows 2i and 2i+1 are adjacent pixels of one
+/// image and 4-byte aligned), the lanes of rows 2i and 2i+1 trade one value each by a shuffle:
+/// the first stores column c's two pixels, the second column c+1's, as one 4-byte store each.
+/// Otherwise each value alone.
+///
+/// # Safety
+/// As [`store_tile`]: `y` and `sh` as the kernel requires, every lane of the warp together.
+#[inline(always)]
+unsafe fn store_nchw<Acc: Accumulators, M: Math>(sh: &ConvShape, y: *mut f32, acc: &Acc, n0: u32, row0: u32, q: u32, lane: u32) {
+    let half = sh.y_bits == 16;
+    // Uniform: the shuffles below are the whole warp's.
+    let pairs = half && (sh.p * sh.q) % 2 == 0;
+    let odd = (lane / 4) % 2 == 1;
+    let plane = NhwcToNchw::col_stride(sh);
+    unroll!(4: 2, e => {
+        let row = row0 + 8 * e as u32;
+        // The pair's first row: this lane's, or under `pairs` the even one of the two.
+        let first = if pairs && odd { row - 1 } else { row };
+        let base = NhwcToNchw::row_base(sh, first);
+        unroll!(32: Acc::N / 8, j => {
+            let col = n0 + 8 * j as u32 + 2 * q;
+            let (a, b) = (acc[4 * j + 2 * e], acc[4 * j + 2 * e + 1]);
+            if pairs {
+                // Rows `row` and `row ^ 1` are lanes 4 apart. The even row keeps column c and
+                // takes the odd row's; the odd row keeps column c+1 and takes the even row's.
+                // SAFETY: the whole warp, in uniform control flow (`pairs` is the shape's).
+                let got = f32::from_bits(unsafe { shfl_xor(if odd { a } else { b }.to_bits(), 4) });
+                let (c, v) = if odd { (col + 1, pack::<M>(got, b)) } else { (col, pack::<M>(a, got)) };
+                // K is a multiple of 8, so col + 1 < K with col; M = N*P*Q is even, so
+                // first + 1 < M with first.
+                if NhwcToNchw::y_in(sh, first, col) {
+                    // SAFETY: (first, c) and (first + 1, c) are in the output, adjacent in one
+                    // image's plane, the pair 4-byte aligned (first and P*Q even); each element
+                    // belongs to one thread of one CTA.
+                    unsafe { store_global_u32((y as *mut u16).add((base + c * plane) as usize) as *mut u32, v) };
+                }
+            } else if NhwcToNchw::y_in(sh, row, col) {
+                unroll!(4: 2, t => {
+                    let v = if t == 0 { a } else { b };
+                    let off = (base + (col + t as u32) * plane) as usize;
+                    // SAFETY: (row, col + t) is in the output (col + 1 < K as above); each element
+                    // belongs to one thread of one CTA.
+                    unsafe {
+                        if half {
+                            store_global_u16((y as *mut u16).add(off), pack::<M>(v, 0.0) as u16);
+                        } else {
+                            store_global_f32(y.add(off), v);
+                        }
+                    }
+                });
+            }
+        });
+    });
 }
 
 /// Applies the fused epilogue (`ConvShape::ep`, whose [`EpilogueArgs::in_registers`] holds for

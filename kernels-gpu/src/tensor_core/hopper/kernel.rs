@@ -226,6 +226,8 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
         assert!(!O::PLANE_ROWS || O::PLANES);
         assert!(!O::PLANES || (IM2COL && CLUSTER == 1 && !SPLIT && matches!(M::SPEC, Spec::Half) && Acc::N % 64 == 0));
         assert!(!O::PIXEL_PLANES || (IM2COL && CLUSTER == 1 && PERSISTENT && !SPLIT && !PINGPONG && !matches!(M::SPEC, Spec::Half) && BM == BLOCK_M));
+        // NCHW output from NHWC pixel rows: im2col TMA, unclustered, unsplit, 16-bit data.
+        assert!(!O::Y_NCHW || (IM2COL && CLUSTER == 1 && !SPLIT && matches!(M::SPEC, Spec::Half) && !O::PLANES && !O::PIXEL_PLANES));
         // Ping-pong: persistent im2col tiles (or NCHW planes on 64-row tiles) without
         // clusters, each warpgroup's whole tile in its registers
         // (`convrs_spec::hopper::Schedule::PingPong`).
@@ -331,7 +333,7 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
     let mut at = Position::START;
     // Which steps fuse the epilogue: `convrs_spec::hopper::Config::fuses_epilogue`. A constant
     // of the instantiation, so the others compile none of it.
-    let fuses = fuses_epilogue(IM2COL, CLUSTER as usize, O::PIXEL_PLANES);
+    let fuses = fuses_epilogue(IM2COL, CLUSTER as usize, O::PIXEL_PLANES || O::Y_NCHW);
     let sh = &ConvShape { ep: if fuses { sh.ep } else { EpilogueArgs::NONE }, ..sh };
     // A piecewise linear epilogue runs on the accumulators (`finish_in_registers`; a thread
     // holds N / 2), then the bare store does.
@@ -344,7 +346,7 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
     // stall samples); their tiles store whole.
     let defer = matches!(M::SPEC, Spec::Half) && IM2COL && !SPLIT && sh.y_bits == 16 && (sh.ep.is_identity() || regs);
     // (NCHW rows are planes too: `O::PLANE_ROWS` implies `O::PLANES`, a const check above.)
-    let defer = if O::PLANES { false } else { defer };
+    let defer = if O::PLANES || O::Y_NCHW { false } else { defer };
     // Any other fused epilogue holds each tile's last stage for its staging (`store_fused`).
     let hold = fuses && !sh.ep.is_identity() && !regs;
     let mut pending = Pending::NONE;
@@ -461,11 +463,13 @@ unsafe fn ping_pong<O: Operands, Acc: Accumulators, const STAGES: usize, M: Math
 ) {
     // A tile of one m64 block (a constant of the instantiation: the other form compiles away).
     let one = BM == WGMMA_M;
-    // Every ping-pong configuration fuses the epilogue (`fuses_epilogue`: TMA, no cluster): a
-    // piecewise linear one on the accumulators (a thread holds N / 2 a block), any other
-    // through the held stage.
-    let regs = !sh.ep.is_identity() && sh.ep.in_registers(if one { Acc::N / 2 } else { Acc::N }, true);
-    let hold = !sh.ep.is_identity() && !regs;
+    // Every ping-pong configuration but the NCHW-output ones fuses the epilogue
+    // (`fuses_epilogue`: TMA, no cluster): a piecewise linear one on the accumulators (a thread
+    // holds N / 2 a block), any other through the held stage. (Under NCHW output neither
+    // compiles: the plan refuses epilogues there.)
+    let fused = !O::Y_NCHW && !sh.ep.is_identity();
+    let regs = fused && sh.ep.in_registers(if one { Acc::N / 2 } else { Acc::N }, true);
+    let hold = fused && !regs;
     let mut at = Position::START;
     let mut place = 0u32;
     while let Some((m0, n0)) = tiles.next::<1>() {
