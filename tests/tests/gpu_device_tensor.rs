@@ -227,6 +227,22 @@ fn device_conv_runs_the_plane_kernel_on_the_callers_tensors() {
     }
 }
 
+/// Step 16's kernels (NHWC input, NCHW output) through a `DeviceConv` of an NCHW caller: the
+/// input transposed, the output written into the caller's tensor as it is; P*Q odd (single
+/// stores) and even (pixel pairs), C not a multiple of 8 (the input padded on its way).
+#[test]
+fn device_conv_writes_the_callers_output_from_nhwc_kernels() {
+    let Some(gpu) = convrs_tests::hopper_or_skip("device_conv_writes_the_callers_output_from_nhwc_kernels") else { return };
+    let cases = [
+        (Conv2d::new(3, 24, 13, 11, 40, 3, 3).with_pad(1), (false, true)),
+        (Conv2d::new(2, 16, 10, 12, 72, 3, 3).with_pad(1), (false, true)),
+        (Conv2d::new(2, 20, 9, 9, 64, 1, 1), (false, true)),
+    ];
+    for name in ["wgmma_ws_tma_persistent_to_nchw", "wgmma_ws_tma_pingpong_to_nchw", "wgmma_ws_tma_pingpong_m64_to_nchw"] {
+        on_the_callers_tensors(&gpu, name.parse().unwrap(), &cases);
+    }
+}
+
 /// The NCHW row kernel likewise, its filter (KCRS) brought to KRSC once by the `DeviceConv`:
 /// on the caller's tensors where C is a multiple of 8, through a padded input where not; a new
 /// filter reaches it only through `set_filter`.
