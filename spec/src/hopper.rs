@@ -299,6 +299,11 @@ impl Producer {
     }
 }
 
+/// Bytes of the [`Producer::WsTmaNchw`] kernels' staging, the last of the block's dynamic shared
+/// memory: each of the 8 consumer warps stages 16 rows of [`ROW_BYTES`] (a chunk of 32 fp32
+/// columns) there, to store them down the columns into the NCHW planes.
+pub const NCHW_STAGING_BYTES: usize = 8 * 16 * ROW_BYTES;
+
 /// Pixels of one plane-map copy ([`Producer::Planes`]): one 128-byte swizzle row of 16-bit
 /// data. A tile `bn` pixels wide is `bn / 64` copies. (fp32 copies, [`Producer::PlanePixels`],
 /// are one 128-byte row too: [`Math::k_tile`] = 32 pixels, [`BLOCK_M`] / 32 of them a tile.)
@@ -570,12 +575,14 @@ impl Config {
         self.fuses_epilogue() && crate::epilogue::in_registers(act, bias, residual, self.accumulators(), self.policy.ping_pong())
     }
 
-    /// Dynamic shared memory bytes per block: the stages, 1 KiB to align them to 1024, and the
-    /// barriers of the warp-specialized kernels.
+    /// Dynamic shared memory bytes per block: the stages, 1 KiB to align them to 1024, the
+    /// barriers of the warp-specialized kernels, and under [`Producer::WsTmaNchw`] the NCHW
+    /// stores' staging at the end ([`NCHW_STAGING_BYTES`]).
     pub const fn smem_bytes(&self) -> usize {
         let stage = ring_stage_bytes(matches!(self.policy.producer, Producer::PlaneRows), self.block_m(), self.bn, self.policy.math);
         let ring = self.stages * stage + 1024;
-        if self.policy.warp_specialized() { ring + BARRIER_BYTES } else { ring }
+        let staging = if matches!(self.policy.producer, Producer::WsTmaNchw) { NCHW_STAGING_BYTES } else { 0 };
+        if self.policy.warp_specialized() { ring + BARRIER_BYTES + staging } else { ring }
     }
 
     /// Output channels per filter copy (the filter map's box rows): the tile's share of one CTA

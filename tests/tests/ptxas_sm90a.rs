@@ -90,9 +90,12 @@ fn wgmma_entries_hold_their_policy_and_nothing_else_is_in_the_module() {
             // planes (step 16): a pixel pair of a channel (4 bytes), or one pixel.
             if p.math == Math::Half {
                 let nchw_out = p.producer == Producer::WsTmaNchw;
-                let wide = if nchw_out { "st.global.u32" } else if p.warp_specialized() { "st.global.v4.b32" } else { "st.global.v2.f32" };
+                let wide = if p.warp_specialized() { "st.global.v4.b32" } else { "st.global.v2.f32" };
                 assert!(count(&format!("cvt.rn.{ty}x2.f32")) >= 1 && count(wide) >= 1, "{name}: an output path is missing");
-                assert_eq!(count("st.global.b16") >= 1 && count("st.global.f32") >= 1, nchw_out, "{name}: NCHW stores of single elements");
+                // Into NCHW planes (step 16) in runs of 8, 4, 2 or 1 pixels of a channel, as
+                // P*Q allows, from the staging read down the columns.
+                let runs = count("st.global.u32") >= 1 && count("st.global.b16") >= 1 && count("ld.shared.f32") >= 8;
+                assert_eq!(runs, nchw_out, "{name}: NCHW runs of pixels");
             } else {
                 // fp32 data writes fp32 only (a pair a store; on pixel planes, one element: a
                 // pair's channels are a plane apart).

@@ -12,7 +12,7 @@
 use core::arch::asm;
 
 use convrs_spec::epilogue::Act;
-use convrs_spec::hopper::{Math as Spec, ROW_BYTES, WARPGROUP};
+use convrs_spec::hopper::{Math as Spec, NCHW_STAGING_BYTES, ROW_BYTES, WARPGROUP};
 
 use super::math::{pack, Math};
 use super::nchw_out::NhwcToNchw;
@@ -42,7 +42,7 @@ pub(super) unsafe fn store_tile<O: Operands, Acc: Accumulators, M: Math>(sh: &Co
     // fp32 data is written as fp32 only (the host plans it so).
     if O::Y_NCHW {
         // SAFETY: as this function's; the whole warp.
-        unsafe { store_nchw::<Acc, M>(sh, y, acc, n0, row0, q, lane) };
+        unsafe { store_nchw::<Acc, M>(sh, y, acc, m0, n0, cw, tid) };
     } else if M::SPEC == Spec::Half && sh.y_bits == 16 {
         unroll!(4: 2, e => {
             let row = row0 + 8 * e as u32;
@@ -98,62 +98,116 @@ pub(super) unsafe fn store_tile<O: Operands, Acc: Accumulators, M: Math>(sh: &Co
     }
 }
 
-/// [`store_tile`] for NHWC pixel rows into an NCHW output ([`NhwcToNchw`], whose rows' image
-/// and pixel are found once a row): a column's pixels are contiguous within an image, so the
-/// 8 lanes sharing a column pair write 8 consecutive pixels of two planes. With 16-bit outputs
-/// and P*Q even (an image starts on an even row, so rows 2i and 2i+1 are adjacent pixels of one
-/// image and 4-byte aligned), the lanes of rows 2i and 2i+1 trade one value each by a shuffle:
-/// the first stores column c's two pixels, the second column c+1's, as one 4-byte store each.
-/// Otherwise each value alone.
+/// [`store_tile`] into an NCHW output ([`NhwcToNchw`]: the rows are output pixels, a column's
+/// pixels contiguous within an image).
+///
+/// Stored from the registers, a lane's pair of columns lies in two planes and 8 lanes write 8
+/// pixels of a column: 2- or 4-byte stores, each warp store half a sector in 8 planes, which
+/// measured up to 1.5x step 7's time (8,64,112,112->128; 2.2x under step 10's ping-pong; H100,
+/// twenty-ninth session). So each warp stages its 16 rows, a chunk of [`CHUNK`] columns at a
+/// time, in its own [`ROW_BYTES`] x 16 of the staging at the end of the block's shared memory
+/// (`convrs_spec::hopper::NCHW_STAGING_BYTES`, outside the ring, so no stage is held), as
+/// [`store_fused`] stages them, and reads them back down the columns: lane L takes column L/2
+/// (and L/2 + 16) of the chunk, rows 8*(L%2) to 8*(L%2)+7, so each lane stores 8 consecutive
+/// pixels of one plane and two lanes a whole 32-byte run of a column ([`store_eight_nchw`]).
 ///
 /// # Safety
-/// As [`store_tile`]: `y` and `sh` as the kernel requires, every lane of the warp together.
+/// As [`store_tile`]; the launch gave the block its configuration's shared memory, the staging
+/// included.
 #[inline(always)]
-unsafe fn store_nchw<Acc: Accumulators, M: Math>(sh: &ConvShape, y: *mut f32, acc: &Acc, n0: u32, row0: u32, q: u32, lane: u32) {
-    let half = sh.y_bits == 16;
-    // Uniform: the shuffles below are the whole warp's.
-    let pairs = half && (sh.p * sh.q) % 2 == 0;
-    let odd = (lane / 4) % 2 == 1;
-    let plane = NhwcToNchw::col_stride(sh);
-    unroll!(4: 2, e => {
-        let row = row0 + 8 * e as u32;
-        // The pair's first row: this lane's, or under `pairs` the even one of the two.
-        let first = if pairs && odd { row - 1 } else { row };
-        let base = NhwcToNchw::row_base(sh, first);
-        unroll!(32: Acc::N / 8, j => {
-            let col = n0 + 8 * j as u32 + 2 * q;
-            let (a, b) = (acc[4 * j + 2 * e], acc[4 * j + 2 * e + 1]);
-            if pairs {
-                // Rows `row` and `row ^ 1` are lanes 4 apart. The even row keeps column c and
-                // takes the odd row's; the odd row keeps column c+1 and takes the even row's.
-                // SAFETY: the whole warp, in uniform control flow (`pairs` is the shape's).
-                let got = f32::from_bits(unsafe { shfl_xor(if odd { a } else { b }.to_bits(), 4) });
-                let (c, v) = if odd { (col + 1, pack::<M>(got, b)) } else { (col, pack::<M>(a, got)) };
-                // K is a multiple of 8, so col + 1 < K with col; M = N*P*Q is even, so
-                // first + 1 < M with first.
-                if NhwcToNchw::y_in(sh, first, col) {
-                    // SAFETY: (first, c) and (first + 1, c) are in the output, adjacent in one
-                    // image's plane, the pair 4-byte aligned (first and P*Q even); each element
-                    // belongs to one thread of one CTA.
-                    unsafe { store_global_u32((y as *mut u16).add((base + c * plane) as usize) as *mut u32, v) };
-                }
-            } else if NhwcToNchw::y_in(sh, row, col) {
-                unroll!(4: 2, t => {
-                    let v = if t == 0 { a } else { b };
-                    let off = (base + (col + t as u32) * plane) as usize;
-                    // SAFETY: (row, col + t) is in the output (col + 1 < K as above); each element
-                    // belongs to one thread of one CTA.
-                    unsafe {
-                        if half {
-                            store_global_u16((y as *mut u16).add(off), pack::<M>(v, 0.0) as u16);
-                        } else {
-                            store_global_f32(y.add(off), v);
-                        }
-                    }
-                });
-            }
+#[allow(clippy::too_many_arguments)]
+unsafe fn store_nchw<Acc: Accumulators, M: Math>(sh: &ConvShape, y: *mut f32, acc: &Acc, m0: u32, n0: u32, cw: u32, tid: u32) {
+    let (warp, lane) = ((tid % WG) / 32, tid % 32);
+    let q = lane % 4;
+    let rows = cw * 64 + warp * 16;
+    // This warp's 16 rows of the staging: consumer warps are the block's warps 4 to 11 (`cw` is
+    // the tile's block, which under ping-pong is not the warpgroup).
+    let staged = dynamic_smem_u32() + dynamic_smem_bytes() - NCHW_STAGING_BYTES as u32 + (tid / 32 - 4) * 16 * ROW_BYTES as u32;
+    let unit = |r: u32, u: u32| staged + r * ROW_BYTES as u32 + (u ^ (r % 8)) * 16;
+    // This lane's 8 rows, the first or the second half of the warp's 16.
+    let half = lane % 2;
+    let row = m0 + rows + 8 * half;
+    let base = NhwcToNchw::row_base(sh, row);
+    unroll!(8: Acc::N / CHUNK, c => {
+        unroll!(4: CHUNK / 8, t => {
+            unroll!(4: 2, e => {
+                let i = 4 * (CHUNK / 8 * c + t) + 2 * e;
+                let r = lane / 4 + 8 * e as u32;
+                // SAFETY: this warp's rows of the staging; 8-byte aligned.
+                unsafe { st_shared_f32x2(unit(r, 2 * t as u32 + q / 2) + (q % 2) * 8, acc[i], acc[i + 1]) };
+            });
         });
+        sync_warp();
+        unroll!(4: 2, k => {
+            let v = lane / 2 + 16 * k as u32;
+            // SAFETY: this warp's rows of the staging, written above; 4-byte aligned.
+            let x: [f32; 8] = core::array::from_fn(|i| unsafe { ld_shared_f32(unit(8 * half + i as u32, v / 4) + (v % 4) * 4) });
+            // SAFETY: the caller's contract; these elements this thread's alone.
+            unsafe { store_eight_nchw::<M>(sh, y, &x, row, n0 + (CHUNK * c) as u32 + v, base) };
+        });
+        // Every lane's reads before the next chunk's writes.
+        sync_warp();
     });
+}
+
+/// Stores output pixels `row` to `row + 7` (`row` a multiple of 8) of channel `col` from `x`
+/// into an NCHW output, `base` [`NhwcToNchw::row_base`] of `row`: with P*Q a multiple of 8
+/// (an image starts on a multiple of 8 rows, so the 8 are one image's and 16-byte aligned) as
+/// one 16-byte store, else in the widest runs P*Q allows (a multiple of 4: two 8-byte stores,
+/// of 2: four 4-byte ones, odd: single elements), each run's image found on its own. fp32
+/// outputs in 16-byte runs where P*Q is a multiple of 4, else single elements.
+///
+/// # Safety
+/// `y` holds the output; no other thread writes these elements.
+#[inline(always)]
+unsafe fn store_eight_nchw<M: Math>(sh: &ConvShape, y: *mut f32, x: &[f32; 8], row: u32, col: u32, base: u32) {
+    let plane = NhwcToNchw::col_stride(sh);
+    let at = |s: u32| if s == 0 { base + col * plane } else { NhwcToNchw::row_base(sh, row + s) + col * plane };
+    let inside = |s: u32| NhwcToNchw::y_in(sh, row + s, col);
+    if sh.y_bits == 16 {
+        let y = y as *mut u16;
+        let v = [pack::<M>(x[0], x[1]), pack::<M>(x[2], x[3]), pack::<M>(x[4], x[5]), pack::<M>(x[6], x[7])];
+        // SAFETY (every store below): the elements lie in the output (`inside`), in one image's
+        // plane, aligned to the store's size (the run divides P*Q and `row`).
+        if plane % 8 == 0 {
+            if inside(0) {
+                unsafe { store_global_v4(y.add(at(0) as usize) as *mut u32, v) };
+            }
+        } else if plane % 4 == 0 {
+            for h in 0..2 {
+                if inside(4 * h) {
+                    unsafe { store_global_f32x2(y.add(at(4 * h) as usize) as *mut f32, f32::from_bits(v[2 * h as usize]), f32::from_bits(v[2 * h as usize + 1])) };
+                }
+            }
+        } else if plane % 2 == 0 {
+            for h in 0..4 {
+                if inside(2 * h) {
+                    unsafe { store_global_u32(y.add(at(2 * h) as usize) as *mut u32, v[h as usize]) };
+                }
+            }
+        } else {
+            for s in 0..8 {
+                if inside(s) {
+                    unsafe { store_global_u16(y.add(at(s) as usize), pack::<M>(x[s as usize], 0.0) as u16) };
+                }
+            }
+        }
+    } else if plane % 4 == 0 {
+        for h in 0..2 {
+            if inside(4 * h) {
+                let i = 4 * h as usize;
+                // SAFETY: as above, 16-byte aligned (4 fp32 values; the run divides P*Q and `row`).
+                unsafe { store_global_f32x4(y.add(at(4 * h) as usize), F32x4([x[i], x[i + 1], x[i + 2], x[i + 3]])) };
+            }
+        }
+    } else {
+        for s in 0..8 {
+            if inside(s) {
+                // SAFETY: as above.
+                unsafe { store_global_f32(y.add(at(s) as usize), x[s as usize]) };
+            }
+        }
+    }
 }
 
 /// Applies the fused epilogue (`ConvShape::ep`, whose [`EpilogueArgs::in_registers`] holds for

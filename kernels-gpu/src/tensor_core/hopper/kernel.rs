@@ -70,7 +70,7 @@
 //!   tile whole, as two m64 blocks (BM = 128) or one (BM = 64), and the mainloops take turns
 //!   ([`ping_pong`]).
 
-use convrs_spec::hopper::{fuses_epilogue, plane_rows, ring_stage_bytes, Math as Spec, BARRIER_BYTES, BLOCK_M, PINGPONG_MAX_ACC, PLANE_ROW_SHIFTERS, WARPGROUP, WGMMA_M};
+use convrs_spec::hopper::{fuses_epilogue, plane_rows, ring_stage_bytes, Math as Spec, BARRIER_BYTES, BLOCK_M, NCHW_STAGING_BYTES, PINGPONG_MAX_ACC, PLANE_ROW_SHIFTERS, WARPGROUP, WGMMA_M};
 use convrs_spec::split_k;
 use convrs_spec::EpilogueArgs;
 
@@ -240,7 +240,9 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
     // the descriptors and the TMA assume it starts on that boundary.
     let smem = (raw + 1023) & !1023;
     let stage = ring_stage_bytes(O::PLANE_ROWS, BM, Acc::N, M::SPEC);
-    if block_dim_x() != 3 * WG as i32 || dynamic_smem_bytes() + raw < smem + (STAGES * stage + BARRIER_BYTES) as u32 {
+    // NCHW output stages its stores in the last bytes (`epilogue::store_nchw`).
+    let staging = if O::Y_NCHW { NCHW_STAGING_BYTES } else { 0 };
+    if block_dim_x() != 3 * WG as i32 || dynamic_smem_bytes() + raw < smem + (STAGES * stage + BARRIER_BYTES + staging) as u32 {
         trap();
     }
     let ring = Ring::<STAGES> { smem, stage: stage as u32 };

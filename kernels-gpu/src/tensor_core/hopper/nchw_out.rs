@@ -2,8 +2,8 @@
 //!
 //! An NCHW caller of an NHWC kernel pays two transposes around it; the output's can go: the
 //! accumulator tile (rows output pixels, columns channels) is stored into the NCHW planes
-//! directly, each column's pixels contiguous within an image
-//! (`epilogue::store_tile`'s `Y_NCHW` path). Everything else is [`Nhwc`]'s.
+//! directly, each column's pixels contiguous within an image, through shared memory
+//! (`epilogue::store_nchw`). Everything else is [`Nhwc`]'s.
 //!
 //! ```text
 //! y[n][k][p][q]  at (n*K + k)*P*Q + p*Q + q      GEMM row m = n*P*Q + p*Q + q, column k
