@@ -1,7 +1,8 @@
 """The NCHW caller's rows of bench JSONs (convrs bench --json, plain or .xz), one suite split over
 several files: per layer the caller's route and its time against the best baseline given NCHW,
 then the geomean, the count at or above 1.0x and below 0.9x, and the geomeans by kind (1x1 or
-R x S) and route (a kernel on NCHW data, or the transposes around an NHWC kernel).
+R x S) and route (a kernel on NCHW data, the input's transpose to a kernel writing NCHW, or the
+transposes around an NHWC kernel).
 Usage: python3 dev/nchw_user_summary.py FILE.json[.xz]..."""
 import json, lzma, math, sys
 
@@ -26,7 +27,8 @@ for path in sys.argv[1:]:
             continue
         r = min(base) / user
         ratios.append(r)
-        route = 'native' if 'nchw' in g['nchw_user']['name'] else 'transposes'
+        name = g['nchw_user']['name']
+        route = 'input transpose' if '_to_nchw' in name else 'native' if 'nchw' in name else 'transposes'
         kind = '1x1' if '1x1' in g['shape'] else 'RxS'
         for k in (kind, f"{kind} {route}"):
             kinds.setdefault(k, []).append(r)
