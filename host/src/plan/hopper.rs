@@ -979,6 +979,29 @@ mod tests {
         }
     }
 
+    /// Step 16 writes NCHW from NHWC input: its plans ask for the twin's shared memory plus the
+    /// staging, refuse epilogues, and Auto takes it for NCHW callers of R x S layers (the
+    /// output's transpose saved) but not for NHWC callers (one added).
+    #[test]
+    fn nchw_output_kernels_stage_refuse_epilogues_and_serve_nchw_callers() {
+        let d = DeviceModel::named("h100").unwrap();
+        let p = Conv2d::new(32, 64, 56, 56, 64, 3, 3).with_pad(1);
+        for (name, twin) in [("wgmma_ws_tma_persistent_to_nchw", "wgmma_ws_tma_persistent"), ("wgmma_ws_tma_pingpong_m64_to_nchw", "wgmma_ws_tma_pingpong_m64")] {
+            let k = algo(name).kernel().unwrap();
+            assert_eq!(k.layouts, (Layout::Nhwc, Layout::Nhwc, Layout::Nchw), "{name}");
+            let plan = k.plan(&p, DType::F16, &d).unwrap();
+            let config = by_entry(plan.kernel);
+            let twin_config = CONFIGS.iter().find(|c| c.policy.name() == twin && c.bn == config.bn).unwrap();
+            assert_eq!(plan.shared_bytes as usize, twin_config.smem_bytes() + convrs_spec::hopper::NCHW_STAGING_BYTES, "{name}");
+            let fused = p.with_epilogue("bias+relu".parse::<crate::Epilogue>().unwrap());
+            assert!(k.plan(&fused, DType::F16, &d).unwrap_err().to_string().contains("epilogue"), "{name}");
+        }
+        let nchw = crate::select::choose(&p, DType::F16, Layout::Nchw, &d).unwrap();
+        assert!(nchw.pick.name().ends_with("_to_nchw"), "{}", nchw.pick.name());
+        let nhwc = crate::select::choose(&p, DType::F16, Layout::Nhwc, &d).unwrap();
+        assert!(!nhwc.pick.name().ends_with("_to_nchw"), "{}", nhwc.pick.name());
+    }
+
     #[test]
     fn every_policy_is_one_kernel_and_every_entry_plannable() {
         assert_eq!(kernel_names().len(), CONFIGS.iter().map(|c| c.entries.len()).sum::<usize>());
