@@ -39,11 +39,11 @@ pub(super) unsafe fn store_tile<O: Operands, Acc: Accumulators, M: Math>(sh: &Co
     let (warp, lane) = ((tid % WG) / 32, tid % 32);
     let q = lane % 4;
     let row0 = m0 + cw * 64 + warp * 16 + lane / 4;
-    // fp32 data is written as fp32 only (the host plans it so).
     if O::Y_NCHW {
         // SAFETY: as this function's; the whole warp.
         unsafe { store_nchw::<Acc, M>(sh, y, acc, m0, n0, cw, tid) };
     } else if M::SPEC == Spec::Half && sh.y_bits == 16 {
+        // (fp32 data is written as fp32 only: the host plans it so.)
         unroll!(4: 2, e => {
             let row = row0 + 8 * e as u32;
             // Chunks 4g..4g+4: lane q ends with chunk 4g+q whole.
