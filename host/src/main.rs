@@ -472,8 +472,10 @@ fn explain(device: usize, s: &ShapeArgs, dtype: DType, layout: Layout, model: Op
         match &c.outcome {
             Ok(e) => {
                 let padded = e.padded.map(|r| run_note(&p, &r)).unwrap_or_default();
+                let run = e.padded.unwrap_or(p);
+                let folded = e.plan.kernel_problem(&run).ok().filter(|_| e.plan.fold_w).map(|f| format!("; {}", fold_note(&run, &f))).unwrap_or_default();
                 println!(
-                    "| {} | {} | {x}/{w}/{y} | {:.1} | {:.1} | {:.1} | {} grid {:?} block {:?} {} B{padded} |",
+                    "| {} | {} | {x}/{w}/{y} | {:.1} | {:.1} | {:.1} | {} grid {:?} block {:?} {} B{padded}{folded} |",
                     c.kernel.name, c.kernel.family.name(), e.kernel_us, e.conversion_us, e.total_us(), e.plan.kernel, e.plan.grid, e.plan.block, e.plan.shared_bytes
                 )
             }
@@ -490,6 +492,14 @@ fn explain(device: usize, s: &ShapeArgs, dtype: DType, layout: Layout, model: Op
         }
         Err(e) => Err(e),
     }
+}
+
+/// What folding `run`'s column stride into its channels (`Conv2d::folded_w`) makes of it.
+fn fold_note(run: &Conv2d, folded: &Conv2d) -> String {
+    format!(
+        "with its column stride {} folded into the channels: {} channels a tap, {} taps a row, column stride 1, on the same bytes",
+        run.stride.1, folded.c, folded.s
+    )
 }
 
 fn run_typed<T: Element, O: Element>(gpu: &Gpu, algo: Algorithm, p: &Conv2d, timing: TimingConfig, seed: u64) -> convrs::Result<Outcome> {
@@ -515,6 +525,9 @@ fn run_typed<T: Element, O: Element>(gpu: &Gpu, algo: Algorithm, p: &Conv2d, tim
     }
     if p.sampling(r) != (1, 1) {
         println!("runs at stride 1 on the input sampled on the stride's grid ({}x{} pixels; the kernel reads whole pixel planes)", r.h, r.w);
+    }
+    if plan.fold_w {
+        println!("runs {}", fold_note(r, &plan.kernel_problem(r)?));
     }
     prepared.poison_output(gpu)?;
     prepared.enqueue(gpu)?;
@@ -810,6 +823,17 @@ mod tests {
         let p = explain_problem(&["--shape", "2,16,9,9,16,3,3", "--pad", "1", "--stride", "2", "--groups", "16"]).unwrap();
         assert_eq!(p, Conv2d::new(2, 16, 9, 9, 16, 3, 3).with_pad(1).with_stride(2).with_groups(16));
         assert!(p.is_depthwise());
+    }
+
+    /// `explain` and `run` say when a plan folds the column stride, with the folded geometry.
+    #[test]
+    fn a_folded_plan_is_described_with_its_folded_geometry() {
+        let p = explain_problem(&["--shape", "32,32,79,341,32,5,10", "--stride", "2"]).unwrap();
+        let d = convrs::DeviceModel::named("h100").unwrap();
+        let plan = convrs::registry::by_name("wgmma_ws_tma_persistent").unwrap().plan(&p, DType::F16, &d).unwrap();
+        assert!(plan.fold_w);
+        let note = fold_note(&p, &plan.kernel_problem(&p).unwrap());
+        assert!(note.contains("stride 2 folded") && note.contains("64 channels a tap, 5 taps a row"), "{note}");
     }
 
     #[test]
