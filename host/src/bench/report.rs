@@ -882,6 +882,22 @@ mod tests {
         assert!(lines.iter().any(|l| l.precision == "fp32" && l.geomean == Some(0.5)));
     }
 
+    /// The fastest kernel writing NCHW is found by the registry's layouts, whatever its input's:
+    /// step 16 (NHWC in) and the plane kernels (NCHW in), not an NHWC kernel however fast.
+    #[test]
+    fn the_fastest_kernel_writing_a_layout_is_found_by_its_output() {
+        let mut g = group("s", &[], 2.0, None);
+        g.kernels = vec![
+            m("wgmma_ws_tma_pingpong_m64", Some(1.0), true),
+            m("wgmma_ws_tma_pingpong_m64_to_nchw", Some(3.0), true),
+            m("wgmma_nchw1x1_persistent", Some(4.0), true),
+            m("wgmma_ws_tma_persistent_to_nchw", Some(2.5), false),
+        ];
+        assert_eq!(g.best_kernel_writing(crate::Layout::Nchw).unwrap().name, "wgmma_ws_tma_pingpong_m64_to_nchw");
+        assert_eq!(g.best_kernel_in(crate::Layout::Nchw).unwrap().name, "wgmma_nchw1x1_persistent");
+        assert_eq!(g.best_kernel_writing(crate::Layout::Nhwc).unwrap().name, "wgmma_ws_tma_pingpong_m64");
+    }
+
     #[test]
     fn geomean_of_known_values() {
         assert!((geomean(&[1.0, 4.0]).unwrap() - 2.0).abs() < 1e-12);
