@@ -3,11 +3,8 @@
 # kernels. Outputs tarred as they go (the device returns at most 8 files).
 set -u
 cd "$(dirname "$0")/../.."
-G=benchmarks/2026-11-28-h100-fold/gpu.sh
 export BUNDLE=${BUNDLE:-target/gpu-g1}
-R=$OUT; mkdir -p $R/w
-pack() { (cd $R/w && tar rf $R/all.tar --remove-files $(ls) 2>/dev/null); }
-step() { local name=$1; shift; mkdir -p $R/w/$name; echo "=== $name"; OUT=$R/w/$name env "$@" bash $G 2>&1 | tee $R/w/$name.txt; (cd $R/w/$name && for f in *.json; do [ -e "$f" ] && xz "$f"; done); pack; }
+. benchmarks/2026-11-28-h100-fold/steps.sh
 NEW=wgmma_ws_tma_persistent_to_nchw,wgmma_ws_tma_pingpong_to_nchw,wgmma_ws_tma_pingpong_m64_to_nchw
 step tests CONVRS_TEST_KERNELS=$NEW MODE=tests "TESTS=gpu_wgmma gpu_device_tensor" TEST_TIMEOUT=240
 step san MODE=sanitize SAN_LAYOUT=nchw "SAN_SPECS=wgmma_ws_tma_pingpong_m64_to_nchw:fp16:fma:3,24,13,11,40,3,3 --pad 1;wgmma_ws_tma_persistent_to_nchw:bf16:fma:2,16,10,12,72,3,3 --pad 1;wgmma_ws_tma_pingpong_to_nchw:fp16:fma:2,64,9,14,136,1,1"

@@ -3,11 +3,8 @@
 # epilogues), sanitizers on the staged stores, the kernel A/B against the NHWC twins, resnet50.
 set -u
 cd "$(dirname "$0")/../.."
-G=benchmarks/2026-11-28-h100-fold/gpu.sh
 export BUNDLE=${BUNDLE:-target/gpu-g2}
-R=$OUT; mkdir -p $R/w
-pack() { (cd $R/w && tar rf $R/all.tar --remove-files $(ls) 2>/dev/null); }
-step() { local name=$1; shift; mkdir -p $R/w/$name; echo "=== $name"; OUT=$R/w/$name env "$@" bash $G 2>&1 | tee $R/w/$name.txt; (cd $R/w/$name && for f in *.json; do [ -e "$f" ] && xz "$f"; done); pack; }
+. benchmarks/2026-11-28-h100-fold/steps.sh
 NEW=wgmma_ws_tma_persistent_to_nchw,wgmma_ws_tma_pingpong_to_nchw,wgmma_ws_tma_pingpong_m64_to_nchw
 CHANGED=wgmma_ws_tma_pingpong,wgmma_ws_tma_pingpong_m64,wgmma_ws_tma_pingpong_tf32,wgmma_ws_tma_pingpong_m64_tf32,wgmma_nchw1x1_pingpong_m64
 step tests CONVRS_TEST_KERNELS=$NEW MODE=tests "TESTS=gpu_wgmma gpu_device_tensor" TEST_TIMEOUT=240
