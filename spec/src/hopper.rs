@@ -111,6 +111,7 @@ macro_rules! hopper_configs {
             (WsTmaNchw,  Persistent, 1,      128,  64, 8, wgmma_ws_tma_persistent_to_nchw_128x64k64, wgmma_ws_tma_persistent_to_nchw_bf16_128x64k64)
             (WsTmaNchw,  Persistent, 1,      128,  32, 8, wgmma_ws_tma_persistent_to_nchw_128x32k64, wgmma_ws_tma_persistent_to_nchw_bf16_128x32k64)
             (WsTmaNchw,  PingPong,   1,      128, 128, 6, wgmma_ws_tma_pingpong_to_nchw_128x128k64, wgmma_ws_tma_pingpong_to_nchw_bf16_128x128k64)
+            (WsTmaNchw,  PingPong,   1,      128,  64, 8, wgmma_ws_tma_pingpong_to_nchw_128x64k64, wgmma_ws_tma_pingpong_to_nchw_bf16_128x64k64)
             (WsTmaNchw,  PingPong,   1,       64, 256, 5, wgmma_ws_tma_pingpong_m64_to_nchw_64x256k64, wgmma_ws_tma_pingpong_m64_to_nchw_bf16_64x256k64)
             (WsTmaNchw,  PingPong,   1,       64, 128, 8, wgmma_ws_tma_pingpong_m64_to_nchw_64x128k64, wgmma_ws_tma_pingpong_m64_to_nchw_bf16_64x128k64)
             (WsTmaNchw,  PingPong,   1,       64,  64, 8, wgmma_ws_tma_pingpong_m64_to_nchw_64x64k64, wgmma_ws_tma_pingpong_m64_to_nchw_bf16_64x64k64)

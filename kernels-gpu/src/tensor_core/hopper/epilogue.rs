@@ -118,25 +118,18 @@ pub(super) unsafe fn store_tile<O: Operands, Acc: Accumulators, M: Math>(sh: &Co
 #[allow(clippy::too_many_arguments)]
 unsafe fn store_nchw<Acc: Accumulators, M: Math>(sh: &ConvShape, y: *mut f32, acc: &Acc, m0: u32, n0: u32, cw: u32, tid: u32) {
     let (warp, lane) = ((tid % WG) / 32, tid % 32);
-    let q = lane % 4;
     let rows = cw * 64 + warp * 16;
     // This warp's 16 rows of the staging: consumer warps are the block's warps 4 to 11 (`cw` is
     // the tile's block, which under ping-pong is not the warpgroup).
     let staged = dynamic_smem_u32() + dynamic_smem_bytes() - NCHW_STAGING_BYTES as u32 + (tid / 32 - 4) * 16 * ROW_BYTES as u32;
-    let unit = |r: u32, u: u32| staged + r * ROW_BYTES as u32 + (u ^ (r % 8)) * 16;
+    let unit = |r: u32, u: u32| staged_unit(staged, r, u);
     // This lane's 8 rows, the first or the second half of the warp's 16.
     let half = lane % 2;
     let row = m0 + rows + 8 * half;
     let base = NhwcToNchw::row_base(sh, row);
     unroll!(8: Acc::N / CHUNK, c => {
-        unroll!(4: CHUNK / 8, t => {
-            unroll!(4: 2, e => {
-                let i = 4 * (CHUNK / 8 * c + t) + 2 * e;
-                let r = lane / 4 + 8 * e as u32;
-                // SAFETY: this warp's rows of the staging; 8-byte aligned.
-                unsafe { st_shared_f32x2(unit(r, 2 * t as u32 + q / 2) + (q % 2) * 8, acc[i], acc[i + 1]) };
-            });
-        });
+        // SAFETY: this warp's 16 rows of the staging.
+        unsafe { stage_chunk(acc, c, staged, lane) };
         sync_warp();
         unroll!(4: 2, k => {
             let v = lane / 2 + 16 * k as u32;
@@ -314,6 +307,33 @@ unsafe fn finish_form<O: Operands, Acc: Accumulators, M: Math, const SCALE: bool
 /// Columns of a chunk of [`store_fused`]: one [`ROW_BYTES`] row of fp32 values.
 const CHUNK: usize = ROW_BYTES / 4;
 
+/// The shared address of 16-byte unit `u` of row `r` of a warp's staging at `staged`
+/// ([`ROW_BYTES`]-byte rows, the units swizzled by the row so that both the pairs written by
+/// [`stage_chunk`] and the vectors read back take the fewest wavefronts).
+#[inline(always)]
+fn staged_unit(staged: u32, r: u32, u: u32) -> u32 {
+    staged + r * ROW_BYTES as u32 + (u ^ (r % 8)) * 16
+}
+
+/// Writes chunk `c` ([`CHUNK`] columns) of a warp's 16 accumulator rows into its staging at
+/// `staged`: row r of the chunk in row r, as fp32, [`staged_unit`]'s layout.
+///
+/// # Safety
+/// `staged` is 16 [`ROW_BYTES`]-byte rows of shared memory that only this warp uses now,
+/// 16-byte aligned; every lane of the warp calls it.
+#[inline(always)]
+unsafe fn stage_chunk<Acc: Accumulators>(acc: &Acc, c: usize, staged: u32, lane: u32) {
+    let q = lane % 4;
+    unroll!(4: CHUNK / 8, t => {
+        unroll!(4: 2, e => {
+            let i = 4 * (CHUNK / 8 * c + t) + 2 * e;
+            let r = lane / 4 + 8 * e as u32;
+            // SAFETY: this warp's rows of the staging; 8-byte aligned.
+            unsafe { st_shared_f32x2(staged_unit(staged, r, 2 * t as u32 + q / 2) + (q % 2) * 8, acc[i], acc[i + 1]) };
+        });
+    });
+}
+
 /// Writes consumer warpgroup `cw`'s 64 rows of the tile at (`m0`, `n0`) with the fused epilogue
 /// (`ConvShape::ep`): y = act(alpha * acc * scale[k] + bias[k] + beta * residual), rounded once.
 ///
@@ -329,8 +349,7 @@ const CHUNK: usize = ROW_BYTES / 4;
 /// fit: 3x the bare kernel's time, two thirds of it instruction-fetch stalls (ncu, H100,
 /// notes/epilogue.md).
 ///
-/// The 16-byte units of a staged row are swizzled by the row (unit u of row r at u ^ (r % 8)),
-/// so that both the pairs written and the vectors read back take the fewest wavefronts.
+/// The staging's layout is [`staged_unit`]'s, written by [`stage_chunk`].
 ///
 /// # Safety
 /// As [`store_tile`], except that each warp may call it alone (split-K's last warp of a unit);
@@ -341,24 +360,17 @@ const CHUNK: usize = ROW_BYTES / 4;
 #[allow(clippy::too_many_arguments)]
 pub(super) unsafe fn store_fused<O: Operands, Acc: Accumulators, M: Math>(sh: &ConvShape, y: *mut f32, acc: &Acc, m0: u32, n0: u32, cw: u32, tid: u32, a_tile: u32) {
     let (warp, lane) = ((tid % WG) / 32, tid % 32);
-    let q = lane % 4;
     let rows = cw * 64 + warp * 16;
     let staged = a_tile + rows * ROW_BYTES as u32;
-    let unit = |r: u32, u: u32| staged + r * ROW_BYTES as u32 + (u ^ (r % 8)) * 16;
+    let unit = |r: u32, u: u32| staged_unit(staged, r, u);
     // Decoded once a tile, not in the loop (its table lookup and jump were a dependent chain
     // in every iteration).
     let act = Activation::of(&sh.ep);
     // Every lane's reads of the stage (3xTF32's ldmatrix) before any lane's staging writes.
     sync_warp();
     unroll!(8: Acc::N / CHUNK, c => {
-        unroll!(4: CHUNK / 8, t => {
-            unroll!(4: 2, e => {
-                let i = 4 * (CHUNK / 8 * c + t) + 2 * e;
-                let r = lane / 4 + 8 * e as u32;
-                // SAFETY: this warp's rows of the held A tile; 8-byte aligned.
-                unsafe { st_shared_f32x2(unit(r, 2 * t as u32 + q / 2) + (q % 2) * 8, acc[i], acc[i + 1]) };
-            });
-        });
+        // SAFETY: this warp's 16 rows of the held A tile.
+        unsafe { stage_chunk(acc, c, staged, lane) };
         sync_warp();
         // Each lane's items of the chunk: (row, 8-column group) pairs, 16 x CHUNK / 8 of them.
         let mut item = lane;
