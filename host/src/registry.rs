@@ -95,9 +95,9 @@ mod tests {
                 // At the multiples: accepted for the types it reads, refused for the others.
                 // (TF32 admits every kernel's precision.)
                 // The NCHW plane kernels take 1x1 filters on H*W a multiple of 8 (fp32: 4) only.
-                // The NCHW row kernel takes W and Q multiples of 8.
+                // The NCHW row kernel takes W and Q multiples of 8, the patch kernel H*W.
                 let planes = matches!(k.algorithm, Algorithm::Wgmma(p) if p.producer.nchw_planes());
-                let rows = matches!(k.algorithm, Algorithm::Wgmma(p) if p.producer == convrs_spec::hopper::Producer::PlaneRows);
+                let rows = matches!(k.algorithm, Algorithm::Wgmma(p) if matches!(p.producer, convrs_spec::hopper::Producer::PlaneRows | convrs_spec::hopper::Producer::NchwPatch));
                 let ok = if planes {
                     Conv2d::new(n.max(2), 2 * c, 8, 8, 2 * kk, 1, 1)
                 } else {

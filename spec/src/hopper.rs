@@ -116,6 +116,13 @@ macro_rules! hopper_configs {
             (WsTmaNchw,  PingPong,   1,       64, 128, 8, wgmma_ws_tma_pingpong_m64_to_nchw_64x128k64, wgmma_ws_tma_pingpong_m64_to_nchw_bf16_64x128k64)
             (WsTmaNchw,  PingPong,   1,       64,  64, 8, wgmma_ws_tma_pingpong_m64_to_nchw_64x64k64, wgmma_ws_tma_pingpong_m64_to_nchw_bf16_64x64k64)
             (WsTmaNchw,  PingPong,   1,       64,  32, 8, wgmma_ws_tma_pingpong_m64_to_nchw_64x32k64, wgmma_ws_tma_pingpong_m64_to_nchw_bf16_64x32k64)
+            // Step 17: NCHW data, any filter at stride 1, read as it is: per 64-channel chunk,
+            // the tile's input rows land by tiled TMA (pixels contiguous), the producer
+            // warpgroup transposes them (ldmatrix.trans, stmatrix) into a K-major patch, and
+            // each filter tap's A operand is the patch from a row offset; NCHW out through step
+            // 16's staged stores. (Two patches and the landing take 147 KiB: 3 stages at 128.)
+            (NchwPatch,  Persistent, 1,      128, 128, 3, wgmma_nchw_patch_persistent_128x128k64, wgmma_nchw_patch_persistent_bf16_128x128k64)
+            (NchwPatch,  Persistent, 1,      128,  64, 5, wgmma_nchw_patch_persistent_128x64k64, wgmma_nchw_patch_persistent_bf16_128x64k64)
         }
     };
 }
@@ -290,6 +297,105 @@ pub enum Producer {
     /// producer warpgroup shifts into the MN-major B tile of [`Producer::Planes`]
     /// ([`PLANE_ROW_LANDED_PIXELS`]). Arguments as [`Producer::WsTma`], `xmap` the input's row map.
     PlaneRows,
+    /// NCHW data, any filter at stride 1, read as it is (step 17): the GEMM of
+    /// [`Producer::WsTma`] (rows output pixels, columns output channels, the KRSC filter the B
+    /// tile), its rows a tile's [`PatchGeometry::out_rows`] output rows of
+    /// [`PatchGeometry::wp`] pixels each (those past Q computed and never stored). Per
+    /// 64-channel chunk of a tile, the input rows under it land by tiled TMA copies of the
+    /// plane map (pixels contiguous, [`PATCH_LANDING_BOXES`] at most), and the producer
+    /// warpgroup transposes them into a K-major patch ([`PATCH_ROWS`] rows of one pixel's 64
+    /// channels; padding columns zero), so the A tile of tap (r, s) is the patch from row
+    /// r*dil_h*wp + s*dil_w: a descriptor's start, no copy a tap. Arguments as
+    /// [`Producer::WsTma`], `xmap` the input's plane map; output NCHW through
+    /// [`NCHW_STAGING_BYTES`].
+    NchwPatch,
+}
+
+/// Rows of one [`Producer::NchwPatch`] patch: 128-byte rows (a pixel's 64 channels), enough
+/// for three input rows of 128 columns and the last tap's reach (386 rows).
+pub const PATCH_ROWS: usize = 392;
+/// Bytes of one [`Producer::NchwPatch`] patch; the kernel keeps two (one filling, one read).
+pub const PATCH_BYTES: usize = PATCH_ROWS * ROW_BYTES;
+/// Tiled copies of [`PLANE_BOX_PIXELS`] pixels x 64 channels a [`Producer::NchwPatch`] chunk
+/// may land: a tile's input rows, from the 16-byte boundary at or before the first.
+pub const PATCH_LANDING_BOXES: usize = 6;
+/// Bytes of the [`Producer::NchwPatch`] landing area.
+pub const PATCH_LANDING_BYTES: usize = PATCH_LANDING_BOXES * PLANE_BOX_PIXELS * ROW_BYTES;
+/// Threads of a [`Producer::NchwPatch`] producer warpgroup that transpose the landed rows into
+/// the patch: warps 1 to 3 (warp 0's first thread issues the filter copies).
+pub const PATCH_TRANSPOSERS: usize = 96;
+/// Bytes where the transposers' lanes store pixels that fall outside the patch (a slot of 16
+/// bytes for each lane: `stmatrix` writes for every lane).
+pub const PATCH_SCRATCH_BYTES: usize = 2048;
+
+/// How a [`Producer::NchwPatch`] tile covers the output: rows of `wp` GEMM rows (a power of 2
+/// from 8 to 128, at least Q + (S-1)*dil_w, so that a tap's 128-row window stays inside its
+/// output rows), `out_rows` = 128 / `wp` of them, read from `in_rows` input rows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PatchGeometry {
+    /// GEMM rows per output row.
+    pub wp: usize,
+    /// Output rows a tile: 128 / `wp`.
+    pub out_rows: usize,
+    /// Input rows under a tile's output rows.
+    pub in_rows: usize,
+}
+
+/// The [`Producer::NchwPatch`] geometry of a stride-1 problem (input width `w`, output width
+/// `q`, filter `r` x `s`, dilations), or `None` where its tile's patch or landing does not fit:
+/// wider than 128 padded columns, or more than [`PATCH_ROWS`] patch rows, or more than
+/// [`PATCH_LANDING_BOXES`] copies of input rows. The kernel and the plan both call it.
+pub const fn patch_geometry(w: usize, q: usize, r: usize, s: usize, dil_h: usize, dil_w: usize) -> Option<PatchGeometry> {
+    if r == 0 || s == 0 || w == 0 || q == 0 {
+        return None;
+    }
+    let reach = (s - 1) * dil_w;
+    let mut wp = 8;
+    while wp < q + reach {
+        wp *= 2;
+    }
+    if wp > BLOCK_M {
+        return None;
+    }
+    let out_rows = BLOCK_M / wp;
+    let in_rows = out_rows + (r - 1) * dil_h;
+    if in_rows * wp + reach > PATCH_ROWS || in_rows * w + 7 > PATCH_LANDING_BOXES * PLANE_BOX_PIXELS {
+        return None;
+    }
+    Some(PatchGeometry { wp, out_rows, in_rows })
+}
+
+/// Where a [`Producer::NchwPatch`] block keeps what, from its 1024-aligned start: the ring's
+/// `stages` filter tiles (`bn` rows each), its barriers in the next KiB (the ring's, then the
+/// landing's full and empty, then the two patches' full and the two empty ones), the two
+/// patches, the landing, the scratch; the NCHW staging is the last [`NCHW_STAGING_BYTES`] of
+/// the launch's dynamic shared memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PatchLayout {
+    /// Bytes of one filter stage.
+    pub stage: usize,
+    /// Offset of the barrier KiB.
+    pub barriers: usize,
+    /// Offset of the first patch (the second follows it).
+    pub patch: usize,
+    /// Offset of the landing copies.
+    pub landing: usize,
+    /// Offset of the transposers' scratch slots.
+    pub scratch: usize,
+    /// The end of all of them.
+    pub end: usize,
+}
+
+impl PatchLayout {
+    /// The layout of tiles `bn` wide with `stages` stages.
+    pub const fn of(bn: usize, stages: usize) -> PatchLayout {
+        let stage = b_tile_bytes(bn);
+        let barriers = stages * stage;
+        let patch = barriers + 1024;
+        let landing = patch + 2 * PATCH_BYTES;
+        let scratch = landing + PATCH_LANDING_BYTES;
+        PatchLayout { stage, barriers, patch, landing, scratch, end: scratch + PATCH_SCRATCH_BYTES }
+    }
 }
 
 impl Producer {
@@ -440,6 +546,7 @@ impl Policy {
             (Producer::WsTmaNchw, Schedule::PingPong, 1, Math::Half) => "wgmma_ws_tma_pingpong_to_nchw",
             (Producer::Planes, Schedule::Persistent, 1, Math::Half) => "wgmma_nchw1x1_persistent",
             (Producer::PlaneRows, Schedule::Persistent, 1, Math::Half) => "wgmma_nchw_rows_persistent",
+            (Producer::NchwPatch, Schedule::Persistent, 1, Math::Half) => "wgmma_nchw_patch_persistent",
             (Producer::PlanePixels, Schedule::Persistent, 1, Math::Tf32) => "wgmma_nchw1x1_persistent_tf32",
             (Producer::PlanePixels, Schedule::Persistent, 1, Math::Tf32x3) => "wgmma_nchw1x1_persistent_3xtf32",
             (Producer::WsTma, Schedule::Persistent, 1, Math::Tf32) => "wgmma_ws_tma_persistent_tf32",
@@ -454,7 +561,7 @@ impl Policy {
     pub const fn threads(self) -> usize {
         match self.producer {
             Producer::Multistage => 2 * WARPGROUP,
-            Producer::WsCpAsync | Producer::WsTma | Producer::WsTmaNchw | Producer::Planes | Producer::PlanePixels | Producer::PlaneRows => 3 * WARPGROUP,
+            Producer::WsCpAsync | Producer::WsTma | Producer::WsTmaNchw | Producer::Planes | Producer::PlanePixels | Producer::PlaneRows | Producer::NchwPatch => 3 * WARPGROUP,
         }
     }
 
@@ -472,7 +579,7 @@ impl Policy {
     /// of [`Producer::Planes`] and [`Producer::PlanePixels`], or of NCHW rows of
     /// [`Producer::PlaneRows`]) after the filter's.
     pub const fn input_map(self) -> bool {
-        matches!(self.producer, Producer::WsTma | Producer::WsTmaNchw | Producer::Planes | Producer::PlanePixels | Producer::PlaneRows)
+        matches!(self.producer, Producer::WsTma | Producer::WsTmaNchw | Producer::Planes | Producer::PlanePixels | Producer::PlaneRows | Producer::NchwPatch)
     }
 
     /// Whether the activations come by im2col TMA copies of NHWC data ([`Producer::WsTma`],
@@ -501,7 +608,7 @@ impl Policy {
     /// the progression (and the clusters) stay bare, which keeps their PTX as it was. The kernels
     /// decide it by the same rule ([`fuses_epilogue`]).
     pub const fn fuses_epilogue(self) -> bool {
-        fuses_epilogue(self.input_map(), self.cluster, matches!(self.producer, Producer::PlanePixels | Producer::WsTmaNchw))
+        fuses_epilogue(self.input_map(), self.cluster, matches!(self.producer, Producer::PlanePixels | Producer::WsTmaNchw | Producer::NchwPatch))
     }
 }
 
@@ -580,6 +687,9 @@ impl Config {
     /// barriers of the warp-specialized kernels, and under [`Producer::WsTmaNchw`] the NCHW
     /// stores' staging at the end ([`NCHW_STAGING_BYTES`]).
     pub const fn smem_bytes(&self) -> usize {
+        if matches!(self.policy.producer, Producer::NchwPatch) {
+            return 1024 + PatchLayout::of(self.bn, self.stages).end + NCHW_STAGING_BYTES;
+        }
         let stage = ring_stage_bytes(matches!(self.policy.producer, Producer::PlaneRows), self.block_m(), self.bn, self.policy.math);
         let ring = self.stages * stage + 1024;
         let staging = if matches!(self.policy.producer, Producer::WsTmaNchw) { NCHW_STAGING_BYTES } else { 0 };
@@ -704,6 +814,12 @@ const fn check(c: &Config) {
         Producer::PlaneRows => assert!(
             c.bn % PLANE_BOX_PIXELS == 0 && c.bn <= 4 * PLANE_BOX_PIXELS && p.cluster == 1 && matches!(p.math, Math::Half) && !p.split_k() && 3 * 8 * c.stages <= BARRIER_BYTES,
             "row producers: tiles of whole 64-pixel copies (at most 4), no cluster, 16-bit, unsplit, a full, an empty and a landed barrier a stage"
+        ),
+        // Two patches, the landing and the staging leave room for 3 stages of 128 columns; the
+        // ring's barriers and six more fit the barrier KiB's first 128 bytes.
+        Producer::NchwPatch => assert!(
+            matches!(p.math, Math::Half) && p.cluster == 1 && matches!(p.schedule, Schedule::Persistent) && p.block_m == BLOCK_M && (c.bn == 64 || c.bn == 128) && 8 * (2 * c.stages + 6) <= BARRIER_BYTES,
+            "patch producers: 16-bit, no cluster, persistent, 128 x 64 or 128 x 128 tiles, the ring's barriers and six more in BARRIER_BYTES"
         ),
         Producer::Planes => assert!(c.bn % PLANE_BOX_PIXELS == 0 && p.cluster == 1 && matches!(p.math, Math::Half) && !p.split_k(), "plane producers: tiles of whole 64-pixel copies, no cluster, 16-bit, unsplit"),
         // The A tile is whole 32-pixel copies (BLOCK_M of them); fp32 only, persistent, unsplit.

@@ -106,6 +106,37 @@ pub fn is_plane_rows(algo: Algorithm) -> bool {
     matches!(algo, Algorithm::Wgmma(p) if p.producer == convrs_spec::hopper::Producer::PlaneRows)
 }
 
+/// Whether `algo` is the Hopper kernel on NCHW patches (`Producer::NchwPatch`), which takes
+/// any filter at stride 1 on H*W a multiple of 8, one group, where its tile fits
+/// (`convrs_spec::hopper::patch_geometry`).
+pub fn is_nchw_patch(algo: Algorithm) -> bool {
+    matches!(algo, Algorithm::Wgmma(p) if p.producer == convrs_spec::hopper::Producer::NchwPatch)
+}
+
+/// Random problems of the NCHW patch kernel's kind: batch 1 to 20, C 1 to 150 and K 1 to 200
+/// (odd as often as not: C runs zero-padded to 8), W 1 to 48 and H a multiple of 8 / gcd(W, 8)
+/// up to about 24 (so H*W is a multiple of 8), R 1 to 5, S 1, 3 or 5, padding 0 to 3 on each
+/// axis, dilation 1 or 2 on each, stride 1; those whose tile does not fit are redrawn.
+pub fn nchw_patch_problems() -> impl Strategy<Value = (Conv2d, u64)> {
+    (
+        (1usize..=20, 1usize..=150, 1usize..=200, 1usize..=48, 1usize..=24),
+        (1usize..=5, prop_oneof![Just(1usize), Just(3), Just(5)]),
+        ((0usize..=3, 0usize..=3), (1usize..=2, 1usize..=2)),
+        any::<u64>(),
+    )
+        .prop_map(|((n, c, k, w, t), (r, s), ((ph, pw), (dh, dw)), seed)| {
+            let step = 8 / gcd(w, 8);
+            let h = step * t.div_ceil(step);
+            (Conv2d { n, c, h, w, k, r, s, pad: (ph, pw), stride: (1, 1), dilation: (dh, dw), precision: Default::default(), groups: 1, epilogue: Default::default() }, seed)
+        })
+        .prop_filter("filter must fit the padded input", |(p, _)| p.validate().is_ok())
+        .prop_filter("the tile must fit", |(p, _)| convrs_spec::hopper::patch_geometry(p.w, p.output_hw().1, p.r, p.s, p.dilation.0, p.dilation.1).is_some())
+}
+
+fn gcd(a: usize, b: usize) -> usize {
+    if b == 0 { a } else { gcd(b, a % b) }
+}
+
 /// Random problems of the NCHW row kernel's kind: batch 1 to 20, C and K odd as often as not
 /// (C runs zero-padded to 8), W a multiple of 8 up to 40, H 1 to 20, R 1 to 5 and S 1, 3 or 5,
 /// row padding 0 to 3, column padding keeping Q = W or Q = W + 8, row stride 1 or 2, dilation
@@ -187,6 +218,8 @@ pub fn problems_for(algo: Algorithm) -> BoxedStrategy<(Conv2d, u64)> {
         conv_1x1_plane_problems(if fp32 { 4 } else { 8 }).boxed()
     } else if is_plane_rows(algo) {
         nchw_row_problems().boxed()
+    } else if is_nchw_patch(algo) {
+        nchw_patch_problems().boxed()
     } else if matches!(algo, Algorithm::DepthwiseNhwcStrip | Algorithm::DepthwiseNchwStrip) {
         depthwise_strip_problems(algo == Algorithm::DepthwiseNhwcStrip).boxed()
     } else if algo.family() == Some(convrs::registry::Family::Depthwise) {
@@ -375,7 +408,7 @@ pub fn sixteen_bit_rounding_shapes() -> [Conv2d; 4] {
 pub fn rounding_shapes_taken(algo: Algorithm) -> Vec<usize> {
     if is_planes(algo) {
         vec![1]
-    } else if is_plane_rows(algo) {
+    } else if is_plane_rows(algo) || is_nchw_patch(algo) {
         vec![3]
     } else {
         vec![0, 1, 2]

@@ -85,6 +85,11 @@ fn wgmma_matches_cpu_on_named_shapes() {
                 assert_eq!(taken, [shapes[1], shapes[6], shapes[10]], "{algo}");
                 assert!(row_shapes().iter().all(takes), "{algo} refused a row shape");
                 taken.extend(row_shapes());
+            } else if convrs_tests::is_nchw_patch(algo) {
+                // H*W a multiple of 8 at stride 1: 56x56 and the 40x40 1x1.
+                assert_eq!(taken, [shapes[1], shapes[10]], "{algo}");
+                assert!(patch_shapes().iter().all(takes), "{algo} refused a patch shape");
+                taken.extend(patch_shapes());
             } else {
                 assert_eq!(taken.len(), shapes.len(), "{algo} refused a named shape");
             }
@@ -158,6 +163,22 @@ fn row_shapes() -> [Conv2d; 7] {
     ]
 }
 
+/// Shapes for the NCHW patch kernel (`Producer::NchwPatch`): each padded-row width (wp 16 to
+/// 128), Q a multiple of 8, of 4, and odd (the stores' runs), ragged output rows against the
+/// tile's, C past whole chunks, K past the widest tile, dilation, and several tiles a CTA.
+fn patch_shapes() -> [Conv2d; 8] {
+    [
+        Conv2d::new(1, 128, 28, 28, 200, 3, 3).with_pad(1),                 // Q = 28 (runs of 4), wp 32, K = 1.5 tiles
+        Conv2d::new(3, 40, 17, 112, 72, 3, 3).with_pad(1),                  // Q = 112: wp 128, one output row a tile
+        Conv2d::new(1, 136, 12, 24, 8, 7, 7).with_pad(3),                   // 7x7; K = 8; C = 2 chunks + 8
+        Conv2d { pad: (0, 0), ..Conv2d::new(2, 24, 9, 16, 48, 3, 1) },      // R = 3, S = 1, P = 7: wp 16
+        Conv2d { pad: (1, 5), ..Conv2d::new(2, 16, 10, 8, 24, 3, 3) },       // Q = W + 8 = 16: wide column padding
+        Conv2d::new(4, 64, 20, 64, 512, 3, 3).with_pad(1),                  // 80 row tiles x 4 column tiles
+        Conv2d::new(2, 24, 16, 20, 40, 3, 3).with_pad(2).with_dilation(2),  // dilation 2
+        Conv2d::new(2, 8, 8, 15, 16, 3, 3).with_pad(1),                     // W = Q = 15: single-pixel runs
+    ]
+}
+
 /// Shapes for the fp32 plane kernels (`Producer::PlanePixels`) alone: H*W a multiple of 4 but
 /// not of 8 (ResNet's 14x14), ragged against the 128-pixel tiles; C past whole k-tiles; K past
 /// the widest tile.
@@ -184,7 +205,8 @@ fn wgmma_plans_refuse_other_devices() {
         let p = if convrs_tests::is_planes(algo) {
             Conv2d::new(2, 64, 8, 8, 64, 1, 1)
         } else {
-            Conv2d::new(2, 64, 9, if convrs_tests::is_plane_rows(algo) { 8 } else { 9 }, 64, 3, 3).with_pad(1)
+            let rows = convrs_tests::is_plane_rows(algo) || convrs_tests::is_nchw_patch(algo);
+            Conv2d::new(2, 64, 9, if rows { 8 } else { 9 }, 64, 3, 3).with_pad(1)
         };
         let p = p.with_precision(algo.kernel().unwrap().precision);
         assert!(algo.plan(&p, dtype, &DeviceModel::named("h100").unwrap()).is_ok(), "{algo}");

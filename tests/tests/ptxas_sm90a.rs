@@ -64,17 +64,21 @@ fn wgmma_entries_hold_their_policy_and_nothing_else_is_in_the_module() {
             // as an MN-major B: every wgmma with the transpose-B immediate set, and no other wgmma's.
             let rows = p.producer == Producer::PlaneRows;
             let planes = p.producer.nchw_planes() || rows;
+            // NCHW patches (step 17) land by tiled 3-D copies and are transposed by
+            // ldmatrix.trans and stmatrix into K-major A operands (fenced for the async proxy).
+            let patch = p.producer == Producer::NchwPatch;
+            assert_eq!(count("ldmatrix.sync.aligned.m8n8.x4.trans") >= 1 && count("stmatrix.sync.aligned.m8n8.x4") >= 1, patch, "{name}: the patch transposes");
             assert_eq!(count("cp.async.bulk.tensor.4d.shared::cluster.global.tile") >= 1, rows, "{name}: tiled 4-D row copies");
             let by_tma = p.input_map();
             let fences = count("fence.proxy.async.shared::cta") - count("fence.mbarrier_init");
             // (A fused epilogue stages its accumulators in the last stage's A tile and fences its
             // generic writes before the stage's next copy: every fusing entry has one too.)
-            assert_eq!(fences >= 1, !by_tma || c.fuses_epilogue(), "{name}: proxy fence");
+            assert_eq!(fences >= 1, !by_tma || c.fuses_epilogue() || patch, "{name}: proxy fence");
             if c.fuses_epilogue() {
                 assert!(count("st.shared.v2.f32") >= 1 && count("ld.shared.v4.f32") >= 1, "{name}: the fused epilogue's staging");
             }
             assert_eq!(count("cp.async.cg.shared.global") >= 1, !by_tma, "{name}: cp.async activations");
-            assert_eq!(count("cp.async.bulk.tensor.4d.shared::cluster.global.im2col") >= 1, by_tma && !planes, "{name}: im2col TMA");
+            assert_eq!(count("cp.async.bulk.tensor.4d.shared::cluster.global.im2col") >= 1, by_tma && !planes && !patch, "{name}: im2col TMA");
             if p.math == Math::Half {
                 let transposed = body.lines().filter(|l| l.contains("wgmma.mma_async") && l.trim_end().ends_with(", 0, 1;")).count();
                 assert_eq!(transposed, if planes { count(&mma) } else { 0 }, "{name}: transpose-B wgmmas");
@@ -89,7 +93,7 @@ fn wgmma_entries_hold_their_policy_and_nothing_else_is_in_the_module() {
             // warp-specialized steps store 16 bytes a lane after quad shuffles, except into NCHW
             // planes (step 16): a pixel pair of a channel (4 bytes), or one pixel.
             if p.math == Math::Half {
-                let nchw_out = p.producer == Producer::WsTmaNchw;
+                let nchw_out = matches!(p.producer, Producer::WsTmaNchw | Producer::NchwPatch);
                 let wide = if p.warp_specialized() { "st.global.v4.b32" } else { "st.global.v2.f32" };
                 assert!(count(&format!("cvt.rn.{ty}x2.f32")) >= 1 && count(wide) >= 1, "{name}: an output path is missing");
                 // Into NCHW planes (step 16) in runs of 8, 4, 2 or 1 pixels of a channel, as

@@ -8,7 +8,7 @@
 //! lowest predicted time. The cost model is `wmma_nhwc`'s wave model (`plan::model`) with one
 //! rate per configuration ([`RATES`]), fitted to the H100.
 
-use convrs_spec::hopper::{plane_pixel_rows, plane_row_pitch, plane_rows, Config, Math, Policy, Producer, Schedule, BLOCK_M, CONFIGS};
+use convrs_spec::hopper::{patch_geometry, plane_pixel_rows, plane_row_pitch, plane_rows, Config, Math, Policy, Producer, Schedule, BLOCK_M, CONFIGS};
 use convrs_spec::split_k;
 
 use super::tensor_core::gemm_m;
@@ -23,7 +23,7 @@ use crate::{Algorithm, Conv2d, Error, Layout, Precision, Result};
 /// (the 128x256 tiles), and to the layers each narrower tile was built for (BENCHMARKS.md,
 /// 2026-11-23 sessions one to six): the 128x128 tiles run at 0.78 (0.81 for multistage) of the
 /// 128x256 tile's rate, 128x64 at 0.66 and 128x32 at 0.37.
-pub const RATES: [(&str, f64); 65] = [
+pub const RATES: [(&str, f64); 67] = [
     ("wgmma_multistage_128x256k64", 1.42),
     ("wgmma_multistage_128x128k64", 1.42 / 0.81),
     ("wgmma_ws_cpasync_128x256k64", 1.10),
@@ -105,6 +105,10 @@ pub const RATES: [(&str, f64); 65] = [
     // 01a52fe). The worst, not the median: Auto does not pick it anyway (`auto_eligible`).
     ("wgmma_nchw_rows_persistent_128x128k64", 3.0 / 0.78),
     ("wgmma_nchw_rows_persistent_128x64k64", 3.0 / 0.66),
+    // NCHW patches (step 17): step 7's rates; the GEMM's rows already count the columns past
+    // Q each output row computes (not yet measured).
+    ("wgmma_nchw_patch_persistent_128x128k64", 1.0 / 0.78),
+    ("wgmma_nchw_patch_persistent_128x64k64", 1.0 / 0.66),
     // fp32 rows: the 16-bit tiles' rates at the tf32 peak (half the fp16 one), 3xTF32 three
     // products a step (not yet fitted to measurements).
     ("wgmma_ws_tma_persistent_tf32_128x256k32", 1.0),
@@ -294,12 +298,17 @@ fn plan_folding(desc: &KernelDesc, problem: &Conv2d, dtype: DType, device: &Devi
     let planes = policy.producer == Producer::Planes;
     let pixel_planes = policy.producer == Producer::PlanePixels;
     let rows = policy.producer == Producer::PlaneRows;
+    let patch = policy.producer == Producer::NchwPatch;
     if policy.producer.nchw_planes() {
         if let Some(reason) = planes_refusal(p, dtype) {
             return refuse(reason);
         }
     } else if rows {
         if let Some(reason) = rows_refusal(p, dtype) {
+            return refuse(reason);
+        }
+    } else if patch {
+        if let Some(reason) = patch_refusal(p, dtype) {
             return refuse(reason);
         }
     } else if p.c % 8 != 0 || p.k % 8 != 0 {
@@ -339,6 +348,11 @@ fn plan_folding(desc: &KernelDesc, problem: &Conv2d, dtype: DType, device: &Devi
         (p.n * plane_rows(p.k, policy.block_m), oh * plane_row_pitch(ow))
     } else if pixel_planes {
         (p.n * plane_pixel_rows(p.h * p.w), p.k)
+    } else if patch {
+        // Each tile is out_rows output rows of wp pixels (checked by `patch_refusal`).
+        let (oh, ow) = p.output_hw();
+        let g = patch_geometry(p.w, ow, p.r, p.s, p.dilation.0, p.dilation.1).expect("patch_refusal checked the geometry");
+        (p.n * oh.div_ceil(g.out_rows) * BLOCK_M, p.k)
     } else {
         (gemm_m(p), p.k)
     };
@@ -424,7 +438,7 @@ fn plan_folding(desc: &KernelDesc, problem: &Conv2d, dtype: DType, device: &Devi
     let plan = if policy.filter_map() { plan.with_filter_map(c.filter_box_rows() as u32) } else { plan };
     let plan = match policy.producer {
         Producer::WsTma | Producer::WsTmaNchw => plan.with_input_map(c.block_m() as u32),
-        Producer::Planes | Producer::PlanePixels => plan.with_plane_map(),
+        Producer::Planes | Producer::PlanePixels | Producer::NchwPatch => plan.with_plane_map(),
         Producer::PlaneRows => plan.with_row_map(),
         Producer::Multistage | Producer::WsCpAsync => plan,
     };
@@ -441,7 +455,8 @@ fn plan_folding(desc: &KernelDesc, problem: &Conv2d, dtype: DType, device: &Devi
 /// not at all, picked it on layers where it lost (20% slower on 1,64,160,160 -> 64 3x3).
 /// `explain` lists its prediction all the same.
 pub fn auto_eligible(algorithm: Algorithm) -> bool {
-    !matches!(algorithm, Algorithm::Wgmma(p) if p.producer == Producer::PlaneRows)
+    // The patch kernel (step 17) runs where named until it is measured.
+    !matches!(algorithm, Algorithm::Wgmma(p) if matches!(p.producer, Producer::PlaneRows | Producer::NchwPatch))
 }
 
 /// The narrowest tile among `policy`'s configurations (the merged groups of a grouped problem
@@ -500,6 +515,37 @@ fn rows_refusal(p: &Conv2d, dtype: DType) -> Option<String> {
     None
 }
 
+/// Why `Producer::NchwPatch` cannot run `p` on `dtype` data, if it cannot: it reads NCHW
+/// planes by tiled TMA (H*W a multiple of 8), at stride 1, one group, and its tile's patch and
+/// landing must fit their shared memory (`convrs_spec::hopper::patch_geometry`).
+fn patch_refusal(p: &Conv2d, dtype: DType) -> Option<String> {
+    let (size, step) = (dtype.size(), 16 / dtype.size());
+    let (_, q) = p.output_hw();
+    if p.groups > 1 {
+        return Some(format!("takes dense problems (one group), not {} groups: its filter tile is all C channels of a tap", p.groups));
+    }
+    if p.stride != (1, 1) {
+        return Some(format!("takes stride 1, not {:?}: each tap reads the patch of input rows from a row offset", p.stride));
+    }
+    if (p.h * p.w) % step != 0 {
+        return Some(format!("H*W = {} must be a multiple of {step}: the input's plane map steps from channel to channel in H*W*{size} bytes, which TMA needs in multiples of 16", p.h * p.w));
+    }
+    if p.c % step != 0 {
+        return Some(format!("C = {} must be a multiple of {step}: the filter map steps from tap to tap in C*{size} bytes, which TMA needs in multiples of 16", p.c));
+    }
+    if patch_geometry(p.w, q, p.r, p.s, p.dilation.0, p.dilation.1).is_none() {
+        return Some(format!(
+            "its tile does not fit: Q + (S-1)*dilation = {} padded columns (at most 128), and the input rows under a tile ({} x {} filter) must fit {} patch rows and {} landing copies of 64 pixels",
+            q + (p.s - 1) * p.dilation.1,
+            p.r,
+            p.s,
+            convrs_spec::hopper::PATCH_ROWS,
+            convrs_spec::hopper::PATCH_LANDING_BOXES
+        ));
+    }
+    None
+}
+
 /// What each part of `policy` does, for `explain` and `convrs list`.
 pub fn describe(policy: Policy) -> String {
     let producer = match policy.producer {
@@ -510,6 +556,9 @@ pub fn describe(policy: Policy) -> String {
         Producer::Planes => "NCHW data, 1x1: a GEMM per image, output channels by pixels; one producer thread brings the filter and the image's channel planes by tiled TMA, no transform",
         Producer::PlaneRows => {
             "NCHW data, any filter at column stride 1: a GEMM per image, output channels by output rows (whole 64-pixel copies); one producer thread brings each tap's filter tile and, per 64 columns, a tiled TMA copy of the input row under them shifted by the tap from a 16-byte boundary (its zero fill the padding), which two producer warps shift into place; no transform of the activations"
+        }
+        Producer::NchwPatch => {
+            "NCHW data, any filter at stride 1, read as it is: per 64-channel chunk the tile's input rows land by tiled TMA and three producer warps transpose them into a K-major patch (ldmatrix.trans, stmatrix), from which each tap's wgmma reads at a row offset; one producer thread brings each tap's filter tile; the output stored NCHW; no transform of the activations"
         }
         Producer::PlanePixels => {
             "NCHW fp32 data, 1x1: a GEMM per image, pixels by output channels; one producer thread brings the image's channel planes and the filter by tiled TMA, the consumers load the pixels into registers (tf32 wgmma reads only K-major shared tiles), no transform"
@@ -563,7 +612,7 @@ const fn same(a: Policy, b: Policy) -> bool {
 }
 
 /// The policies, in the progression's order: one registry kernel each.
-pub const POLICIES: [Policy; 24] = policies();
+pub const POLICIES: [Policy; 25] = policies();
 
 /// What the registry lists for `policy`.
 const fn kernel(policy: Policy) -> KernelDesc {
@@ -578,6 +627,7 @@ const fn kernel(policy: Policy) -> KernelDesc {
             _ if matches!(policy.producer, Producer::Planes) => "family 3 on Hopper: 1x1 convolution on NCHW data as a wgmma GEMM per image, no transform",
             _ if matches!(policy.producer, Producer::WsTmaNchw) => "family 3 on Hopper: wgmma implicit GEMM on channels-last input, the output written NCHW (an NCHW caller transposes only its input)",
             _ if matches!(policy.producer, Producer::PlaneRows) => "family 3 on Hopper: convolution on NCHW data at column stride 1 as a wgmma GEMM per image, one TMA copy of an input row per tap, no transform of the activations",
+            _ if matches!(policy.producer, Producer::NchwPatch) => "family 3 on Hopper: convolution on NCHW data at stride 1, each chunk's input rows transposed once in shared memory into a patch every tap reads, no transform of the activations",
             (_, Math::Tf32) if matches!(policy.producer, Producer::PlanePixels) => "family 3 on Hopper: 1x1 convolution on NCHW fp32 data in TF32 as a wgmma GEMM per image, no transform",
             (_, Math::Tf32x3) if matches!(policy.producer, Producer::PlanePixels) => {
                 "family 3 on Hopper: 1x1 convolution on NCHW fp32 data to fp32 accuracy (3xTF32) as a wgmma GEMM per image, no transform"
@@ -606,14 +656,14 @@ const fn kernel(policy: Policy) -> KernelDesc {
         layouts: match policy.producer {
             Producer::Planes | Producer::PlanePixels => (Layout::Nchw, Layout::Nchw, Layout::Nchw),
             // The filter KRSC, brought there once per weights (a `DeviceConv` caches it).
-            Producer::PlaneRows => (Layout::Nchw, Layout::Nhwc, Layout::Nchw),
+            Producer::PlaneRows | Producer::NchwPatch => (Layout::Nchw, Layout::Nhwc, Layout::Nchw),
             Producer::WsTmaNchw => (Layout::Nhwc, Layout::Nhwc, Layout::Nchw),
             _ => (Layout::Nhwc, Layout::Nhwc, Layout::Nhwc),
         },
         // The plane kernels read the caller's NCHW tensors as they are where C is a multiple of
         // 8 (fp32: 4; the filter map's stride); K is free (its rows are checked one by one).
         multiples: match policy.producer {
-            Producer::Planes | Producer::PlaneRows => (1, 8, 1),
+            Producer::Planes | Producer::PlaneRows | Producer::NchwPatch => (1, 8, 1),
             Producer::PlanePixels => (1, 4, 1),
             _ => (1, 8, 8),
         },

@@ -111,6 +111,46 @@ pub unsafe fn ldmatrix_x4(addr: u32) -> [u32; 4] {
     [r0, r1, r2, r3]
 }
 
+/// [`ldmatrix_x4`] transposed (`.trans`): lane `l` receives column `l / 4`, rows
+/// `2(l % 4)..+2` of matrix i in register i, so from matrices whose rows are channels and
+/// columns pixels a lane holds two channels of one pixel: the fragment [`stmatrix_x4`] stores
+/// as rows of pixels.
+///
+/// # Safety
+/// As [`ldmatrix_x4`].
+#[inline(always)]
+pub unsafe fn ldmatrix_x4_trans(addr: u32) -> [u32; 4] {
+    let (r0, r1, r2, r3): (u32, u32, u32, u32);
+    // SAFETY: as `ldmatrix_x4`.
+    unsafe {
+        asm!(
+            "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {{{r0}, {r1}, {r2}, {r3}}}, [{p}];",
+            r0 = out(reg32) r0, r1 = out(reg32) r1, r2 = out(reg32) r2, r3 = out(reg32) r3, p = in(reg32) addr,
+            options(pure, readonly, nostack)
+        )
+    };
+    [r0, r1, r2, r3]
+}
+
+/// Stores four 8x8 16-bit matrices to shared memory (`stmatrix`, sm_90): lanes 8i..8i+8 give
+/// the 16-byte row addresses of matrix i, and lane `l` gives row `l / 4`, columns
+/// `2(l % 4)..+2` of matrix i in register i ([`ldmatrix_x4`]'s fragment).
+///
+/// # Safety
+/// Every lane executes it together; each lane's `addr` is a 16-byte aligned address of 16 bytes
+/// of this block's shared memory that no other thread accesses until a barrier orders them.
+#[inline(always)]
+pub unsafe fn stmatrix_x4(addr: u32, v: [u32; 4]) {
+    // SAFETY: as the caller guarantees.
+    unsafe {
+        asm!(
+            "stmatrix.sync.aligned.m8n8.x4.shared.b16 [{p}], {{{r0}, {r1}, {r2}, {r3}}};",
+            p = in(reg32) addr, r0 = in(reg32) v[0], r1 = in(reg32) v[1], r2 = in(reg32) v[2], r3 = in(reg32) v[3],
+            options(nostack)
+        )
+    };
+}
+
 /// Stores one `f32` to global memory.
 ///
 /// # Safety

@@ -41,7 +41,7 @@ pub(super) unsafe fn store_tile<O: Operands, Acc: Accumulators, M: Math>(sh: &Co
     let row0 = m0 + cw * 64 + warp * 16 + lane / 4;
     if O::Y_NCHW {
         // SAFETY: as this function's; the whole warp.
-        unsafe { store_nchw::<Acc, M>(sh, y, acc, m0, n0, cw, tid) };
+        unsafe { store_nchw::<_, Acc, M>(&NhwcToNchw::rows(sh), y, acc, m0, n0, cw, tid) };
     } else if M::SPEC == Spec::Half && sh.y_bits == 16 {
         // (fp32 data is written as fp32 only: the host plans it so.)
         unroll!(4: 2, e => {
@@ -98,8 +98,25 @@ pub(super) unsafe fn store_tile<O: Operands, Acc: Accumulators, M: Math>(sh: &Co
     }
 }
 
-/// [`store_tile`] into an NCHW output ([`NhwcToNchw`]: the rows are output pixels, a column's
-/// pixels contiguous within an image).
+/// The GEMM rows of an NCHW output as [`store_nchw`] writes them: each row one output pixel,
+/// each column an output channel, a plane ([`NchwRows::plane`] elements) from the next.
+pub(super) trait NchwRows {
+    /// The offset of the output element of GEMM row `row` in channel 0.
+    fn row_base(&self, row: u32) -> u32;
+    /// Elements between one channel's plane and the next's: P*Q.
+    fn plane(&self) -> u32;
+    /// What the runs of rows divide: rows `row..row + 8` (`row` a multiple of 8) are
+    /// consecutive pixels of one plane in runs of the largest power of 2 (up to 8) dividing it,
+    /// each run aligned to its size and either inside the output or outside, whole.
+    fn run(&self) -> u32;
+    /// Whether GEMM row `row`, channel `col` is an output element.
+    fn inside(&self, row: u32, col: u32) -> bool;
+    /// Whether the output is 16-bit (`ConvShape::y_bits`), else fp32.
+    fn sixteen(&self) -> bool;
+}
+
+/// [`store_tile`] into an NCHW output (`rows`: [`NhwcToNchw`]'s, whose rows are the NHWC
+/// kernels' output pixels, or step 17's patch rows).
 ///
 /// Stored from the registers, a lane's pair of columns lies in two planes and 8 lanes write 8
 /// pixels of a column: 2- or 4-byte stores, each warp store half a sector in 8 planes, which
@@ -116,17 +133,17 @@ pub(super) unsafe fn store_tile<O: Operands, Acc: Accumulators, M: Math>(sh: &Co
 /// included.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn store_nchw<Acc: Accumulators, M: Math>(sh: &ConvShape, y: *mut f32, acc: &Acc, m0: u32, n0: u32, cw: u32, tid: u32) {
+pub(super) unsafe fn store_nchw<R: NchwRows, Acc: Accumulators, M: Math>(rows: &R, y: *mut f32, acc: &Acc, m0: u32, n0: u32, cw: u32, tid: u32) {
     let (warp, lane) = ((tid % WG) / 32, tid % 32);
-    let rows = cw * 64 + warp * 16;
+    let first = cw * 64 + warp * 16;
     // This warp's 16 rows of the staging: consumer warps are the block's warps 4 to 11 (`cw` is
     // the tile's block, which under ping-pong is not the warpgroup).
     let staged = dynamic_smem_u32() + dynamic_smem_bytes() - NCHW_STAGING_BYTES as u32 + (tid / 32 - 4) * 16 * ROW_BYTES as u32;
     let unit = |r: u32, u: u32| staged_unit(staged, r, u);
     // This lane's 8 rows, the first or the second half of the warp's 16.
     let half = lane % 2;
-    let row = m0 + rows + 8 * half;
-    let base = NhwcToNchw::row_base(sh, row);
+    let row = m0 + first + 8 * half;
+    let base = rows.row_base(row);
     unroll!(8: Acc::N / CHUNK, c => {
         // SAFETY: this warp's 16 rows of the staging.
         unsafe { stage_chunk(acc, c, staged, lane) };
@@ -136,7 +153,7 @@ unsafe fn store_nchw<Acc: Accumulators, M: Math>(sh: &ConvShape, y: *mut f32, ac
             // SAFETY: this warp's rows of the staging, written above; 4-byte aligned.
             let x: [f32; 8] = core::array::from_fn(|i| unsafe { ld_shared_f32(unit(8 * half + i as u32, v / 4) + (v % 4) * 4) });
             // SAFETY: the caller's contract; these elements this thread's alone.
-            unsafe { store_eight_nchw::<M>(sh, y, &x, row, n0 + (CHUNK * c) as u32 + v, base) };
+            unsafe { store_eight_nchw::<R, M>(rows, y, &x, row, n0 + (CHUNK * c) as u32 + v, base) };
         });
         // Every lane's reads before the next chunk's writes.
         sync_warp();
@@ -144,35 +161,36 @@ unsafe fn store_nchw<Acc: Accumulators, M: Math>(sh: &ConvShape, y: *mut f32, ac
 }
 
 /// Stores output pixels `row` to `row + 7` (`row` a multiple of 8) of channel `col` from `x`
-/// into an NCHW output, `base` [`NhwcToNchw::row_base`] of `row`: with P*Q a multiple of 8
-/// (an image starts on a multiple of 8 rows, so the 8 are one image's and 16-byte aligned) as
-/// one 16-byte store, else in the widest runs P*Q allows (a multiple of 4: two 8-byte stores,
-/// of 2: four 4-byte ones, odd: single elements), each run's image found on its own. fp32
-/// outputs in 16-byte runs where P*Q is a multiple of 4, else single elements.
+/// into an NCHW output, `base` the [`NchwRows::row_base`] of `row`: with a run of 8 (for
+/// [`NhwcToNchw`], P*Q a multiple of 8: an image starts on a multiple of 8 rows, so the 8 are
+/// one image's and 16-byte aligned) as one 16-byte store, else in the widest runs
+/// [`NchwRows::run`] allows (a multiple of 4: two 8-byte stores, of 2: four 4-byte ones, odd:
+/// single elements), each run's place found on its own. fp32 outputs in 16-byte runs where the
+/// run is a multiple of 4, else single elements.
 ///
 /// # Safety
 /// `y` holds the output; no other thread writes these elements.
 #[inline(always)]
-unsafe fn store_eight_nchw<M: Math>(sh: &ConvShape, y: *mut f32, x: &[f32; 8], row: u32, col: u32, base: u32) {
-    let plane = NhwcToNchw::col_stride(sh);
-    let at = |s: u32| if s == 0 { base + col * plane } else { NhwcToNchw::row_base(sh, row + s) + col * plane };
-    let inside = |s: u32| NhwcToNchw::y_in(sh, row + s, col);
-    if sh.y_bits == 16 {
+unsafe fn store_eight_nchw<R: NchwRows, M: Math>(rows: &R, y: *mut f32, x: &[f32; 8], row: u32, col: u32, base: u32) {
+    let (plane, run) = (rows.plane(), rows.run());
+    let at = |s: u32| if s == 0 { base + col * plane } else { rows.row_base(row + s) + col * plane };
+    let inside = |s: u32| rows.inside(row + s, col);
+    if rows.sixteen() {
         let y = y as *mut u16;
         let v = [pack::<M>(x[0], x[1]), pack::<M>(x[2], x[3]), pack::<M>(x[4], x[5]), pack::<M>(x[6], x[7])];
         // SAFETY (every store below): the elements lie in the output (`inside`), in one image's
         // plane, aligned to the store's size (the run divides P*Q and `row`).
-        if plane % 8 == 0 {
+        if run % 8 == 0 {
             if inside(0) {
                 unsafe { store_global_v4(y.add(at(0) as usize) as *mut u32, v) };
             }
-        } else if plane % 4 == 0 {
+        } else if run % 4 == 0 {
             for h in 0..2 {
                 if inside(4 * h) {
                     unsafe { store_global_f32x2(y.add(at(4 * h) as usize) as *mut f32, f32::from_bits(v[2 * h as usize]), f32::from_bits(v[2 * h as usize + 1])) };
                 }
             }
-        } else if plane % 2 == 0 {
+        } else if run % 2 == 0 {
             for h in 0..4 {
                 if inside(2 * h) {
                     unsafe { store_global_u32(y.add(at(2 * h) as usize) as *mut u32, v[h as usize]) };
@@ -185,7 +203,7 @@ unsafe fn store_eight_nchw<M: Math>(sh: &ConvShape, y: *mut f32, x: &[f32; 8], r
                 }
             }
         }
-    } else if plane % 4 == 0 {
+    } else if run % 4 == 0 {
         for h in 0..2 {
             if inside(4 * h) {
                 let i = 4 * h as usize;
@@ -368,9 +386,18 @@ pub(super) unsafe fn store_fused<O: Operands, Acc: Accumulators, M: Math>(sh: &C
     let act = Activation::of(&sh.ep);
     // Every lane's reads of the stage (3xTF32's ldmatrix) before any lane's staging writes.
     sync_warp();
+    let q = lane % 4;
     unroll!(8: Acc::N / CHUNK, c => {
-        // SAFETY: this warp's 16 rows of the held A tile.
-        unsafe { stage_chunk(acc, c, staged, lane) };
+        // `stage_chunk`'s loop, written out: through the function, ptxas spilled 12 bytes on
+        // step 7's 128 x 256 tiles (thirtieth session).
+        unroll!(4: CHUNK / 8, t => {
+            unroll!(4: 2, e => {
+                let i = 4 * (CHUNK / 8 * c + t) + 2 * e;
+                let r = lane / 4 + 8 * e as u32;
+                // SAFETY: this warp's rows of the held A tile; 8-byte aligned.
+                unsafe { st_shared_f32x2(unit(r, 2 * t as u32 + q / 2) + (q % 2) * 8, acc[i], acc[i + 1]) };
+            });
+        });
         sync_warp();
         // Each lane's items of the chunk: (row, 8-column group) pairs, 16 x CHUNK / 8 of them.
         let mut item = lane;

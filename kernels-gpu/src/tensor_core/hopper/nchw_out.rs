@@ -9,6 +9,7 @@
 //! y[n][k][p][q]  at (n*K + k)*P*Q + p*Q + q      GEMM row m = n*P*Q + p*Q + q, column k
 //! ```
 
+use super::epilogue::NchwRows;
 use crate::prelude::ConvShape;
 use crate::tensor_core::implicit_gemm::{divmod, Operands};
 use crate::tensor_core::nhwc::Nhwc;
@@ -16,7 +17,40 @@ use crate::tensor_core::nhwc::Nhwc;
 /// NHWC input, KRSC filter, NCHW output.
 pub struct NhwcToNchw;
 
+/// [`NhwcToNchw`]'s output rows for `epilogue::store_nchw`.
+pub(super) struct PixelRows<'a>(&'a ConvShape);
+
+impl NchwRows for PixelRows<'_> {
+    #[inline(always)]
+    fn row_base(&self, row: u32) -> u32 {
+        NhwcToNchw::row_base(self.0, row)
+    }
+    #[inline(always)]
+    fn plane(&self) -> u32 {
+        NhwcToNchw::col_stride(self.0)
+    }
+    /// An image starts on a multiple of P*Q rows.
+    #[inline(always)]
+    fn run(&self) -> u32 {
+        NhwcToNchw::col_stride(self.0)
+    }
+    #[inline(always)]
+    fn inside(&self, row: u32, col: u32) -> bool {
+        NhwcToNchw::y_in(self.0, row, col)
+    }
+    #[inline(always)]
+    fn sixteen(&self) -> bool {
+        self.0.y_bits == 16
+    }
+}
+
 impl NhwcToNchw {
+    /// Its output rows, for the staged NCHW store.
+    #[inline(always)]
+    pub(super) fn rows(sh: &ConvShape) -> PixelRows<'_> {
+        PixelRows(sh)
+    }
+
     /// Offset of `y` element (GEMM row `m`, output channel 0): image n's plane 0 at the row's
     /// pixel. One division a row, so the stores compute it once for all their columns.
     #[inline(always)]
