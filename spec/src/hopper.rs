@@ -120,9 +120,9 @@ macro_rules! hopper_configs {
             // the tile's input rows land by tiled TMA (pixels contiguous), the producer
             // warpgroup transposes them (ldmatrix.trans, stmatrix) into a K-major patch, and
             // each filter tap's A operand is the patch from a row offset; NCHW out through step
-            // 16's staged stores. (Two patches and the landing take 147 KiB: 3 stages at 128.)
-            (NchwPatch,  Persistent, 1,      128, 128, 3, wgmma_nchw_patch_persistent_128x128k64, wgmma_nchw_patch_persistent_bf16_128x128k64)
-            (NchwPatch,  Persistent, 1,      128,  64, 5, wgmma_nchw_patch_persistent_128x64k64, wgmma_nchw_patch_persistent_bf16_128x64k64)
+            // 16's staged stores. (Two patches and two landings take 130 KiB: 4 stages at 128.)
+            (NchwPatch,  Persistent, 1,      128, 128, 4, wgmma_nchw_patch_persistent_128x128k64, wgmma_nchw_patch_persistent_bf16_128x128k64)
+            (NchwPatch,  Persistent, 1,      128,  64, 4, wgmma_nchw_patch_persistent_128x64k64, wgmma_nchw_patch_persistent_bf16_128x64k64)
         }
     };
 }
@@ -312,17 +312,21 @@ pub enum Producer {
 }
 
 /// Rows of one [`Producer::NchwPatch`] patch: 128-byte rows (a pixel's 64 channels), enough
-/// for three input rows of 128 columns and the last tap's reach (386 rows).
-pub const PATCH_ROWS: usize = 392;
+/// for four input rows of 64 columns and a 3x3 filter's reach (258 rows), or eight of 32 and
+/// a 5x5 filter's (260). (392 rows took Q up to 126 and 7x7 filters, but left room for one
+/// landing and 3 filter stages: the landing's latency went unhidden.)
+pub const PATCH_ROWS: usize = 264;
 /// Bytes of one [`Producer::NchwPatch`] patch; the kernel keeps two (one filling, one read).
 pub const PATCH_BYTES: usize = PATCH_ROWS * ROW_BYTES;
 /// Tiled copies of [`PLANE_BOX_PIXELS`] pixels x 64 channels a [`Producer::NchwPatch`] chunk
 /// may land: a tile's input rows, from the 16-byte boundary at or before the first.
-pub const PATCH_LANDING_BOXES: usize = 6;
-/// Bytes of the [`Producer::NchwPatch`] landing area.
+pub const PATCH_LANDING_BOXES: usize = 4;
+/// Bytes of one [`Producer::NchwPatch`] landing; the kernel keeps two, so that the next
+/// chunk's copies fly while this one's are transposed.
 pub const PATCH_LANDING_BYTES: usize = PATCH_LANDING_BOXES * PLANE_BOX_PIXELS * ROW_BYTES;
 /// Threads of a [`Producer::NchwPatch`] producer warpgroup that transpose the landed rows into
-/// the patch: warps 1 to 3 (warp 0's first thread issues the filter copies).
+/// the patch: warps 1 to 3 (warp 0's first thread issues the filter copies, its second the
+/// landings).
 pub const PATCH_TRANSPOSERS: usize = 96;
 /// Bytes where the transposers' lanes store pixels that fall outside the patch (a slot of 16
 /// bytes for each lane: `stmatrix` writes for every lane).
@@ -367,9 +371,9 @@ pub const fn patch_geometry(w: usize, q: usize, r: usize, s: usize, dil_h: usize
 
 /// Where a [`Producer::NchwPatch`] block keeps what, from its 1024-aligned start: the ring's
 /// `stages` filter tiles (`bn` rows each), its barriers in the next KiB (the ring's, then the
-/// landing's full and empty, then the two patches' full and the two empty ones), the two
-/// patches, the landing, the scratch; the NCHW staging is the last [`NCHW_STAGING_BYTES`] of
-/// the launch's dynamic shared memory.
+/// two landings' full and empty, then the two patches' full and empty), the two patches, the
+/// two landings, the scratch; the NCHW staging is the last [`NCHW_STAGING_BYTES`] of the
+/// launch's dynamic shared memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PatchLayout {
     /// Bytes of one filter stage.
@@ -378,7 +382,7 @@ pub struct PatchLayout {
     pub barriers: usize,
     /// Offset of the first patch (the second follows it).
     pub patch: usize,
-    /// Offset of the landing copies.
+    /// Offset of the first landing (the second follows it).
     pub landing: usize,
     /// Offset of the transposers' scratch slots.
     pub scratch: usize,
@@ -393,7 +397,7 @@ impl PatchLayout {
         let barriers = stages * stage;
         let patch = barriers + 1024;
         let landing = patch + 2 * PATCH_BYTES;
-        let scratch = landing + PATCH_LANDING_BYTES;
+        let scratch = landing + 2 * PATCH_LANDING_BYTES;
         PatchLayout { stage, barriers, patch, landing, scratch, end: scratch + PATCH_SCRATCH_BYTES }
     }
 }
@@ -815,11 +819,11 @@ const fn check(c: &Config) {
             c.bn % PLANE_BOX_PIXELS == 0 && c.bn <= 4 * PLANE_BOX_PIXELS && p.cluster == 1 && matches!(p.math, Math::Half) && !p.split_k() && 3 * 8 * c.stages <= BARRIER_BYTES,
             "row producers: tiles of whole 64-pixel copies (at most 4), no cluster, 16-bit, unsplit, a full, an empty and a landed barrier a stage"
         ),
-        // Two patches, the landing and the staging leave room for 3 stages of 128 columns; the
-        // ring's barriers and six more fit the barrier KiB's first 128 bytes.
+        // Two patches, two landings and the staging leave room for 4 stages of 128 columns;
+        // the ring's barriers and eight more fit the barrier KiB's first 128 bytes.
         Producer::NchwPatch => assert!(
-            matches!(p.math, Math::Half) && p.cluster == 1 && matches!(p.schedule, Schedule::Persistent) && p.block_m == BLOCK_M && (c.bn == 64 || c.bn == 128) && 8 * (2 * c.stages + 6) <= BARRIER_BYTES,
-            "patch producers: 16-bit, no cluster, persistent, 128 x 64 or 128 x 128 tiles, the ring's barriers and six more in BARRIER_BYTES"
+            matches!(p.math, Math::Half) && p.cluster == 1 && matches!(p.schedule, Schedule::Persistent) && p.block_m == BLOCK_M && (c.bn == 64 || c.bn == 128) && 8 * (2 * c.stages + 8) <= BARRIER_BYTES,
+            "patch producers: 16-bit, no cluster, persistent, 128 x 64 or 128 x 128 tiles, the ring's barriers and eight more in BARRIER_BYTES"
         ),
         Producer::Planes => assert!(c.bn % PLANE_BOX_PIXELS == 0 && p.cluster == 1 && matches!(p.math, Math::Half) && !p.split_k(), "plane producers: tiles of whole 64-pixel copies, no cluster, 16-bit, unsplit"),
         // The A tile is whole 32-pixel copies (BLOCK_M of them); fp32 only, persistent, unsplit.

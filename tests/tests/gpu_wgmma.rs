@@ -164,16 +164,16 @@ fn row_shapes() -> [Conv2d; 7] {
 }
 
 /// Shapes for the NCHW patch kernel (`Producer::NchwPatch`): each padded-row width (wp 16 to
-/// 128), Q a multiple of 8, of 4, and odd (the stores' runs), ragged output rows against the
+/// 64), Q a multiple of 8, of 4, and odd (the stores' runs), ragged output rows against the
 /// tile's, C past whole chunks, K past the widest tile, dilation, and several tiles a CTA.
 fn patch_shapes() -> [Conv2d; 8] {
     [
         Conv2d::new(1, 128, 28, 28, 200, 3, 3).with_pad(1),                 // Q = 28 (runs of 4), wp 32, K = 1.5 tiles
-        Conv2d::new(3, 40, 17, 112, 72, 3, 3).with_pad(1),                  // Q = 112: wp 128, one output row a tile
-        Conv2d::new(1, 136, 12, 24, 8, 7, 7).with_pad(3),                   // 7x7; K = 8; C = 2 chunks + 8
+        Conv2d::new(3, 40, 16, 60, 72, 3, 3).with_pad(1),                   // Q = 60: wp 64, four landing copies
+        Conv2d::new(1, 136, 12, 24, 8, 5, 5).with_pad(2),                   // 5x5; K = 8; C = 2 chunks + 8
         Conv2d { pad: (0, 0), ..Conv2d::new(2, 24, 9, 16, 48, 3, 1) },      // R = 3, S = 1, P = 7: wp 16
         Conv2d { pad: (1, 5), ..Conv2d::new(2, 16, 10, 8, 24, 3, 3) },       // Q = W + 8 = 16: wide column padding
-        Conv2d::new(4, 64, 20, 64, 512, 3, 3).with_pad(1),                  // 80 row tiles x 4 column tiles
+        Conv2d::new(4, 64, 20, 56, 512, 3, 3).with_pad(1),                  // 40 row tiles x 4 column tiles
         Conv2d::new(2, 24, 16, 20, 40, 3, 3).with_pad(2).with_dilation(2),  // dilation 2
         Conv2d::new(2, 8, 8, 15, 16, 3, 3).with_pad(1),                     // W = Q = 15: single-pixel runs
     ]

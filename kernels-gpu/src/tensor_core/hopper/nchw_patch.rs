@@ -18,19 +18,20 @@
 //! tap (R*S times: step 14's shifted copies, or an im2col copy's).
 //!
 //! - Warp 0's first thread issues the filter tiles (one a tap, the ring's `full` and `empty`).
-//! - Warps 1 to 3 ([`PATCH_TRANSPOSERS`]) make the patches. Thread 32 issues each chunk's
-//!   landing copies: the tile's input rows, flattened (the plane map {H*W, C, N}: H*W a
-//!   multiple of 8), from the 16-byte boundary at or before the first, in boxes of 64 pixels x
-//!   64 channels (128B swizzle, pixels contiguous); rows above or below the image arrive as the
-//!   copies' zero fill. Each warp then takes 8 pixels x 32 channels at a time:
+//! - Its second thread issues each chunk's landing copies: the tile's input rows, flattened
+//!   (the plane map {H*W, C, N}: H*W a multiple of 8), from the 16-byte boundary at or before
+//!   the first, in boxes of 64 pixels x 64 channels (128B swizzle, pixels contiguous); rows
+//!   above or below the image arrive as the copies' zero fill. Two landings: the next chunk's
+//!   copies fly while this one's are transposed.
+//! - Warps 1 to 3 ([`PATCH_TRANSPOSERS`]) make the patches, 8 pixels x 32 channels at a time:
 //!   `ldmatrix.trans` from the landing (channel rows) gives each lane two channels of one
 //!   pixel, and `stmatrix` writes them as the pixel's patch row. Two patches: the transposers
-//!   fill one while the consumers read the other; the landing is refilled as soon as it is read.
+//!   fill one while the consumers read the other.
 //! - Both consumer warpgroups (64 rows each) wait for a chunk's patch, run its R*S taps' wgmmas
 //!   and release it after the next k-tile's wait (so the tensor cores never drain at a chunk's
 //!   end); the output is stored NCHW through step 16's staging (`epilogue::store_nchw`).
 
-use convrs_spec::hopper::{b_tile_bytes, patch_geometry, PatchLayout, BLOCK_M, K_TILE, NCHW_STAGING_BYTES, PATCH_BYTES, PATCH_TRANSPOSERS, PLANE_BOX_PIXELS, ROW_BYTES, WARPGROUP};
+use convrs_spec::hopper::{b_tile_bytes, patch_geometry, PatchLayout, BLOCK_M, K_TILE, NCHW_STAGING_BYTES, PATCH_BYTES, PATCH_LANDING_BYTES, PATCH_TRANSPOSERS, PLANE_BOX_PIXELS, ROW_BYTES, WARPGROUP};
 
 use super::epilogue::{store_nchw, NchwRows};
 use super::math::Math;
@@ -46,6 +47,11 @@ use crate::tensor_core::implicit_gemm::divmod;
 const WG: u32 = WARPGROUP as u32;
 /// Bytes of one landing copy: 64 channel rows of [`PLANE_BOX_PIXELS`] 16-bit pixels.
 const BOX_BYTES: u32 = (K_TILE * ROW_BYTES) as u32;
+/// Items a transposing warp has in flight: their `ldmatrix` issued together. (Four spilled 4
+/// bytes in the producer's 56 registers.)
+const ILP: usize = 2;
+/// The last 8-pixel group of a landing.
+const LAST_GROUP: u32 = (PATCH_LANDING_BYTES / BOX_BYTES as usize * PLANE_BOX_PIXELS / 8 - 1) as u32;
 
 /// A problem's tiles, as the kernel walks them.
 #[derive(Clone, Copy)]
@@ -87,30 +93,42 @@ impl Geo {
         let (image, t) = unsafe { divmod(m0 / BLOCK_M as u32, self.per_image) };
         (image, t * self.out_rows)
     }
+
+    /// The landing of the tile at `m0`: its image, the copies' first pixel (the tile's first
+    /// input pixel, flattened, rounded down to 16 bytes), the pixels before the tile's first,
+    /// and the 8-pixel groups it spans.
+    #[inline(always)]
+    fn landing(&self, sh: &ConvShape, m0: u32) -> (u32, i32, u32, u32) {
+        let (image, p0) = self.tile(m0);
+        let first = (p0 as i32 - sh.pad_h) * sh.w;
+        let start = first & !7;
+        let lead = (first - start) as u32;
+        (image, start, lead, (lead + self.in_rows * sh.w as u32).div_ceil(8))
+    }
 }
 
-/// The barriers after the ring's: the landing's `full` (the copies' bytes) and `empty` (every
+/// The barriers after the ring's: each landing's `full` (its copies' bytes) and `empty` (every
 /// transposer read it), then each patch's `full` (every transposer wrote it) and `empty` (every
-/// consumer thread's wgmmas that read it retired).
+/// consumer thread's wgmmas that read it retired). Chunk i uses landing and patch i % 2.
 #[derive(Clone, Copy)]
 struct Bars(u32);
 
 impl Bars {
     #[inline(always)]
-    fn land_full(self) -> u32 {
-        self.0
+    fn land_full(self, b: u32) -> u32 {
+        self.0 + 8 * b
     }
     #[inline(always)]
-    fn land_empty(self) -> u32 {
-        self.0 + 8
-    }
-    #[inline(always)]
-    fn patch_full(self, b: u32) -> u32 {
+    fn land_empty(self, b: u32) -> u32 {
         self.0 + 16 + 8 * b
     }
     #[inline(always)]
-    fn patch_empty(self, b: u32) -> u32 {
+    fn patch_full(self, b: u32) -> u32 {
         self.0 + 32 + 8 * b
+    }
+    #[inline(always)]
+    fn patch_empty(self, b: u32) -> u32 {
+        self.0 + 48 + 8 * b
     }
 }
 
@@ -191,7 +209,7 @@ pub unsafe fn conv_patch<Acc: Accumulators, const STAGES: usize, M: Math>(
 ) {
     const {
         assert!(Acc::N == 64 || Acc::N == 128);
-        assert!(2 * STAGES + 6 <= 16);
+        assert!(2 * STAGES + 8 <= 16);
     }
     let raw = dynamic_smem_u32();
     let smem = (raw + 1023) & !1023;
@@ -219,12 +237,12 @@ pub unsafe fn conv_patch<Acc: Accumulators, const STAGES: usize, M: Math>(
         // once before any use (the barrier below).
         unsafe {
             ring.init(1, 2 * WG);
-            mbar_init(bars.land_full(), 1);
-            mbar_init(bars.land_empty(), PATCH_TRANSPOSERS as u32);
-            mbar_init(bars.patch_full(0), PATCH_TRANSPOSERS as u32);
-            mbar_init(bars.patch_full(1), PATCH_TRANSPOSERS as u32);
-            mbar_init(bars.patch_empty(0), 2 * WG);
-            mbar_init(bars.patch_empty(1), 2 * WG);
+            unroll!(4: 2, b => {
+                mbar_init(bars.land_full(b as u32), 1);
+                mbar_init(bars.land_empty(b as u32), PATCH_TRANSPOSERS as u32);
+                mbar_init(bars.patch_full(b as u32), PATCH_TRANSPOSERS as u32);
+                mbar_init(bars.patch_empty(b as u32), 2 * WG);
+            });
         }
         fence_mbarrier_init();
         // SAFETY: the contract's tensor maps.
@@ -241,8 +259,10 @@ pub unsafe fn conv_patch<Acc: Accumulators, const STAGES: usize, M: Math>(
             setmaxnreg_dec_56();
             if tid == 0 {
                 issue_filters(wmap, &sh, &geo, ring, tiles, Acc::N as u32);
+            } else if tid == 1 {
+                issue_landings(xmap, &sh, &geo, bars, smem + lay.landing as u32, tiles);
             } else if tid >= 32 {
-                transpose(xmap, &sh, &geo, bars, patch0, smem + lay.landing as u32, smem + lay.scratch as u32, tiles, tid);
+                transpose(&sh, &geo, bars, patch0, smem + lay.landing as u32, smem + lay.scratch as u32, tiles, tid);
             }
         }
         return;
@@ -278,82 +298,107 @@ unsafe fn issue_filters<const STAGES: usize>(wmap: *const u8, sh: &ConvShape, ge
     });
 }
 
-/// Warps 1 to 3 of the producer warpgroup: each chunk's landing (thread 32 issues it) and its
-/// transpose into patch `i % 2` (see the module docs).
+/// Each chunk's landing (thread 1): into landing `i % 2` once the transposers read its last
+/// use, the tile's input rows from the 16-byte boundary at or before the first, by 64 pixels x
+/// 64 channels.
 ///
 /// # Safety
-/// All 96 threads call it together, after the barriers' initialisation; `xmap` as the
-/// kernel's contract; `patch0`, `landing` and `scratch` the layout's.
+/// Thread 1 alone, after the barriers' initialisation; `xmap` as the kernel's contract,
+/// `landing` the layout's.
+#[inline(always)]
+unsafe fn issue_landings(xmap: *const u8, sh: &ConvShape, geo: &Geo, bars: Bars, landing: u32, tiles: Tiles) {
+    for_each_chunk(geo, tiles, |i, m0, _, c0| {
+        let (image, start, _, groups) = geo.landing(sh, m0);
+        let b = i & 1;
+        let to = landing + b * PATCH_LANDING_BYTES as u32;
+        // SAFETY: every transposer read this landing's last use (generic reads, before their
+        // arrivals); the copies fill the announced bytes, zero fill included.
+        unsafe {
+            mbar_wait(bars.land_empty(b), ((i >> 1) & 1) ^ 1);
+            let boxes = groups.div_ceil(8);
+            mbar_arrive_expect_tx(bars.land_full(b), boxes * BOX_BYTES);
+            let mut j = 0;
+            while j < boxes {
+                tma_load_3d(to + j * BOX_BYTES, xmap, start + (j * PLANE_BOX_PIXELS as u32) as i32, c0, image as i32, bars.land_full(b));
+                j += 1;
+            }
+        }
+    });
+}
+
+/// Warps 1 to 3 of the producer warpgroup: chunk i's landing (`i % 2`) transposed into patch
+/// `i % 2` (see the module docs).
+///
+/// # Safety
+/// All 96 threads call it together, after the barriers' initialisation; `patch0`, `landing`
+/// and `scratch` the layout's.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn transpose(xmap: *const u8, sh: &ConvShape, geo: &Geo, bars: Bars, patch0: u32, landing: u32, scratch: u32, tiles: Tiles, tid: u32) {
+unsafe fn transpose(sh: &ConvShape, geo: &Geo, bars: Bars, patch0: u32, landing: u32, scratch: u32, tiles: Tiles, tid: u32) {
     let (warp, lane) = (tid / 32 - 1, tid % 32);
     let width = sh.w as u32;
     let pixels = geo.in_rows * width;
     // This lane's slot for pixels outside the patch (stmatrix writes a row for every lane).
     let trash = scratch + (warp * 32 + lane) * 16;
-    for_each_chunk(geo, tiles, |i, m0, _, c0| {
-        let (image, p0) = geo.tile(m0);
-        // The tile's first input pixel (flattened), and the copies' 16-byte aligned start.
-        let first = (p0 as i32 - sh.pad_h) * sh.w;
-        let start = first & !7;
-        let lead = (first - start) as u32;
-        let groups = (lead + pixels).div_ceil(8);
-        if tid == 32 {
-            let boxes = groups.div_ceil(8);
-            // SAFETY: every transposer read the last chunk's landing (generic reads, before
-            // their arrivals); the copies fill the announced bytes, zero fill included.
-            unsafe {
-                mbar_wait(bars.land_empty(), (i & 1) ^ 1);
-                mbar_arrive_expect_tx(bars.land_full(), boxes * BOX_BYTES);
-                let mut j = 0;
-                while j < boxes {
-                    tma_load_3d(landing + j * BOX_BYTES, xmap, start + (j * PLANE_BOX_PIXELS as u32) as i32, c0, image as i32, bars.land_full());
-                    j += 1;
-                }
-            }
-        }
+    // rel / W as a high multiply: exact for rel and W below 2^16 (rel < 256 here); W = 1 is
+    // the one width whose factor (2^32 + 1) does not fit 32 bits.
+    let magic = if width == 1 { 0 } else { (u32::MAX / width) + 1 };
+    for_each_chunk(geo, tiles, |i, m0, _, _| {
+        let (_, _, lead, groups) = geo.landing(sh, m0);
         let b = i & 1;
         let patch = patch0 + b * PATCH_BYTES as u32;
+        let landing = landing + b * PATCH_LANDING_BYTES as u32;
         // SAFETY: initialised barriers; the consumers' wgmmas that read this patch two chunks
         // ago retired before their arrivals.
         unsafe {
-            mbar_wait(bars.land_full(), i & 1);
+            mbar_wait(bars.land_full(b), (i >> 1) & 1);
             mbar_wait(bars.patch_empty(b), ((i >> 1) & 1) ^ 1);
         }
-        // The warp together again (thread 32 issued alone) for the `.aligned` matrix moves.
+        // The warp together for the `.aligned` matrix moves.
         sync_warp();
-        // Items: (8-pixel group g, 32-channel half h); a warp's every third.
+        // Items: (8-pixel group g, 32-channel half h); a warp's every third, ILP a turn, their
+        // ldmatrix in flight together (one at a time, a division each, and one landing, the
+        // kernel took 1.6-2x step 7's time: H100, thirtieth session). Past the chunk's items
+        // (warp-uniform) an item reads the landing's last copy and writes to the lane's
+        // scratch slot.
+        let items = 2 * groups;
         let mut item = warp;
-        while item < 2 * groups {
-            let (g, h) = (item >> 1, item & 1);
-            // ldmatrix: lane 8m + k gives row k of matrix m, channel row 32h + 8m + k of the
-            // landing, 16-byte unit g % 8 of copy g / 8 (swizzled by the channel row).
-            let c = 32 * h + lane;
-            let src = landing + (g >> 3) * BOX_BYTES + c * ROW_BYTES as u32 + (((g & 7) ^ (c & 7)) << 4);
-            // SAFETY: the landed copies (waited for above), 16-byte aligned rows.
-            let v = unsafe { ldmatrix_x4_trans(src) };
-            // stmatrix: lane 8m + k gives row k of matrix m: pixel 8g + k, channels 32h + 8m..
-            let rel = (8 * g + (lane & 7)) as i32 - lead as i32;
-            let dst = if rel >= 0 && (rel as u32) < pixels {
-                // SAFETY: W >= 1.
-                let (row, col) = unsafe { divmod(rel as u32, width) };
-                let at = (row << geo.shift) + col + sh.pad_w as u32;
-                patch + at * ROW_BYTES as u32 + (((4 * h + lane / 8) ^ (at & 7)) << 4)
-            } else {
-                trash
-            };
-            // SAFETY: the patch row of one pixel (each written by one lane of one item), or
-            // this lane's own scratch slot; the patch is free (waited for above).
-            unsafe { stmatrix_x4(dst, v) };
-            item += 3;
+        while item < items {
+            let mut v = [[0u32; 4]; ILP];
+            unroll!(4: ILP, u => {
+                let it = item + 3 * u as u32;
+                let (g, h) = ((it >> 1).min(LAST_GROUP), it & 1);
+                // ldmatrix: lane 8m + k gives row k of matrix m, channel row 32h + 8m + k of
+                // the landing, 16-byte unit g % 8 of copy g / 8 (swizzled by the channel row).
+                let c = 32 * h + lane;
+                let src = landing + (g >> 3) * BOX_BYTES + c * ROW_BYTES as u32 + (((g & 7) ^ (c & 7)) << 4);
+                // SAFETY: the landed copies (waited for above), 16-byte aligned rows.
+                v[u] = unsafe { ldmatrix_x4_trans(src) };
+            });
+            unroll!(4: ILP, u => {
+                let it = item + 3 * u as u32;
+                let (g, h) = (it >> 1, it & 1);
+                // stmatrix: lane 8m + k gives row k of matrix m: pixel 8g + k, channels 32h + 8m..
+                let rel = (8 * g + (lane & 7)) as i32 - lead as i32;
+                let dst = if rel >= 0 && (rel as u32) < pixels {
+                    let row = if width == 1 { rel as u32 } else { ((rel as u64 * magic as u64) >> 32) as u32 };
+                    let at = (row << geo.shift) + (rel as u32 - row * width) + sh.pad_w as u32;
+                    patch + at * ROW_BYTES as u32 + (((4 * h + lane / 8) ^ (at & 7)) << 4)
+                } else {
+                    trash
+                };
+                // SAFETY: the patch row of one pixel (each written by one lane of one item),
+                // or this lane's own scratch slot; the patch is free (waited for above).
+                unsafe { stmatrix_x4(dst, v[u]) };
+            });
+            item += 3 * ILP as u32;
         }
         // The patch's generic writes before the consumers' wgmmas (async proxy).
         fence_proxy_async_shared();
         // SAFETY: one arrival per transposer per chunk on each, as initialised.
         unsafe {
             mbar_arrive(bars.patch_full(b));
-            mbar_arrive(bars.land_empty());
+            mbar_arrive(bars.land_empty(b));
         }
     });
 }
