@@ -209,7 +209,8 @@ pub unsafe fn conv_patch<Acc: Accumulators, const STAGES: usize, M: Math>(
 ) {
     const {
         assert!(Acc::N == 64 || Acc::N == 128);
-        assert!(2 * STAGES + 8 <= 16);
+        // The ring's barriers and eight more in the barrier KiB.
+        assert!(8 * (2 * STAGES + 8) <= 1024);
     }
     let raw = dynamic_smem_u32();
     let smem = (raw + 1023) & !1023;
