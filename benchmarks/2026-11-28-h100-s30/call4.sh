@@ -6,13 +6,7 @@ set -u
 cd "$(dirname "$0")/../.."
 export BUNDLE=${BUNDLE:-target/gpu-h3}
 . benchmarks/2026-11-28-h100-fold/steps.sh
-b=$(mktemp -d); tar -C $b -xJf $BUNDLE/payload.tar.xz
-mkdir -p $R/w/smoke
-P=wgmma_nchw_patch_persistent
-CONVRS_REQUIRE_GPU=1 timeout 150 $b/convrs run --algo wgmma_ws_tma_persistent --dtype fp16 --layout nhwc --shape 2,64,56,56,64,3,3 --pad 1 --runs 5 > $R/w/smoke/warm.txt 2>&1; echo "warm-up rc=$?"
-CONVRS_REQUIRE_GPU=1 timeout 30 $b/convrs run --algo $P --dtype fp16 --layout nchw --shape 2,64,56,56,64,3,3 --pad 1 --runs 5 > $R/w/smoke/run.txt 2>&1; rc=$?
-echo "smoke rc=$rc"; grep -E "^time|^check|rror" $R/w/smoke/run.txt | head -3; pack
-[ $rc = 0 ] || exit 1
+. benchmarks/2026-11-28-h100-s30/smoke.sh
 step tests CONVRS_TEST_KERNELS=$P MODE=tests "TESTS=gpu_wgmma" TEST_TIMEOUT=200
 step san MODE=sanitize SAN_LAYOUT=nchw TOOLS="memcheck racecheck" "SAN_SPECS=$P:fp16:fma:2,24,16,20,40,3,3 --pad 2 --dilation 2"
 S="32,64,56,56,64,3,3 --pad 1;32,128,28,28,128,3,3 --pad 1;16,256,28,28,256,3,3 --pad 1;8,512,28,28,512,3,3 --pad 1;16,64,56,56,128,3,3 --pad 1"

@@ -5,13 +5,7 @@ set -u
 cd "$(dirname "$0")/../.."
 export BUNDLE=${BUNDLE:-target/gpu-h4}
 . benchmarks/2026-11-28-h100-fold/steps.sh
-b=$(mktemp -d); tar -C $b -xJf $BUNDLE/payload.tar.xz
-mkdir -p $R/w/smoke
-P=wgmma_nchw_patch_persistent
-CONVRS_REQUIRE_GPU=1 timeout 150 $b/convrs run --algo wgmma_ws_tma_persistent --dtype fp16 --layout nhwc --shape 2,64,56,56,64,3,3 --pad 1 --runs 5 > $R/w/smoke/warm.txt 2>&1; echo "warm-up rc=$?"
-CONVRS_REQUIRE_GPU=1 timeout 30 $b/convrs run --algo $P --dtype fp16 --layout nchw --shape 2,64,56,56,64,3,3 --pad 1 --runs 5 > $R/w/smoke/run.txt 2>&1; rc=$?
-echo "smoke rc=$rc"; grep -E "^time|^check|rror" $R/w/smoke/run.txt | head -3; pack
-[ $rc = 0 ] || exit 1
+. benchmarks/2026-11-28-h100-s30/smoke.sh
 step tests CONVRS_TEST_KERNELS=$P MODE=tests "TESTS=gpu_wgmma" TEST_TIMEOUT=200
 S="32,64,56,56,64,3,3 --pad 1;16,64,56,56,64,3,3 --pad 1;8,64,56,56,64,3,3 --pad 1;16,32,28,28,64,3,3 --pad 1"
 step runs MODE=runs "RUN_ALGOS=wgmma_ws_tma_persistent $P" RUN_LAYOUT=nchw "RUN_SHAPES=$S"
