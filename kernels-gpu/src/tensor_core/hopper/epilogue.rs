@@ -179,7 +179,8 @@ unsafe fn store_eight_nchw<R: NchwRows, M: Math>(rows: &R, y: *mut f32, x: &[f32
         let y = y as *mut u16;
         let v = [pack::<M>(x[0], x[1]), pack::<M>(x[2], x[3]), pack::<M>(x[4], x[5]), pack::<M>(x[6], x[7])];
         // SAFETY (every store below): the elements lie in the output (`inside`), in one image's
-        // plane, aligned to the store's size (the run divides P*Q and `row`).
+        // plane, aligned to the store's size (`NchwRows::run`: the run's width divides the
+        // rows' offsets).
         if run % 8 == 0 {
             if inside(0) {
                 unsafe { store_global_v4(y.add(at(0) as usize) as *mut u32, v) };
