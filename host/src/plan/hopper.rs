@@ -1055,6 +1055,38 @@ mod tests {
         assert!(!nhwc.pick.name().ends_with("_to_nchw"), "{}", nhwc.pick.name());
     }
 
+    /// Step 17 reads the caller's NCHW tensors (the filter KRSC, made once per weights); its
+    /// GEMM rows are whole tiles of `out_rows` output rows per image; it refuses strides,
+    /// groups, H*W off the map's 16-byte steps, tiles whose patch does not fit, and epilogues,
+    /// each with its reason; Auto leaves it to `--algo`.
+    #[test]
+    fn patch_kernel_plans_its_tiles_and_refuses_what_it_cannot_read() {
+        let d = DeviceModel::named("h100").unwrap();
+        let k = algo("wgmma_nchw_patch_persistent").kernel().unwrap();
+        assert_eq!(k.layouts, (Layout::Nchw, Layout::Nhwc, Layout::Nchw));
+        // 56x56 3x3: 64-pixel rows, 2 output rows a tile, 28 tiles an image; K = 64 takes the
+        // 64-wide tile, whose smem is the layout's end, the alignment KiB and the staging.
+        let p = Conv2d::new(32, 64, 56, 56, 64, 3, 3).with_pad(1);
+        let plan = k.plan(&p, DType::F16, &d).unwrap();
+        let config = by_entry(plan.kernel);
+        assert_eq!(config.bn, 64);
+        assert_eq!(plan.shared_bytes as usize, 1024 + convrs_spec::hopper::PatchLayout::of(64, config.stages).end + convrs_spec::hopper::NCHW_STAGING_BYTES);
+        assert_eq!(convrs_spec::hopper::patch_geometry(56, 56, 3, 3, 1, 1).map(|g| (g.wp, g.out_rows, g.in_rows)), Some((64, 2, 4)));
+        assert!(plan.grid.0 as usize <= 32 * 28, "{:?}", plan.grid);
+        let refused = |p: Conv2d, why: &str| {
+            let e = k.plan(&p, DType::F16, &d).unwrap_err().to_string();
+            assert!(e.contains(why), "{p}: {e}");
+        };
+        refused(p.with_stride(2), "stride 1");
+        refused(Conv2d::new(2, 64, 14, 14, 64, 3, 3).with_pad(1), "H*W = 196");
+        refused(Conv2d::new(2, 64, 8, 112, 64, 3, 3).with_pad(1), "does not fit");
+        refused(Conv2d::new(2, 64, 16, 32, 64, 7, 7).with_pad(3), "does not fit");
+        refused(Conv2d::new(2, 64, 16, 16, 64, 3, 3).with_pad(1).with_groups(2), "groups = 1");
+        refused(p.with_epilogue("bias+relu".parse::<crate::Epilogue>().unwrap()), "epilogue");
+        assert!(!auto_eligible(k.algorithm));
+        assert_ne!(crate::select::choose(&p, DType::F16, Layout::Nchw, &d).unwrap().pick, k.algorithm);
+    }
+
     #[test]
     fn every_policy_is_one_kernel_and_every_entry_plannable() {
         assert_eq!(kernel_names().len(), CONFIGS.iter().map(|c| c.entries.len()).sum::<usize>());
