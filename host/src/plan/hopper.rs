@@ -8,7 +8,7 @@
 //! lowest predicted time. The cost model is `wmma_nhwc`'s wave model (`plan::model`) with one
 //! rate per configuration ([`RATES`]), fitted to the H100.
 
-use convrs_spec::hopper::{patch_geometry, plane_pixel_rows, plane_row_pitch, plane_rows, Config, Math, Policy, Producer, Schedule, BLOCK_M, CONFIGS};
+use convrs_spec::hopper::{patch_geometry, plane_pixel_rows, PatchGeometry, plane_row_pitch, plane_rows, Config, Math, Policy, Producer, Schedule, BLOCK_M, CONFIGS};
 use convrs_spec::split_k;
 
 use super::tensor_core::gemm_m;
@@ -298,7 +298,15 @@ fn plan_folding(desc: &KernelDesc, problem: &Conv2d, dtype: DType, device: &Devi
     let planes = policy.producer == Producer::Planes;
     let pixel_planes = policy.producer == Producer::PlanePixels;
     let rows = policy.producer == Producer::PlaneRows;
-    let patch = policy.producer == Producer::NchwPatch;
+    // The patch kernel's tiles: finding them is its refusals.
+    let patch = if policy.producer == Producer::NchwPatch {
+        match patch_tiles(p, dtype) {
+            Ok(g) => Some(g),
+            Err(reason) => return refuse(reason),
+        }
+    } else {
+        None
+    };
     if policy.producer.nchw_planes() {
         if let Some(reason) = planes_refusal(p, dtype) {
             return refuse(reason);
@@ -307,11 +315,7 @@ fn plan_folding(desc: &KernelDesc, problem: &Conv2d, dtype: DType, device: &Devi
         if let Some(reason) = rows_refusal(p, dtype) {
             return refuse(reason);
         }
-    } else if patch {
-        if let Some(reason) = patch_refusal(p, dtype) {
-            return refuse(reason);
-        }
-    } else if p.c % 8 != 0 || p.k % 8 != 0 {
+    } else if patch.is_none() && (p.c % 8 != 0 || p.k % 8 != 0) {
         return refuse(format!("C = {} and K = {} must be multiples of 8: the kernel moves channels in 16-byte pieces and writes 8-column groups", p.c, p.k));
     }
     // The column stride folded into the channels where the im2col copies would bring k-tiles
@@ -348,11 +352,9 @@ fn plan_folding(desc: &KernelDesc, problem: &Conv2d, dtype: DType, device: &Devi
         (p.n * plane_rows(p.k, policy.block_m), oh * plane_row_pitch(ow))
     } else if pixel_planes {
         (p.n * plane_pixel_rows(p.h * p.w), p.k)
-    } else if patch {
-        // Each tile is out_rows output rows of wp pixels (checked by `patch_refusal`).
-        let (oh, ow) = p.output_hw();
-        let g = patch_geometry(p.w, ow, p.r, p.s, p.dilation.0, p.dilation.1).expect("patch_refusal checked the geometry");
-        (p.n * oh.div_ceil(g.out_rows) * BLOCK_M, p.k)
+    } else if let Some(g) = patch {
+        // Each tile is out_rows output rows of wp pixels.
+        (p.n * p.output_hw().0.div_ceil(g.out_rows) * BLOCK_M, p.k)
     } else {
         (gemm_m(p), p.k)
     };
@@ -479,24 +481,40 @@ fn planes_refusal(p: &Conv2d, dtype: DType) -> Option<String> {
             p.r, p.s, p.stride, p.pad
         ));
     }
-    let size = dtype.size();
-    if (p.h * p.w) % step != 0 {
-        return Some(format!("H*W = {} must be a multiple of {step}: the input's plane map steps from channel to channel in H*W*{size} bytes, which TMA needs in multiples of 16", p.h * p.w));
+    if let Some(reason) = plane_map_refusal(p, dtype) {
+        return Some(reason);
     }
     if p.c % step != 0 {
+        let size = dtype.size();
         return Some(format!("C = {} must be a multiple of {step}: the filter map steps from output channel to output channel in C*{size} bytes, which TMA needs in multiples of 16", p.c));
     }
     None
 }
 
+/// Why the input's plane map ({H*W, C, N}: `Producer::Planes`, `PlanePixels`, `NchwPatch`)
+/// cannot describe `p`'s NCHW input of `dtype`, if it cannot: its channel stride, H*W elements,
+/// must be a multiple of 16 bytes.
+fn plane_map_refusal(p: &Conv2d, dtype: DType) -> Option<String> {
+    let (size, step) = (dtype.size(), 16 / dtype.size());
+    ((p.h * p.w) % step != 0).then(|| {
+        format!("H*W = {} must be a multiple of {step}: the input's plane map steps from channel to channel in H*W*{size} bytes, which TMA needs in multiples of 16", p.h * p.w)
+    })
+}
+
+/// Why the KRSC filter's map ({C, R*S, K}: `Producer::PlaneRows`, `NchwPatch`) cannot describe
+/// `p`'s filter of `dtype`, if it cannot: its tap stride, C elements, must be a multiple of 16
+/// bytes.
+fn filter_taps_refusal(p: &Conv2d, dtype: DType) -> Option<String> {
+    let (size, step) = (dtype.size(), 16 / dtype.size());
+    (p.c % step != 0).then(|| format!("C = {} must be a multiple of {step}: the filter map steps from tap to tap in C*{size} bytes, which TMA needs in multiples of 16", p.c))
+}
+
 /// Why `Producer::PlaneRows` cannot run `p` on `dtype` data, if it cannot: it reads NCHW
-/// rows by tiled TMA at column stride 1, one group, and its 16-byte stores run along output rows.
+/// rows by tiled TMA at column stride 1, and its 16-byte stores run along output rows. (Grouped
+/// problems never reach it: `KernelDesc::plan` gives them to the im2col kernels.)
 fn rows_refusal(p: &Conv2d, dtype: DType) -> Option<String> {
     let (size, step) = (dtype.size(), 16 / dtype.size());
     let (_, q) = p.output_hw();
-    if p.groups > 1 {
-        return Some(format!("takes dense problems (one group), not {} groups: its filter tile is all C channels of a tap", p.groups));
-    }
     if p.stride.1 != 1 {
         return Some(format!(
             "takes column stride 1, not {} (stride {:?}): each copy is 64 consecutive pixels of an input row; any row stride is taken",
@@ -509,41 +527,31 @@ fn rows_refusal(p: &Conv2d, dtype: DType) -> Option<String> {
     if q % step != 0 {
         return Some(format!("Q = {q} (the output's width) must be a multiple of {step}: the kernel stores 16 bytes of an output row at a time"));
     }
-    if p.c % step != 0 {
-        return Some(format!("C = {} must be a multiple of {step}: the filter map steps from tap to tap in C*{size} bytes, which TMA needs in multiples of 16", p.c));
-    }
-    None
+    filter_taps_refusal(p, dtype)
 }
 
-/// Why `Producer::NchwPatch` cannot run `p` on `dtype` data, if it cannot: it reads NCHW
-/// planes by tiled TMA (H*W a multiple of 8), at stride 1, one group, and its tile's patch and
-/// landing must fit their shared memory (`convrs_spec::hopper::patch_geometry`).
-fn patch_refusal(p: &Conv2d, dtype: DType) -> Option<String> {
-    let (size, step) = (dtype.size(), 16 / dtype.size());
-    let (_, q) = p.output_hw();
-    if p.groups > 1 {
-        return Some(format!("takes dense problems (one group), not {} groups: its filter tile is all C channels of a tap", p.groups));
-    }
+/// The tiles `Producer::NchwPatch` runs `p` on `dtype` data in
+/// (`convrs_spec::hopper::patch_geometry`), or why it cannot: it reads NCHW planes by tiled TMA
+/// at stride 1, and its tile's patch and landing must fit their shared memory. (Grouped
+/// problems never reach it: `KernelDesc::plan` gives them to the im2col kernels.)
+fn patch_tiles(p: &Conv2d, dtype: DType) -> std::result::Result<PatchGeometry, String> {
     if p.stride != (1, 1) {
-        return Some(format!("takes stride 1, not {:?}: each tap reads the patch of input rows from a row offset", p.stride));
+        return Err(format!("takes stride 1, not {:?}: each tap reads the patch of input rows from a row offset", p.stride));
     }
-    if (p.h * p.w) % step != 0 {
-        return Some(format!("H*W = {} must be a multiple of {step}: the input's plane map steps from channel to channel in H*W*{size} bytes, which TMA needs in multiples of 16", p.h * p.w));
+    if let Some(reason) = plane_map_refusal(p, dtype).or_else(|| filter_taps_refusal(p, dtype)) {
+        return Err(reason);
     }
-    if p.c % step != 0 {
-        return Some(format!("C = {} must be a multiple of {step}: the filter map steps from tap to tap in C*{size} bytes, which TMA needs in multiples of 16", p.c));
-    }
-    if patch_geometry(p.w, q, p.r, p.s, p.dilation.0, p.dilation.1).is_none() {
-        return Some(format!(
+    let (_, q) = p.output_hw();
+    patch_geometry(p.w, q, p.r, p.s, p.dilation.0, p.dilation.1).ok_or_else(|| {
+        format!(
             "its tile does not fit: Q + (S-1)*dilation = {} padded columns (at most 128), and the input rows under a tile ({} x {} filter) must fit {} patch rows and {} landing copies of 64 pixels",
             q + (p.s - 1) * p.dilation.1,
             p.r,
             p.s,
             convrs_spec::hopper::PATCH_ROWS,
             convrs_spec::hopper::PATCH_LANDING_BOXES
-        ));
-    }
-    None
+        )
+    })
 }
 
 /// What each part of `policy` does, for `explain` and `convrs list`.
