@@ -220,7 +220,8 @@ pub unsafe fn conv_patch<Acc: Accumulators, const STAGES: usize, M: Math>(
     }
     let geo = Geo::of(&sh);
     let ring = Ring::<STAGES> { smem, stage: lay.stage as u32 };
-    let bars = Bars(smem + (lay.barriers + 16 * STAGES) as u32);
+    // After the ring's `empty` array, in the barrier KiB (`lay.barriers`).
+    let bars = Bars(ring.empty(0) + 8 * STAGES as u32);
     let patch0 = smem + lay.patch as u32;
     let tid = thread_x() as u32;
     // Both patches zero: the transposers write only the input's pixels, so the padding columns
