@@ -8,6 +8,7 @@ cd "$(dirname "$0")/../.."
 export BUNDLE=${BUNDLE:-target/gpu-s31a}
 . benchmarks/2026-11-28-h100-fold/steps.sh
 . benchmarks/2026-11-28-h100-s30/smoke.sh
+mkdir -p $R/w/smoke
 CONVRS_REQUIRE_GPU=1 timeout 30 $b/convrs run --algo $P --dtype fp16 --layout nchw --shape 2,256,14,14,256,1,1 --runs 5 > $R/w/smoke/whole.txt 2>&1; rc=$?
 echo "whole smoke rc=$rc"; grep -E "^time|^check|rror" $R/w/smoke/whole.txt | head -3; pack
 [ $rc = 0 ] || exit 1
