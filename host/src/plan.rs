@@ -74,10 +74,10 @@ pub enum InputMap {
     /// NCHW read as rows: a 4-D tensor {W, H, C, N}, unswizzled boxes of 72 pixels of one row
     /// by one k-tile of channels of one image (16-bit data; `convrs_spec::hopper::Producer::PlaneRows`).
     Rows,
-    /// NCHW read as octets of planes: a 3-D tensor {8*H*W, C/8, N} (eight channels' planes end
-    /// to end), boxes of one 128-byte row of pixels by 8 octets of one image (16-bit data;
-    /// `convrs_spec::hopper::PatchLanding::Octets`: planes whose H*W is not a multiple of 8).
-    Octets,
+    /// None: the kernel takes the argument but reads the input by bulk copies, so it is null
+    /// (`convrs_spec::hopper::PatchLanding::WholePlanes`, whose planes' channel stride TMA
+    /// cannot step).
+    Unused,
 }
 
 impl LaunchPlan {
@@ -147,9 +147,9 @@ impl LaunchPlan {
         LaunchPlan { input_map: Some(InputMap::Planes), ..self }
     }
 
-    /// The same plan taking the input's octet map ([`InputMap::Octets`]).
-    pub fn with_octet_map(self) -> Self {
-        LaunchPlan { input_map: Some(InputMap::Octets), ..self }
+    /// The same plan passing a null input map ([`InputMap::Unused`]).
+    pub fn with_unused_input_map(self) -> Self {
+        LaunchPlan { input_map: Some(InputMap::Unused), ..self }
     }
 
     /// The same plan taking the input's row map ([`InputMap::Rows`]).

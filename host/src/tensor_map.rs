@@ -227,38 +227,28 @@ impl InputMapKey {
 pub(crate) struct PlaneMapKey {
     /// The NCHW input's device address.
     pub address: u64,
-    /// H*W, C, N; or for octets 8*H*W, C/8, N.
+    /// H*W, C, N.
     pub dims: [u64; 3],
     pub dtype: DType,
-    /// Whether eight channels' planes make one row ([`PlaneMapKey::octets`]).
-    pub octets: bool,
 }
 
 impl PlaneMapKey {
     pub fn new(address: u64, problem: &Conv2d, dtype: DType) -> Self {
         let p = problem;
-        PlaneMapKey { address, dims: [(p.h * p.w) as u64, p.c as u64, p.n as u64], dtype, octets: false }
-    }
-
-    /// The octet map of the same input (`convrs_spec::hopper::PatchLanding::Octets`): rows of
-    /// eight channels' planes end to end, which TMA steps in 16*H*W bytes whatever H*W is (C a
-    /// multiple of 8, as every plan asking for it has).
-    pub fn octets(address: u64, problem: &Conv2d, dtype: DType) -> Self {
-        let p = problem;
-        PlaneMapKey { address, dims: [(8 * p.h * p.w) as u64, (p.c / 8) as u64, p.n as u64], dtype, octets: true }
+        PlaneMapKey { address, dims: [(p.h * p.w) as u64, p.c as u64, p.n as u64], dtype }
     }
 
     /// The driver's encoding: a 3-D tensor {H*W, C, N} (innermost first), boxes of {128 bytes
     /// of pixels, 128 bytes' worth of channels, 1 image}, 128-byte swizzle (the MN-major layout
     /// the kernels' B descriptors read), zeros outside the tensor (pixel and channel tails,
     /// images past N). The byte strides must be multiples of 16: H*W is a multiple of 8 (fp32:
-    /// 4) in every plan that asks for this map, and an octet row 8*H*W elements.
+    /// 4) in every plan that asks for this map.
     pub fn encode(&self) -> Result<[u8; 128]> {
         let size = self.dtype.size() as u64;
         let [hw, c, _] = self.dims;
         // The kernels' copy: one 128-byte row of pixels (PLANE_BOX_PIXELS of 16-bit data, 32
-        // of fp32) by one k-tile of channels, or by 8 octets (a KiB, one swizzle atom).
-        let boxes = [box_channels(self.dtype), if self.octets { 8 } else { box_channels(self.dtype) }, 1];
+        // of fp32) by one k-tile of channels.
+        let boxes = [box_channels(self.dtype), box_channels(self.dtype), 1];
         encode_tiled(self.dtype, self.address, self.dims, [size * hw, size * hw * c], boxes, false)
             .map_err(|e| Error::Cuda(format!("encoding the input's plane tensor map ({self:?}): {e}")))
     }

@@ -303,12 +303,12 @@ pub enum Producer {
     /// tile), its rows a tile's [`PatchGeometry::out_rows`] output rows of
     /// [`PatchGeometry::wp`] pixels each (those past Q computed and never stored). Per
     /// 64-channel chunk of a tile, the input rows under it land by tiled TMA copies of the
-    /// plane map (pixels contiguous, [`PATCH_LANDING_BOXES`] at most; or by the octet map
-    /// where the plane map cannot step: [`patch_landing`]), and the producer
+    /// plane map (pixels contiguous, [`PATCH_LANDING_BOXES`] at most; or, for small planes
+    /// the map cannot step, the chunk's whole planes by one bulk copy: [`patch_landing`]), and the producer
     /// warpgroup transposes them into a K-major patch ([`PATCH_ROWS`] rows of one pixel's 64
     /// channels; padding columns zero), so the A tile of tap (r, s) is the patch from row
     /// r*dil_h*wp + s*dil_w: a descriptor's start, no copy a tap. Arguments as
-    /// [`Producer::WsTma`], `xmap` the input's plane map (the octet map for [`PatchLanding::Octets`]); output NCHW through
+    /// [`Producer::WsTma`], `xmap` the input's plane map (null for [`PatchLanding::WholePlanes`]); output NCHW through
     /// [`NCHW_STAGING_BYTES`].
     NchwPatch,
 }
@@ -371,33 +371,28 @@ pub const fn patch_geometry(w: usize, q: usize, r: usize, s: usize, dil_h: usize
     Some(PatchGeometry { wp, out_rows, in_rows })
 }
 
-/// How a [`Producer::NchwPatch`] chunk's input lands in shared memory: 64-pixel copies of the
-/// tile's input rows by 64 channels either way, each a channel row of 128 bytes, 128B-swizzled.
+/// How a [`Producer::NchwPatch`] chunk's input lands in shared memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PatchLanding {
-    /// By the plane map ({H*W, C, N}; H*W a multiple of 8, so that the map steps from channel
-    /// to channel in multiples of 16 bytes): one box of 64 pixels x 64 channels a copy, channel
-    /// c in row c.
+    /// The tile's input rows by tiled TMA copies of the plane map ({H*W, C, N}; H*W a
+    /// multiple of 8, the map's channel stride a multiple of 16 bytes).
     Boxes,
-    /// By the octet map ({8*H*W, C/8, N}: eight channels' planes end to end as one row, which
-    /// TMA steps in 16*H*W bytes whatever H*W is: 14x14, 7x7): a copy is eight boxes of 64
-    /// pixels x 8 octets, box t bringing channels t, t+8, .., t+56 from column t*H*W on, so
-    /// channel c lands in row 8*(c % 8) + c / 8. A box's pixels past its channel's plane are
-    /// the next channel's (or, before it, the last one's), not zeros: the transposers mask them.
-    Octets,
+    /// The chunk's whole planes by one bulk copy (`cp.async.bulk`, no tensor map): 64 channels
+    /// of an NCHW image are one run of 64*H*W elements, 16-byte aligned where C is a multiple
+    /// of 8, whatever H*W. For planes whose channel stride TMA cannot step (14x14, 7x7), small
+    /// enough that 64 of them fit a landing ([`PATCH_LANDING_BYTES`]: H*W at most 256).
+    WholePlanes,
 }
 
-/// The [`PatchLanding`] of 16-bit NCHW planes of `h` x `w` pixels. The kernel and the plan both
-/// call it.
-pub const fn patch_landing(h: usize, w: usize) -> PatchLanding {
-    if (h * w) % 8 == 0 { PatchLanding::Boxes } else { PatchLanding::Octets }
-}
-
-/// The landing row of channel `c` (below 64) of a chunk under `landing`.
-pub const fn patch_landing_row(landing: PatchLanding, c: u32) -> u32 {
-    match landing {
-        PatchLanding::Boxes => c,
-        PatchLanding::Octets => 8 * (c % 8) + c / 8,
+/// The [`PatchLanding`] of 16-bit NCHW planes of `h` x `w` pixels, or `None` where neither
+/// fits. The kernel and the plan both call it.
+pub const fn patch_landing(h: usize, w: usize) -> Option<PatchLanding> {
+    if (h * w) % 8 == 0 {
+        Some(PatchLanding::Boxes)
+    } else if K_TILE * h * w * 2 <= PATCH_LANDING_BYTES {
+        Some(PatchLanding::WholePlanes)
+    } else {
+        None
     }
 }
 

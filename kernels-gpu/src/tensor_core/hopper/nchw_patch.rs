@@ -23,24 +23,25 @@
 //!   the first, in boxes of 64 pixels x 64 channels (128B swizzle, pixels contiguous); rows
 //!   above or below the image arrive as the copies' zero fill. Two landings: the next chunk's
 //!   copies fly while this one's are transposed. Planes the map cannot step (H*W not a
-//!   multiple of 8: 14x14, 7x7) come by the octet map instead, eight boxes a copy, each eight
-//!   channels 8 apart ([`PatchLanding::Octets`]); the transposers read each channel from its
-//!   row and zero the pixels outside its plane.
+//!   multiple of 8: 14x14, 7x7) land whole instead, the chunk's 64 planes in one bulk copy
+//!   ([`PatchLanding::WholePlanes`]).
 //! - Warps 1 to 3 ([`PATCH_TRANSPOSERS`]) make the patches, 8 pixels x 32 channels at a time:
 //!   `ldmatrix.trans` from the landing (channel rows) gives each lane two channels of one
 //!   pixel, and `stmatrix` writes them as the pixel's patch row. Two patches: the transposers
-//!   fill one while the consumers read the other.
+//!   fill one while the consumers read the other. Whole planes are not 16-byte rows (a
+//!   14x14 plane is 392 bytes), so there each lane gathers its pixel's channels one 2-byte
+//!   load at a time ([`transpose_planes`]).
 //! - Both consumer warpgroups (64 rows each) wait for a chunk's patch, run its R*S taps' wgmmas
 //!   and release it after the next k-tile's wait (so the tensor cores never drain at a chunk's
 //!   end); the output is stored NCHW through step 16's staging (`epilogue::store_nchw`).
 
-use convrs_spec::hopper::{b_tile_bytes, patch_geometry, patch_landing, patch_landing_row, PatchLanding, PatchLayout, BLOCK_M, K_TILE, NCHW_STAGING_BYTES, PATCH_BYTES, PATCH_LANDING_BYTES, PATCH_TRANSPOSERS, PLANE_BOX_PIXELS, ROW_BYTES, WARPGROUP};
+use convrs_spec::hopper::{b_tile_bytes, patch_geometry, patch_landing, PatchLanding, PatchLayout, BLOCK_M, K_TILE, NCHW_STAGING_BYTES, PATCH_BYTES, PATCH_LANDING_BYTES, PATCH_TRANSPOSERS, PLANE_BOX_PIXELS, ROW_BYTES, WARPGROUP};
 
 use super::epilogue::{store_nchw, NchwRows};
 use super::math::Math;
 use super::scheduler::Tiles;
 use crate::prelude::matrix::{ldmatrix_x4_trans, stmatrix_x4};
-use crate::prelude::mbarrier::{fence_mbarrier_init, mbar_arrive, mbar_arrive_expect_tx, mbar_init, mbar_wait, prefetch_tensormap, setmaxnreg_dec_56, setmaxnreg_inc_224, tma_load_3d};
+use crate::prelude::mbarrier::{bulk_load, fence_mbarrier_init, mbar_arrive, mbar_arrive_expect_tx, mbar_init, mbar_wait, prefetch_tensormap, setmaxnreg_dec_56, setmaxnreg_inc_224, tma_load_3d};
 use crate::prelude::pipeline::{Position, Ring};
 use crate::prelude::wgmma::{desc_sw128, fence_proxy_async_shared, Accumulators};
 use crate::prelude::*;
@@ -50,8 +51,6 @@ use crate::tensor_core::implicit_gemm::divmod;
 const WG: u32 = WARPGROUP as u32;
 /// Bytes of one landing copy: 64 channel rows of [`PLANE_BOX_PIXELS`] 16-bit pixels.
 const BOX_BYTES: u32 = (K_TILE * ROW_BYTES) as u32;
-/// Bytes of one octet-map box: 8 channel rows.
-const OCTET_BOX_BYTES: u32 = BOX_BYTES / 8;
 /// Items a transposing warp has in flight: their `ldmatrix` issued together. (Four spilled 4
 /// bytes in the producer's 56 registers.)
 const ILP: usize = 2;
@@ -70,8 +69,8 @@ struct Geo {
     per_image: u32,
     /// 64-channel chunks: C / 64, rounded up.
     chunks: u32,
-    /// How the chunks land: the plane map's boxes or the octet map's.
-    mode: PatchLanding,
+    /// Whether each chunk's planes land whole ([`PatchLanding::WholePlanes`]).
+    whole: bool,
 }
 
 impl Geo {
@@ -80,6 +79,7 @@ impl Geo {
     #[inline(always)]
     fn of(sh: &ConvShape) -> Geo {
         let Some(g) = patch_geometry(sh.w as usize, sh.q as usize, sh.r as usize, sh.s as usize, sh.dil_h as usize, sh.dil_w as usize) else { trap() };
+        let Some(landing) = patch_landing(sh.h as usize, sh.w as usize) else { trap() };
         if sh.stride_h != 1 || sh.stride_w != 1 || sh.groups != 1 {
             trap();
         }
@@ -90,7 +90,7 @@ impl Geo {
             in_rows: g.in_rows as u32,
             per_image: (sh.p as u32).div_ceil(out_rows),
             chunks: (sh.c as u32).div_ceil(K_TILE as u32),
-            mode: patch_landing(sh.h as usize, sh.w as usize),
+            whole: matches!(landing, PatchLanding::WholePlanes),
         }
     }
 
@@ -204,12 +204,13 @@ impl NchwRows for PatchRows {
 /// `y` holds N*K*P*Q elements (NCHW, 16-byte aligned); `wmap` is the filter's tiled map as
 /// for `Producer::WsTma` (KRSC, box {64, 1, `Acc::N`}), `xmap` the input's plane map as for
 /// `Producer::Planes` ({H*W, C, N}, box {64, 64, 1}, 128B swizzle) where
-/// `convrs_spec::hopper::patch_landing` lands boxes, else the octet map ({8*H*W, C/8, N}, box
-/// {64, 8, 1}, 128B swizzle); the problem is one `patch_geometry` takes, at stride 1, one
-/// group, C and K multiples of 8; the launch gives `Config::smem_bytes` and 384 threads.
+/// `convrs_spec::hopper::patch_landing` lands boxes, unused (null) where it lands whole planes;
+/// `x` the NCHW input, 16-byte aligned; the problem is one `patch_geometry` and
+/// `patch_landing` take, at stride 1, one group, C and K multiples of 8; the launch gives
+/// `Config::smem_bytes` and 384 threads.
 #[inline(always)]
 pub unsafe fn conv_patch<Acc: Accumulators, const STAGES: usize, M: Math>(
-    _x: *const u16,
+    x: *const u16,
     _w: *const u16,
     y: *mut f32,
     wmap: *const u8,
@@ -259,7 +260,9 @@ pub unsafe fn conv_patch<Acc: Accumulators, const STAGES: usize, M: Math>(
         // SAFETY: the contract's tensor maps.
         unsafe {
             prefetch_tensormap(wmap);
-            prefetch_tensormap(xmap);
+            if !geo.whole {
+                prefetch_tensormap(xmap);
+            }
         }
     }
     sync_threads();
@@ -271,7 +274,9 @@ pub unsafe fn conv_patch<Acc: Accumulators, const STAGES: usize, M: Math>(
             if tid == 0 {
                 issue_filters(wmap, &sh, &geo, ring, tiles, Acc::N as u32);
             } else if tid == 1 {
-                issue_landings(xmap, &sh, &geo, bars, smem + lay.landing as u32, tiles);
+                issue_landings(x, xmap, &sh, &geo, bars, smem + lay.landing as u32, tiles);
+            } else if tid >= 32 && geo.whole {
+                transpose_planes(&sh, &geo, bars, patch0, smem + lay.landing as u32, tiles, tid);
             } else if tid >= 32 {
                 transpose(&sh, &geo, bars, patch0, smem + lay.landing as u32, smem + lay.scratch as u32, tiles, tid);
             }
@@ -311,39 +316,44 @@ unsafe fn issue_filters<const STAGES: usize>(wmap: *const u8, sh: &ConvShape, ge
 
 /// Each chunk's landing (thread 1): into landing `i % 2` once the transposers read its last
 /// use, the tile's input rows from the 16-byte boundary at or before the first, by 64 pixels x
-/// 64 channels: one plane-map box a copy, or eight octet-map boxes (box t at column t*H*W + the
-/// copy's first pixel, into the copy's t-th KiB).
+/// 64 channels; or the chunk's whole planes, one bulk copy of its channels (fewer than 64 in
+/// the last chunk where C is not a multiple of 64).
 ///
 /// # Safety
-/// Thread 1 alone, after the barriers' initialisation; `xmap` as the kernel's contract,
+/// Thread 1 alone, after the barriers' initialisation; `x` and `xmap` as the kernel's contract,
 /// `landing` the layout's.
 #[inline(always)]
-unsafe fn issue_landings(xmap: *const u8, sh: &ConvShape, geo: &Geo, bars: Bars, landing: u32, tiles: Tiles) {
-    let hw = sh.h * sh.w;
+unsafe fn issue_landings(x: *const u16, xmap: *const u8, sh: &ConvShape, geo: &Geo, bars: Bars, landing: u32, tiles: Tiles) {
     for_each_chunk(geo, tiles, |i, m0, _, c0| {
-        let (image, start, _, groups) = geo.landing(sh, m0);
         let b = i & 1;
         let to = landing + b * PATCH_LANDING_BYTES as u32;
+        if geo.whole {
+            let (image, _) = geo.tile(m0);
+            let hw = (sh.h * sh.w) as usize;
+            let bytes = ((sh.c - c0).min(K_TILE as i32) as usize * hw * 2) as u32;
+            // Channel c0 of the image: (image*C + c0)*H*W elements in, a multiple of 8 (C and
+            // c0 are), so 16-byte aligned; the chunk's channels are a multiple of 8 too.
+            let from = x.wrapping_add((image as usize * sh.c as usize + c0 as usize) * hw) as *const u8;
+            // SAFETY: as for the boxes below; the run lies inside the input (channels c0.. of
+            // one image), 16-byte aligned with a multiple of 16 bytes (above), and fits the
+            // landing (`patch_landing`).
+            unsafe {
+                mbar_wait(bars.land_empty(b), ((i >> 1) & 1) ^ 1);
+                mbar_arrive_expect_tx(bars.land_full(b), bytes);
+                bulk_load(to, from, bytes, bars.land_full(b));
+            }
+            return;
+        }
+        let (image, start, _, groups) = geo.landing(sh, m0);
         // SAFETY: every transposer read this landing's last use (generic reads, before their
-        // arrivals); the copies fill the announced bytes (eight octet boxes make one copy's),
-        // zero fill included.
+        // arrivals); the copies fill the announced bytes, zero fill included.
         unsafe {
             mbar_wait(bars.land_empty(b), ((i >> 1) & 1) ^ 1);
             let boxes = groups.div_ceil(8);
             mbar_arrive_expect_tx(bars.land_full(b), boxes * BOX_BYTES);
             let mut j = 0;
             while j < boxes {
-                let pixel = start + (j * PLANE_BOX_PIXELS as u32) as i32;
-                let to = to + j * BOX_BYTES;
-                if geo.mode == PatchLanding::Octets {
-                    let mut t = 0;
-                    while t < 8 {
-                        tma_load_3d(to + t as u32 * OCTET_BOX_BYTES, xmap, t * hw + pixel, c0 / 8, image as i32, bars.land_full(b));
-                        t += 1;
-                    }
-                } else {
-                    tma_load_3d(to, xmap, pixel, c0, image as i32, bars.land_full(b));
-                }
+                tma_load_3d(to + j * BOX_BYTES, xmap, start + (j * PLANE_BOX_PIXELS as u32) as i32, c0, image as i32, bars.land_full(b));
                 j += 1;
             }
         }
@@ -361,7 +371,6 @@ unsafe fn issue_landings(xmap: *const u8, sh: &ConvShape, geo: &Geo, bars: Bars,
 unsafe fn transpose(sh: &ConvShape, geo: &Geo, bars: Bars, patch0: u32, landing: u32, scratch: u32, tiles: Tiles, tid: u32) {
     let (warp, lane) = (tid / 32 - 1, tid % 32);
     let width = sh.w as u32;
-    let hw = sh.h * sh.w;
     let pixels = geo.in_rows * width;
     // This lane's slot for pixels outside the patch (stmatrix writes a row for every lane).
     let trash = scratch + (warp * 32 + lane) * 16;
@@ -369,7 +378,7 @@ unsafe fn transpose(sh: &ConvShape, geo: &Geo, bars: Bars, patch0: u32, landing:
     // the one width whose factor (2^32 + 1) does not fit 32 bits.
     let magic = if width == 1 { 0 } else { (u32::MAX / width) + 1 };
     for_each_chunk(geo, tiles, |i, m0, _, _| {
-        let (_, start, lead, groups) = geo.landing(sh, m0);
+        let (_, _, lead, groups) = geo.landing(sh, m0);
         let b = i & 1;
         let patch = patch0 + b * PATCH_BYTES as u32;
         let landing = landing + b * PATCH_LANDING_BYTES as u32;
@@ -393,18 +402,12 @@ unsafe fn transpose(sh: &ConvShape, geo: &Geo, bars: Bars, patch0: u32, landing:
             unroll!(4: ILP, u => {
                 let it = item + 3 * u as u32;
                 let (g, h) = ((it >> 1).min(LAST_GROUP), it & 1);
-                // ldmatrix: lane 8m + k gives row k of matrix m, channel 32h + 8m + k: its
-                // landing row's 16-byte unit g % 8 of copy g / 8 (swizzled by the row).
-                let row = patch_landing_row(geo.mode, 32 * h + lane);
-                let src = landing + (g >> 3) * BOX_BYTES + row * ROW_BYTES as u32 + (((g & 7) ^ (row & 7)) << 4);
+                // ldmatrix: lane 8m + k gives row k of matrix m, channel row 32h + 8m + k of
+                // the landing, 16-byte unit g % 8 of copy g / 8 (swizzled by the channel row).
+                let c = 32 * h + lane;
+                let src = landing + (g >> 3) * BOX_BYTES + c * ROW_BYTES as u32 + (((g & 7) ^ (c & 7)) << 4);
                 // SAFETY: the landed copies (waited for above), 16-byte aligned rows.
                 v[u] = unsafe { ldmatrix_x4_trans(src) };
-                // Transposed, lane L holds pixel 8g + L/4 of the landing in all four: an octet
-                // box's pixels outside the plane are a neighbouring channel's, so zero them.
-                let flat = start + (8 * g + lane / 4) as i32;
-                if geo.mode == PatchLanding::Octets && (flat < 0 || flat >= hw) {
-                    v[u] = [0; 4];
-                }
             });
             unroll!(4: ILP, u => {
                 let it = item + 3 * u as u32;
@@ -423,6 +426,76 @@ unsafe fn transpose(sh: &ConvShape, geo: &Geo, bars: Bars, patch0: u32, landing:
                 unsafe { stmatrix_x4(dst, v[u]) };
             });
             item += 3 * ILP as u32;
+        }
+        // The patch's generic writes before the consumers' wgmmas (async proxy).
+        fence_proxy_async_shared();
+        // SAFETY: one arrival per transposer per chunk on each, as initialised.
+        unsafe {
+            mbar_arrive(bars.patch_full(b));
+            mbar_arrive(bars.land_empty(b));
+        }
+    });
+}
+
+/// [`transpose`] for whole planes: chunk i's landing holds channel c0 + c's plane from byte
+/// c*H*W*2 on, unswizzled, and each transposer thread takes one pixel of the tile's input rows
+/// at a time (lanes on consecutive pixels: their 2-byte loads share banks two to a word), its
+/// 64 channels gathered 8 at a time into one 16-byte store of the pixel's patch row. Pixels
+/// above or below the image, and channels past C, are written as zeros (the patch still holds
+/// the last tile's rows there).
+///
+/// # Safety
+/// As [`transpose`].
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn transpose_planes(sh: &ConvShape, geo: &Geo, bars: Bars, patch0: u32, landing: u32, tiles: Tiles, tid: u32) {
+    let t = tid - 32;
+    let width = sh.w as u32;
+    let hw = (sh.h * sh.w) as u32;
+    let span = geo.in_rows * width;
+    // rel / W as a high multiply, as in `transpose` (rel < 256: `patch_geometry`).
+    let magic = if width == 1 { 0 } else { (u32::MAX / width) + 1 };
+    for_each_chunk(geo, tiles, |i, m0, _, c0| {
+        let (_, p0) = geo.tile(m0);
+        let first = (p0 as i32 - sh.pad_h) * sh.w;
+        // 8-channel groups landed: C and c0 are multiples of 8.
+        let groups = ((sh.c - c0).min(K_TILE as i32) / 8) as u32;
+        let b = i & 1;
+        let patch = patch0 + b * PATCH_BYTES as u32;
+        let landing = landing + b * PATCH_LANDING_BYTES as u32;
+        // SAFETY: as in `transpose`.
+        unsafe {
+            mbar_wait(bars.land_full(b), (i >> 1) & 1);
+            mbar_wait(bars.patch_empty(b), ((i >> 1) & 1) ^ 1);
+        }
+        let mut rel = t;
+        while rel < span {
+            let pix = first + rel as i32;
+            let inside = pix >= 0 && (pix as u32) < hw;
+            let row = if width == 1 { rel } else { ((rel as u64 * magic as u64) >> 32) as u32 };
+            let at = (row << geo.shift) + (rel - row * width) + sh.pad_w as u32;
+            let dst = patch + at * ROW_BYTES as u32;
+            // Channel c of the pixel: 2 bytes at c*H*W + pix. Eight channels a turn, in a loop
+            // LLVM cannot unroll (unrolled, the producer's 56 registers spilled).
+            let mut src = landing + 2 * pix as u32;
+            let mut j = 0;
+            while j < opaque_u32(8) {
+                let mut v = [0u32; 4];
+                if inside && j < groups {
+                    unroll!(4: 4, k => {
+                        let c = 2 * k as u32;
+                        // SAFETY: the landed planes (waited for above): channels below C,
+                        // pixels inside the plane, 2-byte aligned.
+                        v[k] = unsafe { ld_shared_u16(src + 2 * c * hw) | (ld_shared_u16(src + 2 * (c + 1) * hw) << 16) };
+                    });
+                }
+                // SAFETY: the patch row of one pixel (this thread's alone this chunk), inside
+                // the patch (`patch_geometry`); the patch is free (waited for above).
+                unsafe { st_shared_v4(dst + ((j ^ (at & 7)) << 4), v) };
+                src += 16 * hw;
+                j += 1;
+            }
+            rel += PATCH_TRANSPOSERS as u32;
         }
         // The patch's generic writes before the consumers' wgmmas (async proxy).
         fence_proxy_async_shared();
