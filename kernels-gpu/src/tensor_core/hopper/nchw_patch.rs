@@ -468,7 +468,11 @@ unsafe fn transpose_planes(sh: &ConvShape, geo: &Geo, bars: Bars, patch0: u32, l
             mbar_wait(bars.land_full(b), (i >> 1) & 1);
             mbar_wait(bars.patch_empty(b), ((i >> 1) & 1) ^ 1);
         }
-        let mut rel = t;
+        if hw % 4 == 0 {
+            // SAFETY: as this function's.
+            unsafe { transpose_quads(sh, geo, patch, landing, first, groups, t, magic) };
+        }
+        let mut rel = if hw % 4 == 0 { span } else { t };
         while rel < span {
             let pix = first + rel as i32;
             let inside = pix >= 0 && (pix as u32) < hw;
@@ -505,6 +509,68 @@ unsafe fn transpose_planes(sh: &ConvShape, geo: &Geo, bars: Bars, patch0: u32, l
             mbar_arrive(bars.land_empty(b));
         }
     });
+}
+
+/// [`transpose_planes`] where H*W is a multiple of 4 (14x14 planes): each thread takes four
+/// pixels of the plane at a time (a 4-aligned quad, inside the plane or outside it whole), and
+/// each of its loads brings one channel of all four (8 bytes, aligned: every plane starts on 8
+/// bytes), so a 16-byte patch unit costs 2 loads a pixel instead of 8 (and 2 stores of 8 bytes). The quads cover the
+/// tile's input pixels from the 4-aligned one at or before the first; a pixel outside them is
+/// not stored.
+///
+/// # Safety
+/// As [`transpose`], for chunk `landing` into `patch` (both waited for), `first` the tile's
+/// first input pixel, `groups` the chunk's 8-channel groups, `t` the thread's index among the
+/// transposers, `magic` the division by W of [`transpose_planes`].
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn transpose_quads(sh: &ConvShape, geo: &Geo, patch: u32, landing: u32, first: i32, groups: u32, t: u32, magic: u32) {
+    let width = sh.w as u32;
+    let hw = (sh.h * sh.w) as u32;
+    let span = (geo.in_rows * width) as i32;
+    let lo = first & !3;
+    let quads = ((first + span - lo) as u32).div_ceil(4);
+    let mut quad = t;
+    while quad < quads {
+        let f = lo + 4 * quad as i32;
+        let inside = f >= 0 && (f as u32) < hw;
+        // Each pixel's patch row, or u32::MAX past the tile's input pixels.
+        let mut at = [u32::MAX; 4];
+        unroll!(4: 4, e => {
+            let rel = f + e as i32 - first;
+            if rel >= 0 && rel < span {
+                let rel = rel as u32;
+                let row = if width == 1 { rel } else { ((rel as u64 * magic as u64) >> 32) as u32 };
+                at[e] = (row << geo.shift) + (rel - row * width) + sh.pad_w as u32;
+            }
+        });
+        // Four channels a turn, half a patch unit a pixel (the whole unit's eight loads held
+        // 16 registers, and the producer's 56 spilled).
+        let mut src = landing + 2 * f as u32;
+        let mut j = 0;
+        while j < opaque_u32(16) {
+            let mut w = [[0u32; 2]; 4];
+            if inside && j / 2 < groups {
+                unroll!(4: 4, k => {
+                    // SAFETY: the landed planes: channel 4j + k below C, pixels f..f+4 inside
+                    // its plane, 8-byte aligned (H*W and f multiples of 4).
+                    w[k] = unsafe { ld_shared_u32x2(src + 2 * k as u32 * hw) };
+                });
+            }
+            unroll!(4: 4, e => {
+                if at[e] != u32::MAX {
+                    let (half, shift) = (e / 2, 16 * (e % 2) as u32);
+                    let pair = |m: usize| ((w[2 * m][half] >> shift) & 0xffff) | (((w[2 * m + 1][half] >> shift) & 0xffff) << 16);
+                    // SAFETY: half j % 2 of unit j / 2 of one pixel's patch row (this thread's
+                    // alone this chunk), inside the patch (`patch_geometry`); the patch is free.
+                    unsafe { st_shared_f32x2(patch + at[e] * ROW_BYTES as u32 + (((j / 2) ^ (at[e] & 7)) << 4) + 8 * (j % 2), f32::from_bits(pair(0)), f32::from_bits(pair(1))) };
+                }
+            });
+            src += 8 * hw;
+            j += 1;
+        }
+        quad += PATCH_TRANSPOSERS as u32;
+    }
 }
 
 /// A consumer warpgroup (`tid` 128..383: rows 64*cw.. of each tile): every k-tile (chunk, tap)
