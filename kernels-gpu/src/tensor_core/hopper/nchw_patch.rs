@@ -440,9 +440,10 @@ unsafe fn transpose(sh: &ConvShape, geo: &Geo, bars: Bars, patch0: u32, landing:
 /// [`transpose`] for whole planes: chunk i's landing holds channel c0 + c's plane from byte
 /// c*H*W*2 on, unswizzled, and each transposer thread takes one pixel of the tile's input rows
 /// at a time (lanes on consecutive pixels: their 2-byte loads share banks two to a word), its
-/// 64 channels gathered 8 at a time into one 16-byte store of the pixel's patch row. Pixels
-/// above or below the image, and channels past C, are written as zeros (the patch still holds
-/// the last tile's rows there).
+/// 64 channels gathered 8 at a time into one 16-byte store of the pixel's patch row; where H*W
+/// is a multiple of 4, 16-byte units of four pixels at a time ([`transpose_quads`]). Pixels above or
+/// below the image, and channels past C, are written as zeros (the patch still holds the last
+/// tile's rows there).
 ///
 /// # Safety
 /// As [`transpose`].
@@ -471,35 +472,38 @@ unsafe fn transpose_planes(sh: &ConvShape, geo: &Geo, bars: Bars, patch0: u32, l
         if hw % 4 == 0 {
             // SAFETY: as this function's.
             unsafe { transpose_quads(sh, geo, patch, landing, first, groups, t, magic) };
-        }
-        let mut rel = if hw % 4 == 0 { span } else { t };
-        while rel < span {
-            let pix = first + rel as i32;
-            let inside = pix >= 0 && (pix as u32) < hw;
-            let row = if width == 1 { rel } else { ((rel as u64 * magic as u64) >> 32) as u32 };
-            let at = (row << geo.shift) + (rel - row * width) + sh.pad_w as u32;
-            let dst = patch + at * ROW_BYTES as u32;
-            // Channel c of the pixel: 2 bytes at c*H*W + pix. Eight channels a turn, in a loop
-            // LLVM cannot unroll (unrolled, the producer's 56 registers spilled).
-            let mut src = landing + 2 * pix as u32;
-            let mut j = 0;
-            while j < opaque_u32(8) {
-                let mut v = [0u32; 4];
-                if inside && j < groups {
-                    unroll!(4: 4, k => {
-                        let c = 2 * k as u32;
-                        // SAFETY: the landed planes (waited for above): channels below C,
-                        // pixels inside the plane, 2-byte aligned.
-                        v[k] = unsafe { ld_shared_u16(src + 2 * c * hw) | (ld_shared_u16(src + 2 * (c + 1) * hw) << 16) };
-                    });
+        } else {
+            // A pixel a thread, its 8 units in turn (spreading the (unit, pixel) items over
+            // the transposers spilled 8 bytes of the 8-stage tiles' producer).
+            let mut rel = t;
+            while rel < span {
+                let pix = first + rel as i32;
+                let inside = pix >= 0 && (pix as u32) < hw;
+                let row = if width == 1 { rel } else { ((rel as u64 * magic as u64) >> 32) as u32 };
+                let at = (row << geo.shift) + (rel - row * width) + sh.pad_w as u32;
+                let dst = patch + at * ROW_BYTES as u32;
+                // Channel c of the pixel: 2 bytes at c*H*W + pix. Eight channels a turn, in a
+                // loop LLVM cannot unroll (unrolled, the producer's 56 registers spilled).
+                let mut src = landing + 2 * pix as u32;
+                let mut j = 0;
+                while j < opaque_u32(8) {
+                    let mut v = [0u32; 4];
+                    if inside && j < groups {
+                        unroll!(4: 4, k => {
+                            let c = 2 * k as u32;
+                            // SAFETY: the landed planes (waited for above): channels below C,
+                            // pixels inside the plane, 2-byte aligned.
+                            v[k] = unsafe { ld_shared_u16(src + 2 * c * hw) | (ld_shared_u16(src + 2 * (c + 1) * hw) << 16) };
+                        });
+                    }
+                    // SAFETY: the patch row of one pixel (this thread's alone this chunk),
+                    // inside the patch (`patch_geometry`); the patch is free (waited for above).
+                    unsafe { st_shared_v4(dst + ((j ^ (at & 7)) << 4), v) };
+                    src += 16 * hw;
+                    j += 1;
                 }
-                // SAFETY: the patch row of one pixel (this thread's alone this chunk), inside
-                // the patch (`patch_geometry`); the patch is free (waited for above).
-                unsafe { st_shared_v4(dst + ((j ^ (at & 7)) << 4), v) };
-                src += 16 * hw;
-                j += 1;
+                rel += PATCH_TRANSPOSERS as u32;
             }
-            rel += PATCH_TRANSPOSERS as u32;
         }
         // The patch's generic writes before the consumers' wgmmas (async proxy).
         fence_proxy_async_shared();
@@ -511,12 +515,15 @@ unsafe fn transpose_planes(sh: &ConvShape, geo: &Geo, bars: Bars, patch0: u32, l
     });
 }
 
-/// [`transpose_planes`] where H*W is a multiple of 4 (14x14 planes): each thread takes four
-/// pixels of the plane at a time (a 4-aligned quad, inside the plane or outside it whole), and
-/// each of its loads brings one channel of all four (8 bytes, aligned: every plane starts on 8
-/// bytes), so a 16-byte patch unit costs 2 loads a pixel instead of 8 (and 2 stores of 8 bytes). The quads cover the
-/// tile's input pixels from the 4-aligned one at or before the first; a pixel outside them is
-/// not stored.
+/// [`transpose_planes`] where H*W is a multiple of 4 (14x14 planes): an item is one 16-byte
+/// unit (8 channels) of four pixels of the plane (a 4-aligned quad, inside the plane or
+/// outside it whole), and each of its 8 loads brings one channel of all four (8 bytes,
+/// aligned: every plane starts on 8 bytes), so a unit costs 2 loads a pixel instead of 8. The
+/// items are spread over all the transposers, lanes on consecutive quads of one unit (their
+/// loads in consecutive 8 bytes): quads a thread left 68 of the 96 idle on a 14x14 tile and
+/// took 1.3x the per-pixel gathers' time (16,256,14,14->256 1x1; H200, thirty-first session).
+/// The quads cover the tile's input pixels from the 4-aligned one at or before the first; a
+/// pixel outside them is not stored.
 ///
 /// # Safety
 /// As [`transpose`], for chunk `landing` into `patch` (both waited for), `first` the tile's
@@ -530,46 +537,39 @@ unsafe fn transpose_quads(sh: &ConvShape, geo: &Geo, patch: u32, landing: u32, f
     let span = (geo.in_rows * width) as i32;
     let lo = first & !3;
     let quads = ((first + span - lo) as u32).div_ceil(4);
-    let mut quad = t;
-    while quad < quads {
+    let mut item = t;
+    while item < opaque_u32(8 * quads) {
+        // SAFETY: quads >= 1 (span >= 1).
+        let (j, quad) = unsafe { divmod(item, quads) };
         let f = lo + 4 * quad as i32;
-        let inside = f >= 0 && (f as u32) < hw;
-        // Each pixel's patch row, or u32::MAX past the tile's input pixels.
-        let mut at = [u32::MAX; 4];
-        unroll!(4: 4, e => {
-            let rel = f + e as i32 - first;
-            if rel >= 0 && rel < span {
-                let rel = rel as u32;
-                let row = if width == 1 { rel } else { ((rel as u64 * magic as u64) >> 32) as u32 };
-                at[e] = (row << geo.shift) + (rel - row * width) + sh.pad_w as u32;
-            }
-        });
-        // Four channels a turn, half a patch unit a pixel (the whole unit's eight loads held
-        // 16 registers, and the producer's 56 spilled).
-        let mut src = landing + 2 * f as u32;
-        let mut j = 0;
-        while j < opaque_u32(16) {
+        let inside = f >= 0 && (f as u32) < hw && j < groups;
+        let src = landing + 2 * (8 * j * hw + f as u32);
+        // Half a unit (4 channels) at a time: whole units held 16 registers of loads, and the
+        // 8-stage tiles' producer spilled 8 bytes.
+        unroll!(4: 2, h => {
             let mut w = [[0u32; 2]; 4];
-            if inside && j / 2 < groups {
+            if inside {
                 unroll!(4: 4, k => {
-                    // SAFETY: the landed planes: channel 4j + k below C, pixels f..f+4 inside
-                    // its plane, 8-byte aligned (H*W and f multiples of 4).
-                    w[k] = unsafe { ld_shared_u32x2(src + 2 * k as u32 * hw) };
+                    // SAFETY: the landed planes: channel 8j + 4h + k below C, pixels f..f+4
+                    // inside its plane, 8-byte aligned (H*W and f multiples of 4).
+                    w[k] = unsafe { ld_shared_u32x2(src + 2 * (4 * h + k) as u32 * hw) };
                 });
             }
             unroll!(4: 4, e => {
-                if at[e] != u32::MAX {
+                let rel = f + e as i32 - first;
+                if rel >= 0 && rel < span {
+                    let rel = rel as u32;
+                    let row = if width == 1 { rel } else { ((rel as u64 * magic as u64) >> 32) as u32 };
+                    let at = (row << geo.shift) + (rel - row * width) + sh.pad_w as u32;
                     let (half, shift) = (e / 2, 16 * (e % 2) as u32);
-                    let pair = |m: usize| ((w[2 * m][half] >> shift) & 0xffff) | (((w[2 * m + 1][half] >> shift) & 0xffff) << 16);
-                    // SAFETY: half j % 2 of unit j / 2 of one pixel's patch row (this thread's
-                    // alone this chunk), inside the patch (`patch_geometry`); the patch is free.
-                    unsafe { st_shared_f32x2(patch + at[e] * ROW_BYTES as u32 + (((j / 2) ^ (at[e] & 7)) << 4) + 8 * (j % 2), f32::from_bits(pair(0)), f32::from_bits(pair(1))) };
+                    let pair = |m: usize| f32::from_bits(((w[2 * m][half] >> shift) & 0xffff) | (((w[2 * m + 1][half] >> shift) & 0xffff) << 16));
+                    // SAFETY: half h of unit j of one pixel's patch row (this item's alone),
+                    // inside the patch (`patch_geometry`); the patch is free.
+                    unsafe { st_shared_f32x2(patch + at * ROW_BYTES as u32 + ((j ^ (at & 7)) << 4) + 8 * h as u32, pair(0), pair(1)) };
                 }
             });
-            src += 8 * hw;
-            j += 1;
-        }
-        quad += PATCH_TRANSPOSERS as u32;
+        });
+        item += PATCH_TRANSPOSERS as u32;
     }
 }
 
