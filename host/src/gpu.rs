@@ -249,7 +249,6 @@ impl Gpu {
         use cudarc::driver::DevicePtr;
         let (address, _sync) = input.device_ptr(&self.stream);
         let key = match kind {
-            crate::plan::InputMap::Unused => return Ok(0),
             crate::plan::InputMap::Im2col { pixels } => MapKey::Input(InputMapKey::new(address, problem, T::DTYPE, pixels, fold_w).map_err(Error::InvalidArgument)?),
             crate::plan::InputMap::Planes => MapKey::Planes(PlaneMapKey::new(address, problem, T::DTYPE)),
             crate::plan::InputMap::Rows => MapKey::Rows(RowMapKey::new(address, problem, T::DTYPE)),

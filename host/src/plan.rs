@@ -74,10 +74,6 @@ pub enum InputMap {
     /// NCHW read as rows: a 4-D tensor {W, H, C, N}, unswizzled boxes of 72 pixels of one row
     /// by one k-tile of channels of one image (16-bit data; `convrs_spec::hopper::Producer::PlaneRows`).
     Rows,
-    /// None: the kernel takes the argument but reads the input by bulk copies, so it is null
-    /// (`convrs_spec::hopper::PatchLanding::WholePlanes`, whose planes' channel stride TMA
-    /// cannot step).
-    Unused,
 }
 
 impl LaunchPlan {
@@ -145,11 +141,6 @@ impl LaunchPlan {
     /// The same plan taking the input's plane map ([`InputMap::Planes`]).
     pub fn with_plane_map(self) -> Self {
         LaunchPlan { input_map: Some(InputMap::Planes), ..self }
-    }
-
-    /// The same plan passing a null input map ([`InputMap::Unused`]).
-    pub fn with_unused_input_map(self) -> Self {
-        LaunchPlan { input_map: Some(InputMap::Unused), ..self }
     }
 
     /// The same plan taking the input's row map ([`InputMap::Rows`]).

@@ -328,16 +328,6 @@ pub unsafe fn ld_shared_u16(addr: u32) -> u32 {
     v
 }
 
-/// `v`, hidden from the optimizer: a loop counter through it has no trip count, so the loop is
-/// neither unrolled nor duplicated.
-#[inline(always)]
-pub fn opaque_u32(v: u32) -> u32 {
-    let o: u32;
-    // SAFETY: register move only.
-    unsafe { asm!("mov.u32 {o}, {v};", o = out(reg32) o, v = in(reg32) v, options(pure, nomem, nostack)) };
-    o
-}
-
 /// Loads one 32-bit word from shared memory.
 ///
 /// # Safety

@@ -303,12 +303,11 @@ pub enum Producer {
     /// tile), its rows a tile's [`PatchGeometry::out_rows`] output rows of
     /// [`PatchGeometry::wp`] pixels each (those past Q computed and never stored). Per
     /// 64-channel chunk of a tile, the input rows under it land by tiled TMA copies of the
-    /// plane map (pixels contiguous, [`PATCH_LANDING_BOXES`] at most; or, for small planes
-    /// the map cannot step, the chunk's whole planes by one bulk copy: [`patch_landing`]), and the producer
+    /// plane map (pixels contiguous, [`PATCH_LANDING_BOXES`] at most), and the producer
     /// warpgroup transposes them into a K-major patch ([`PATCH_ROWS`] rows of one pixel's 64
     /// channels; padding columns zero), so the A tile of tap (r, s) is the patch from row
     /// r*dil_h*wp + s*dil_w: a descriptor's start, no copy a tap. Arguments as
-    /// [`Producer::WsTma`], `xmap` the input's plane map (null for [`PatchLanding::WholePlanes`]); output NCHW through
+    /// [`Producer::WsTma`], `xmap` the input's plane map; output NCHW through
     /// [`NCHW_STAGING_BYTES`].
     NchwPatch,
 }
@@ -369,31 +368,6 @@ pub const fn patch_geometry(w: usize, q: usize, r: usize, s: usize, dil_h: usize
         return None;
     }
     Some(PatchGeometry { wp, out_rows, in_rows })
-}
-
-/// How a [`Producer::NchwPatch`] chunk's input lands in shared memory.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PatchLanding {
-    /// The tile's input rows by tiled TMA copies of the plane map ({H*W, C, N}; H*W a
-    /// multiple of 8, the map's channel stride a multiple of 16 bytes).
-    Boxes,
-    /// The chunk's whole planes by one bulk copy (`cp.async.bulk`, no tensor map): 64 channels
-    /// of an NCHW image are one run of 64*H*W elements, 16-byte aligned where C is a multiple
-    /// of 8, whatever H*W. For planes whose channel stride TMA cannot step (14x14, 7x7), small
-    /// enough that 64 of them fit a landing ([`PATCH_LANDING_BYTES`]: H*W at most 256).
-    WholePlanes,
-}
-
-/// The [`PatchLanding`] of 16-bit NCHW planes of `h` x `w` pixels, or `None` where neither
-/// fits. The kernel and the plan both call it.
-pub const fn patch_landing(h: usize, w: usize) -> Option<PatchLanding> {
-    if (h * w) % 8 == 0 {
-        Some(PatchLanding::Boxes)
-    } else if K_TILE * h * w * 2 <= PATCH_LANDING_BYTES {
-        Some(PatchLanding::WholePlanes)
-    } else {
-        None
-    }
 }
 
 /// Where a [`Producer::NchwPatch`] block keeps what, from its 1024-aligned start: the ring's

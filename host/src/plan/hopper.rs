@@ -8,7 +8,7 @@
 //! lowest predicted time. The cost model is `wmma_nhwc`'s wave model (`plan::model`) with one
 //! rate per configuration ([`RATES`]), fitted to the H100.
 
-use convrs_spec::hopper::{patch_geometry, patch_landing, plane_pixel_rows, PatchGeometry, PatchLanding, plane_row_pitch, plane_rows, Config, Math, Policy, Producer, Schedule, BLOCK_M, CONFIGS};
+use convrs_spec::hopper::{patch_geometry, plane_pixel_rows, PatchGeometry, plane_row_pitch, plane_rows, Config, Math, Policy, Producer, Schedule, BLOCK_M, CONFIGS};
 use convrs_spec::split_k;
 
 use super::tensor_core::gemm_m;
@@ -440,7 +440,6 @@ fn plan_folding(desc: &KernelDesc, problem: &Conv2d, dtype: DType, device: &Devi
     let plan = if policy.filter_map() { plan.with_filter_map(c.filter_box_rows() as u32) } else { plan };
     let plan = match policy.producer {
         Producer::WsTma | Producer::WsTmaNchw => plan.with_input_map(c.block_m() as u32),
-        Producer::NchwPatch if patch_landing(p.h, p.w) == Some(PatchLanding::WholePlanes) => plan.with_unused_input_map(),
         Producer::Planes | Producer::PlanePixels | Producer::NchwPatch => plan.with_plane_map(),
         Producer::PlaneRows => plan.with_row_map(),
         Producer::Multistage | Producer::WsCpAsync => plan,
@@ -532,24 +531,14 @@ fn rows_refusal(p: &Conv2d, dtype: DType) -> Option<String> {
 }
 
 /// The tiles `Producer::NchwPatch` runs `p` on `dtype` data in
-/// (`convrs_spec::hopper::patch_geometry`), or why it cannot: it reads NCHW planes at stride 1
-/// by tiled TMA, or whole by bulk copies where they are small (`patch_landing`), and its
-/// tile's patch and landing must fit their shared memory. (Grouped problems never reach it:
-/// `KernelDesc::plan` gives them to the im2col kernels.)
+/// (`convrs_spec::hopper::patch_geometry`), or why it cannot: it reads NCHW planes by tiled TMA
+/// at stride 1, and its tile's patch and landing must fit their shared memory. (Grouped
+/// problems never reach it: `KernelDesc::plan` gives them to the im2col kernels.)
 fn patch_tiles(p: &Conv2d, dtype: DType) -> std::result::Result<PatchGeometry, String> {
     if p.stride != (1, 1) {
         return Err(format!("takes stride 1, not {:?}: each tap reads the patch of input rows from a row offset", p.stride));
     }
-    if patch_landing(p.h, p.w).is_none() {
-        let planes = plane_map_refusal(p, dtype).unwrap_or_default();
-        return Err(format!(
-            "{planes}; and its planes are too large to land whole ({} x {} pixels: 64 channels of them must fit {} bytes)",
-            p.h,
-            p.w,
-            convrs_spec::hopper::PATCH_LANDING_BYTES
-        ));
-    }
-    if let Some(reason) = filter_taps_refusal(p, dtype) {
+    if let Some(reason) = plane_map_refusal(p, dtype).or_else(|| filter_taps_refusal(p, dtype)) {
         return Err(reason);
     }
     let (_, q) = p.output_hw();
@@ -577,7 +566,7 @@ pub fn describe(policy: Policy) -> String {
             "NCHW data, any filter at column stride 1: a GEMM per image, output channels by output rows (whole 64-pixel copies); one producer thread brings each tap's filter tile and, per 64 columns, a tiled TMA copy of the input row under them shifted by the tap from a 16-byte boundary (its zero fill the padding), which two producer warps shift into place; no transform of the activations"
         }
         Producer::NchwPatch => {
-            "NCHW data, any filter at stride 1, read as it is: per 64-channel chunk the tile's input rows land by tiled TMA (or, for planes of up to 256 pixels whose H*W is not a multiple of 8, the chunk's whole planes by one bulk copy) and three producer warps transpose them into a K-major patch (ldmatrix.trans, stmatrix), from which each tap's wgmma reads at a row offset; one producer thread brings each tap's filter tile; the output stored NCHW; no transform of the activations"
+            "NCHW data, any filter at stride 1, read as it is: per 64-channel chunk the tile's input rows land by tiled TMA and three producer warps transpose them into a K-major patch (ldmatrix.trans, stmatrix), from which each tap's wgmma reads at a row offset; one producer thread brings each tap's filter tile; the output stored NCHW; no transform of the activations"
         }
         Producer::PlanePixels => {
             "NCHW fp32 data, 1x1: a GEMM per image, pixels by output channels; one producer thread brings the image's channel planes and the filter by tiled TMA, the consumers load the pixels into registers (tf32 wgmma reads only K-major shared tiles), no transform"
@@ -1097,14 +1086,7 @@ mod tests {
             assert!(e.contains(why), "{p}: {e}");
         };
         refused(p.with_stride(2), "stride 1");
-        // 14x14 and 7x7 planes (H*W not a multiple of 8) land whole, with a null plane map;
-        // a 15x18 plane (270 pixels) is too large to.
-        for (hw, r) in [(14, 3), (7, 1)] {
-            let plan = k.plan(&Conv2d::new(2, 64, hw, hw, 64, r, r).with_pad(r / 2), DType::F16, &d).unwrap();
-            assert_eq!(plan.input_map, Some(crate::plan::InputMap::Unused));
-        }
-        assert_eq!(plan.input_map, Some(crate::plan::InputMap::Planes));
-        refused(Conv2d::new(2, 64, 15, 18, 64, 3, 3).with_pad(1), "H*W = 270");
+        refused(Conv2d::new(2, 64, 14, 14, 64, 3, 3).with_pad(1), "H*W = 196");
         refused(Conv2d::new(2, 64, 8, 112, 64, 3, 3).with_pad(1), "does not fit");
         refused(Conv2d::new(2, 64, 16, 32, 64, 7, 7).with_pad(3), "does not fit");
         refused(Conv2d::new(2, 64, 16, 16, 64, 3, 3).with_pad(1).with_groups(2), "groups = 1");

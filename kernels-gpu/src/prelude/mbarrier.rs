@@ -133,25 +133,6 @@ pub unsafe fn tma_load_4d(dst: u32, map: *const u8, c0: i32, c1: i32, c2: i32, c
     };
 }
 
-/// Bulk copy (no tensor map): `bytes` bytes of global memory from `src` land at shared address
-/// `dst`, then complete their byte count on barrier `bar`. `.shared::cluster` destination, as
-/// [`tma_load_3d`].
-///
-/// # Safety
-/// `src` and `dst` are 16-byte aligned, `bytes` a multiple of 16; `src..src + bytes` is
-/// readable global memory; `dst` is shared memory of this block with room for `bytes` that
-/// nothing else accesses until `bar`'s phase completes; the bytes were announced on `bar` with
-/// [`mbar_arrive_expect_tx`].
-#[inline(always)]
-pub unsafe fn bulk_load(dst: u32, src: *const u8, bytes: u32, bar: u32) {
-    // SAFETY: as the caller guarantees; the copy writes only dst..dst + bytes.
-    unsafe {
-        asm!("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [{d}], [{s}], {n}, [{b}];",
-            d = in(reg32) dst, s = in(reg64) src, n = in(reg32) bytes, b = in(reg32) bar,
-            options(nostack))
-    };
-}
-
 /// Im2col 4-D TMA load of an NHWC tensor ({C, W, H, N} innermost first): the map's
 /// pixels-per-column im2col rows, the first for the filter window whose first tap is at
 /// (`w`, `h`) of image `n` (the window origin, maybe in the padding), the next ones the windows

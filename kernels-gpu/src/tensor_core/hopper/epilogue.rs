@@ -414,7 +414,7 @@ pub(super) unsafe fn store_fused<O: Operands, Acc: Accumulators, M: Math>(sh: &C
                 // guarantees.
                 unsafe { finish_eight::<O, M>(sh, &act, y, x, row, col) };
             }
-            item = opaque_u32(item + 32);
+            item = opaque(item + 32);
         }
         sync_warp();
     });
@@ -447,6 +447,16 @@ pub(super) unsafe fn prefetch_residual<O: Operands, Acc: Accumulators, M: Math>(
         }
         i += WG;
     }
+}
+
+/// `v`, hidden from the optimizer: a loop counter through it has no trip count, so the loop is
+/// neither unrolled nor duplicated.
+#[inline(always)]
+fn opaque(v: u32) -> u32 {
+    let o: u32;
+    // SAFETY: register move only.
+    unsafe { asm!("mov.u32 {o}, {v};", o = out(reg32) o, v = in(reg32) v, options(pure, nomem, nostack)) };
+    o
 }
 
 /// Finishes and stores output elements (`row`, `col..col + 8`) of accumulators `x`: the

@@ -22,26 +22,22 @@
 //!   (the plane map {H*W, C, N}: H*W a multiple of 8), from the 16-byte boundary at or before
 //!   the first, in boxes of 64 pixels x 64 channels (128B swizzle, pixels contiguous); rows
 //!   above or below the image arrive as the copies' zero fill. Two landings: the next chunk's
-//!   copies fly while this one's are transposed. Planes the map cannot step (H*W not a
-//!   multiple of 8: 14x14, 7x7) land whole instead, the chunk's 64 planes in one bulk copy
-//!   ([`PatchLanding::WholePlanes`]).
+//!   copies fly while this one's are transposed.
 //! - Warps 1 to 3 ([`PATCH_TRANSPOSERS`]) make the patches, 8 pixels x 32 channels at a time:
 //!   `ldmatrix.trans` from the landing (channel rows) gives each lane two channels of one
 //!   pixel, and `stmatrix` writes them as the pixel's patch row. Two patches: the transposers
-//!   fill one while the consumers read the other. Whole planes are not 16-byte rows (a
-//!   14x14 plane is 392 bytes), so there each lane gathers its pixel's channels one 2-byte
-//!   load at a time ([`transpose_planes`]).
+//!   fill one while the consumers read the other.
 //! - Both consumer warpgroups (64 rows each) wait for a chunk's patch, run its R*S taps' wgmmas
 //!   and release it after the next k-tile's wait (so the tensor cores never drain at a chunk's
 //!   end); the output is stored NCHW through step 16's staging (`epilogue::store_nchw`).
 
-use convrs_spec::hopper::{b_tile_bytes, patch_geometry, patch_landing, PatchLanding, PatchLayout, BLOCK_M, K_TILE, NCHW_STAGING_BYTES, PATCH_BYTES, PATCH_LANDING_BYTES, PATCH_TRANSPOSERS, PLANE_BOX_PIXELS, ROW_BYTES, WARPGROUP};
+use convrs_spec::hopper::{b_tile_bytes, patch_geometry, PatchLayout, BLOCK_M, K_TILE, NCHW_STAGING_BYTES, PATCH_BYTES, PATCH_LANDING_BYTES, PATCH_TRANSPOSERS, PLANE_BOX_PIXELS, ROW_BYTES, WARPGROUP};
 
 use super::epilogue::{store_nchw, NchwRows};
 use super::math::Math;
 use super::scheduler::Tiles;
 use crate::prelude::matrix::{ldmatrix_x4_trans, stmatrix_x4};
-use crate::prelude::mbarrier::{bulk_load, fence_mbarrier_init, mbar_arrive, mbar_arrive_expect_tx, mbar_init, mbar_wait, prefetch_tensormap, setmaxnreg_dec_56, setmaxnreg_inc_224, tma_load_3d};
+use crate::prelude::mbarrier::{fence_mbarrier_init, mbar_arrive, mbar_arrive_expect_tx, mbar_init, mbar_wait, prefetch_tensormap, setmaxnreg_dec_56, setmaxnreg_inc_224, tma_load_3d};
 use crate::prelude::pipeline::{Position, Ring};
 use crate::prelude::wgmma::{desc_sw128, fence_proxy_async_shared, Accumulators};
 use crate::prelude::*;
@@ -69,8 +65,6 @@ struct Geo {
     per_image: u32,
     /// 64-channel chunks: C / 64, rounded up.
     chunks: u32,
-    /// Whether each chunk's planes land whole ([`PatchLanding::WholePlanes`]).
-    whole: bool,
 }
 
 impl Geo {
@@ -79,7 +73,6 @@ impl Geo {
     #[inline(always)]
     fn of(sh: &ConvShape) -> Geo {
         let Some(g) = patch_geometry(sh.w as usize, sh.q as usize, sh.r as usize, sh.s as usize, sh.dil_h as usize, sh.dil_w as usize) else { trap() };
-        let Some(landing) = patch_landing(sh.h as usize, sh.w as usize) else { trap() };
         if sh.stride_h != 1 || sh.stride_w != 1 || sh.groups != 1 {
             trap();
         }
@@ -90,7 +83,6 @@ impl Geo {
             in_rows: g.in_rows as u32,
             per_image: (sh.p as u32).div_ceil(out_rows),
             chunks: (sh.c as u32).div_ceil(K_TILE as u32),
-            whole: matches!(landing, PatchLanding::WholePlanes),
         }
     }
 
@@ -203,14 +195,12 @@ impl NchwRows for PatchRows {
 /// # Safety
 /// `y` holds N*K*P*Q elements (NCHW, 16-byte aligned); `wmap` is the filter's tiled map as
 /// for `Producer::WsTma` (KRSC, box {64, 1, `Acc::N`}), `xmap` the input's plane map as for
-/// `Producer::Planes` ({H*W, C, N}, box {64, 64, 1}, 128B swizzle) where
-/// `convrs_spec::hopper::patch_landing` lands boxes, unused (null) where it lands whole planes;
-/// `x` the NCHW input, 16-byte aligned; the problem is one `patch_geometry` and
-/// `patch_landing` take, at stride 1, one group, C and K multiples of 8; the launch gives
-/// `Config::smem_bytes` and 384 threads.
+/// `Producer::Planes` ({H*W, C, N}, box {64, 64, 1}, 128B swizzle); the problem is one
+/// `convrs_spec::hopper::patch_geometry` takes, at stride 1, one group, C and K multiples of
+/// 8, H*W a multiple of 8; the launch gives `Config::smem_bytes` and 384 threads.
 #[inline(always)]
 pub unsafe fn conv_patch<Acc: Accumulators, const STAGES: usize, M: Math>(
-    x: *const u16,
+    _x: *const u16,
     _w: *const u16,
     y: *mut f32,
     wmap: *const u8,
@@ -260,9 +250,7 @@ pub unsafe fn conv_patch<Acc: Accumulators, const STAGES: usize, M: Math>(
         // SAFETY: the contract's tensor maps.
         unsafe {
             prefetch_tensormap(wmap);
-            if !geo.whole {
-                prefetch_tensormap(xmap);
-            }
+            prefetch_tensormap(xmap);
         }
     }
     sync_threads();
@@ -274,9 +262,7 @@ pub unsafe fn conv_patch<Acc: Accumulators, const STAGES: usize, M: Math>(
             if tid == 0 {
                 issue_filters(wmap, &sh, &geo, ring, tiles, Acc::N as u32);
             } else if tid == 1 {
-                issue_landings(x, xmap, &sh, &geo, bars, smem + lay.landing as u32, tiles);
-            } else if tid >= 32 && geo.whole {
-                transpose_planes(&sh, &geo, bars, patch0, smem + lay.landing as u32, tiles, tid);
+                issue_landings(xmap, &sh, &geo, bars, smem + lay.landing as u32, tiles);
             } else if tid >= 32 {
                 transpose(&sh, &geo, bars, patch0, smem + lay.landing as u32, smem + lay.scratch as u32, tiles, tid);
             }
@@ -316,35 +302,17 @@ unsafe fn issue_filters<const STAGES: usize>(wmap: *const u8, sh: &ConvShape, ge
 
 /// Each chunk's landing (thread 1): into landing `i % 2` once the transposers read its last
 /// use, the tile's input rows from the 16-byte boundary at or before the first, by 64 pixels x
-/// 64 channels; or the chunk's whole planes, one bulk copy of its channels (fewer than 64 in
-/// the last chunk where C is not a multiple of 64).
+/// 64 channels.
 ///
 /// # Safety
-/// Thread 1 alone, after the barriers' initialisation; `x` and `xmap` as the kernel's contract,
+/// Thread 1 alone, after the barriers' initialisation; `xmap` as the kernel's contract,
 /// `landing` the layout's.
 #[inline(always)]
-unsafe fn issue_landings(x: *const u16, xmap: *const u8, sh: &ConvShape, geo: &Geo, bars: Bars, landing: u32, tiles: Tiles) {
+unsafe fn issue_landings(xmap: *const u8, sh: &ConvShape, geo: &Geo, bars: Bars, landing: u32, tiles: Tiles) {
     for_each_chunk(geo, tiles, |i, m0, _, c0| {
+        let (image, start, _, groups) = geo.landing(sh, m0);
         let b = i & 1;
         let to = landing + b * PATCH_LANDING_BYTES as u32;
-        if geo.whole {
-            let (image, _) = geo.tile(m0);
-            let hw = (sh.h * sh.w) as usize;
-            let bytes = ((sh.c - c0).min(K_TILE as i32) as usize * hw * 2) as u32;
-            // Channel c0 of the image: (image*C + c0)*H*W elements in, a multiple of 8 (C and
-            // c0 are), so 16-byte aligned; the chunk's channels are a multiple of 8 too.
-            let from = x.wrapping_add((image as usize * sh.c as usize + c0 as usize) * hw) as *const u8;
-            // SAFETY: as for the boxes below; the run lies inside the input (channels c0.. of
-            // one image), 16-byte aligned with a multiple of 16 bytes (above), and fits the
-            // landing (`patch_landing`).
-            unsafe {
-                mbar_wait(bars.land_empty(b), ((i >> 1) & 1) ^ 1);
-                mbar_arrive_expect_tx(bars.land_full(b), bytes);
-                bulk_load(to, from, bytes, bars.land_full(b));
-            }
-            return;
-        }
-        let (image, start, _, groups) = geo.landing(sh, m0);
         // SAFETY: every transposer read this landing's last use (generic reads, before their
         // arrivals); the copies fill the announced bytes, zero fill included.
         unsafe {
@@ -435,142 +403,6 @@ unsafe fn transpose(sh: &ConvShape, geo: &Geo, bars: Bars, patch0: u32, landing:
             mbar_arrive(bars.land_empty(b));
         }
     });
-}
-
-/// [`transpose`] for whole planes: chunk i's landing holds channel c0 + c's plane from byte
-/// c*H*W*2 on, unswizzled, and each transposer thread takes one pixel of the tile's input rows
-/// at a time (lanes on consecutive pixels: their 2-byte loads share banks two to a word), its
-/// 64 channels gathered 8 at a time into one 16-byte store of the pixel's patch row; where H*W
-/// is a multiple of 4, 16-byte units of four pixels at a time ([`transpose_quads`]). Pixels above or
-/// below the image, and channels past C, are written as zeros (the patch still holds the last
-/// tile's rows there).
-///
-/// # Safety
-/// As [`transpose`].
-#[inline(always)]
-#[allow(clippy::too_many_arguments)]
-unsafe fn transpose_planes(sh: &ConvShape, geo: &Geo, bars: Bars, patch0: u32, landing: u32, tiles: Tiles, tid: u32) {
-    let t = tid - 32;
-    let width = sh.w as u32;
-    let hw = (sh.h * sh.w) as u32;
-    let span = geo.in_rows * width;
-    // rel / W as a high multiply, as in `transpose` (rel < 256: `patch_geometry`).
-    let magic = if width == 1 { 0 } else { (u32::MAX / width) + 1 };
-    for_each_chunk(geo, tiles, |i, m0, _, c0| {
-        let (_, p0) = geo.tile(m0);
-        let first = (p0 as i32 - sh.pad_h) * sh.w;
-        // 8-channel groups landed: C and c0 are multiples of 8.
-        let groups = ((sh.c - c0).min(K_TILE as i32) / 8) as u32;
-        let b = i & 1;
-        let patch = patch0 + b * PATCH_BYTES as u32;
-        let landing = landing + b * PATCH_LANDING_BYTES as u32;
-        // SAFETY: as in `transpose`.
-        unsafe {
-            mbar_wait(bars.land_full(b), (i >> 1) & 1);
-            mbar_wait(bars.patch_empty(b), ((i >> 1) & 1) ^ 1);
-        }
-        if hw % 4 == 0 {
-            // SAFETY: as this function's.
-            unsafe { transpose_quads(sh, geo, patch, landing, first, groups, t, magic) };
-        } else {
-            // A pixel a thread, its 8 units in turn (spreading the (unit, pixel) items over
-            // the transposers spilled 8 bytes of the 8-stage tiles' producer).
-            let mut rel = t;
-            while rel < span {
-                let pix = first + rel as i32;
-                let inside = pix >= 0 && (pix as u32) < hw;
-                let row = if width == 1 { rel } else { ((rel as u64 * magic as u64) >> 32) as u32 };
-                let at = (row << geo.shift) + (rel - row * width) + sh.pad_w as u32;
-                let dst = patch + at * ROW_BYTES as u32;
-                // Channel c of the pixel: 2 bytes at c*H*W + pix. Eight channels a turn, in a
-                // loop LLVM cannot unroll (unrolled, the producer's 56 registers spilled).
-                let mut src = landing + 2 * pix as u32;
-                let mut j = 0;
-                while j < opaque_u32(8) {
-                    let mut v = [0u32; 4];
-                    if inside && j < groups {
-                        unroll!(4: 4, k => {
-                            let c = 2 * k as u32;
-                            // SAFETY: the landed planes (waited for above): channels below C,
-                            // pixels inside the plane, 2-byte aligned.
-                            v[k] = unsafe { ld_shared_u16(src + 2 * c * hw) | (ld_shared_u16(src + 2 * (c + 1) * hw) << 16) };
-                        });
-                    }
-                    // SAFETY: the patch row of one pixel (this thread's alone this chunk),
-                    // inside the patch (`patch_geometry`); the patch is free (waited for above).
-                    unsafe { st_shared_v4(dst + ((j ^ (at & 7)) << 4), v) };
-                    src += 16 * hw;
-                    j += 1;
-                }
-                rel += PATCH_TRANSPOSERS as u32;
-            }
-        }
-        // The patch's generic writes before the consumers' wgmmas (async proxy).
-        fence_proxy_async_shared();
-        // SAFETY: one arrival per transposer per chunk on each, as initialised.
-        unsafe {
-            mbar_arrive(bars.patch_full(b));
-            mbar_arrive(bars.land_empty(b));
-        }
-    });
-}
-
-/// [`transpose_planes`] where H*W is a multiple of 4 (14x14 planes): an item is one 16-byte
-/// unit (8 channels) of four pixels of the plane (a 4-aligned quad, inside the plane or
-/// outside it whole), and each of its 8 loads brings one channel of all four (8 bytes,
-/// aligned: every plane starts on 8 bytes), so a unit costs 2 loads a pixel instead of 8. The
-/// items are spread over all the transposers, lanes on consecutive quads of one unit (their
-/// loads in consecutive 8 bytes): quads a thread left 68 of the 96 idle on a 14x14 tile and
-/// took 1.3x the per-pixel gathers' time (16,256,14,14->256 1x1; H200, thirty-first session).
-/// The quads cover the tile's input pixels from the 4-aligned one at or before the first; a
-/// pixel outside them is not stored.
-///
-/// # Safety
-/// As [`transpose`], for chunk `landing` into `patch` (both waited for), `first` the tile's
-/// first input pixel, `groups` the chunk's 8-channel groups, `t` the thread's index among the
-/// transposers, `magic` the division by W of [`transpose_planes`].
-#[inline(always)]
-#[allow(clippy::too_many_arguments)]
-unsafe fn transpose_quads(sh: &ConvShape, geo: &Geo, patch: u32, landing: u32, first: i32, groups: u32, t: u32, magic: u32) {
-    let width = sh.w as u32;
-    let hw = (sh.h * sh.w) as u32;
-    let span = (geo.in_rows * width) as i32;
-    let lo = first & !3;
-    let quads = ((first + span - lo) as u32).div_ceil(4);
-    let mut item = t;
-    while item < opaque_u32(8 * quads) {
-        // SAFETY: quads >= 1 (span >= 1).
-        let (j, quad) = unsafe { divmod(item, quads) };
-        let f = lo + 4 * quad as i32;
-        let inside = f >= 0 && (f as u32) < hw && j < groups;
-        let src = landing + 2 * (8 * j * hw + f as u32);
-        // Half a unit (4 channels) at a time: whole units held 16 registers of loads, and the
-        // 8-stage tiles' producer spilled 8 bytes.
-        unroll!(4: 2, h => {
-            let mut w = [[0u32; 2]; 4];
-            if inside {
-                unroll!(4: 4, k => {
-                    // SAFETY: the landed planes: channel 8j + 4h + k below C, pixels f..f+4
-                    // inside its plane, 8-byte aligned (H*W and f multiples of 4).
-                    w[k] = unsafe { ld_shared_u32x2(src + 2 * (4 * h + k) as u32 * hw) };
-                });
-            }
-            unroll!(4: 4, e => {
-                let rel = f + e as i32 - first;
-                if rel >= 0 && rel < span {
-                    let rel = rel as u32;
-                    let row = if width == 1 { rel } else { ((rel as u64 * magic as u64) >> 32) as u32 };
-                    let at = (row << geo.shift) + (rel - row * width) + sh.pad_w as u32;
-                    let (half, shift) = (e / 2, 16 * (e % 2) as u32);
-                    let pair = |m: usize| f32::from_bits(((w[2 * m][half] >> shift) & 0xffff) | (((w[2 * m + 1][half] >> shift) & 0xffff) << 16));
-                    // SAFETY: half h of unit j of one pixel's patch row (this item's alone),
-                    // inside the patch (`patch_geometry`); the patch is free.
-                    unsafe { st_shared_f32x2(patch + at * ROW_BYTES as u32 + ((j ^ (at & 7)) << 4) + 8 * h as u32, pair(0), pair(1)) };
-                }
-            });
-        });
-        item += PATCH_TRANSPOSERS as u32;
-    }
 }
 
 /// A consumer warpgroup (`tid` 128..383: rows 64*cw.. of each tile): every k-tile (chunk, tap)
