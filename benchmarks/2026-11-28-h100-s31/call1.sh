@@ -1,21 +1,2 @@
-# Dev, on the GPU machine, one call (thirty-first session, bundle s31a): step 17 on small planes
-# landing whole (14x14, 7x7). Warm-up and smoke (s30's), a whole-plane smoke, gpu_wgmma
-# restricted to step 17, the sanitizers on two whole-plane problems, the kernel alone against
-# step 12 on NHWC data (L2-warm `convrs run`), then the small-planes suite (fp16) with step 17
-# and the kernels that ran those layers before. Outputs tarred as they go.
-set -u
-cd "$(dirname "$0")/../.."
-export BUNDLE=${BUNDLE:-target/gpu-s31a}
-. benchmarks/2026-11-28-h100-fold/steps.sh
-. benchmarks/2026-11-28-h100-s30/smoke.sh
-mkdir -p $R/w/smoke
-CONVRS_REQUIRE_GPU=1 timeout 30 $b/convrs run --algo $P --dtype fp16 --layout nchw --shape 2,256,14,14,256,1,1 --runs 5 > $R/w/smoke/whole.txt 2>&1; rc=$?
-echo "whole smoke rc=$rc"; grep -E "^time|^check|rror" $R/w/smoke/whole.txt | head -3; pack
-[ $rc = 0 ] || exit 1
-step tests CONVRS_TEST_KERNELS=$P MODE=tests "TESTS=gpu_wgmma" TEST_TIMEOUT=240
-step san MODE=sanitize "SAN_SPECS=$P:fp16:fma:3,200,7,7,136,1,1;$P:bf16:fma:2,72,15,17,40,3,3 --pad 1"
-S="16,256,14,14,256,1,1;16,512,7,7,512,1,1;16,1024,14,14,256,1,1;16,256,14,14,256,3,3 --pad 1;8,512,7,7,512,3,3 --pad 1"
-step runs MODE=runs "RUN_ALGOS=$P" RUN_LAYOUT=nchw "RUN_SHAPES=$S"
-step runs-nhwc MODE=runs "RUN_ALGOS=wgmma_ws_tma_pingpong_m64 wgmma_ws_tma_persistent" RUN_LAYOUT=nhwc "RUN_SHAPES=$S"
-A="$P wgmma_ws_tma_persistent wgmma_ws_tma_pingpong wgmma_ws_tma_pingpong_m64 wgmma_ws_tma_splitk wgmma_ws_tma_persistent_to_nchw wgmma_ws_tma_pingpong_to_nchw wgmma_ws_tma_pingpong_m64_to_nchw"
-step bench MODE=bench "ALGOS=$A" "BENCH_SETS=dev/suites/small-planes.csv:fp16" BENCH_TIMEOUT=${TIMEOUT:-300}
+# Call 1 (bundle s31a, 7dbff3a: whole planes by bulk copy, 2-byte gathers): results in c1.
+BUNDLE=target/gpu-s31a NHWC_RUNS=1 bash "$(dirname "$0")/planes.sh"
