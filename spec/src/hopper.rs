@@ -124,6 +124,12 @@ macro_rules! hopper_configs {
             // 8 at 64, the ring as deep in time as step 7's 128x128 and 128x64.)
             (NchwPatch,  Persistent, 1,      128, 128, 4, wgmma_nchw_patch_persistent_128x128k64, wgmma_nchw_patch_persistent_bf16_128x128k64)
             (NchwPatch,  Persistent, 1,      128,  64, 8, wgmma_nchw_patch_persistent_128x64k64, wgmma_nchw_patch_persistent_bf16_128x64k64)
+            // Step 18: step 9 on step 10's ping-pong tiles: each consumer warpgroup a whole
+            // 128-row tile (two m64 blocks), so one's stores run under the other's mainloop,
+            // with step 9's 128 output channels a tile (step 15 reads each pixel tile once per
+            // 64 rows).
+            (Planes,     PingPong,   1,      128, 128, 6, wgmma_nchw1x1_pingpong_128x128k64, wgmma_nchw1x1_pingpong_bf16_128x128k64)
+            (Planes,     PingPong,   1,      128,  64, 8, wgmma_nchw1x1_pingpong_128x64k64, wgmma_nchw1x1_pingpong_bf16_128x64k64)
         }
     };
 }
@@ -550,6 +556,7 @@ impl Policy {
             (Producer::WsTmaNchw, Schedule::Persistent, 1, Math::Half) => "wgmma_ws_tma_persistent_to_nchw",
             (Producer::WsTmaNchw, Schedule::PingPong, 1, Math::Half) => "wgmma_ws_tma_pingpong_to_nchw",
             (Producer::Planes, Schedule::Persistent, 1, Math::Half) => "wgmma_nchw1x1_persistent",
+            (Producer::Planes, Schedule::PingPong, 1, Math::Half) => "wgmma_nchw1x1_pingpong",
             (Producer::PlaneRows, Schedule::Persistent, 1, Math::Half) => "wgmma_nchw_rows_persistent",
             (Producer::NchwPatch, Schedule::Persistent, 1, Math::Half) => "wgmma_nchw_patch_persistent",
             (Producer::PlanePixels, Schedule::Persistent, 1, Math::Tf32) => "wgmma_nchw1x1_persistent_tf32",
@@ -836,12 +843,11 @@ const fn check(c: &Config) {
     // 64-row tiles are one warpgroup's m64 block: only where each warpgroup has tiles of its own.
     assert!(p.block_m == BLOCK_M || (p.block_m == WGMMA_M && p.ping_pong()), "block tiles of 128 rows, or 64 under ping-pong");
     if p.ping_pong() {
-        // NCHW planes on 64-row tiles only (step 15; a 128-row ping-pong plane tile is not
-        // built: the kernel's const checks refuse it).
-        let producer = matches!(p.producer, Producer::WsTma | Producer::WsTmaNchw) || (matches!(p.producer, Producer::Planes) && p.block_m == WGMMA_M);
+        // NCHW planes on 64-row tiles (step 15) and 128-row ones (step 18).
+        let producer = matches!(p.producer, Producer::WsTma | Producer::WsTmaNchw | Producer::Planes);
         assert!(
             p.cluster == 1 && producer && !matches!(p.math, Math::Tf32x3) && p.block_m * c.bn / WARPGROUP <= PINGPONG_MAX_ACC,
-            "ping-pong: im2col TMA (or NCHW planes on 64-row tiles), no cluster, not 3xTF32, at most PINGPONG_MAX_ACC accumulators a thread"
+            "ping-pong: im2col TMA or NCHW planes, no cluster, not 3xTF32, at most PINGPONG_MAX_ACC accumulators a thread"
         );
     }
     if p.split_k() {

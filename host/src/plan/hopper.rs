@@ -23,7 +23,7 @@ use crate::{Algorithm, Conv2d, Error, Layout, Precision, Result};
 /// (the 128x256 tiles), and to the layers each narrower tile was built for (BENCHMARKS.md,
 /// 2026-11-23 sessions one to six): the 128x128 tiles run at 0.78 (0.81 for multistage) of the
 /// 128x256 tile's rate, 128x64 at 0.66 and 128x32 at 0.37.
-pub const RATES: [(&str, f64); 67] = [
+pub const RATES: [(&str, f64); 69] = [
     ("wgmma_multistage_128x256k64", 1.42),
     ("wgmma_multistage_128x128k64", 1.42 / 0.81),
     ("wgmma_ws_cpasync_128x256k64", 1.10),
@@ -83,6 +83,10 @@ pub const RATES: [(&str, f64); 67] = [
     ("wgmma_nchw1x1_pingpong_m64_64x256k64", 1.06 * 1.15),
     ("wgmma_nchw1x1_pingpong_m64_64x128k64", 1.16 * 1.15 / 0.78),
     ("wgmma_nchw1x1_pingpong_m64_64x64k64", 1.45 * 1.15 / 0.66),
+    // Step 18, NCHW planes on step 10's 128-row ping-pong tiles: step 10's rates times step 9's
+    // 1.15 (not yet fitted; not Auto-eligible until measured: `auto_eligible`).
+    ("wgmma_nchw1x1_pingpong_128x128k64", 1.05 * 1.15 / 0.78),
+    ("wgmma_nchw1x1_pingpong_128x64k64", 1.05 * 1.15 / 0.66),
     // Step 16, steps 7, 10 and 12 storing NCHW through shared memory: their rates times the
     // median of their time over their NHWC twin's on five layers (`convrs run`, L2-warm; H100,
     // BENCHMARKS.md, twenty-ninth session): step 7's 1.23 (0.99-1.68), step 12's 1.0
@@ -457,8 +461,10 @@ fn plan_folding(desc: &KernelDesc, problem: &Conv2d, dtype: DType, device: &Devi
 /// not at all, picked it on layers where it lost (20% slower on 1,64,160,160 -> 64 3x3).
 /// `explain` lists its prediction all the same.
 pub fn auto_eligible(algorithm: Algorithm) -> bool {
-    // The patch kernel (step 17) runs where named until it is measured.
-    !matches!(algorithm, Algorithm::Wgmma(p) if matches!(p.producer, Producer::PlaneRows | Producer::NchwPatch))
+    // The patch kernel (step 17) and the 128-row plane ping-pong (step 18) run where named
+    // until they are measured.
+    let step18 = |p: Policy| p.producer == Producer::Planes && p.schedule == Schedule::PingPong && p.block_m == BLOCK_M;
+    !matches!(algorithm, Algorithm::Wgmma(p) if matches!(p.producer, Producer::PlaneRows | Producer::NchwPatch) || step18(p))
 }
 
 /// The narrowest tile among `policy`'s configurations (the merged groups of a grouped problem
@@ -620,7 +626,7 @@ const fn same(a: Policy, b: Policy) -> bool {
 }
 
 /// The policies, in the progression's order: one registry kernel each.
-pub const POLICIES: [Policy; 25] = policies();
+pub const POLICIES: [Policy; 26] = policies();
 
 /// What the registry lists for `policy`.
 const fn kernel(policy: Policy) -> KernelDesc {
@@ -629,8 +635,11 @@ const fn kernel(policy: Policy) -> KernelDesc {
         name: policy.name(),
         family: Family::TensorCore,
         summary: match (policy.schedule, policy.math) {
-            (Schedule::PingPong, _) if matches!(policy.producer, Producer::Planes) => {
+            (Schedule::PingPong, _) if matches!(policy.producer, Producer::Planes) && policy.block_m != BLOCK_M => {
                 "family 3 on Hopper: 1x1 convolution on NCHW data as a wgmma GEMM per image, ping-pong consumers on 64-row tiles (K rounded up to 64, not 128), no transform"
+            }
+            (Schedule::PingPong, _) if matches!(policy.producer, Producer::Planes) => {
+                "family 3 on Hopper: 1x1 convolution on NCHW data as a wgmma GEMM per image, ping-pong consumers on 128-row tiles (one tile's stores under the other's mainloop), no transform"
             }
             _ if matches!(policy.producer, Producer::Planes) => "family 3 on Hopper: 1x1 convolution on NCHW data as a wgmma GEMM per image, no transform",
             _ if matches!(policy.producer, Producer::WsTmaNchw) => "family 3 on Hopper: wgmma implicit GEMM on channels-last input, the output written NCHW (an NCHW caller transposes only its input)",

@@ -19,6 +19,7 @@
 //! | 15 | `wgmma_nchw1x1_pingpong_m64` ([`planes`]) | step 9 on step 12's 64-row ping-pong tiles: K rounded up to 64 rows an image, not 128; one warpgroup's stores under the other's mainloop |
 //! | 16 | `wgmma_ws_tma_{persistent,pingpong,pingpong_m64}_to_nchw` ([`nchw_out`]) | steps 7, 10 and 12 storing the output NCHW: an NCHW caller's output transpose goes |
 //! | 17 | `wgmma_nchw_patch_persistent` ([`nchw_patch`]) | NCHW data, any filter at stride 1: a chunk's input rows land once, the producer warpgroup transposes them into a K-major patch, and each tap's A operand is the patch from a row offset; NCHW out as step 16; no transform |
+//! | 18 | `wgmma_nchw1x1_pingpong` ([`planes`]) | step 9 on step 10's ping-pong tiles: 128 output channels a warpgroup's tile, its stores under the other's mainloop |
 //!
 //! The pieces of the warp-specialized kernel, each written once: [`producer`], [`consumer`],
 //! [`epilogue`], the tile [`scheduler`], the [`split_k`] meeting, and the ring
@@ -53,10 +54,10 @@ macro_rules! entries {
                 planes::Planes<128>, [f32; $bn / 2], $stages, 1, true, false, math::$planes, 128>
         );
     };
-    (@one $ops:ident Planes PingPong 1 64 $bn:tt $stages:tt $name:ident $math:ident $planes:ident) => {
+    (@one $ops:ident Planes PingPong 1 $bm:tt $bn:tt $stages:tt $name:ident $math:ident $planes:ident) => {
         $crate::conv_kernel!(
             fn $name(x: *const u16, w: *const u16, y: *mut f32, wmap: *const u8, xmap: *const u8) => $crate::tensor_core::hopper::kernel::conv_tma::<
-                planes::Planes<64>, [f32; $bn / 2], $stages, 1, true, true, math::$planes, 64>
+                planes::Planes<$bm>, [f32; $bn / 2], $stages, 1, true, true, math::$planes, $bm>
         );
     };
     (@one $ops:ident NchwPatch Persistent 1 128 $bn:tt $stages:tt $name:ident $math:ident $planes:ident) => {

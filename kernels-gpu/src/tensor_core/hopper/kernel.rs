@@ -228,10 +228,10 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
         assert!(!O::PIXEL_PLANES || (IM2COL && CLUSTER == 1 && PERSISTENT && !SPLIT && !PINGPONG && !matches!(M::SPEC, Spec::Half) && BM == BLOCK_M));
         // NCHW output from NHWC pixel rows: im2col TMA, unclustered, unsplit, 16-bit data.
         assert!(!O::Y_NCHW || (IM2COL && CLUSTER == 1 && !SPLIT && matches!(M::SPEC, Spec::Half) && !O::PLANES && !O::PIXEL_PLANES));
-        // Ping-pong: persistent im2col tiles (or NCHW planes on 64-row tiles) without
+        // Ping-pong: persistent im2col tiles (or NCHW planes) without
         // clusters, each warpgroup's whole tile in its registers
         // (`convrs_spec::hopper::Schedule::PingPong`).
-        assert!(!PINGPONG || (IM2COL && PERSISTENT && CLUSTER == 1 && !SPLIT && !O::PLANE_ROWS && (!O::PLANES || BM == WGMMA_M) && !matches!(M::SPEC, Spec::Tf32x3) && BM * Acc::N / WG as usize <= PINGPONG_MAX_ACC));
+        assert!(!PINGPONG || (IM2COL && PERSISTENT && CLUSTER == 1 && !SPLIT && !O::PLANE_ROWS && !matches!(M::SPEC, Spec::Tf32x3) && BM * Acc::N / WG as usize <= PINGPONG_MAX_ACC));
         // 64-row tiles (step 12) are one warpgroup's m64 block: ping-pong only.
         assert!(BM == BLOCK_M || (BM == WGMMA_M && PINGPONG));
     }
