@@ -1,12 +1,2 @@
-# Dev, on the GPU machine, one call (thirty-first session, bundle s31e): bf16 suites owed since
-# the twenty-ninth session, the NCHW caller against NCHW baselines, with call5's ten kernels
-# and step 18. Outputs tarred as they go.
-set -u
-cd "$(dirname "$0")/../.."
-export BUNDLE=${BUNDLE:-target/gpu-s31e}
-. benchmarks/2026-11-28-h100-fold/steps.sh
-. benchmarks/2026-11-28-h100-s30/smoke.sh
-A="wgmma_nchw1x1_persistent wgmma_nchw1x1_pingpong_m64 wgmma_ws_tma_persistent wgmma_ws_tma_pingpong wgmma_ws_tma_pingpong_m64 wgmma_ws_tma_splitk wmma_patch wgmma_ws_tma_persistent_to_nchw wgmma_ws_tma_pingpong_to_nchw wgmma_ws_tma_pingpong_m64_to_nchw wgmma_nchw1x1_pingpong"
-for set in ${SETS:-deepbench:bf16:2/3}; do
-  step "bench-${set//[:\/]/-}" MODE=bench "ALGOS=$A" "BENCH_SETS=$set" BENCH_TIMEOUT=${TIMEOUT:-230}
-done
+# Call 7 (bundle s31e, 925b3c9): bf16 deepbench part 2/3, call5's kernels and step 18.
+BUNDLE=target/gpu-s31e SETS=deepbench:bf16:2/3 EXTRA=wgmma_nchw1x1_pingpong bash "$(dirname "$0")/call5.sh"
