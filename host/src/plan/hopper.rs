@@ -898,6 +898,14 @@ mod tests {
         assert_eq!(pick(&p, Layout::Nchw), m64);
         let long = Conv2d::new(32, 512, 28, 28, 256, 1, 1);
         assert_eq!(pick(&long, Layout::Nchw), planes);
+        // Step 18 plans the same layers on 128-row ping-pong tiles (the plane map, 128-row
+        // filter boxes), and runs only where named.
+        let step18 = algo("wgmma_nchw1x1_pingpong");
+        let plan = step18.plan(&long, DType::F16, &d).unwrap();
+        let c = by_entry(plan.kernel);
+        assert_eq!((c.block_m(), c.policy.schedule, plan.filter_map_rows, plan.input_map), (BLOCK_M, Schedule::PingPong, Some(BLOCK_M as u32), Some(crate::plan::InputMap::Planes)));
+        assert!(!auto_eligible(step18) && auto_eligible(m64));
+        assert_ne!(pick(&long, Layout::Nchw), step18);
         assert!(![planes, m64].contains(&pick(&p, Layout::Nhwc)));
         // What it refuses, with the reasons.
         for (q, why) in [
