@@ -66,7 +66,7 @@
 //!   last stage, and the epilogue ([`super::epilogue`]), or under split-K the meeting first. A
 //!   fused epilogue that does not run in registers keeps the last stage until it is done: it
 //!   stages the accumulators in the stage's A tile.
-//! - Under `Schedule::PingPong` (steps 10, 12 and 15), each consumer warpgroup takes every other
+//! - Under `Schedule::PingPong` (steps 10, 12, 15 and 18), each consumer warpgroup takes every other
 //!   tile whole, as two m64 blocks (BM = 128) or one (BM = 64), and the mainloops take turns
 //!   ([`ping_pong`]).
 
