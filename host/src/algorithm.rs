@@ -90,6 +90,12 @@ pub enum Algorithm {
     /// columns of one plane per thread, each input row loaded once for every output row it
     /// feeds. Any multiplier, square 3x3, 5x5 or 7x7 filters at stride 1 or 2, dilation 1.
     DepthwiseNchwStrip,
+    /// Family 4, step 3 of `DepthwiseNhwc` (the same layouts): a block stages an input tile in
+    /// shared memory by `cp.async` (two stages, persistent blocks) and its threads compute a
+    /// block of outputs each from there. Multiplier 1 with whole 16-byte chunks of channels (C a
+    /// multiple of 8 for fp16/bf16, 4 for fp32), square 3x3, 5x5 or 7x7 filters at stride 1 or
+    /// 2, dilation 1.
+    DepthwiseNhwcTile,
 }
 
 /// The kernels of the registry, in its order (const-evaluated, so it cannot drift from it).

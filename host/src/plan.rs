@@ -283,7 +283,7 @@ impl KernelDesc {
     pub fn fuses_epilogue(&self) -> bool {
         match self.algorithm {
             Algorithm::Wgmma(p) => p.fuses_epilogue(),
-            Algorithm::DepthwiseNchw | Algorithm::DepthwiseNhwc | Algorithm::DepthwiseNhwcStrip | Algorithm::DepthwiseNchwStrip | Algorithm::WmmaSmallC => true,
+            Algorithm::DepthwiseNchw | Algorithm::DepthwiseNhwc | Algorithm::DepthwiseNhwcStrip | Algorithm::DepthwiseNchwStrip | Algorithm::DepthwiseNhwcTile | Algorithm::WmmaSmallC => true,
             _ => false,
         }
     }

@@ -18,7 +18,7 @@ pub use crate::plan::{Family, KernelDesc};
 use crate::Algorithm;
 
 /// The kernels before the Hopper family, each written out.
-const LISTED: [KernelDesc; 14] = [
+const LISTED: [KernelDesc; 15] = [
     plan::direct::naive::KERNEL,
     plan::direct::smem::KERNEL,
     plan::tiled::hwcn::KERNEL,
@@ -33,6 +33,7 @@ const LISTED: [KernelDesc; 14] = [
     plan::depthwise::NHWC,
     plan::depthwise::STRIP,
     plan::depthwise::NCHW_STRIP,
+    plan::depthwise::TILE,
 ];
 
 /// Every kernel, in the order of the progression: the listed ones, then one per Hopper policy.
@@ -107,6 +108,7 @@ mod tests {
                 // The depthwise kernels take groups = C only; the strip entries C a multiple of 4.
                 let ok = match k.algorithm {
                     Algorithm::DepthwiseNhwcStrip => Conv2d { c: 4, k: 4, ..ok }.with_groups(4),
+                    Algorithm::DepthwiseNhwcTile => Conv2d { c: 8, k: 8, ..ok }.with_groups(8),
                     _ if k.family == Family::Depthwise => ok.with_groups(ok.c),
                     _ => ok,
                 };

@@ -11,6 +11,9 @@
 //!   1): a block of outputs a thread, each input row loaded once for every output row it feeds.
 //! - [`nchw_strip`]: step 2 of `nchw` (3x3, 5x5 or 7x7 at stride 1 or 2): the same sums with one
 //!   channel a thread, the lanes along Q.
+//! - [`tile`]: step 3 of `nhwc` (multiplier 1, 3x3, 5x5 or 7x7 at stride 1 or 2): a block stages
+//!   an input tile in shared memory by `cp.async`, two stages in a persistent loop, and its
+//!   threads compute the strip's sums from there.
 //!
 //! `nchw`, `nhwc` and `strip` test once per thread whether its whole input window is inside the
 //! image and take an unchecked copy of the tap loop if so; only border threads predicate each
@@ -21,6 +24,7 @@ pub mod nchw;
 pub mod nchw_strip;
 pub mod nhwc;
 pub mod strip;
+pub mod tile;
 
 use crate::prelude::elem::{store_out, store_out4, Bf16, Elem, F16, F32};
 use crate::prelude::epilogue::{residual_one, Activation, Epilogue};
@@ -141,4 +145,5 @@ macro_rules! strip_entries {
     };
 }
 convrs_spec::depthwise_strip_entries!(strip_entries, strip, "Depthwise convolution on NHWC data, a block of outputs a thread (see [`strip::conv`]).");
+convrs_spec::depthwise_tile_entries!(strip_entries, tile, "Depthwise convolution on NHWC data, an input tile staged in shared memory a block (see [`tile::conv`]).");
 convrs_spec::depthwise_nchw_strip_entries!(strip_entries, nchw_strip, "Depthwise convolution on NCHW data, a block of outputs of a plane a thread (see [`nchw_strip::conv`]).");

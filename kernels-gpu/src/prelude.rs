@@ -34,6 +34,11 @@ pub fn thread_y() -> i32 {
     unsafe { nvptx::_thread_idx_y() as i32 }
 }
 #[inline(always)]
+pub fn thread_z() -> i32 {
+    // SAFETY: reading a special register has no preconditions.
+    unsafe { nvptx::_thread_idx_z() as i32 }
+}
+#[inline(always)]
 pub fn block_x() -> i32 {
     // SAFETY: reading a special register has no preconditions.
     unsafe { nvptx::_block_idx_x() as i32 }
@@ -57,6 +62,11 @@ pub fn block_dim_x() -> i32 {
 pub fn block_dim_y() -> i32 {
     // SAFETY: reading a special register has no preconditions.
     unsafe { nvptx::_block_dim_y() as i32 }
+}
+#[inline(always)]
+pub fn block_dim_z() -> i32 {
+    // SAFETY: reading a special register has no preconditions.
+    unsafe { nvptx::_block_dim_z() as i32 }
 }
 #[inline(always)]
 pub fn grid_dim_x() -> i32 {

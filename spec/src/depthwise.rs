@@ -161,6 +161,105 @@ macro_rules! depthwise_nchw_strip_entries {
 }
 crate::depthwise_nchw_strip_entries!(declare_strip_entries, NCHW_STRIP_ENTRIES);
 
+/// Calls `$callback! { $ctx... (type, TAPS, STRIDE, ROWS, COLS: entry) ... }` with every
+/// compiled tile entry (`depthwise_tile_*`, step 3 of the NHWC kernels): NHWC data, an RSK filter,
+/// multiplier 1 and whole 16-byte chunks of channels (C a multiple of 8 for 16-bit data, 4 for
+/// fp32), an R = S = `TAPS` filter at stride `STRIDE` in both axes and dilation 1. A block stages
+/// an input tile in shared memory by `cp.async` (zero-filled outside the image: the padding),
+/// two stages so a persistent block loads its next tile while it computes this one, and each
+/// thread computes [`NHWC_VEC`] channels of a `ROWS` x `COLS` block of outputs from the tile
+/// through the strip's sums. Unlike the strip, stride 2 gains here: the tile is read from DRAM
+/// once whatever the stride, and the threads read their windows from shared memory.
+#[macro_export]
+macro_rules! depthwise_tile_entries {
+    ($callback:path $(, $ctx:tt)*) => {
+        $callback! { $($ctx)*
+            (f32, 3, 1, 4, 2: depthwise_tile_f32_r3_s1) (f32, 3, 2, 2, 2: depthwise_tile_f32_r3_s2) (f32, 5, 1, 4, 2: depthwise_tile_f32_r5_s1)
+            (f32, 5, 2, 2, 2: depthwise_tile_f32_r5_s2) (f32, 7, 1, 2, 4: depthwise_tile_f32_r7_s1) (f32, 7, 2, 2, 2: depthwise_tile_f32_r7_s2)
+            (f16, 3, 1, 4, 2: depthwise_tile_f16_r3_s1) (f16, 3, 2, 2, 2: depthwise_tile_f16_r3_s2) (f16, 5, 1, 4, 2: depthwise_tile_f16_r5_s1)
+            (f16, 5, 2, 2, 2: depthwise_tile_f16_r5_s2) (f16, 7, 1, 2, 4: depthwise_tile_f16_r7_s1) (f16, 7, 2, 2, 2: depthwise_tile_f16_r7_s2)
+            (bf16, 3, 1, 4, 2: depthwise_tile_bf16_r3_s1) (bf16, 3, 2, 2, 2: depthwise_tile_bf16_r3_s2) (bf16, 5, 1, 4, 2: depthwise_tile_bf16_r5_s1)
+            (bf16, 5, 2, 2, 2: depthwise_tile_bf16_r5_s2) (bf16, 7, 1, 2, 4: depthwise_tile_bf16_r7_s1) (bf16, 7, 2, 2, 2: depthwise_tile_bf16_r7_s2)
+        }
+    };
+}
+crate::depthwise_tile_entries!(declare_strip_entries, TILE_ENTRIES);
+
+/// Threads a block of the tile entries: [`TileShape::threads`] always is this.
+pub const TILE_THREADS: u32 = 256;
+/// Blocks of the tile entries an SM holds at least (`.minnctapersm`, so ptxas caps the
+/// registers at 65536 / (this * [`TILE_THREADS`])): with fewer, one block's copies have no other
+/// block's arithmetic to hide under but its own second stage.
+pub const TILE_MIN_BLOCKS: u32 = 2;
+
+/// A tile launch's block, `blockDim` = (groups, cols, rows): `groups` channel groups of
+/// [`NHWC_VEC`] channels (x, fastest, so a warp's lanes read a pixel's channels together), `cols`
+/// column groups and `rows` strips of the entry's `COLS` and `ROWS` outputs. The kernel reads it
+/// from `blockDim`, so the host alone chooses it (small planes take more channels a block).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TileShape {
+    /// Channel groups a block (x).
+    pub groups: u32,
+    /// Column groups a block (y).
+    pub cols: u32,
+    /// Strips a block (z).
+    pub rows: u32,
+}
+
+impl TileShape {
+    /// Threads a block.
+    pub const fn threads(&self) -> u32 {
+        self.groups * self.cols * self.rows
+    }
+}
+
+/// Input pixels along one axis that `blocks` thread blocks of `per` outputs each read at
+/// `stride` under a `taps` filter: a tile's span.
+#[inline(always)]
+pub const fn tile_span(blocks: u32, per: u32, stride: u32, taps: u32) -> u32 {
+    (blocks * per - 1) * stride + taps
+}
+
+/// Bytes of one pixel of a staged tile: `groups` groups of [`NHWC_VEC`] elements of
+/// `elem_bytes` (a multiple of 64: whole 16-byte chunks, and the swizzle's halves of 128).
+#[inline(always)]
+pub const fn tile_pitch(groups: u32, elem_bytes: u32) -> u32 {
+    groups * NHWC_VEC * elem_bytes
+}
+
+/// Pixel slots of one stage: the tile's `span_y * span_x` pixels, rounded up to even (the
+/// swizzle exchanges slots in pairs).
+#[inline(always)]
+pub const fn tile_slots(span_y: u32, span_x: u32) -> u32 {
+    (span_y * span_x + 1) & !1
+}
+
+/// The slot that holds pixel `px` (row-major in the tile) of a stage whose pixels are `pitch`
+/// bytes, when neighbouring threads read pixels `step` apart (an even column step). At 64-byte
+/// pixels two such pixels would fall in the same half of the 32 banks, so every other run of
+/// `step` pixels exchanges the two slots of each even pair: `px` and `px + step` then sit in
+/// different halves. Wider pixels fill a phase's 128 bytes from one pixel and need nothing.
+#[inline(always)]
+pub const fn tile_slot(px: u32, pitch: u32, step: u32) -> u32 {
+    if pitch < 128 {
+        px ^ ((px / step) & 1)
+    } else {
+        px
+    }
+}
+
+/// Dynamic shared memory of a tile launch: two stages of the tile.
+pub const fn tile_smem_bytes(shape: TileShape, taps: u32, stride: u32, rows: u32, cols: u32, elem_bytes: u32) -> u32 {
+    2 * tile_slots(tile_span(shape.rows, rows, stride, taps), tile_span(shape.cols, cols, stride, taps)) * tile_pitch(shape.groups, elem_bytes)
+}
+
+/// Tiles (each one block's work for one stage) of a tile launch: `n` images x `ceil(c / (groups
+/// * NHWC_VEC))` channel blocks x `ceil(p / (rows * ROWS))` x `ceil(q / (cols * COLS))`, columns
+/// fastest.
+pub const fn tile_count(shape: TileShape, n: u64, c: u64, p: u64, q: u64, rows: u64, cols: u64) -> u64 {
+    n * crate::depthwise_tiles!(c, shape.groups as u64 * NHWC_VEC as u64) * crate::depthwise_tiles!(p, shape.rows as u64 * rows) * crate::depthwise_tiles!(q, shape.cols as u64 * cols)
+}
+
 /// Work items (threads) of a strip launch: `n` images x `ceil(p / rows)` strips x
 /// `ceil(q / cols)` column groups x `k / NHWC_VEC` channel groups, channels fastest.
 pub const fn strip_items(n: u64, p: u64, q: u64, k: u64, rows: u64, cols: u64) -> u64 {
@@ -256,6 +355,7 @@ mod tests {
     fn strip_entries_cover_each_size_and_type() {
         check_strip_table(&STRIP_ENTRIES, "depthwise_strip", &[1]);
         check_strip_table(&NCHW_STRIP_ENTRIES, "depthwise_nchw_strip", &[1, 2]);
+        check_strip_table(&TILE_ENTRIES, "depthwise_tile", &[1, 2]);
         // The 7x7 entry's window: 2 x 4 outputs read 8 rows of 10 pixels.
         let r7 = STRIP_ENTRIES.iter().find(|e| e.taps == 7).unwrap();
         assert_eq!((r7.span_y(), r7.span_x()), (8, 10));
@@ -267,5 +367,31 @@ mod tests {
         assert!(nchw_strip_row_vectors(56, 1, 3, 4) && nchw_strip_row_vectors(28, 3, 7, 4));
         assert!(!nchw_strip_row_vectors(14, 1, 3, 4) && !nchw_strip_row_vectors(56, 0, 3, 4) && !nchw_strip_row_vectors(56, 1, 3, 2));
         assert!(nchw_strip_row_stores(28, 4) && !nchw_strip_row_stores(14, 4) && !nchw_strip_row_stores(28, 2));
+    }
+
+    #[test]
+    fn tile_geometry() {
+        // 8 channel groups x 8 column groups x 4 strips of 4 x 2 outputs under 3x3 at stride 1:
+        // a 16 x 16 output tile reads 18 x 18 pixels of 64 bytes (fp16), two stages.
+        let shape = TileShape { groups: 8, cols: 8, rows: 4 };
+        assert_eq!(shape.threads(), TILE_THREADS);
+        assert_eq!((tile_span(4, 4, 1, 3), tile_span(8, 2, 1, 3)), (18, 18));
+        assert_eq!(tile_smem_bytes(shape, 3, 1, 4, 2, 2), 2 * 324 * 64);
+        // At stride 2, 2 x 2 outputs a thread: 8 x 16 outputs read 17 x 33 pixels, 562 slots.
+        assert_eq!(tile_slots(tile_span(4, 2, 2, 3), tile_span(8, 2, 2, 3)), 562);
+        // 32,144,56,56: 5 channel blocks of 32, 4 x 4 tiles of 16 x 16 a block.
+        assert_eq!(tile_count(shape, 32, 144, 56, 56, 4, 2), 32 * 5 * 4 * 4);
+        // The swizzle is a permutation that puts pixels `step` apart in different bank halves.
+        for (pitch, step) in [(64, 2), (64, 4), (128, 2)] {
+            let slots: [u32; 64] = core::array::from_fn(|px| tile_slot(px as u32, pitch, step));
+            let mut sorted = slots;
+            sorted.sort();
+            assert_eq!(sorted, core::array::from_fn::<u32, 64, _>(|i| i as u32));
+            if pitch == 64 {
+                for px in 0..60 {
+                    assert_ne!(slots[px as usize] & 1, slots[(px + step) as usize] & 1, "{px} {step}");
+                }
+            }
+        }
     }
 }

@@ -208,10 +208,30 @@ pub fn depthwise_strip_problems(nhwc: bool) -> impl Strategy<Value = (Conv2d, u6
         .prop_filter("filter must fit the padded input", |(p, _)| p.validate().is_ok())
 }
 
+/// Random depthwise problems the tile entries take: batch 1 to 12, sizes 1 to 60 (ragged against
+/// the tiles, whose blocks the plane's size and the channels choose), square 3x3, 5x5 or 7x7
+/// filters at stride 1 or 2, padding up to the filter's half or one beyond it, multiplier 1 and
+/// C a multiple of 8 up to 320 (channel blocks partly past C; more channels a block on small
+/// planes).
+pub fn depthwise_tile_problems() -> impl Strategy<Value = (Conv2d, u64)> {
+    (
+        (1usize..=12, 1usize..=40, 1usize..=60, 1usize..=60),
+        prop_oneof![Just(3usize), Just(5), Just(7)],
+        (1usize..=2, 0usize..=4, 0usize..=4),
+        any::<u64>(),
+    )
+        .prop_map(|((n, c8, h, w), r, (stride, ph, pw), seed)| {
+            let (c, pad) = (8 * c8, (ph.min(r / 2 + 1), pw.min(r / 2 + 1)));
+            (Conv2d { n, c, h, w, k: c, r, s: r, pad, stride: (stride, stride), dilation: (1, 1), precision: Default::default(), groups: c, epilogue: Default::default() }, seed)
+        })
+        .prop_filter("filter must fit the padded input", |(p, _)| p.validate().is_ok())
+}
+
 /// The random problems a property test of `algo` draws: [`conv_problems_with`] its multiples,
 /// for the plane kernel [`conv_1x1_plane_problems`], for the row kernel [`nchw_row_problems`],
 /// for the depthwise kernels
-/// [`depthwise_problems`] ([`depthwise_strip_problems`] for the strip entries, which take only those).
+/// [`depthwise_problems`] ([`depthwise_strip_problems`] for the strip entries and
+/// [`depthwise_tile_problems`] for the tile entries, which take only those).
 pub fn problems_for(algo: Algorithm) -> BoxedStrategy<(Conv2d, u64)> {
     if is_planes(algo) {
         let fp32 = algo.kernel().is_some_and(|k| k.dtypes == [DType::F32]);
@@ -220,6 +240,8 @@ pub fn problems_for(algo: Algorithm) -> BoxedStrategy<(Conv2d, u64)> {
         nchw_row_problems().boxed()
     } else if is_nchw_patch(algo) {
         nchw_patch_problems().boxed()
+    } else if algo == Algorithm::DepthwiseNhwcTile {
+        depthwise_tile_problems().boxed()
     } else if matches!(algo, Algorithm::DepthwiseNhwcStrip | Algorithm::DepthwiseNchwStrip) {
         depthwise_strip_problems(algo == Algorithm::DepthwiseNhwcStrip).boxed()
     } else if algo.family() == Some(convrs::registry::Family::Depthwise) {

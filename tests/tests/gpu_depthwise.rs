@@ -44,9 +44,10 @@ fn depthwise_kernels_match_cpu_on_random_problems() {
     }
 }
 
-/// The shapes `algo` takes on `dtype` data: all of [`shapes`] but for the strip entries, which
-/// refuse those outside their domain (NHWC: multiplier 1, C a multiple of 4, 3x3/5x5/7x7 at
-/// stride 1; NCHW: 3x3/5x5/7x7 at stride 1 or 2) and must take the rest.
+/// The shapes `algo` takes on `dtype` data: all of [`shapes`] but for the strip and tile entries,
+/// which refuse those outside their domain (NHWC strip: multiplier 1, C a multiple of 4,
+/// 3x3/5x5/7x7 at stride 1; NCHW strip: 3x3/5x5/7x7 at stride 1 or 2; tile: multiplier 1, C in
+/// 16-byte chunks, 3x3/5x5/7x7 at stride 1 or 2) and must take the rest.
 fn taken_shapes(algo: Algorithm, dtype: DType) -> Vec<Conv2d> {
     let d = DeviceModel::named("h100").unwrap();
     let all = shapes();
@@ -55,6 +56,10 @@ fn taken_shapes(algo: Algorithm, dtype: DType) -> Vec<Conv2d> {
         Algorithm::DepthwiseNhwcStrip => 5,
         // Those, the stride-2 ones (3x3, 5x5), multiplier 2 (C = 8 and C = 1) and C = 30.
         Algorithm::DepthwiseNchwStrip => 10,
+        // MobileNetV2 at stride 1 and 2, ConvNeXt, the 5x5 s2 and the 2x2 image (C multiples of
+        // 8); for fp32 (multiples of 4) also the odd 5x5 (C = 20) and the ragged 3x3 (C = 4).
+        Algorithm::DepthwiseNhwcTile if dtype == DType::F32 => 7,
+        Algorithm::DepthwiseNhwcTile => 5,
         _ => return all,
     };
     let taken: Vec<Conv2d> = all.iter().copied().filter(|p| algo.plan(p, dtype, &d).is_ok()).collect();

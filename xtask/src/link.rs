@@ -107,13 +107,19 @@ struct Bounds {
 /// configuration of `convrs_spec::hopper` whose policy is warp-specialized) need them for
 /// `setmaxnreg`, which takes effect only when ptxas knows the register count at entry
 /// (notes/hopper.md §5), and for their clusters. `wmma_patch` caps registers so that several
-/// blocks fit on an SM (it is latency-bound: resident blocks hide its copies). Only these
+/// blocks fit on an SM (it is latency-bound: resident blocks hide its copies), and so does
+/// `depthwise_tile_*` (ptxas would hoist every shared load of a 3x3 entry's unrolled rows: 208
+/// registers, one block an SM). Only these
 /// entries change; every other entry's PTX stays byte-identical.
 fn bounds(name: &str) -> Option<Bounds> {
     use convrs_spec::hopper::CONFIGS;
     if let Some(c) = CONFIGS.iter().find(|c| c.entries.contains(&name)) {
         let p = c.policy;
         return p.warp_specialized().then_some(Bounds { threads: p.threads() as u32, cluster: p.cluster, blocks: 1 });
+    }
+    if name.starts_with("depthwise_tile_") {
+        use convrs_spec::depthwise::{TILE_MIN_BLOCKS, TILE_THREADS};
+        return Some(Bounds { threads: TILE_THREADS, cluster: 1, blocks: TILE_MIN_BLOCKS });
     }
     const PATCH: [(&str, usize); 4] = [("wmma_patch_128x32", 0), ("wmma_patch_bf16_128x32", 0), ("wmma_patch_128x64", 1), ("wmma_patch_bf16_128x64", 1)];
     PATCH.iter().find(|(prefix, _)| name.starts_with(prefix)).map(|&(_, i)| Bounds {

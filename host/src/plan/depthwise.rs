@@ -1,16 +1,20 @@
 //! Plans for the depthwise family (kernels-gpu/src/depthwise/, `convrs_spec::depthwise`):
-//! `depthwise_nchw` and `depthwise_nhwc`, each an entry per element type and filter size, and
-//! their steps 2 `depthwise_nchw_strip` and `depthwise_nhwc_strip`, an entry per element type,
-//! filter size and stride.
+//! `depthwise_nchw` and `depthwise_nhwc`, each an entry per element type and filter size, their
+//! steps 2 `depthwise_nchw_strip` and `depthwise_nhwc_strip`, and the NHWC step 3
+//! `depthwise_nhwc_tile`, an entry per element type, filter size and stride.
 //!
 //! Launch: a 1-D grid of blocks, one thread per work item ([`nchw_items`], [`nhwc_items`],
 //! [`strip_items`], [`nchw_strip_items`], whose tile counts the kernels expand from the same
 //! `depthwise_tiles!`), no
 //! shared memory; `BLOCK_THREADS` threads a block, or for the strip entries fewer where that
-//! spreads a small layer over more SMs. Cost: the larger of moving input, filter and output once
+//! spreads a small layer over more SMs; the tile entries a 3-D block over channels, columns and
+//! rows with shared memory, persistent blocks ([`tile_shape`]). Cost: the larger of moving input, filter and output once
 //! through device memory and issuing the instructions, plus the launch.
 
-use convrs_spec::depthwise::{nchw_items, nchw_strip_items, nchw_strip_row_stores, nchw_strip_row_vectors, nhwc_items, strip_items, Entry, StripEntry, BLOCK_THREADS, ENTRIES, NCHW_STRIP_ENTRIES, NHWC_VEC, STRIP_ENTRIES, TAPS};
+use convrs_spec::depthwise::{
+    nchw_items, nchw_strip_items, nchw_strip_row_stores, nchw_strip_row_vectors, nhwc_items, strip_items, tile_count, tile_smem_bytes, tile_span, Entry, StripEntry, TileShape, BLOCK_THREADS, ENTRIES, NCHW_STRIP_ENTRIES, NHWC_VEC,
+    STRIP_ENTRIES, TAPS, TILE_ENTRIES, TILE_MIN_BLOCKS, TILE_THREADS,
+};
 
 use crate::dtype::DType;
 use crate::plan::model::{cycles_us, memory_us, LAUNCH_US};
@@ -207,6 +211,99 @@ fn plan_strip(desc: &KernelDesc, p: &Conv2d, dtype: DType, device: &DeviceModel,
     Ok(LaunchPlan::new(e.name, (div_ceil_u32(items as usize, threads as usize), 1, 1), (threads, 1, 1), 0, dtype, predicted))
 }
 
+/// The fraction of the peak memory bandwidth the tile entries reach on large layers (a first
+/// guess, to be fitted to the measurements), and the time a tile's copies take to land, which a
+/// block that has only one tile cannot hide (batch-1 layers are a wave or less of tiles).
+const TILE_BANDWIDTH_FRACTION: f64 = 0.8;
+const TILE_LATENCY_US: f64 = 1.5;
+/// Issue slots the tile entries reach, as a fraction of the SMs' peak: every row's shared loads
+/// wait on the previous row's arithmetic (a looped row loop, 2 blocks an SM).
+const TILE_ISSUE_EFFICIENCY: f64 = 0.5;
+
+/// The tile entry for `p` (see `convrs_spec::depthwise_tile_entries!`), or why there is none:
+/// multiplier 1, whole 16-byte chunks of channels, dilation 1, square 3x3, 5x5 or 7x7 filters at
+/// stride 1 or 2.
+fn tile_entry(p: &Conv2d, dtype: DType) -> std::result::Result<&'static StripEntry, String> {
+    let chunk = 16 / dtype.size();
+    if p.k != p.c || p.c % chunk != 0 {
+        return Err(format!("it takes multiplier 1 (K = C) with C a multiple of {chunk} for {dtype} data, whole 16-byte chunks (here C = {}, K = {}); depthwise_nhwc takes the rest", p.c, p.k));
+    }
+    if p.dilation != (1, 1) {
+        return Err(format!("it takes dilation 1 (here {:?}); depthwise_nhwc takes the rest", p.dilation));
+    }
+    let t = entry_type(dtype);
+    TILE_ENTRIES
+        .iter()
+        .find(|e| e.dtype == t && p.r == e.taps as usize && p.s == e.taps as usize && p.stride == (e.stride as usize, e.stride as usize))
+        .ok_or_else(|| format!("it is compiled for square 3x3, 5x5 and 7x7 filters at stride 1 or 2 (here {}x{} at stride {:?}); depthwise_nhwc takes the rest", p.r, p.s, p.stride))
+}
+
+/// The block of a tile launch for a P x Q output of C channels: 64-byte pixels (8 channel groups
+/// of 16-bit data, 4 of fp32) over up to 8 column groups. Where the plane has fewer strips than
+/// the block (7x7 and 14x14 planes: a 16 x 16 tile would be mostly outside them), more channels
+/// a block instead, up to the channels there are and 256-byte pixels, and then no more strips
+/// than the plane has (fewer threads). Where two blocks' two stages would not fit an SM's shared
+/// memory (fp32 at stride 2), fewer strips too.
+pub fn tile_shape(e: &StripEntry, out_p: usize, out_q: usize, c: usize, dtype: DType, device: &DeviceModel) -> TileShape {
+    let per_group = NHWC_VEC as usize * dtype.size();
+    let groups_min = (64 / per_group) as u32;
+    let groups_max = (c.div_ceil(NHWC_VEC as usize).next_power_of_two() as u32).min((256 / per_group) as u32).max(groups_min);
+    let strips = out_p.div_ceil(e.rows as usize).next_power_of_two() as u32;
+    let cols = (out_q.div_ceil(e.cols as usize).next_power_of_two() as u32).min(8);
+    let mut shape = TileShape { groups: groups_min, cols, rows: TILE_THREADS / (groups_min * cols) };
+    while shape.rows > strips && shape.groups * 2 <= groups_max {
+        shape = TileShape { groups: shape.groups * 2, rows: shape.rows / 2, ..shape };
+    }
+    shape.rows = shape.rows.min(strips);
+    let smem = |s: TileShape| tile_smem_bytes(s, e.taps, e.stride, e.rows, e.cols, dtype.size() as u32);
+    while shape.rows > 1 && TILE_MIN_BLOCKS * (smem(shape) + 1024) > device.smem_per_sm {
+        shape.rows /= 2;
+    }
+    shape
+}
+
+fn plan_tile(desc: &KernelDesc, p: &Conv2d, dtype: DType, device: &DeviceModel) -> Result<LaunchPlan> {
+    p.validate()?;
+    let e = tile_entry(p, dtype).map_err(|reason| Error::Unsupported { algorithm: desc.name, reason })?;
+    let (out_p, out_q) = p.output_hw();
+    let shape = tile_shape(e, out_p, out_q, p.c, dtype, device);
+    let elem = dtype.size() as u32;
+    let smem = tile_smem_bytes(shape, e.taps, e.stride, e.rows, e.cols, elem);
+    if smem > device.smem_per_block {
+        return Err(Error::Unsupported { algorithm: desc.name, reason: format!("its tile needs {smem} bytes of shared memory, more than the {} a block may have", device.smem_per_block) });
+    }
+    let u = |v: usize| v as u64;
+    let tiles = tile_count(shape, u(p.n), u(p.c), u(out_p), u(out_q), e.rows as u64, e.cols as u64);
+    // Resident blocks an SM: the registers allow TILE_MIN_BLOCKS of TILE_THREADS (the entries'
+    // launch bounds), the shared memory what it holds (1 KiB a block reserved by the driver).
+    let by_regs = TILE_MIN_BLOCKS * TILE_THREADS / shape.threads();
+    let resident = (device.smem_per_sm / (smem + 1024)).clamp(1, by_regs) as u64;
+    let sms = device.sms.max(1) as u64;
+    let blocks = tiles.min(sms * resident).max(1);
+    // Cost: the input tiles (their halos included), the output and the filter through device
+    // memory; the threads' instructions (each output's FMAs, its window's shared loads and
+    // widening, the store); and the first tile's copies, which nothing hides.
+    let bytes_in = (tiles * (tile_span(shape.rows, e.rows, e.stride, e.taps) * tile_span(shape.cols, e.cols, e.stride, e.taps) * shape.groups * NHWC_VEC) as u64) as f64 * elem as f64;
+    let bytes = bytes_in.min(2.0 * p.input_len() as f64 * elem as f64) + (p.output_len() + p.filter_len()) as f64 * elem as f64;
+    let threads = (tiles * shape.threads() as u64) as f64;
+    let issue = threads * strip_thread_instructions(e, dtype, NHWC_VEC) / (sms as f64 * ISSUE_PER_SM_CYCLE * TILE_ISSUE_EFFICIENCY);
+    let predicted = LAUNCH_US + TILE_LATENCY_US + (memory_us(device, bytes) / TILE_BANDWIDTH_FRACTION).max(cycles_us(device, issue));
+    Ok(LaunchPlan::new(e.name, (blocks as u32, 1, 1), (shape.groups, shape.cols, shape.rows), smem, dtype, predicted))
+}
+
+/// The tile entries' description (step 3 of `depthwise_nhwc`, the same layouts).
+pub const TILE: KernelDesc = KernelDesc {
+    algorithm: Algorithm::DepthwiseNhwcTile,
+    name: "depthwise_nhwc_tile",
+    family: Family::Depthwise,
+    summary: "family 4: depthwise on NHWC (RSK filter), an input tile staged in shared memory by cp.async a block (two stages, persistent), a block of outputs a thread; multiplier 1, C in 16-byte chunks, 3x3/5x5/7x7 at stride 1 or 2",
+    dtypes: &[DType::F32, DType::F16, DType::BF16],
+    layouts: (Layout::Nhwc, Layout::Hwcn, Layout::Nhwc),
+    multiples: (1, 1, 1),
+    precision: Precision::Fma,
+    planner: |k, p, t, d| plan_tile(k, p, t, d),
+};
+
 /// The NCHW entry's description.
 pub const NCHW: KernelDesc = KernelDesc {
     algorithm: Algorithm::DepthwiseNchw,
@@ -347,6 +444,61 @@ mod tests {
         // stride 2: 64 a block, 26 blocks (still under two an SM).
         let plan = NCHW_STRIP.plan(&dw(3, 36, 17, 1, 3, 2), DType::F32, &d).unwrap();
         assert_eq!((plan.grid, plan.block), ((26, 1, 1), (64, 1, 1)));
+    }
+
+    #[test]
+    fn tile_entries_follow_size_stride_and_type_and_refuse_the_rest_with_the_reason() {
+        let d = h100();
+        let name = |p: Conv2d, t: DType| TILE.plan(&p, t, &d).map(|l| l.kernel).map_err(|e| e.to_string());
+        assert_eq!(name(dw(2, 32, 56, 1, 3, 1), DType::F16), Ok("depthwise_tile_f16_r3_s1"));
+        assert_eq!(name(dw(2, 32, 56, 1, 3, 2), DType::BF16), Ok("depthwise_tile_bf16_r3_s2"));
+        assert_eq!(name(dw(2, 36, 56, 1, 7, 2), DType::F32), Ok("depthwise_tile_f32_r7_s2"));
+        for (p, t, why) in [
+            (dw(2, 32, 56, 2, 3, 1), DType::F16, "multiplier 1"),
+            (dw(2, 36, 56, 1, 3, 1), DType::F16, "a multiple of 8"),
+            (dw(2, 30, 56, 1, 3, 1), DType::F32, "a multiple of 4"),
+            (dw(2, 32, 56, 1, 3, 1).with_dilation(2).with_pad(2), DType::F16, "dilation 1"),
+            (dw(2, 32, 56, 1, 9, 1), DType::F16, "3x3, 5x5 and 7x7"),
+            (dw(2, 32, 56, 1, 3, 3), DType::F16, "stride 1 or 2"),
+            (Conv2d { s: 5, ..dw(2, 32, 56, 1, 3, 1) }, DType::F16, "square"),
+        ] {
+            let e = name(p, t).unwrap_err();
+            assert!(e.contains(why) && e.contains("depthwise_nhwc takes"), "{p}: {e}");
+        }
+    }
+
+    #[test]
+    fn tile_blocks_fit_the_plane_and_the_shared_memory() {
+        let d = h100();
+        // 32,144,56,56 3x3 fp16: 8 groups (32 channels) x 8 column groups x 4 strips, 16 x 16
+        // outputs reading 18 x 18 pixels of 64 bytes, two stages; 5 x 4 x 4 tiles an image, two
+        // blocks an SM.
+        let plan = TILE.plan(&dw(32, 144, 56, 1, 3, 1), DType::F16, &d).unwrap();
+        assert_eq!((plan.block, plan.shared_bytes), ((8, 8, 4), 2 * 324 * 64));
+        assert_eq!(plan.grid, (2 * 132, 1, 1));
+        // 7x7 planes: 4 column groups of 2 and 2 strips of 4 cover them, so 32 groups (128 channels).
+        let plan = TILE.plan(&dw(32, 960, 7, 1, 3, 1), DType::F16, &d).unwrap();
+        assert_eq!(plan.block, (32, 4, 2));
+        // But no more channel groups than the channels fill: C = 32 keeps 8, and the plane's 2
+        // strips make a block of 64 threads.
+        assert_eq!(TILE.plan(&dw(1, 32, 7, 1, 3, 1), DType::F16, &d).unwrap().block, (8, 4, 2));
+        // fp32: 4 groups of 4 channels make the 64-byte pixel.
+        assert_eq!(TILE.plan(&dw(32, 144, 56, 1, 3, 1), DType::F32, &d).unwrap().block, (4, 8, 8));
+        // A batch-1 layer: one block a tile.
+        let plan = TILE.plan(&dw(1, 144, 56, 1, 3, 2), DType::F16, &d).unwrap();
+        assert_eq!(plan.grid, (5 * 4 * 2, 1, 1));
+        // Every suite layer's tile fits a block's shared memory, two blocks an SM; fp32 at stride
+        // 2 with half the strips (128 threads), and the 7x7 planes with as many strips as they
+        // have.
+        for (c, hw, r, stride) in [(32, 112, 3, 1), (96, 112, 3, 2), (96, 56, 7, 1), (768, 7, 7, 1), (960, 7, 3, 1), (96, 56, 7, 2)] {
+            for t in [DType::F32, DType::F16, DType::BF16] {
+                let plan = TILE.plan(&dw(32, c, hw, 1, r, stride), t, &d).unwrap();
+                assert!(2 * (plan.shared_bytes + 1024) <= d.smem_per_sm, "{c},{hw} {r}x{r} s{stride} {t}: {}", plan.shared_bytes);
+                let (x, y, z) = plan.block;
+                let threads = if t == DType::F32 && (stride == 2 || hw == 7) { TILE_THREADS / 2 } else { TILE_THREADS };
+                assert_eq!(x * y * z, threads, "{c},{hw} {r}x{r} s{stride} {t}");
+            }
+        }
     }
 
     #[test]
