@@ -279,7 +279,7 @@ fn plan_tile(desc: &KernelDesc, p: &Conv2d, dtype: DType, device: &DeviceModel) 
     let by_regs = TILE_MIN_BLOCKS * TILE_THREADS / shape.threads();
     let resident = (device.smem_per_sm / (smem + 1024)).clamp(1, by_regs) as u64;
     let sms = device.sms.max(1) as u64;
-    let blocks = tiles.min(sms * resident).max(1);
+    let blocks = tiles.min(sms * tile_resident_override()?.unwrap_or(resident)).max(1);
     // Cost: the input tiles (their halos included), the output and the filter through device
     // memory; the threads' instructions (each output's FMAs, its window's shared loads and
     // widening, the store); and the first tile's copies, which nothing hides.
@@ -289,6 +289,17 @@ fn plan_tile(desc: &KernelDesc, p: &Conv2d, dtype: DType, device: &DeviceModel) 
     let issue = threads * strip_thread_instructions(e, dtype, NHWC_VEC) / (sms as f64 * ISSUE_PER_SM_CYCLE * TILE_ISSUE_EFFICIENCY);
     let predicted = LAUNCH_US + TILE_LATENCY_US + (memory_us(device, bytes) / TILE_BANDWIDTH_FRACTION).max(cycles_us(device, issue));
     Ok(LaunchPlan::new(e.name, (blocks as u32, 1, 1), (shape.groups, shape.cols, shape.rows), smem, dtype, predicted))
+}
+
+/// A developer's override of the tile launch's persistent blocks an SM, for measuring what the
+/// model chooses: `CONVRS_DW_TILE_RESIDENT=B` launches B blocks an SM (at most one a tile; a large
+/// B gives every tile its own block). Unset in normal use.
+fn tile_resident_override() -> Result<Option<u64>> {
+    let Some(text) = crate::plan::hopper::dev_override("CONVRS_DW_TILE_RESIDENT") else { return Ok(None) };
+    match text.trim().parse::<u64>() {
+        Ok(b) if b >= 1 => Ok(Some(b)),
+        _ => Err(Error::InvalidArgument(format!("CONVRS_DW_TILE_RESIDENT=`{text}`: expected blocks an SM, at least 1"))),
+    }
 }
 
 /// The tile entries' description (step 3 of `depthwise_nhwc`, the same layouts).

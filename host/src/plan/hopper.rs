@@ -244,7 +244,7 @@ fn grid_blocks(c: &Config, d: &DeviceModel, m: usize, n: usize, splits: usize) -
 
 /// The value of developer override `name`: unset or empty (`NAME=`, as a script passes an
 /// unset variable) is no override.
-fn dev_override(name: &str) -> Option<String> {
+pub(crate) fn dev_override(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.trim().is_empty())
 }
 

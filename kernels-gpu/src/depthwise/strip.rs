@@ -59,14 +59,12 @@ pub unsafe fn conv<E: Elem, const TAPS: usize, const STRIDE: usize, const ROWS: 
 
 /// The `ROWS` x `COLS` sums of `VEC` channels (4 or 1): input rows outer, each loaded and widened
 /// once into a register window, then met by the filter row each output row takes from it. The
-/// 3x3 entries unroll the rows (under `UNROLL_3X3`), the whole filter held in registers (9 `VEC`
-/// values); the others loop over the rows, loading a filter row where an output row meets it, so that ptxas, which
+/// 3x3 entries unroll the rows (unless `UNROLL_3X3` is false), the whole filter held in registers
+/// (9 `VEC` values); the others loop over the rows, loading a filter row where an output row meets it, so that ptxas, which
 /// hoists every load of an unrolled body, stays within the registers (unrolled, the 7x7 entries
 /// took 255 on the H100, one block an SM). `row(i)` is the thread's input row i (of
 /// `(ROWS - 1) * STRIDE + TAPS`), its `(COLS - 1) * STRIDE + TAPS` pixels widened, zero outside
-/// the image (the padding): the layouts read rows their own way. The tile kernel loops over a
-/// 3x3 filter's rows too: its rows come from shared memory, and unrolled, ptxas hoisted every
-/// row's loads (208 registers).
+/// the image (the padding): the layouts read rows their own way.
 ///
 /// # Safety
 /// `taps` points at channel k0 of tap (0, 0), the taps `tap` elements apart (K for RSK, 1 for one

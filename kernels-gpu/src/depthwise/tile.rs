@@ -120,8 +120,9 @@ impl Geometry {
     }
 
     /// Starts the copies of tile `t`'s input into the stage at `stage` and commits them as one
-    /// group: 16-byte chunks, the threads striding over (pixel, chunk), zero-filled outside the
-    /// image and past C.
+    /// group: 16-byte chunks, zero-filled outside the image and past C. A pixel's chunks are a
+    /// power of two and so are the block's threads, so each thread copies one chunk of every
+    /// `threads / chunks`-th pixel, its row and column stepped without a division.
     ///
     /// # Safety
     /// `stage` is a stage of this launch's shared memory that no thread reads until the group has
@@ -132,18 +133,21 @@ impl Geometry {
         let (n, cb, p0, q0) = self.place::<ROWS, COLS>(t);
         let (iy0, ix0) = (p0 * STRIDE as i32 - sh.pad_h, q0 * STRIDE as i32 - sh.pad_w);
         let chunk_elems = 16 / core::mem::size_of::<E::Raw>() as i32;
-        let c0 = cb * self.groups * CHANNELS as i32;
-        // Chunks a pixel: a power of two (the groups are), so its divisions are shifts.
+        // Chunks a pixel (the groups are a power of two, so are these), and pixels a pass.
         let shift = (self.pitch / 16).trailing_zeros();
-        let chunks = (self.span_y * self.span_x) << shift;
+        let chunk = self.tid & ((1 << shift) - 1);
+        let c = cb * self.groups * CHANNELS as i32 + chunk * chunk_elems;
+        let per_pass = (self.groups * self.cols * self.rows) >> shift;
+        // SAFETY: the span is at least 1.
+        let (pass_rows, pass_cols) = unsafe { divmod(per_pass, self.span_x) };
+        let mut px = self.tid >> shift;
+        // SAFETY: as above.
+        let (mut row, mut col) = unsafe { divmod(px, self.span_x) };
         let image = x.wrapping_add((n * sh.h * sh.w * sh.c) as usize);
         let step = (COLS * STRIDE) as u32;
-        let mut i = self.tid;
-        while i < chunks {
-            let (px, chunk) = (i >> shift, i & ((1 << shift) - 1));
-            // SAFETY: the span is at least 1.
-            let (row, col) = unsafe { divmod(px, self.span_x) };
-            let (iy, ix, c) = (iy0 + row, ix0 + col, c0 + chunk * chunk_elems);
+        let pixels = self.span_y * self.span_x;
+        while px < pixels {
+            let (iy, ix) = (iy0 + row, ix0 + col);
             let inside = (iy as u32) < sh.h as u32 && (ix as u32) < sh.w as u32 && c < sh.c;
             let src = if inside { image.wrapping_add(((iy * sh.w + ix) * sh.c + c) as usize) } else { x };
             let dst = stage + tile_slot(px as u32, self.pitch, step) * self.pitch + chunk as u32 * 16;
@@ -151,46 +155,77 @@ impl Geometry {
             // multiple of 64); inside the image the chunk is 16 aligned bytes of the input (C a
             // multiple of the chunk), else nothing is read and the chunk is zero-filled.
             unsafe { cp_async_16(dst, src as *const f32, if inside { 16 } else { 0 }) };
-            i += self.groups * self.cols * self.rows;
+            px += per_pass;
+            row += pass_rows;
+            col += pass_cols;
+            if col >= self.span_x {
+                col -= self.span_x;
+                row += 1;
+            }
         }
         cp_async_commit();
     }
 
-    /// Computes this thread's outputs of tile `t` from the stage at `stage` and stores them.
+    /// Computes this thread's outputs of tile `t` from the stage at `stage` and stores those
+    /// inside the output. Every thread of the block computes (a group past C or a block past P
+    /// or Q from zeros or pixels it does not store), so that the warps stay converged through
+    /// the row loop's warp barriers.
     ///
     /// # Safety
     /// The stage holds tile `t`'s input, landed and made visible by a barrier; the caller's
-    /// buffers as [`conv`] requires.
+    /// buffers as [`conv`] requires; the whole warp calls it.
     #[inline(always)]
     unsafe fn compute<E: Elem, const TAPS: usize, const STRIDE: usize, const ROWS: usize, const COLS: usize>(&self, w: *const E::Raw, y: *mut f32, sh: &ConvShape, t: i32, stage: u32) {
         let (n, cb, p0, q0) = self.place::<ROWS, COLS>(t);
         let (group, cq, strip) = (thread_x(), thread_y(), thread_z());
         let k0 = (cb * self.groups + group) * CHANNELS as i32;
         let (p0, q0) = (p0 + strip * ROWS as i32, q0 + cq * COLS as i32);
-        if k0 >= sh.k || p0 >= sh.p || q0 >= sh.q {
-            return;
-        }
         let step = (COLS * STRIDE) as u32;
         let (ty0, tx0) = (strip * (ROWS * STRIDE) as i32, cq * (COLS * STRIDE) as i32);
         let lane_bytes = group as u32 * (CHANNELS * core::mem::size_of::<E::Raw>()) as u32;
         let row = |i: usize| {
+            // The warp barrier keeps ptxas from hoisting later rows' loads above this row's: with
+            // every row in flight at once the 3x3 entries took 208 registers.
+            sync_warp();
             let first = (ty0 + i as i32) * self.span_x + tx0;
             let mut px = [[0.0f32; CHANNELS]; 16];
             unroll!(16: (COLS - 1) * STRIDE + TAPS, c => {
                 let at = stage + tile_slot((first + c as i32) as u32, self.pitch, step) * self.pitch + lane_bytes;
-                // SAFETY: pixel (ty0 + i, tx0 + c) of the tile is inside its span (the thread's
-                // window lies in the tile's), and the group's channels are aligned in its slot.
+                // SAFETY: pixel (ty0 + i, tx0 + c) of the tile is inside its span (every thread
+                // block's window lies in the tile's), and the group's channels are aligned in
+                // its slot.
                 px[c] = unsafe { load_shared4::<E>(at) };
             });
             px
         };
-        // SAFETY: channels k0..k0 + 4 of the RSK filter, 8- or 16-byte aligned as K is a multiple
-        // of 4; the outputs as `sums` computed them.
+        // A group past C computes with group 0's filter and stores nothing.
+        let k_taps = if k0 < sh.k { k0 } else { 0 };
+        // SAFETY: channels k_taps..k_taps + 4 of the RSK filter, 8- or 16-byte aligned as K is a
+        // multiple of 4; the outputs as `sums` computed them, those of channels below K stored.
         unsafe {
-            let acc = sums::<E, TAPS, STRIDE, ROWS, COLS, CHANNELS, false>(w.wrapping_add(k0 as usize), sh.k as usize, row);
-            store::<E, ROWS, COLS>(y, sh, acc, n, p0, q0, k0);
+            let mut acc = sums::<E, TAPS, STRIDE, ROWS, COLS, CHANNELS, true>(w.wrapping_add(k_taps as usize), sh.k as usize, row);
+            settle(&mut acc);
+            if k0 < sh.k {
+                store::<E, ROWS, COLS>(y, sh, acc, n, p0, q0, k0);
+            }
         }
     }
+}
+
+/// Makes every sum a value the thread has computed here, whatever follows: LLVM otherwise sinks
+/// each output's FMAs into its store's branch (taken only inside P x Q), which needs every row's
+/// window loaded first (all 24 loads of a 3x3 entry's rows live at once: 211 registers).
+#[inline(always)]
+fn settle<const ROWS: usize, const COLS: usize>(acc: &mut [[[f32; CHANNELS]; COLS]; ROWS]) {
+    unroll!(4: ROWS, j => {
+        unroll!(8: COLS, c => {
+            unroll!(4: CHANNELS, v => {
+                // SAFETY: an empty asm statement with a register operand: it reads and writes no
+                // memory; not `pure`, so it stays where it is and its operand is computed first.
+                unsafe { core::arch::asm!("// {v}", v = inout(reg32) acc[j][c][v], options(nomem, nostack, preserves_flags)) };
+            });
+        });
+    });
 }
 
 /// Four consecutive elements of a stage, widened: one 16-byte (fp32) or 8-byte (16-bit) access.
