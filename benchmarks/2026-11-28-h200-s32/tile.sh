@@ -13,10 +13,13 @@ smoke)
   # (shape, pad, stride): MobileNetV2 3x3 s1 and s2, ConvNeXt 7x7, a 7x7 plane, batch 1.
   for spec in "32,144,56,56,144,3,3 1 1" "32,96,112,112,96,3,3 1 2" "32,96,56,56,96,7,7 3 1" "32,960,7,7,960,3,3 1 1" "1,144,56,56,144,3,3 1 1" "32,768,7,7,768,7,7 3 1"; do
     set -- $spec; g=$(echo $1 | cut -d, -f2)
-    for a in $NHWC_ALGOS; do
-      for dt in fp16 ${SMOKE_DTYPES:-}; do
-        r=$(CONVRS_REQUIRE_GPU=1 timeout 60 $b/convrs run --algo $a --dtype $dt --layout nhwc --shape $1 --pad $2 --stride $3 --groups $g --runs 50 2>&1)
-        echo "$a $dt [$1 p$2 s$3]: $(echo "$r" | grep -E '^time' | cut -c1-60) | $(echo "$r" | grep -E '^check|rror|panick' | tr '\n' ' ' | cut -c1-140)"
+    # The tile kernel once per CONVRS_DW_TILE_RESIDENT of TILE_RES ("-": the planner's).
+    for a in ${SMOKE_ALGOS:-$NHWC_ALGOS}; do
+      for res in $([ $a = $T ] && echo ${TILE_RES:--} || echo -); do
+      for dt in ${SMOKE_DTYPES:-fp16}; do
+        r=$(CONVRS_DW_TILE_RESIDENT=${res#-} CONVRS_REQUIRE_GPU=1 timeout 60 $b/convrs run --algo $a --dtype $dt --layout nhwc --shape $1 --pad $2 --stride $3 --groups $g --runs 50 2>&1)
+        echo "$a${res#-} $dt [$1 p$2 s$3]: $(echo "$r" | grep -E '^time' | cut -c1-60) | $(echo "$r" | grep -E '^check|rror|panick' | tr '\n' ' ' | cut -c1-140)"
+      done
       done
     done
   done | tee $R/w/smoke/runs.txt

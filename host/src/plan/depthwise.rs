@@ -238,28 +238,44 @@ fn tile_entry(p: &Conv2d, dtype: DType) -> std::result::Result<&'static StripEnt
         .ok_or_else(|| format!("it is compiled for square 3x3, 5x5 and 7x7 filters at stride 1 or 2 (here {}x{} at stride {:?}); depthwise_nhwc takes the rest", p.r, p.s, p.stride))
 }
 
-/// The block of a tile launch for a P x Q output of C channels: 64-byte pixels (8 channel groups
-/// of 16-bit data, 4 of fp32) over up to 8 column groups. Where the plane has fewer strips than
-/// the block (7x7 and 14x14 planes: a 16 x 16 tile would be mostly outside them), more channels
-/// a block instead, up to the channels there are and 256-byte pixels, and then no more strips
-/// than the plane has (fewer threads). Where two blocks' two stages would not fit an SM's shared
-/// memory (fp32 at stride 2), fewer strips too.
+/// The block of a tile launch for a P x Q output of C channels: of the blocks of at most
+/// [`TILE_THREADS`] threads (128 at least where the plane and the channels allow) whose two
+/// stages fit an SM's shared memory twice, the one that computes the fewest outputs outside P x Q
+/// x C (a thread computes its whole block, stored or not, so a 16 x 16 tile on a 56 x 56 plane
+/// computes 1.31x the outputs) times the input pixels it stages per output (a tile's halo),
+/// staging weighed a quarter of computing. Channel groups are powers of two from 64-byte pixels (8 groups of 16-bit data,
+/// 4 of fp32) to 256-byte ones, no more than the channels fill.
 pub fn tile_shape(e: &StripEntry, out_p: usize, out_q: usize, c: usize, dtype: DType, device: &DeviceModel) -> TileShape {
     let per_group = NHWC_VEC as usize * dtype.size();
-    let groups_min = (64 / per_group) as u32;
-    let groups_max = (c.div_ceil(NHWC_VEC as usize).next_power_of_two() as u32).min((256 / per_group) as u32).max(groups_min);
-    let strips = out_p.div_ceil(e.rows as usize).next_power_of_two() as u32;
-    let cols = (out_q.div_ceil(e.cols as usize).next_power_of_two() as u32).min(8);
-    let mut shape = TileShape { groups: groups_min, cols, rows: TILE_THREADS / (groups_min * cols) };
-    while shape.rows > strips && shape.groups * 2 <= groups_max {
-        shape = TileShape { groups: shape.groups * 2, rows: shape.rows / 2, ..shape };
+    let groups_min = 64 / per_group;
+    let groups_max = c.div_ceil(NHWC_VEC as usize).next_power_of_two().clamp(groups_min, 256 / per_group);
+    let (col_groups, strips) = (out_q.div_ceil(e.cols as usize), out_p.div_ceil(e.rows as usize));
+    let over = |extent: usize, per: usize| (extent.div_ceil(per) * per) as f64 / extent as f64;
+    let mut best: Option<(bool, f64, f64, TileShape)> = None;
+    let mut groups = groups_min;
+    while groups <= groups_max {
+        for cols in 1..=col_groups.min(16) {
+            for rows in 1..=strips.min(32) {
+                let shape = TileShape { groups: groups as u32, cols: cols as u32, rows: rows as u32 };
+                let threads = shape.threads();
+                if threads > TILE_THREADS || TILE_MIN_BLOCKS * (tile_smem_bytes(shape, e.taps, e.stride, e.rows, e.cols, dtype.size() as u32) + 1024) > device.smem_per_sm {
+                    continue;
+                }
+                let waste = over(out_q, cols * e.cols as usize) * over(out_p, rows * e.rows as usize) * over(c, groups * NHWC_VEC as usize);
+                let span = (tile_span(shape.rows, e.rows, e.stride, e.taps) * tile_span(shape.cols, e.cols, e.stride, e.taps)) as f64;
+                let halo = span / (rows * cols * (e.rows * e.cols * e.stride * e.stride) as usize) as f64;
+                // Few threads lose first (fewer warps to hide latency), then the outputs computed
+                // and the pixels staged, each per output, staging weighed a quarter of computing.
+                let key = (threads < 128, (waste * (0.75 + 0.25 * halo) * 1000.0).round(), halo, shape);
+                if best.is_none_or(|b| (key.0, key.1, key.2) < (b.0, b.1, b.2)) {
+                    best = Some(key);
+                }
+            }
+        }
+        groups *= 2;
     }
-    shape.rows = shape.rows.min(strips);
-    let smem = |s: TileShape| tile_smem_bytes(s, e.taps, e.stride, e.rows, e.cols, dtype.size() as u32);
-    while shape.rows > 1 && TILE_MIN_BLOCKS * (smem(shape) + 1024) > device.smem_per_sm {
-        shape.rows /= 2;
-    }
-    shape
+    // The smallest block always fits (a tile of one thread block's window).
+    best.map_or(TileShape { groups: groups_min as u32, cols: 1, rows: 1 }, |b| b.3)
 }
 
 fn plan_tile(desc: &KernelDesc, p: &Conv2d, dtype: DType, device: &DeviceModel) -> Result<LaunchPlan> {
@@ -274,9 +290,10 @@ fn plan_tile(desc: &KernelDesc, p: &Conv2d, dtype: DType, device: &DeviceModel) 
     }
     let u = |v: usize| v as u64;
     let tiles = tile_count(shape, u(p.n), u(p.c), u(out_p), u(out_q), e.rows as u64, e.cols as u64);
-    // Resident blocks an SM: the registers allow TILE_MIN_BLOCKS of TILE_THREADS (the entries'
-    // launch bounds), the shared memory what it holds (1 KiB a block reserved by the driver).
-    let by_regs = TILE_MIN_BLOCKS * TILE_THREADS / shape.threads();
+    // Resident blocks an SM: the registers hold TILE_MIN_BLOCKS * TILE_THREADS threads (the
+    // entries' launch bounds cap them at that), in whole warps; the shared memory what it holds
+    // (1 KiB a block reserved by the driver).
+    let by_regs = TILE_MIN_BLOCKS * TILE_THREADS / shape.threads().next_multiple_of(32);
     let resident = (device.smem_per_sm / (smem + 1024)).clamp(1, by_regs) as u64;
     let sms = device.sms.max(1) as u64;
     let blocks = tiles.min(sms * tile_resident_override()?.unwrap_or(resident)).max(1);
@@ -481,33 +498,33 @@ mod tests {
     #[test]
     fn tile_blocks_fit_the_plane_and_the_shared_memory() {
         let d = h100();
-        // 32,144,56,56 3x3 fp16: 8 groups (32 channels) x 8 column groups x 4 strips, 16 x 16
-        // outputs reading 18 x 18 pixels of 64 bytes, two stages; 5 x 4 x 4 tiles an image, two
-        // blocks an SM.
+        // 32,144,56,56 3x3 fp16: 8 groups (32 channels) x 4 column groups x 7 strips of 4 x 2
+        // outputs, 8 x 28 outputs: 7 x 2 tiles cover the plane exactly (a 16 x 16 tile would
+        // compute 1.31x its outputs). 30 x 10 input pixels of 64 bytes, two stages; two blocks
+        // an SM, persistent.
         let plan = TILE.plan(&dw(32, 144, 56, 1, 3, 1), DType::F16, &d).unwrap();
-        assert_eq!((plan.block, plan.shared_bytes), ((8, 8, 4), 2 * 324 * 64));
+        assert_eq!((plan.block, plan.shared_bytes), ((8, 4, 7), 2 * 300 * 64));
         assert_eq!(plan.grid, (2 * 132, 1, 1));
-        // 7x7 planes: 4 column groups of 2 and 2 strips of 4 cover them, so 32 groups (128 channels).
-        let plan = TILE.plan(&dw(32, 960, 7, 1, 3, 1), DType::F16, &d).unwrap();
-        assert_eq!(plan.block, (32, 4, 2));
-        // But no more channel groups than the channels fill: C = 32 keeps 8, and the plane's 2
-        // strips make a block of 64 threads.
+        // 7x7 planes: 4 column groups of 2 and 2 strips of 4 cover them; 16 groups (64
+        // channels) make the block 128 threads.
+        assert_eq!(TILE.plan(&dw(32, 960, 7, 1, 3, 1), DType::F16, &d).unwrap().block, (16, 4, 2));
+        // But no more channel groups than the channels fill: C = 32 keeps 8 (64 threads).
         assert_eq!(TILE.plan(&dw(1, 32, 7, 1, 3, 1), DType::F16, &d).unwrap().block, (8, 4, 2));
         // fp32: 4 groups of 4 channels make the 64-byte pixel.
-        assert_eq!(TILE.plan(&dw(32, 144, 56, 1, 3, 1), DType::F32, &d).unwrap().block, (4, 8, 8));
+        assert_eq!(TILE.plan(&dw(32, 144, 56, 1, 3, 1), DType::F32, &d).unwrap().block.0, 4);
         // A batch-1 layer: one block a tile.
         let plan = TILE.plan(&dw(1, 144, 56, 1, 3, 2), DType::F16, &d).unwrap();
-        assert_eq!(plan.grid, (5 * 4 * 2, 1, 1));
-        // Every suite layer's tile fits a block's shared memory, two blocks an SM; fp32 at stride
-        // 2 with half the strips (128 threads), and the 7x7 planes with as many strips as they
-        // have.
-        for (c, hw, r, stride) in [(32, 112, 3, 1), (96, 112, 3, 2), (96, 56, 7, 1), (768, 7, 7, 1), (960, 7, 3, 1), (96, 56, 7, 2)] {
+        let (x, y, z) = plan.block;
+        assert_eq!(plan.grid.0 as usize, 5 * 28usize.div_ceil(2 * y as usize) * 28usize.div_ceil(2 * z as usize), "{:?}", plan.block);
+        assert_eq!(x, 8);
+        // Every suite layer's block has at most TILE_THREADS threads and fits an SM's shared
+        // memory twice.
+        for (c, hw, r, stride) in [(32, 112, 3, 1), (96, 112, 3, 2), (96, 56, 7, 1), (768, 7, 7, 1), (960, 7, 3, 1), (96, 56, 7, 2), (576, 14, 3, 2)] {
             for t in [DType::F32, DType::F16, DType::BF16] {
                 let plan = TILE.plan(&dw(32, c, hw, 1, r, stride), t, &d).unwrap();
                 assert!(2 * (plan.shared_bytes + 1024) <= d.smem_per_sm, "{c},{hw} {r}x{r} s{stride} {t}: {}", plan.shared_bytes);
                 let (x, y, z) = plan.block;
-                let threads = if t == DType::F32 && (stride == 2 || hw == 7) { TILE_THREADS / 2 } else { TILE_THREADS };
-                assert_eq!(x * y * z, threads, "{c},{hw} {r}x{r} s{stride} {t}");
+                assert!(x * y * z <= TILE_THREADS && x * y * z >= 64, "{c},{hw} {r}x{r} s{stride} {t}: {:?}", plan.block);
             }
         }
     }

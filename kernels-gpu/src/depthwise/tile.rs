@@ -38,17 +38,19 @@ pub unsafe fn conv<E: Elem, const TAPS: usize, const STRIDE: usize, const ROWS: 
     let base = dynamic_smem_u32();
     let mut tile = block_x();
     // Every block runs the same trip count of barriers: the tile index is the block's.
+    let mut here = g.place::<ROWS, COLS>(tile);
     if tile < g.tiles {
         // SAFETY: stage 0 of the launch's shared memory; tile < tiles.
-        unsafe { g.issue::<E, STRIDE, ROWS, COLS>(x, &sh, tile, base) };
+        unsafe { g.issue::<E, STRIDE, COLS>(x, &sh, here, base) };
     }
     let mut stage = 0;
     while tile < g.tiles {
         let next = tile + grid_dim_x();
+        let there = g.place::<ROWS, COLS>(next);
         if next < g.tiles {
             // SAFETY: the other stage, whose last readers passed the barrier that ended the
             // previous iteration; next < tiles.
-            unsafe { g.issue::<E, STRIDE, ROWS, COLS>(x, &sh, next, base + (stage ^ 1) * g.stage_bytes) };
+            unsafe { g.issue::<E, STRIDE, COLS>(x, &sh, there, base + (stage ^ 1) * g.stage_bytes) };
         } else {
             // An empty group, so that waiting for all but the newest group waits for this tile.
             cp_async_commit();
@@ -56,11 +58,21 @@ pub unsafe fn conv<E: Elem, const TAPS: usize, const STRIDE: usize, const ROWS: 
         cp_async_wait_group(1);
         sync_threads();
         // SAFETY: this tile's stage has landed (the wait and the barrier); the caller's buffers.
-        unsafe { g.compute::<E, TAPS, STRIDE, ROWS, COLS>(w, y, &sh, tile, base + stage * g.stage_bytes) };
+        unsafe { g.compute::<E, TAPS, STRIDE, ROWS, COLS>(w, y, &sh, here, base + stage * g.stage_bytes) };
         sync_threads();
-        tile = next;
+        (tile, here) = (next, there);
         stage ^= 1;
     }
+}
+
+/// A tile's image, channel block, and first output row and column: computed once a tile, when
+/// its copies are issued, and kept for its arithmetic.
+#[derive(Clone, Copy)]
+struct Place {
+    n: i32,
+    cb: i32,
+    p0: i32,
+    q0: i32,
 }
 
 /// The launch's tiling, from the shape and `blockDim`.
@@ -109,28 +121,28 @@ impl Geometry {
         }
     }
 
-    /// Tile `t`'s image, channel block, and first output row and column.
+    /// Tile `t`'s place (meaningless past the last tile, and never used there).
     #[inline(always)]
-    fn place<const ROWS: usize, const COLS: usize>(&self, t: i32) -> (i32, i32, i32, i32) {
+    fn place<const ROWS: usize, const COLS: usize>(&self, t: i32) -> Place {
         // SAFETY (divmods): the tile counts are at least 1.
         let (rest, tq) = unsafe { divmod(t, self.tiles_q) };
         let (rest, tp) = unsafe { divmod(rest, self.tiles_p) };
         let (n, cb) = unsafe { divmod(rest, self.channel_blocks) };
-        (n, cb, tp * self.rows * ROWS as i32, tq * self.cols * COLS as i32)
+        Place { n, cb, p0: tp * self.rows * ROWS as i32, q0: tq * self.cols * COLS as i32 }
     }
 
-    /// Starts the copies of tile `t`'s input into the stage at `stage` and commits them as one
+    /// Starts the copies of the input of the tile `at` into the stage at `stage` and commits them as one
     /// group: 16-byte chunks, zero-filled outside the image and past C. A pixel's chunks are a
     /// power of two and so are the block's threads, so each thread copies one chunk of every
     /// `threads / chunks`-th pixel, its row and column stepped without a division.
     ///
     /// # Safety
     /// `stage` is a stage of this launch's shared memory that no thread reads until the group has
-    /// landed and a barrier followed; `t < tiles`; `x` holds the N*H*W*C input, 16-byte aligned,
+    /// landed and a barrier followed; `at` is a tile's; `x` holds the N*H*W*C input, 16-byte aligned,
     /// C a multiple of 16 bytes of elements.
     #[inline(always)]
-    unsafe fn issue<E: Elem, const STRIDE: usize, const ROWS: usize, const COLS: usize>(&self, x: *const E::Raw, sh: &ConvShape, t: i32, stage: u32) {
-        let (n, cb, p0, q0) = self.place::<ROWS, COLS>(t);
+    unsafe fn issue<E: Elem, const STRIDE: usize, const COLS: usize>(&self, x: *const E::Raw, sh: &ConvShape, at: Place, stage: u32) {
+        let Place { n, cb, p0, q0 } = at;
         let (iy0, ix0) = (p0 * STRIDE as i32 - sh.pad_h, q0 * STRIDE as i32 - sh.pad_w);
         let chunk_elems = 16 / core::mem::size_of::<E::Raw>() as i32;
         // Chunks a pixel (the groups are a power of two, so are these), and pixels a pass.
@@ -166,17 +178,17 @@ impl Geometry {
         cp_async_commit();
     }
 
-    /// Computes this thread's outputs of tile `t` from the stage at `stage` and stores those
+    /// Computes this thread's outputs of the tile `at` from the stage at `stage` and stores those
     /// inside the output. Every thread of the block computes (a group past C or a block past P
     /// or Q from zeros or pixels it does not store), so that the warps stay converged through
     /// the row loop's warp barriers.
     ///
     /// # Safety
-    /// The stage holds tile `t`'s input, landed and made visible by a barrier; the caller's
+    /// The stage holds that tile's input, landed and made visible by a barrier; the caller's
     /// buffers as [`conv`] requires; the whole warp calls it.
     #[inline(always)]
-    unsafe fn compute<E: Elem, const TAPS: usize, const STRIDE: usize, const ROWS: usize, const COLS: usize>(&self, w: *const E::Raw, y: *mut f32, sh: &ConvShape, t: i32, stage: u32) {
-        let (n, cb, p0, q0) = self.place::<ROWS, COLS>(t);
+    unsafe fn compute<E: Elem, const TAPS: usize, const STRIDE: usize, const ROWS: usize, const COLS: usize>(&self, w: *const E::Raw, y: *mut f32, sh: &ConvShape, at: Place, stage: u32) {
+        let Place { n, cb, p0, q0 } = at;
         let (group, cq, strip) = (thread_x(), thread_y(), thread_z());
         let k0 = (cb * self.groups + group) * CHANNELS as i32;
         let (p0, q0) = (p0 + strip * ROWS as i32, q0 + cq * COLS as i32);
