@@ -99,10 +99,12 @@ fn auto_takes_depthwise_problems_to_the_depthwise_kernels() {
         assert_eq!(pick.family(), Some(Family::Depthwise), "{dtype}: {pick}");
         let pick = choose(&Conv2d { n: 1, ..p }, dtype, Layout::Nchw, &d).unwrap().pick;
         assert!(matches!(pick, Algorithm::DepthwiseNchw | Algorithm::DepthwiseNchwStrip), "{dtype}: {pick}");
-        // The strip entries take this layer (3x3, stride 1, multiplier 1); on 16-bit data they
-        // issue fewer instructions an output (fp32 is memory-bound on both).
+        // The strip and tile entries take this layer (3x3, stride 1, multiplier 1), and issue
+        // fewer instructions an output than step 1 (fp32 is memory-bound on all three; the two
+        // steps measured within 10% of each other on the H200).
         let pick = choose(&p, dtype, Layout::Nhwc, &d).unwrap().pick;
-        assert!(pick == Algorithm::DepthwiseNhwcStrip || (dtype == DType::F32 && pick == Algorithm::DepthwiseNhwc), "{dtype}: {pick}");
+        let steps = [Algorithm::DepthwiseNhwcStrip, Algorithm::DepthwiseNhwcTile];
+        assert!(steps.contains(&pick) || (dtype == DType::F32 && pick == Algorithm::DepthwiseNhwc), "{dtype}: {pick}");
         let p2 = Conv2d { k: 2 * p.c, ..p };
         // Multiplier 2: the scalar NHWC entry, or an NCHW kernel (which takes any) between transposes.
         let pick = choose(&p2, dtype, Layout::Nhwc, &d).unwrap().pick;
