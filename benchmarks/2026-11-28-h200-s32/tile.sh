@@ -1,6 +1,7 @@
 # Device script of the thirty-second session (depthwise_nhwc_tile), run from the repository root
 # with BUNDLE set: `bash benchmarks/2026-11-28-h200-s32/tile.sh PART...` where PART is smoke,
-# tests, sanitize or bench (BENCH_SETS, default the fp16 depthwise suite). Results go to
+# tests, sanitize, bench (BENCH_SETS, default the fp16 depthwise suite; BENCH_ALGOS, default
+# the three NHWC kernels) or auto (gpu_auto). Results go to
 # $OUT/all.tar through the fold directory's steps.sh (`step`, `pack`).
 source benchmarks/2026-11-28-h100-fold/steps.sh
 T=depthwise_nhwc_tile
@@ -29,6 +30,8 @@ tests)
 sanitize)
   step sanitize MODE=sanitize SAN_LAYOUT=nhwc SAN_SPECS="$T:fp16:fma:2,40,27,27,40,3,3 --pad 1 --groups 40;$T:bf16:fma:3,24,19,13,24,7,7 --pad 3 --stride 2 --groups 24;$T:fp32:fma:2,512,7,7,512,5,5 --pad 2 --groups 512 --bias --act relu";;
 bench)
-  step bench MODE=bench BENCH_SETS="${BENCH_SETS:-dev/suites/depthwise.csv:fp16}" ALGOS="$NHWC_ALGOS";;
+  step bench MODE=bench BENCH_SETS="${BENCH_SETS:-dev/suites/depthwise.csv:fp16}" ALGOS="${BENCH_ALGOS:-$NHWC_ALGOS}";;
+auto)
+  step auto MODE=tests TESTS=gpu_auto TEST_TIMEOUT=200;;
 esac
 done
