@@ -243,56 +243,27 @@ fn tile_entry(p: &Conv2d, dtype: DType) -> std::result::Result<&'static StripEnt
         .ok_or_else(|| format!("it is compiled for square 3x3, 5x5 and 7x7 filters at stride 1 or 2 (here {}x{} at stride {:?}); depthwise_nhwc takes the rest", p.r, p.s, p.stride))
 }
 
-/// The block of a tile launch for a P x Q output of C channels: of the blocks of at most
-/// [`TILE_THREADS`] threads (128 at least where the plane and the channels allow) whose two
-/// stages fit an SM's shared memory twice, the one that computes the fewest outputs outside P x Q
-/// x C (a thread computes its whole block, stored or not, so a 16 x 16 tile on a 56 x 56 plane
-/// computes 1.31x the outputs) times the input pixels it stages per output (a tile's halo),
-/// staging weighed a quarter of computing. Channel groups are powers of two from 64-byte pixels (8 groups of 16-bit data,
-/// 4 of fp32) to 256-byte ones, no more than the channels fill.
-pub fn tile_shape(e: &StripEntry, out_p: usize, out_q: usize, c: usize, dtype: DType, device: &DeviceModel) -> TileShape {
-    let per_group = NHWC_VEC as usize * dtype.size();
-    let groups_min = 64 / per_group;
-    let groups_max = c.div_ceil(NHWC_VEC as usize).next_power_of_two().clamp(groups_min, 256 / per_group);
-    let (col_groups, strips) = (out_q.div_ceil(e.cols as usize), out_p.div_ceil(e.rows as usize));
-    let over = |extent: usize, per: usize| (extent.div_ceil(per) * per) as f64 / extent as f64;
-    let mut best: Option<(bool, f64, f64, TileShape)> = None;
-    let mut groups = groups_min;
-    while groups <= groups_max {
-        for cols in 1..=col_groups.min(16) {
-            for rows in 1..=strips.min(32) {
-                let shape = TileShape { groups: groups as u32, cols: cols as u32, rows: rows as u32 };
-                let threads = shape.threads();
-                if threads > TILE_THREADS || TILE_MIN_BLOCKS * (tile_smem_bytes(shape, e.taps, e.stride, e.rows, e.cols, dtype.size() as u32) + 1024) > device.smem_per_sm {
-                    continue;
-                }
-                let waste = over(out_q, cols * e.cols as usize) * over(out_p, rows * e.rows as usize) * over(c, groups * NHWC_VEC as usize);
-                let span = (tile_span(shape.rows, e.rows, e.stride, e.taps) * tile_span(shape.cols, e.cols, e.stride, e.taps)) as f64;
-                let halo = span / (rows * cols * (e.rows * e.cols * e.stride * e.stride) as usize) as f64;
-                // Few threads lose first (fewer warps to hide latency), then the outputs computed
-                // and the pixels staged, each per output, staging weighed a quarter of computing.
-                let key = (threads < 128, (waste * (0.75 + 0.25 * halo) * 1000.0).round(), halo, shape);
-                if best.is_none_or(|b| (key.0, key.1, key.2) < (b.0, b.1, b.2)) {
-                    best = Some(key);
-                }
-            }
-        }
-        groups *= 2;
-    }
-    // The smallest block always fits (a tile of one thread block's window).
-    best.map_or(TileShape { groups: groups_min as u32, cols: 1, rows: 1 }, |b| b.3)
+/// A tile launch: its block, shared memory, tiles, resident blocks an SM and predicted time.
+#[derive(Clone, Copy, Debug)]
+struct TileLaunch {
+    shape: TileShape,
+    smem: u32,
+    tiles: u64,
+    resident: u64,
+    predicted_us: f64,
 }
 
-fn plan_tile(desc: &KernelDesc, p: &Conv2d, dtype: DType, device: &DeviceModel) -> Result<LaunchPlan> {
-    p.validate()?;
-    let e = tile_entry(p, dtype).map_err(|reason| Error::Unsupported { algorithm: desc.name, reason })?;
-    let (out_p, out_q) = p.output_hw();
-    let shape = tile_shape(e, out_p, out_q, p.c, dtype, device);
+/// The launch of `e` on `p` with block `shape`, or `None` where its two stages would not fit an
+/// SM's shared memory twice. Cost: the staged tiles (their halos included) and the output through
+/// device memory, or the SMs holding tiles issuing the threads' instructions (whole warps, so a
+/// thread past the plane or C costs what one inside does), whichever takes longer.
+fn tile_launch(e: &StripEntry, p: &Conv2d, shape: TileShape, dtype: DType, device: &DeviceModel) -> Option<TileLaunch> {
     let elem = dtype.size() as u32;
     let smem = tile_smem_bytes(shape, e.taps, e.stride, e.rows, e.cols, elem);
-    if smem > device.smem_per_block {
-        return Err(Error::Unsupported { algorithm: desc.name, reason: format!("its tile needs {smem} bytes of shared memory, more than the {} a block may have", device.smem_per_block) });
+    if shape.threads() > TILE_THREADS || TILE_MIN_BLOCKS * (smem + 1024) > device.smem_per_sm {
+        return None;
     }
+    let (out_p, out_q) = p.output_hw();
     let u = |v: usize| v as u64;
     let tiles = tile_count(shape, u(p.n), u(p.c), u(out_p), u(out_q), e.rows as u64, e.cols as u64);
     // Resident blocks an SM: the registers hold TILE_MIN_BLOCKS * TILE_THREADS threads (the
@@ -301,9 +272,6 @@ fn plan_tile(desc: &KernelDesc, p: &Conv2d, dtype: DType, device: &DeviceModel) 
     let by_regs = TILE_MIN_BLOCKS * TILE_THREADS / shape.threads().next_multiple_of(32);
     let resident = (device.smem_per_sm / (smem + 1024)).clamp(1, by_regs) as u64;
     let sms = device.sms.max(1) as u64;
-    let blocks = tiles.min(sms * tile_resident_override()?.unwrap_or(resident)).max(1);
-    // Cost: the staged tiles (their halos included) and the output through device memory, or
-    // the SMs holding tiles issuing the threads' instructions, whichever takes longer.
     let stage_bytes = (tile_span(shape.rows, e.rows, e.stride, e.taps) * tile_span(shape.cols, e.cols, e.stride, e.taps) * shape.groups * NHWC_VEC * elem) as f64;
     let bytes = tiles as f64 * stage_bytes + (p.output_len() + p.filter_len()) as f64 * elem as f64;
     let warps = shape.threads().div_ceil(32) as f64;
@@ -311,8 +279,50 @@ fn plan_tile(desc: &KernelDesc, p: &Conv2d, dtype: DType, device: &DeviceModel) 
     let warps_an_sm = (resident.min(tiles.div_ceil(busy)) as f64) * warps;
     let per_sm = tiles as f64 * warps * (strip_thread_instructions(e, dtype, NHWC_VEC) + TILE_OVERHEAD) / busy as f64;
     let issue = per_sm / (ISSUE_PER_SM_CYCLE / 32.0 * TILE_ISSUE_EFFICIENCY).min(warps_an_sm * TILE_WARP_ISSUE);
-    let predicted = LAUNCH_US + (memory_us(device, bytes) / TILE_BANDWIDTH_FRACTION).max(cycles_us(device, issue));
-    Ok(LaunchPlan::new(e.name, (blocks as u32, 1, 1), (shape.groups, shape.cols, shape.rows), smem, dtype, predicted))
+    let predicted_us = LAUNCH_US + (memory_us(device, bytes) / TILE_BANDWIDTH_FRACTION).max(cycles_us(device, issue));
+    Some(TileLaunch { shape, smem, tiles, resident, predicted_us })
+}
+
+/// The block of a tile launch on `p`: of every block of at most [`TILE_THREADS`] threads whose
+/// two stages fit an SM's shared memory twice, the one [`tile_launch`] predicts fastest (ties: the
+/// fewer input pixels staged per output). That prices what a block computes outside P x Q x C (a
+/// thread computes its whole block, stored or not: a 16 x 16 tile on a 56 x 56 plane computes
+/// 1.31x the outputs), its halo, and how many SMs its tiles keep busy (a batch-1 layer in a few
+/// large tiles leaves most idle). Channel groups are powers of two from 64-byte pixels (8 groups
+/// of 16-bit data, 4 of fp32) to 256-byte ones, no more than the channels fill.
+fn tile_shape(e: &StripEntry, p: &Conv2d, dtype: DType, device: &DeviceModel) -> Option<TileLaunch> {
+    let (out_p, out_q) = p.output_hw();
+    let per_group = NHWC_VEC as usize * dtype.size();
+    let groups_min = 64 / per_group;
+    let groups_max = p.c.div_ceil(NHWC_VEC as usize).next_power_of_two().clamp(groups_min, 256 / per_group);
+    let (col_groups, strips) = (out_q.div_ceil(e.cols as usize), out_p.div_ceil(e.rows as usize));
+    let mut best: Option<(f64, f64, TileLaunch)> = None;
+    let mut groups = groups_min;
+    while groups <= groups_max {
+        for cols in 1..=col_groups.min(16) {
+            for rows in 1..=strips.min(32) {
+                let shape = TileShape { groups: groups as u32, cols: cols as u32, rows: rows as u32 };
+                let Some(launch) = tile_launch(e, p, shape, dtype, device) else { continue };
+                let span = (tile_span(shape.rows, e.rows, e.stride, e.taps) * tile_span(shape.cols, e.cols, e.stride, e.taps)) as f64;
+                let halo = span / (rows * cols * (e.rows * e.cols) as usize) as f64;
+                let key = ((launch.predicted_us * 100.0).round(), halo);
+                if best.is_none_or(|b| key < (b.0, b.1)) {
+                    best = Some((key.0, key.1, launch));
+                }
+            }
+        }
+        groups *= 2;
+    }
+    best.map(|b| b.2)
+}
+
+fn plan_tile(desc: &KernelDesc, p: &Conv2d, dtype: DType, device: &DeviceModel) -> Result<LaunchPlan> {
+    p.validate()?;
+    let e = tile_entry(p, dtype).map_err(|reason| Error::Unsupported { algorithm: desc.name, reason })?;
+    let launch = tile_shape(e, p, dtype, device).ok_or_else(|| Error::Unsupported { algorithm: desc.name, reason: format!("no tile's two stages fit twice in the {} bytes of shared memory an SM has", device.smem_per_sm) })?;
+    let blocks = launch.tiles.min(device.sms.max(1) as u64 * tile_resident_override()?.unwrap_or(launch.resident)).max(1);
+    let s = launch.shape;
+    Ok(LaunchPlan::new(e.name, (blocks as u32, 1, 1), (s.groups, s.cols, s.rows), launch.smem, dtype, launch.predicted_us))
 }
 
 /// A developer's override of the tile launch's persistent blocks an SM, for measuring what the
@@ -512,18 +522,18 @@ mod tests {
         let plan = TILE.plan(&dw(32, 144, 56, 1, 3, 1), DType::F16, &d).unwrap();
         assert_eq!((plan.block, plan.shared_bytes), ((8, 4, 7), 2 * 300 * 64));
         assert_eq!(plan.grid, (2 * 132, 1, 1));
-        // 7x7 planes: 4 column groups of 2 and 2 strips of 4 cover them; 16 groups (64
-        // channels) make the block 128 threads.
-        assert_eq!(TILE.plan(&dw(32, 960, 7, 1, 3, 1), DType::F16, &d).unwrap().block, (16, 4, 2));
-        // But no more channel groups than the channels fill: C = 32 keeps 8 (64 threads).
-        assert_eq!(TILE.plan(&dw(1, 32, 7, 1, 3, 1), DType::F16, &d).unwrap().block, (8, 4, 2));
+        // 7x7 planes: 4 column groups of 2 and 2 strips of 4 cover them (8 x 8 outputs).
+        let (x, y, z) = TILE.plan(&dw(32, 960, 7, 1, 3, 1), DType::F16, &d).unwrap().block;
+        assert_eq!((y * 2, z * 4), (8, 8), "{x}");
         // fp32: 4 groups of 4 channels make the 64-byte pixel.
         assert_eq!(TILE.plan(&dw(32, 144, 56, 1, 3, 1), DType::F32, &d).unwrap().block.0, 4);
-        // A batch-1 layer: one block a tile.
+        // A batch-1 layer: smaller blocks, so that its tiles keep every SM busy (one block a
+        // tile): 5 channel blocks of 32 x the plane's tiles.
         let plan = TILE.plan(&dw(1, 144, 56, 1, 3, 2), DType::F16, &d).unwrap();
         let (x, y, z) = plan.block;
-        assert_eq!(plan.grid.0 as usize, 5 * 28usize.div_ceil(2 * y as usize) * 28usize.div_ceil(2 * z as usize), "{:?}", plan.block);
         assert_eq!(x, 8);
+        assert_eq!(plan.grid.0 as usize, 5 * 28usize.div_ceil(2 * y as usize) * 28usize.div_ceil(2 * z as usize), "{:?}", plan.block);
+        assert!(plan.grid.0 >= 132, "{:?}", plan.grid);
         // Every suite layer's block has at most TILE_THREADS threads and fits an SM's shared
         // memory twice.
         for (c, hw, r, stride) in [(32, 112, 3, 1), (96, 112, 3, 2), (96, 56, 7, 1), (768, 7, 7, 1), (960, 7, 3, 1), (96, 56, 7, 2), (576, 14, 3, 2)] {
@@ -531,7 +541,7 @@ mod tests {
                 let plan = TILE.plan(&dw(32, c, hw, 1, r, stride), t, &d).unwrap();
                 assert!(2 * (plan.shared_bytes + 1024) <= d.smem_per_sm, "{c},{hw} {r}x{r} s{stride} {t}: {}", plan.shared_bytes);
                 let (x, y, z) = plan.block;
-                assert!(x * y * z <= TILE_THREADS && x * y * z >= 64, "{c},{hw} {r}x{r} s{stride} {t}: {:?}", plan.block);
+                assert!(x * y * z <= TILE_THREADS && x * y * z >= 32, "{c},{hw} {r}x{r} s{stride} {t}: {:?}", plan.block);
             }
         }
     }
