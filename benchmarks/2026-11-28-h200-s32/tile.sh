@@ -12,7 +12,9 @@ smoke)
   b=$(mktemp -d); tar -C $b -xJf $BUNDLE/payload.tar.xz; mkdir -p $R/w/smoke
   nvidia-smi --query-gpu=name --format=csv,noheader > $R/w/smoke/gpu.txt
   # (shape, pad, stride): MobileNetV2 3x3 s1 and s2, ConvNeXt 7x7, a 7x7 plane, batch 1.
-  for spec in "32,144,56,56,144,3,3 1 1" "32,96,112,112,96,3,3 1 2" "32,96,56,56,96,7,7 3 1" "32,960,7,7,960,3,3 1 1" "1,144,56,56,144,3,3 1 1" "32,768,7,7,768,7,7 3 1"; do
+  # SMOKE_SPECS replaces the list ("shape pad stride;...").
+  IFS=';' read -ra specs <<< "${SMOKE_SPECS:-32,144,56,56,144,3,3 1 1;32,96,112,112,96,3,3 1 2;32,96,56,56,96,7,7 3 1;32,960,7,7,960,3,3 1 1;1,144,56,56,144,3,3 1 1;32,768,7,7,768,7,7 3 1}"
+  for spec in "${specs[@]}"; do
     set -- $spec; g=$(echo $1 | cut -d, -f2)
     # The tile kernel once per CONVRS_DW_TILE_RESIDENT of TILE_RES ("-": the planner's).
     for a in ${SMOKE_ALGOS:-$NHWC_ALGOS}; do
