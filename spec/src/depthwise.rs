@@ -185,7 +185,8 @@ macro_rules! depthwise_tile_entries {
 }
 crate::depthwise_tile_entries!(declare_strip_entries, TILE_ENTRIES);
 
-/// Threads a block of the tile entries: [`TileShape::threads`] always is this.
+/// The most threads a block of the tile entries has (`.maxntid`): [`TileShape::threads`] is at
+/// most this (the host takes fewer where a small plane or layer would leave them idle).
 pub const TILE_THREADS: u32 = 256;
 /// Blocks of the tile entries an SM holds at least (`.minnctapersm`, so ptxas caps the
 /// registers at 65536 / (this * [`TILE_THREADS`])): with fewer, one block's copies have no other

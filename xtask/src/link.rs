@@ -108,8 +108,8 @@ struct Bounds {
 /// `setmaxnreg`, which takes effect only when ptxas knows the register count at entry
 /// (notes/hopper.md §5), and for their clusters. `wmma_patch` caps registers so that several
 /// blocks fit on an SM (it is latency-bound: resident blocks hide its copies), and so does
-/// `depthwise_tile_*` (ptxas would hoist every shared load of a 3x3 entry's unrolled rows: 208
-/// registers, one block an SM). Only these
+/// `depthwise_tile_*` (two blocks an SM, one's copies under the other's arithmetic: uncapped, its
+/// 3x3 entries take 138-152 registers). Only these
 /// entries change; every other entry's PTX stays byte-identical.
 fn bounds(name: &str) -> Option<Bounds> {
     use convrs_spec::hopper::CONFIGS;

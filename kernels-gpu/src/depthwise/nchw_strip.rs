@@ -52,7 +52,7 @@ pub unsafe fn conv<E: Elem, const TAPS: usize, const STRIDE: usize, const ROWS: 
     let vectors = |i: usize| unsafe { vector_row::<E, TAPS, STRIDE, COLS>(x_plane, &sh, iy0 + i as i32, q0 * STRIDE as i32 - 4) };
     let pixels = |i: usize| unsafe { window::<E, TAPS, STRIDE, COLS, 1, true>(x_plane, &sh, 1, iy0 + i as i32, ix0) };
     // SAFETY (sums): channel k's R*S taps, one element apart.
-    let acc = if nchw_strip_row_vectors(sh.w, sh.pad_w, TAPS as i32, COLS as i32) { unsafe { sums::<E, TAPS, STRIDE, ROWS, COLS, 1, true>(taps, 1, vectors) } } else { unsafe { sums::<E, TAPS, STRIDE, ROWS, COLS, 1, true>(taps, 1, pixels) } };
+    let acc = if nchw_strip_row_vectors(sh.w, sh.pad_w, TAPS as i32, COLS as i32) { unsafe { sums::<E, TAPS, STRIDE, ROWS, COLS, 1>(taps, 1, vectors) } } else { unsafe { sums::<E, TAPS, STRIDE, ROWS, COLS, 1>(taps, 1, pixels) } };
     // SAFETY: outputs (n, k, p0.., q0..) as `sums` computed them; the caller's buffers.
     unsafe { store::<E, ROWS, COLS>(y, &sh, acc, plane, p0, q0, k) };
 }

@@ -52,15 +52,15 @@ pub unsafe fn conv<E: Elem, const TAPS: usize, const STRIDE: usize, const ROWS: 
     let unchecked = |i: usize| unsafe { window::<E, TAPS, STRIDE, COLS, CHANNELS, false>(image, &sh, sh.c, iy0 + i as i32, ix0) };
     let checked = |i: usize| unsafe { window::<E, TAPS, STRIDE, COLS, CHANNELS, true>(image, &sh, sh.c, iy0 + i as i32, ix0) };
     // SAFETY (sums): channels k0..k0 + 4 of the RSK filter, 16-byte aligned as K is a multiple of 4.
-    let acc = if inside { unsafe { sums::<E, TAPS, STRIDE, ROWS, COLS, CHANNELS, true>(taps, sh.k as usize, unchecked) } } else { unsafe { sums::<E, TAPS, STRIDE, ROWS, COLS, CHANNELS, true>(taps, sh.k as usize, checked) } };
+    let acc = if inside { unsafe { sums::<E, TAPS, STRIDE, ROWS, COLS, CHANNELS>(taps, sh.k as usize, unchecked) } } else { unsafe { sums::<E, TAPS, STRIDE, ROWS, COLS, CHANNELS>(taps, sh.k as usize, checked) } };
     // SAFETY: outputs (n, p0.., q0.., k0..k0 + 4) as `sums` computed them; the caller's buffers.
     unsafe { store::<E, ROWS, COLS>(y, &sh, acc, n, p0, q0, k0) };
 }
 
 /// The `ROWS` x `COLS` sums of `VEC` channels (4 or 1): input rows outer, each loaded and widened
 /// once into a register window, then met by the filter row each output row takes from it. The
-/// 3x3 entries unroll the rows (unless `UNROLL_3X3` is false), the whole filter held in registers
-/// (9 `VEC` values); the others loop over the rows, loading a filter row where an output row meets it, so that ptxas, which
+/// 3x3 entries unroll the rows, the whole filter held in registers (9 `VEC` values); the others
+/// loop over the rows, loading a filter row where an output row meets it, so that ptxas, which
 /// hoists every load of an unrolled body, stays within the registers (unrolled, the 7x7 entries
 /// took 255 on the H100, one block an SM). `row(i)` is the thread's input row i (of
 /// `(ROWS - 1) * STRIDE + TAPS`), its `(COLS - 1) * STRIDE + TAPS` pixels widened, zero outside
@@ -70,7 +70,7 @@ pub unsafe fn conv<E: Elem, const TAPS: usize, const STRIDE: usize, const ROWS: 
 /// `taps` points at channel k0 of tap (0, 0), the taps `tap` elements apart (K for RSK, 1 for one
 /// channel of KCRS); `VEC` channels are contiguous and, for 4, a vector access (aligned for it).
 #[inline(always)]
-pub(super) unsafe fn sums<E: Elem, const TAPS: usize, const STRIDE: usize, const ROWS: usize, const COLS: usize, const VEC: usize, const UNROLL_3X3: bool>(
+pub(super) unsafe fn sums<E: Elem, const TAPS: usize, const STRIDE: usize, const ROWS: usize, const COLS: usize, const VEC: usize>(
     taps: *const E::Raw,
     tap: usize,
     mut row: impl FnMut(usize) -> [[f32; VEC]; 16],
@@ -80,7 +80,7 @@ pub(super) unsafe fn sums<E: Elem, const TAPS: usize, const STRIDE: usize, const
     const { assert!(ROWS <= 4 && COLS <= 8 && TAPS <= 8 && (COLS - 1) * STRIDE + TAPS <= 16 && (TAPS != 3 || (ROWS - 1) * STRIDE + 3 <= 8) && (VEC == 4 || VEC == 1)) };
     let mut acc = [[[0.0f32; VEC]; COLS]; ROWS];
     let span_y = (ROWS - 1) * STRIDE + TAPS;
-    if TAPS == 3 && UNROLL_3X3 {
+    if TAPS == 3 {
         let mut whole = [[0.0f32; VEC]; 9];
         unroll!(16: 9, t => {
             // SAFETY: tap t of channels k0..k0 + VEC: inside the filter.

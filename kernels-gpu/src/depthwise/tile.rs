@@ -81,7 +81,7 @@ struct Geometry {
     groups: i32,
     cols: i32,
     rows: i32,
-    /// This thread's place in the block, and its index.
+    /// This thread's index in the block.
     tid: i32,
     /// The tile's input span (pixels) and a pixel's bytes in a stage.
     span_y: i32,
@@ -131,15 +131,16 @@ impl Geometry {
         Place { n, cb, p0: tp * self.rows * ROWS as i32, q0: tq * self.cols * COLS as i32 }
     }
 
-    /// Starts the copies of the input of the tile `at` into the stage at `stage` and commits them as one
-    /// group: 16-byte chunks, zero-filled outside the image and past C. A pixel's chunks are a
-    /// power of two and so are the block's threads, so each thread copies one chunk of every
-    /// `threads / chunks`-th pixel, its row and column stepped without a division.
+    /// Starts the copies of the input of the tile `at` into the stage at `stage` and commits them
+    /// as one group: 16-byte chunks, zero-filled outside the image and past C. A pixel's chunks
+    /// (a power of two) divide the block's threads (a multiple of the channel groups), so each
+    /// thread copies one chunk of every `threads / chunks`-th pixel, its row and column stepped
+    /// without a division.
     ///
     /// # Safety
     /// `stage` is a stage of this launch's shared memory that no thread reads until the group has
-    /// landed and a barrier followed; `at` is a tile's; `x` holds the N*H*W*C input, 16-byte aligned,
-    /// C a multiple of 16 bytes of elements.
+    /// landed and a barrier followed; `at` is a tile's; `x` holds the N*H*W*C input, 16-byte
+    /// aligned, C a multiple of 16 bytes of elements.
     #[inline(always)]
     unsafe fn issue<E: Elem, const STRIDE: usize, const COLS: usize>(&self, x: *const E::Raw, sh: &ConvShape, at: Place, stage: u32) {
         let Place { n, cb, p0, q0 } = at;
@@ -196,8 +197,8 @@ impl Geometry {
         let (ty0, tx0) = (strip * (ROWS * STRIDE) as i32, cq * (COLS * STRIDE) as i32);
         let lane_bytes = group as u32 * (CHANNELS * core::mem::size_of::<E::Raw>()) as u32;
         let row = |i: usize| {
-            // The warp barrier keeps ptxas from hoisting later rows' loads above this row's: with
-            // every row in flight at once the 3x3 entries took 208 registers.
+            // The warp barrier keeps each row's shared loads after the previous row's (with
+            // `settle`, the 3x3 entries fit the launch bounds' 128 registers without spilling).
             sync_warp();
             let first = (ty0 + i as i32) * self.span_x + tx0;
             let mut px = [[0.0f32; CHANNELS]; 16];
@@ -215,7 +216,7 @@ impl Geometry {
         // SAFETY: channels k_taps..k_taps + 4 of the RSK filter, 8- or 16-byte aligned as K is a
         // multiple of 4; the outputs as `sums` computed them, those of channels below K stored.
         unsafe {
-            let mut acc = sums::<E, TAPS, STRIDE, ROWS, COLS, CHANNELS, true>(w.wrapping_add(k_taps as usize), sh.k as usize, row);
+            let mut acc = sums::<E, TAPS, STRIDE, ROWS, COLS, CHANNELS>(w.wrapping_add(k_taps as usize), sh.k as usize, row);
             settle(&mut acc);
             if k0 < sh.k {
                 store::<E, ROWS, COLS>(y, sh, acc, n, p0, q0, k0);
