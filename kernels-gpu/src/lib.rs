@@ -11,8 +11,9 @@
 //! - [`tiled`]: block tiles staged through shared memory by a multi-stage `cp.async` mainloop,
 //!   thread tiles of 2x2 virtual-thread quadrants in registers: `tiled_hwcn` (one output pixel
 //!   per block, HWCN), then `tiled_nchw` (the same mainloop as an implicit GEMM on NCHW). fp32.
-//! - [`depthwise`]: groups = C, one input channel per output channel: `depthwise_nchw_*`,
-//!   `depthwise_nhwc_*` and its step 2 `depthwise_strip_*`, memory-bound, fp32/fp16/bf16 through
+//! - [`depthwise`]: groups = C, one input channel per output channel: `depthwise_nchw_*` and its
+//!   step 2 `depthwise_nchw_strip_*`, `depthwise_nhwc_*`, its step 2 `depthwise_strip_*` and step
+//!   3 `depthwise_tile_*` (tiles staged in shared memory), memory-bound, fp32/fp16/bf16 through
 //!   one element trait.
 //! - [`tensor_core`]: fp16 in, fp32 accumulate on the tensor cores (`mma.sync`, `ldmatrix`,
 //!   swizzled shared memory): `wmma_nhwcnc` on the blocked NHWC16n16c layouts, `wmma_nhwc` on
