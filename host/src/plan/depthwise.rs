@@ -8,8 +8,8 @@
 //! `depthwise_tiles!`), no
 //! shared memory; `BLOCK_THREADS` threads a block, or for the strip entries fewer where that
 //! spreads a small layer over more SMs; the tile entries a 3-D block over channels, columns and
-//! rows with shared memory, persistent blocks ([`tile_shape`]). Cost: the larger of moving input, filter and output once
-//! through device memory and issuing the instructions, plus the launch.
+//! rows with shared memory, persistent blocks (`tile_shape`). Cost: the larger of moving input,
+//! filter and output once through device memory and issuing the instructions, plus the launch.
 
 use convrs_spec::depthwise::{
     nchw_items, nchw_strip_items, nchw_strip_row_stores, nchw_strip_row_vectors, nhwc_items, strip_items, tile_count, tile_smem_bytes, tile_span, Entry, StripEntry, TileShape, BLOCK_THREADS, ENTRIES, NCHW_STRIP_ENTRIES, NHWC_VEC,
