@@ -277,6 +277,8 @@ fn tile_entry(p: &Conv2d, dtype: DType) -> std::result::Result<&'static StripEnt
 #[derive(Clone, Copy, Debug)]
 struct TileLaunch {
     shape: TileShape,
+    /// The input pixels one tile stages (its span, rows x columns).
+    pixels: u32,
     smem: u32,
     tiles: u64,
     resident: u64,
@@ -302,7 +304,8 @@ fn tile_launch(e: &StripEntry, p: &Conv2d, shape: TileShape, dtype: DType, devic
     let by_regs = TILE_MIN_BLOCKS * TILE_THREADS / shape.threads().next_multiple_of(32);
     let resident = (device.smem_per_sm / (smem + 1024)).clamp(1, by_regs) as u64;
     let sms = device.sms.max(1) as u64;
-    let stage_bytes = (tile_span(shape.rows, e.rows, e.stride, e.taps) * tile_span(shape.cols, e.cols, e.stride, e.taps) * shape.groups * NHWC_VEC * elem) as f64;
+    let pixels = tile_span(shape.rows, e.rows, e.stride, e.taps) * tile_span(shape.cols, e.cols, e.stride, e.taps);
+    let stage_bytes = (pixels * shape.groups * NHWC_VEC * elem) as f64;
     let bytes = tiles as f64 * stage_bytes + (p.output_len() + p.filter_len()) as f64 * elem as f64;
     let warps = shape.threads().div_ceil(32) as f64;
     let busy = tiles.min(sms);
@@ -310,7 +313,7 @@ fn tile_launch(e: &StripEntry, p: &Conv2d, shape: TileShape, dtype: DType, devic
     let per_sm = tiles as f64 * warps * (strip_thread_instructions(e, dtype, NHWC_VEC) + TILE_OVERHEAD) / busy as f64;
     let issue = per_sm / (ISSUE_PER_SM_CYCLE / 32.0 * TILE_ISSUE_EFFICIENCY).min(warps_an_sm * TILE_WARP_ISSUE);
     let predicted_us = LAUNCH_US + (memory_us(device, bytes) / TILE_BANDWIDTH_FRACTION).max(cycles_us(device, issue));
-    Some(TileLaunch { shape, smem, tiles, resident, predicted_us })
+    Some(TileLaunch { shape, pixels, smem, tiles, resident, predicted_us })
 }
 
 /// The block of a tile launch on `p`: of every block of at most [`TILE_THREADS`] threads whose
@@ -333,8 +336,7 @@ fn tile_shape(e: &StripEntry, p: &Conv2d, dtype: DType, device: &DeviceModel) ->
             for rows in 1..=strips.min(32) {
                 let shape = TileShape { groups: groups as u32, cols: cols as u32, rows: rows as u32 };
                 let Some(launch) = tile_launch(e, p, shape, dtype, device) else { continue };
-                let span = (tile_span(shape.rows, e.rows, e.stride, e.taps) * tile_span(shape.cols, e.cols, e.stride, e.taps)) as f64;
-                let halo = span / (rows * cols * (e.rows * e.cols) as usize) as f64;
+                let halo = launch.pixels as f64 / (rows * cols * (e.rows * e.cols) as usize) as f64;
                 let key = ((launch.predicted_us * 100.0).round(), halo);
                 if best.is_none_or(|b| key < (b.0, b.1)) {
                     best = Some((key.0, key.1, launch));
