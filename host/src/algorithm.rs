@@ -3,11 +3,11 @@
 use std::str::FromStr;
 
 use convrs_spec::ConvShape;
-use cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaSlice, LaunchConfig};
 
 use crate::dtype::{DType, Element};
 use crate::epilogue::EpilogueOperands;
-use crate::gpu::cuda_err;
+use crate::gpu::{cuda_err, KernelArgs};
 use crate::plan::{DeviceModel, Family, KernelDesc, LaunchPlan};
 use crate::registry;
 use crate::workspace::Workspace;
@@ -228,7 +228,7 @@ pub(crate) fn conv_shape(p: &Conv2d, out: DType) -> ConvShape {
 /// Pushes the epilogue's arguments in the kernels' order (`convrs_spec::epilogue_fields!`).
 macro_rules! push_epilogue_args {
     ([$b:ident $ep:ident] $($field:ident: $ty:ident $doc:literal),*) => {
-        $( $b.arg(&$ep.$field); )*
+        $( $b.value($ep.$field); )*
     };
 }
 
@@ -307,21 +307,21 @@ pub fn launch_fused<T: Element, O: Element>(gpu: &Gpu, plan: &LaunchPlan, proble
     let cfg = LaunchConfig { grid_dim: plan.grid, block_dim: plan.block, shared_mem_bytes: plan.shared_bytes };
     let filter_map = plan.filter_map_rows.map(|rows| gpu.filter_map(filter, &plan.filter_map_problem(problem)?, rows)).transpose()?;
     let input_map = plan.input_map.map(|kind| gpu.input_map(input, problem, kind, plan.fold_w)).transpose()?;
-    let mut b = gpu.stream().launch_builder(&f);
-    b.arg(input).arg(filter).arg(output);
-    if let Some(map) = &filter_map {
-        b.arg(map);
+    let mut b = KernelArgs::default();
+    b.input(gpu, input).input(gpu, filter).output(gpu, output);
+    if let Some(map) = filter_map {
+        b.value(map);
     }
-    if let Some(map) = &input_map {
-        b.arg(map);
+    if let Some(map) = input_map {
+        b.value(map);
     }
     let ws = workspace.slice();
     if plan.workspace_bytes > 0 {
         let ws = ws.ok_or(Error::BufferSize { tensor: "workspace", expected: plan.workspace_bytes, got: 0 })?;
-        b.arg(ws);
+        b.input(gpu, ws);
     }
-    for a in &args {
-        b.arg(a);
+    for a in args {
+        b.value(a);
     }
     convrs_spec::epilogue_fields!(push_epilogue_args, [b ep_args]);
     // SAFETY: the kernel's arguments are (input, filter, output, shape..., epilogue...) by the
@@ -331,7 +331,7 @@ pub fn launch_fused<T: Element, O: Element>(gpu: &Gpu, plan: &LaunchPlan, proble
     // `EpilogueOperands::args`, whose addresses stay valid while `ep` borrows them), and a
     // workspace is at least as large as the plan says, its split-K counters zero (allocated
     // zeroed; every launch leaves them so).
-    unsafe { b.launch(cfg) }.map_err(cuda_err(plan.kernel))?;
+    unsafe { gpu.launch(&f, cfg, b) }.map_err(cuda_err(plan.kernel))?;
     Ok(())
 }
 

@@ -20,10 +20,10 @@
 //! # Ok::<(), convrs::Error>(())
 //! ```
 
-use cudarc::driver::{CudaSlice, DevicePtr, DeviceRepr, LaunchConfig, PushKernelArg, ValidAsZeroBits};
+use cudarc::driver::{CudaSlice, DevicePtr, DeviceRepr, LaunchConfig, ValidAsZeroBits};
 use convrs_spec::transform::{transpose_smem_bytes, ExpandGroups, PadChannels, Relayout, Sample, SplitTf32, Transpose, BLOCK_THREADS, PAD_BLOCK_THREADS, PAD_CHANNELS, TRANSPOSE_BLOCK, TRANSPOSE_TILE};
 
-use crate::gpu::cuda_err;
+use crate::gpu::{cuda_err, KernelArgs};
 use crate::device_conv::DeviceConv;
 use crate::{Algorithm, Conv2d, Element, Error, Gpu, Layout, Result, Tensor};
 
@@ -178,14 +178,14 @@ fn sample_into<T: DeviceRepr>(gpu: &Gpu, src: &CudaSlice<T>, dst: &mut CudaSlice
 /// inside `src` (and needs no more than `cfg`'s shared memory).
 unsafe fn launch_transform<T: DeviceRepr>(gpu: &Gpu, entry: &'static str, cfg: LaunchConfig, dst: &mut CudaSlice<T>, src: &CudaSlice<T>, args: &[i32]) -> Result<()> {
     let f = gpu.function(entry, cfg.shared_mem_bytes)?;
-    let mut b = gpu.stream().launch_builder(&f);
-    b.arg(dst).arg(src);
-    for v in args {
-        b.arg(v);
+    let mut b = KernelArgs::default();
+    b.output(gpu, dst).input(gpu, src);
+    for &v in args {
+        b.value(v);
     }
     // SAFETY: the caller guarantees the kernel stays inside the buffers; `&mut dst` cannot
     // alias `src`.
-    unsafe { b.launch(cfg) }.map_err(cuda_err(entry))?;
+    unsafe { gpu.launch(&f, cfg, b) }.map_err(cuda_err(entry))?;
     Ok(())
 }
 

@@ -50,6 +50,60 @@ pub struct Gpu {
     tune_cache: Mutex<Option<crate::tune::TuneCache>>,
     /// The TMA tensor maps (filters', inputs') uploaded so far.
     tensor_maps: Mutex<crate::tensor_map::TensorMaps>,
+    /// Whether [`Gpu::launch`] lets each kernel's launch overlap the previous kernel's end
+    /// ([`Gpu::programmatic_launch`]).
+    programmatic: bool,
+}
+
+/// A kernel's parameters for [`Gpu::launch`], in order: device buffers (their addresses, with
+/// cudarc's stream-ordering guards kept until the launch is enqueued) and plain values.
+#[derive(Default)]
+pub(crate) struct KernelArgs<'a> {
+    slots: Vec<u64>,
+    guards: Vec<cudarc::driver::SyncOnDrop<'a>>,
+}
+
+/// A plain kernel parameter, held in the low bytes of an 8-byte slot.
+pub(crate) trait Param: Copy {
+    fn slot(self) -> u64;
+}
+impl Param for u64 {
+    fn slot(self) -> u64 {
+        self
+    }
+}
+impl Param for u32 {
+    fn slot(self) -> u64 {
+        u64::from(self)
+    }
+}
+impl Param for i32 {
+    fn slot(self) -> u64 {
+        u64::from(self as u32)
+    }
+}
+
+impl<'a> KernelArgs<'a> {
+    /// A buffer the kernel reads.
+    pub(crate) fn input<T>(&mut self, gpu: &'a Gpu, buf: &'a CudaSlice<T>) -> &mut Self {
+        use cudarc::driver::DevicePtr;
+        let (address, guard) = buf.device_ptr(&gpu.stream);
+        self.slots.push(address);
+        self.guards.push(guard);
+        self
+    }
+    /// A buffer the kernel writes.
+    pub(crate) fn output<T>(&mut self, gpu: &'a Gpu, buf: &'a mut CudaSlice<T>) -> &mut Self {
+        let (address, guard) = buf.device_ptr_mut(&gpu.stream);
+        self.slots.push(address);
+        self.guards.push(guard);
+        self
+    }
+    /// A value (a size, a device address already resolved, an fp32 bit pattern).
+    pub(crate) fn value(&mut self, v: impl Param) -> &mut Self {
+        self.slots.push(v.slot());
+        self
+    }
 }
 
 pub(crate) fn cuda_err(what: &str) -> impl FnOnce(cudarc::driver::DriverError) -> Error + '_ {
@@ -177,7 +231,58 @@ impl Gpu {
             None
         };
         model.sm90a = sm90a.is_some();
-        Ok(Gpu { ctx, stream, module, sm90a, functions: Mutex::new(HashMap::new()), info, model, tune_cache: Mutex::new(None), tensor_maps: Mutex::default() })
+        // The sm_90 and sm_90a builds' entries all start with `griddepcontrol.wait`
+        // (kernels-gpu's `entry_wait`); the sm_80 build has no such instruction.
+        let programmatic = ptx_arch == "sm_90" && std::env::var("CONVRS_PDL").map_or(true, |v| v != "0");
+        Ok(Gpu { ctx, stream, module, sm90a, functions: Mutex::new(HashMap::new()), info, model, tune_cache: Mutex::new(None), tensor_maps: Mutex::default(), programmatic })
+    }
+
+    /// Whether kernels are launched with programmatic stream serialization (programmatic
+    /// dependent launch): on compute capability 9.0 and newer, where every convrs kernel waits
+    /// (`griddepcontrol.wait`) for the previous kernel in the stream before it touches memory,
+    /// its blocks may be scheduled while that kernel finishes, so back-to-back launches do not
+    /// pay the whole launch latency each. Results are the same either way; the environment
+    /// variable `CONVRS_PDL=0` turns it off (to compare times).
+    pub fn programmatic_launch(&self) -> bool {
+        self.programmatic
+    }
+
+    /// Enqueues `f` on the stream with `args`, by `cuLaunchKernelEx`, with programmatic stream
+    /// serialization where [`Gpu::programmatic_launch`] says so.
+    ///
+    /// # Safety
+    /// `args` are `f`'s parameters in order, each of its type, and `f`, launched with `cfg`,
+    /// stays inside the buffers they address.
+    pub(crate) unsafe fn launch(&self, f: &CudaFunction, cfg: cudarc::driver::LaunchConfig, args: KernelArgs<'_>) -> std::result::Result<(), cudarc::driver::DriverError> {
+        use cudarc::driver::sys;
+        self.ctx.bind_to_thread()?;
+        let KernelArgs { mut slots, guards } = args;
+        let mut params: Vec<*mut std::ffi::c_void> = slots.iter_mut().map(|s| (s as *mut u64).cast()).collect();
+        let mut attr = sys::CUlaunchAttribute {
+            id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION,
+            pad: [0; 4],
+            value: sys::CUlaunchAttributeValue { programmaticStreamSerializationAllowed: 1 },
+        };
+        let config = sys::CUlaunchConfig {
+            gridDimX: cfg.grid_dim.0,
+            gridDimY: cfg.grid_dim.1,
+            gridDimZ: cfg.grid_dim.2,
+            blockDimX: cfg.block_dim.0,
+            blockDimY: cfg.block_dim.1,
+            blockDimZ: cfg.block_dim.2,
+            sharedMemBytes: cfg.shared_mem_bytes,
+            hStream: self.stream.cu_stream(),
+            attrs: &mut attr,
+            numAttrs: u32::from(self.programmatic),
+        };
+        // SAFETY: the config and the parameter array live across the call, which copies them;
+        // each parameter points at an 8-byte slot holding the value in its low bytes (the
+        // driver reads the parameter's own size; x86-64 and aarch64 hosts are little-endian),
+        // and the caller vouches for the parameters and the kernel.
+        let r = unsafe { sys::cuLaunchKernelEx(&config, f.cu_function(), params.as_mut_ptr(), std::ptr::null_mut()) }.result();
+        // Recorded after the launch, as cudarc's own launches do (where the context tracks events).
+        drop(guards);
+        r
     }
 
     pub fn info(&self) -> &DeviceInfo {

@@ -223,6 +223,23 @@ macro_rules! unroll {
 }
 pub(crate) use unroll;
 
+/// Programmatic dependent launch (sm_90 on): waits until the grids this one depends on (the
+/// previous kernel in the stream, where the host launched this one with programmatic stream
+/// serialization) have completed and their writes are visible, then lets the stream's next
+/// grid be scheduled: its blocks may take the room this grid leaves and wait in their own
+/// `entry_wait` for this grid to end. Both entry macros call it before any memory access, so
+/// a launch may overlap the previous kernel's end only by its set-up. Without the dependency
+/// (sm_80 builds, or a plain launch) it costs nothing.
+#[inline(always)]
+pub fn entry_wait() {
+    #[cfg(target_feature = "sm_90")]
+    // SAFETY: both instructions only order this grid against its neighbours in the stream; the
+    // asm may touch memory (no `nomem`), so no load or store moves above the wait.
+    unsafe {
+        asm!("griddepcontrol.wait;", "griddepcontrol.launch_dependents;", options(nostack))
+    };
+}
+
 /// `(a / b, a % b)` for `a >= 0` and `b >= 1`, in unsigned arithmetic and without the
 /// divide-by-zero panic branch.
 ///
@@ -250,6 +267,7 @@ macro_rules! conv_kernel {
         $(#[$m])*
         #[unsafe(no_mangle)]
         pub unsafe extern "ptx-kernel" fn $name($($arg: $ty,)* $($field: i32,)* $($ef: $et,)*) {
+            $crate::prelude::entry_wait();
             let shape = $crate::prelude::ConvShape { $($field,)* ep: ::convrs_spec::EpilogueArgs { $($ef),* } };
             // SAFETY: the host launches each kernel with buffers sized for `shape` (host::launch).
             unsafe { $body($($arg,)* shape) }

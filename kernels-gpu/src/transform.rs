@@ -176,6 +176,7 @@ macro_rules! transform_entry {
         #[unsafe(no_mangle)]
         #[allow(clippy::too_many_arguments)]
         pub unsafe extern "ptx-kernel" fn $name(dst: *mut $t, src: *const $t, $($field: i32),*) {
+            crate::prelude::entry_wait();
             // SAFETY: the host launches this with buffers, shape and arguments as documented.
             unsafe { $body(dst, src, $args { $($field),* }) }
         }
