@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Dev (this machine): the device's `run` copies the working tree (64 MiB at most), and the
-# tracked tree (55 MiB) plus one bundle (8.3 MiB) is over. The sm_80 and sm_90 PTX the crate
-# ships (22 MiB) are not needed there (a bundle carries its own), so they step out of the tree
-# for a run and back after it:
+# tracked tree (64 MiB by the thirty-third session) plus a bundle is over. The PTX the crate
+# ships (47 MiB) is not needed there (a bundle carries its own), so it steps out of the tree for
+# a run and back after it:
 #     bash dev/ptx_aside.sh out   # before `run`
 #     bash dev/ptx_aside.sh back  # after; `status` says whether they are out
 set -euo pipefail
 cd "$(dirname "$0")/.."
 keep=/tmp/ptx-aside
-files="host/ptx/convrs_sm_80.ptx host/ptx/convrs_sm_90.ptx"
+files="host/ptx/convrs_sm_80.ptx host/ptx/convrs_sm_90.ptx host/ptx/convrs_sm_90a.ptx"
 case "${1:-status}" in
   out) mkdir -p $keep; for f in $files; do [ -f $f ] && mv $f $keep/; done; echo "out: $(ls $keep)";;
   back) for f in $files; do [ -f $keep/$(basename $f) ] && mv $keep/$(basename $f) $f; done; git status --short host/ptx; echo back;;

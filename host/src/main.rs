@@ -395,6 +395,8 @@ fn info(device: usize) -> convrs::Result<Outcome> {
     println!("  peak rates          {:.1} TFLOP/s fp32, {:.0} TFLOP/s fp16 tensor (fp32 accumulate)", m.fp32_tflops, m.f16_tflops);
     let hopper = if convrs::ptx::loads_sm90a(i.compute_capability) { " and the sm_90a PTX (wgmma entries)" } else { "" };
     println!("  kernels loaded from {} PTX{hopper}", i.ptx_arch);
+    let launches = if gpu.programmatic_launch() { "programmatic (each may start while the previous kernel ends; CONVRS_PDL=0 turns it off)" } else { "stream-ordered" };
+    println!("  launches            {launches}");
     println!("  cuDNN               {}", if convrs::cudnn::available() { convrs::cudnn::version() } else { "not found".into() });
     Ok(Outcome::Passed)
 }
@@ -630,6 +632,10 @@ struct BenchReport {
     /// which); cuDNN's bare-convolution rows are shown, not judged.
     epilogue: String,
     timing_runs: usize,
+    /// Whether our kernels were launched with programmatic stream serialization
+    /// (`Gpu::programmatic_launch`): a graph's back-to-back runs then overlap each launch with
+    /// the previous run's end.
+    programmatic_launch: bool,
     /// While the run is under way (the file is rewritten after every shape), how far it got;
     /// absent once it finished.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -689,6 +695,7 @@ fn bench_cmd(device: usize, suites: &[Suite], algos: &[Algorithm], opts: &BenchO
         pytorch: torch.describe(),
         epilogue: epilogue.to_string(),
         timing_runs: opts.timing.runs,
+        programmatic_launch: gpu.programmatic_launch(),
         partial,
         seconds: started.elapsed().as_secs_f64(),
         suites,
@@ -763,7 +770,7 @@ fn bench_cmd(device: usize, suites: &[Suite], algos: &[Algorithm], opts: &BenchO
 
 fn print_report(report: &BenchReport, opts: &BenchOptions, all_kernels: bool) {
     println!(
-        "{} | {} | commit {} | cuDNN {} in-process | {} | median of {} {} after {} warm-up | {:.0} s",
+        "{} | {} | commit {} | cuDNN {} in-process | {} | median of {} {} after {} warm-up | our launches {} | {:.0} s",
         report.gpu,
         report.date,
         report.commit.as_deref().unwrap_or("unknown"),
@@ -772,6 +779,7 @@ fn print_report(report: &BenchReport, opts: &BenchOptions, all_kernels: bool) {
         opts.timing.runs,
         opts.timing.method.describe(),
         opts.timing.warmup,
+        if report.programmatic_launch { "programmatic" } else { "stream-ordered" },
         report.seconds
     );
     if report.epilogue != Epilogue::NONE.to_string() {
