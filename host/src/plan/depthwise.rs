@@ -247,13 +247,15 @@ fn plan_strip(desc: &KernelDesc, p: &Conv2d, dtype: DType, device: &DeviceModel,
 /// instructions a thread spends a tile beyond [`strip_thread_instructions`] (the copies, the
 /// barriers, the tile's place); the fraction of an SM's 4 warp instructions a cycle the threads
 /// issue at; and what one resident warp issues a cycle, which bounds an SM holding few warps (a
-/// batch-1 layer is a wave or less of tiles, a block an SM). That last refitted to the run of
-/// the blocks the model chooses (bundle 641df63: the batch-1 layers' small blocks; 0.32 -> 0.2,
-/// rms 0.18 -> 0.13), where the batch-1 7x7 layers took 7.4-8.1 us for 5.0 predicted.
+/// batch-1 layer is a wave or less of tiles, a block an SM). That last fits the times of the
+/// blocks the model chooses better at 0.2 (bundle 641df63, rms 0.18 -> 0.13), but 0.2 chose
+/// worse: 1,96,56,56 7x7 took 8.4 us on its block against 7.4 on 0.32's, and two other
+/// batch-1 layers' new blocks gained nothing (H200, BENCHMARKS.md thirty-third session), so
+/// the choice keeps 0.32.
 const TILE_BANDWIDTH_FRACTION: f64 = 0.7;
 const TILE_OVERHEAD: f64 = 50.0;
 const TILE_ISSUE_EFFICIENCY: f64 = 0.34;
-const TILE_WARP_ISSUE: f64 = 0.2;
+const TILE_WARP_ISSUE: f64 = 0.32;
 
 /// The tile entry for `p` (see `convrs_spec::depthwise_tile_entries!`), or why there is none:
 /// multiplier 1, whole 16-byte chunks of channels, dilation 1, square 3x3, 5x5 or 7x7 filters at
