@@ -55,6 +55,10 @@ pub struct Gpu {
     programmatic: bool,
 }
 
+// The slots hand the driver a value's low bytes as the value itself (CUDA hosts are
+// little-endian; this keeps it from being assumed silently).
+const _: () = assert!(cfg!(target_endian = "little"), "kernel parameter slots assume a little-endian host");
+
 /// A kernel's parameters for [`Gpu::launch`], in order: device buffers (their addresses, with
 /// cudarc's stream-ordering guards kept until the launch is enqueued) and plain values.
 #[derive(Default)]
@@ -65,6 +69,7 @@ pub(crate) struct KernelArgs<'a> {
 
 /// A plain kernel parameter, held in the low bytes of an 8-byte slot.
 pub(crate) trait Param: Copy {
+    /// The slot: the value's bytes first, as the driver reads a parameter of its size.
     fn slot(self) -> u64;
 }
 impl Param for u64 {
@@ -416,3 +421,25 @@ const _: fn() = || {
     shared::<Gpu>();
     movable::<crate::device_conv::DeviceConv<half::f16>>();
 };
+
+#[cfg(test)]
+mod tests {
+    use super::{KernelArgs, Param};
+
+    /// The driver copies each parameter's own size from its slot's first bytes: the low bytes
+    /// of the slot must be the value's bytes as the kernel reads them (little-endian hosts).
+    #[test]
+    fn parameter_slots_hold_the_values_bytes_first() {
+        for v in [0i32, 1, -1, i32::MIN, i32::MAX, 123_456] {
+            assert_eq!(v.slot().to_le_bytes()[..4], v.to_le_bytes(), "{v}");
+            assert_eq!(v.slot() >> 32, 0, "{v}: the high half stays zero");
+        }
+        for v in [0u32, 1, u32::MAX, 0x3f80_0000] {
+            assert_eq!(v.slot().to_le_bytes()[..4], v.to_le_bytes(), "{v}");
+        }
+        assert_eq!(0x0123_4567_89ab_cdefu64.slot(), 0x0123_4567_89ab_cdef);
+        let mut args = KernelArgs::default();
+        args.value(7i32).value(0xdead_beef_u64).value(2u32);
+        assert_eq!(args.slots, [7, 0xdead_beef, 2], "in the order pushed");
+    }
+}
