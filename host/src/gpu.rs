@@ -237,8 +237,9 @@ impl Gpu {
         };
         model.sm90a = sm90a.is_some();
         // The sm_90 and sm_90a builds' entries all start with `griddepcontrol.wait`
-        // (kernels-gpu's `entry_wait`); the sm_80 build has no such instruction.
-        let programmatic = ptx_arch == "sm_90" && std::env::var("CONVRS_PDL").map_or(true, |v| v != "0");
+        // (kernels-gpu's `entry_wait`); the sm_80 build has no such instruction. The driver
+        // needs `cuLaunchKernelEx` (CUDA 12.0) and captures such launches into graphs from 12.3.
+        let programmatic = ptx_arch == "sm_90" && driver_version >= 12030 && std::env::var("CONVRS_PDL").map_or(true, |v| v != "0");
         Ok(Gpu { ctx, stream, module, sm90a, functions: Mutex::new(HashMap::new()), info, model, tune_cache: Mutex::new(None), tensor_maps: Mutex::default(), programmatic })
     }
 
@@ -253,8 +254,9 @@ impl Gpu {
         self.programmatic
     }
 
-    /// Enqueues `f` on the stream with `args`, by `cuLaunchKernelEx`, with programmatic stream
-    /// serialization where [`Gpu::programmatic_launch`] says so.
+    /// Enqueues `f` on the stream with `args`: by `cuLaunchKernelEx`, with programmatic stream
+    /// serialization where [`Gpu::programmatic_launch`] says so (by `cuLaunchKernel` on drivers
+    /// older than CUDA 12.0, which lack the former).
     ///
     /// # Safety
     /// `args` are `f`'s parameters in order, each of its type, and `f`, launched with `cfg`,
@@ -264,18 +266,26 @@ impl Gpu {
         self.ctx.bind_to_thread()?;
         let KernelArgs { mut slots, guards } = args;
         let mut params: Vec<*mut std::ffi::c_void> = slots.iter_mut().map(|s| (s as *mut u64).cast()).collect();
+        let (grid, block) = (cfg.grid_dim, cfg.block_dim);
+        if self.info.driver_cuda_version < 12000 {
+            // No `cuLaunchKernelEx` before CUDA 12.0 (so no programmatic launch either).
+            // SAFETY: as below, without the attribute.
+            let r = unsafe { sys::cuLaunchKernel(f.cu_function(), grid.0, grid.1, grid.2, block.0, block.1, block.2, cfg.shared_mem_bytes, self.stream.cu_stream(), params.as_mut_ptr(), std::ptr::null_mut()) }.result();
+            drop(guards);
+            return r;
+        }
         let mut attr = sys::CUlaunchAttribute {
             id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION,
             pad: [0; 4],
             value: sys::CUlaunchAttributeValue { programmaticStreamSerializationAllowed: 1 },
         };
         let config = sys::CUlaunchConfig {
-            gridDimX: cfg.grid_dim.0,
-            gridDimY: cfg.grid_dim.1,
-            gridDimZ: cfg.grid_dim.2,
-            blockDimX: cfg.block_dim.0,
-            blockDimY: cfg.block_dim.1,
-            blockDimZ: cfg.block_dim.2,
+            gridDimX: grid.0,
+            gridDimY: grid.1,
+            gridDimZ: grid.2,
+            blockDimX: block.0,
+            blockDimY: block.1,
+            blockDimZ: block.2,
             sharedMemBytes: cfg.shared_mem_bytes,
             hStream: self.stream.cu_stream(),
             attrs: &mut attr,
