@@ -244,7 +244,8 @@ impl Gpu {
     }
 
     /// Whether kernels are launched with programmatic stream serialization (programmatic
-    /// dependent launch): on compute capability 9.0 and newer, where every convrs kernel waits
+    /// dependent launch): on compute capability 9.0 and newer (with a driver of CUDA 12.3 or
+    /// newer), where every convrs kernel waits
     /// (`griddepcontrol.wait`) for the previous kernel in the stream before it touches memory,
     /// its blocks may be scheduled as that kernel's blocks exit, before the whole grid is
     /// retired, so back-to-back launches do not pay the whole launch latency each (0.2-0.4 us
