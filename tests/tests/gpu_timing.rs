@@ -6,6 +6,8 @@
 
 use convrs::bench::tolerance;
 use convrs::cudnn_graph::{GraphConv, Math, SearchBudget};
+use convrs::device_conv::DeviceConv;
+use convrs::device_tensor::DeviceTensor;
 use convrs::prepared::{Prepared, Runnable};
 use convrs::timing::{time_runs, Timing, TimingConfig, TimingMethod};
 use convrs::{compare, conv2d_cpu, Algorithm, Conv2d, DType, Layout, Tensor};
@@ -59,6 +61,41 @@ fn graph_replays_of_our_kernels_compute_the_right_output_and_time_device_work() 
         );
         eprintln!("{what}: graph {:.4} ms per run ({} a replay), events {:.4} ms", by_graph.median_ms, by_graph.batch, by_events.median_ms);
     }
+}
+
+/// A dependent chain under graph replays: an NCHW caller of an NHWC kernel is three launches a
+/// run (the input's transpose, the kernel, the output's transpose), each reading what the one
+/// before wrote. Under programmatic launch (compute capability 9.0 on) each may be scheduled
+/// before the one before has retired, and only its `griddepcontrol.wait` holds it until that
+/// one's writes are visible. The runs alternate two inputs and poison the output first, so a
+/// launch that read its predecessor's buffer early would pass the other input's values (or NaN)
+/// on.
+#[test]
+fn graph_replays_of_a_dependent_chain_compute_the_right_output() {
+    let Some(gpu) = gpu_or_skip("graph_replays_of_a_dependent_chain_compute_the_right_output") else { return };
+    let p = Conv2d::new(2, 24, 13, 11, 40, 3, 3).with_pad(1);
+    let tensor = |dims, seed| Tensor::random(dims, Layout::Nchw, seed).unwrap().map(f16::from_f32);
+    let xs = [tensor(p.input_shape(), 60), tensor(p.input_shape(), 61)];
+    let w = tensor(p.filter_shape(), 62);
+    let dxs = xs.iter().map(|x| DeviceTensor::upload(&gpu, x).unwrap()).collect::<Vec<_>>();
+    let dw = DeviceTensor::upload(&gpu, &w).unwrap();
+    let mut conv = DeviceConv::<f16>::new(&gpu, "wmma_nhwc".parse().unwrap(), &p, &dw, Layout::Nchw, Layout::Nchw).unwrap();
+    assert_eq!(conv.direct(), (false, false), "the chain must run both transposes");
+    let mut y = conv.new_output(&gpu).unwrap();
+    // Each input once outside the capture: whatever a first run sets up.
+    for dx in &dxs {
+        conv.run(&gpu, dx, &mut y).unwrap();
+    }
+    gpu.synchronize().unwrap();
+    let batch = 8;
+    let graph = convrs::timing::capture(&gpu, batch, &mut |i| gpu.poison(y.data_mut()).and_then(|()| conv.run(&gpu, &dxs[i % 2], &mut y))).unwrap();
+    for _ in 0..3 {
+        graph.launch().unwrap();
+    }
+    gpu.synchronize().unwrap();
+    let last = (batch - 1) % 2;
+    let c = compare(y.download(&gpu).unwrap().data(), conv2d_cpu(&p, &xs[last], &w).unwrap().data());
+    assert!(c.non_finite == 0 && c.passes(tolerance(DType::F16, DType::F16)), "{p} through {}: {c}", conv.name());
 }
 
 #[test]
