@@ -464,15 +464,33 @@ pub const PLANE_ROW_SHIFTERS: usize = K_TILE;
 /// copies of [`PLANE_BOX_PIXELS`], so that each copy's pixels lie in one output row (those past
 /// Q are computed from the input row's continuation or its zero fill and never stored).
 pub const fn plane_row_pitch(q: usize) -> usize {
-    q.div_ceil(PLANE_BOX_PIXELS) * PLANE_BOX_PIXELS
+    plane_pitch(q)
 }
 
-/// GEMM rows per image of the [`Producer::Planes`] and [`Producer::PlaneRows`] kernels with
-/// block tiles `bm` rows high: K rounded up to whole block tiles, so that a tile's rows are
-/// output channels of one image (the rows past K are computed from zero-filled filter rows and
-/// never stored, and a warpgroup whose rows all lie past K skips its MMAs).
+/// GEMM rows of the [`Producer::Planes`] kernels, and per image of the [`Producer::PlaneRows`]
+/// kernels, with block tiles `bm` rows high: K rounded up to whole block tiles, so that a
+/// tile's rows are output channels (of one image) that one filter box covers (the rows past K
+/// are computed from zero-filled filter rows and never stored, and a warpgroup whose rows all
+/// lie past K skips its MMAs).
 pub const fn plane_rows(k: usize, bm: usize) -> usize {
     k.div_ceil(bm) * bm
+}
+
+/// GEMM columns per image of the [`Producer::Planes`] kernels: H*W rounded up to whole copies
+/// of [`PLANE_BOX_PIXELS`]. The columns are the images' pixels one image after another, so a
+/// block tile may span images while each of its copies lies in one (pixels past H*W arrive as
+/// zeros and are never stored). Rounding each image up to whole tiles instead, as these kernels
+/// first did, computed 1.31x the pixels of a 28x28 layer in tiles 256 wide and 1.14x in 128.
+pub const fn plane_pitch(hw: usize) -> usize {
+    hw.div_ceil(PLANE_BOX_PIXELS) * PLANE_BOX_PIXELS
+}
+
+/// The GEMM of the [`Producer::Planes`] kernels on `n` images of `hw` pixels, `k` output
+/// channels, in block tiles `bm` rows high: rows output channels ([`plane_rows`]), columns
+/// every image's pixels ([`plane_pitch`] each). The host sizes the grid by it and the kernels
+/// walk it.
+pub const fn plane_gemm(n: usize, k: usize, hw: usize, bm: usize) -> (usize, usize) {
+    (plane_rows(k, bm), n * plane_pitch(hw))
 }
 
 /// Pixels of one [`Producer::PlanePixels`] copy: a 128-byte row of fp32 values.

@@ -136,9 +136,10 @@ fn wgmma_folded_column_strides_match_cpu() {
 /// The plane kernel's named shapes (1x1, stride 1, H*W a multiple of 8): every tile width and
 /// ring depth, pixels ragged against the 64-pixel copies and the tiles (so tiles straddle
 /// images), K ragged against the 128-row tile, C below, at and past one k-tile, batch 1 and 20.
-fn plane_shapes() -> [Conv2d; 6] {
+fn plane_shapes() -> [Conv2d; 7] {
     [
     Conv2d::new(2, 256, 14, 16, 512, 1, 1),  // 224 pixels: 3.5 copies an image; K four row tiles
+    Conv2d::new(5, 64, 28, 28, 192, 1, 1),   // 784 pixels: 13 copies an image, tiles across images
     Conv2d::new(1, 64, 56, 56, 64, 1, 1),    // ResNet's 56x56 at batch 1, K half a row tile
     Conv2d::new(20, 40, 8, 9, 264, 1, 1),    // 72 pixels, C < 64, K = 2 tiles + 8, 20 images
     Conv2d::new(3, 136, 20, 20, 136, 1, 1),  // C = 2 k-tiles + 8

@@ -8,7 +8,7 @@
 //! lowest predicted time. The cost model is `wmma_nhwc`'s wave model (`plan::model`) with one
 //! rate per configuration ([`RATES`]), fitted to the H100.
 
-use convrs_spec::hopper::{patch_geometry, plane_pixel_rows, PatchGeometry, plane_row_pitch, plane_rows, Config, Math, Policy, Producer, Schedule, BLOCK_M, CONFIGS};
+use convrs_spec::hopper::{patch_geometry, plane_gemm, plane_pixel_rows, PatchGeometry, plane_row_pitch, plane_rows, Config, Math, Policy, Producer, Schedule, BLOCK_M, CONFIGS};
 use convrs_spec::split_k;
 
 use super::tensor_core::gemm_m;
@@ -346,11 +346,13 @@ fn plan_folding(desc: &KernelDesc, problem: &Conv2d, dtype: DType, device: &Devi
     if policy.math == Math::Tf32x3 && 2 * p.k > i32::MAX as usize {
         return refuse("the split filter's 2K rows exceed the tensor map's i32 coordinates".into());
     }
-    // The GEMM's rows and columns: pixels by output channels, or for NCHW planes every
-    // image's output channels (each padded to whole tiles) by an image's pixels, or for NCHW
-    // pixel planes every image's pixels (each padded to whole 32-pixel copies) by output channels.
+    // The GEMM's rows and columns: pixels by output channels, or for NCHW planes output
+    // channels by every image's pixels (each image padded to whole 64-pixel copies), for NCHW
+    // rows every image's output channels (each padded to whole tiles) by an image's output
+    // rows, or for NCHW pixel planes every image's pixels (each padded to whole 32-pixel
+    // copies) by output channels.
     let (m, n) = if planes {
-        (p.n * plane_rows(p.k, policy.block_m), p.h * p.w)
+        plane_gemm(p.n, p.k, p.h * p.w, policy.block_m)
     } else if rows {
         let (oh, ow) = p.output_hw();
         (p.n * plane_rows(p.k, policy.block_m), oh * plane_row_pitch(ow))
@@ -388,7 +390,8 @@ fn plan_folding(desc: &KernelDesc, problem: &Conv2d, dtype: DType, device: &Devi
             2..=1
         }
     };
-    // Under NCHW planes each image's rows are K rounded up to the tile's 128 (or 64) rows,
+    // Under NCHW planes (and each image's under NCHW rows) the rows are K rounded up to the
+    // tile's 128 (or 64) rows,
     // and a warpgroup whose 64 rows all lie past K skips its MMAs; under pixel planes, H*W
     // rounded up to 32 (all computed, the tiles spanning images).
     let live = if planes || rows { (p.k.div_ceil(64) * 64) as f64 / plane_rows(p.k, policy.block_m) as f64 } else { 1.0 };
@@ -567,7 +570,7 @@ pub fn describe(policy: Policy) -> String {
         Producer::WsCpAsync => "warp-specialized: a producer warpgroup brings activations by cp.async and filters by TMA",
         Producer::WsTma => "warp-specialized: one producer thread brings activations by im2col TMA and filters by TMA",
         Producer::WsTmaNchw => "warp-specialized: one producer thread brings NHWC activations by im2col TMA and filters by TMA; the output stored NCHW (an NCHW caller's output needs no transpose); bare convolutions only",
-        Producer::Planes => "NCHW data, 1x1: a GEMM per image, output channels by pixels; one producer thread brings the filter and the image's channel planes by tiled TMA, no transform",
+        Producer::Planes => "NCHW data, 1x1: a GEMM of output channels by pixels, the images end to end (each padded to whole 64-pixel copies, a tile spanning two where it falls so); one producer thread brings the filter and, per 64 pixels, one image's channel planes by tiled TMA, no transform",
         Producer::PlaneRows => {
             "NCHW data, any filter at column stride 1: a GEMM per image, output channels by output rows (whole 64-pixel copies); one producer thread brings each tap's filter tile and, per 64 columns, a tiled TMA copy of the input row under them shifted by the tap from a 16-byte boundary (its zero fill the padding), which two producer warps shift into place; no transform of the activations"
         }
@@ -875,22 +878,24 @@ mod tests {
     fn planes_take_nchw_1x1_layers_and_auto_picks_them_for_nchw_callers() {
         let d = DeviceModel::named("h100").unwrap();
         let planes = algo("wgmma_nchw1x1_persistent");
-        // ResNet-50's 32,256,56,56 -> 64: 32 images of K = 64 rows (half a row tile each), 3136
-        // pixel columns.
+        // ResNet-50's 32,256,56,56 -> 64: K = 64 rows (half a row tile), 32 images' 3136 pixel
+        // columns.
         let p = Conv2d::new(32, 256, 56, 56, 64, 1, 1);
         let plan = planes.plan(&p, DType::F16, &d).unwrap();
         let c = by_entry(plan.kernel);
         assert_eq!((plan.filter_map_rows, plan.input_map), (Some(BLOCK_M as u32), Some(crate::plan::InputMap::Planes)));
-        assert_eq!(plan.grid.0 as usize, tiles(c, 32 * 128, 3136).min(resident(c, &d)));
-        // Output channels padded per image to whole 128-row tiles.
+        assert_eq!(plan.grid.0 as usize, tiles(c, 128, 32 * 3136).min(resident(c, &d)));
+        // Output channels padded to whole 128-row tiles, each image's pixels to whole copies
+        // (784 = 12.25 x 64), the images end to end.
         assert_eq!((plane_rows(64, 128), plane_rows(128, 128), plane_rows(136, 128)), (128, 128, 256));
         assert_eq!((plane_rows(64, 64), plane_rows(72, 64), plane_rows(192, 64)), (64, 128, 192));
-        // Step 15 computes the same layer in 64-row tiles: 32 images of one row tile each.
+        assert_eq!(plane_gemm(32, 512, 28 * 28, 128), (512, 32 * 832));
+        // Step 15 computes the same layer in 64-row tiles: one row tile.
         let m64 = algo("wgmma_nchw1x1_pingpong_m64");
         let plan = m64.plan(&p, DType::F16, &d).unwrap();
         let c = by_entry(plan.kernel);
         assert_eq!((c.block_m(), plan.filter_map_rows, plan.input_map), (64, Some(64), Some(crate::plan::InputMap::Planes)));
-        assert_eq!(plan.grid.0 as usize, tiles(c, 32 * 64, 3136).min(resident(c, &d)));
+        assert_eq!(plan.grid.0 as usize, tiles(c, 64, 32 * 3136).min(resident(c, &d)));
         // An NCHW caller gets a plane kernel (no transforms): step 15 at K = 64, where step 9's
         // second warpgroup would idle, step 9 on a long reduction into 256 channels; an NHWC
         // caller the NHWC kernels.

@@ -24,13 +24,14 @@
 //!   channels (the same 128 bytes a row); under 3xTF32 the filter map is over the split filter,
 //!   {C, R*S, 2K}: rows 0..K the TF32 high parts, K..2K the remainders.
 //! - With `Producer::Planes` (a 1x1, stride-1, unpadded convolution on NCHW x, KCRS w, NCHW y;
-//!   H*W and C multiples of 8), the GEMM is transposed, one per image: rows are (image, output
-//!   channel) pairs, K rounded up to whole tiles an image (`convrs_spec::hopper::plane_rows`),
-//!   columns an image's pixels. `wmap` is the filter's map as above with boxes of
+//!   H*W and C multiples of 8), the GEMM is transposed: rows are output channels, K rounded
+//!   up to whole tiles, columns every image's pixels in turn, H*W rounded up to whole 64-pixel
+//!   copies an image (`convrs_spec::hopper::plane_gemm`). `wmap` is the filter's map as above with boxes of
 //!   BM rows (the A tile: 128, or 64 under step 15's ping-pong); `xmap` the input's tiled map, a 3-D tensor {H*W, C, N} (byte strides
 //!   H*W*2 and C*H*W*2), box {64, 64, 1}, 128B swizzle, zero fill ([`super::planes`]).
 //! - With `Producer::PlaneRows` (NCHW x, KRSC w, NCHW y at column stride 1; W, Q and C
-//!   multiples of 8), `Producer::Planes`' rows, and columns an image's output rows of
+//!   multiples of 8), rows (image, output channel) pairs, K rounded up to whole tiles an image
+//!   (`convrs_spec::hopper::plane_rows`), and columns an image's output rows of
 //!   `convrs_spec::hopper::plane_row_pitch` columns; `wmap` as for `Producer::Planes`, `xmap`
 //!   the input's tiled map, a 4-D tensor {W, H, C, N} (byte strides W*2, H*W*2, C*H*W*2), box
 //!   {72, 1, 64, 1}, no swizzle, zero fill ([`super::plane_rows`]). Each stage is
@@ -280,8 +281,9 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
 
     let (gemm_m, gemm_n) = O::gemm_mn(&sh);
     let tiles = Tiles::of::<CLUSTER, PERSISTENT>(gemm_m, gemm_n, BM as u32, Acc::N as u32);
-    // Under NCHW planes `O` is `Planes<BM>` (the entries pair them), whose images are
-    // `plane_rows(K, BM)` rows each.
+    // Under NCHW planes (`Planes<BM>`, the entries pair them) the M tiles of one column tile
+    // run side by side, sharing its activations; under NCHW rows also, image by image, each
+    // image `plane_rows(K, BM)` rows.
     let tiles = if O::PLANES { tiles.by_image(plane_rows(sh.k as usize, BM) as u32 / BM as u32) } else { tiles };
     let n_tiles = tiles.n_tiles;
     let kc = M::SPEC.k_tile() as i32;

@@ -31,7 +31,7 @@
 //!   are (`super::kernel`): each slice's output addresses take two divisions, which ran between
 //!   the wgmmas of every k-tile (ncu's source view). Step 9 no longer defers either.
 
-use convrs_spec::hopper::{a_tile_bytes, b_tile_bytes, plane_row_landed_bytes, plane_row_pitch, BLOCK_M, K_TILE, PLANE_BOX_PIXELS, PLANE_ROW_LANDED_PIXELS, PLANE_ROW_SHIFTERS, ROW_BYTES};
+use convrs_spec::hopper::{a_tile_bytes, b_tile_bytes, plane_row_landed_bytes, plane_row_pitch, plane_rows, BLOCK_M, K_TILE, PLANE_BOX_PIXELS, PLANE_ROW_LANDED_PIXELS, PLANE_ROW_SHIFTERS, ROW_BYTES};
 
 use super::planes::{Planes, COPY_BYTES};
 use super::scheduler::Tiles;
@@ -51,6 +51,19 @@ pub struct PlaneRows;
 const COPY_SHIFT: u32 = PLANE_BOX_PIXELS.trailing_zeros();
 
 impl PlaneRows {
+    /// GEMM rows per image ([`plane_rows`]).
+    #[inline(always)]
+    fn rows(sh: &ConvShape) -> u32 {
+        plane_rows(sh.k as usize, BLOCK_M) as u32
+    }
+
+    /// The image and output channel of GEMM row `row`.
+    #[inline(always)]
+    fn image_channel(sh: &ConvShape, row: u32) -> (u32, u32) {
+        // SAFETY: rows >= BLOCK_M.
+        unsafe { divmod(row, Self::rows(sh)) }
+    }
+
     /// Copies an output row takes: [`plane_row_pitch`] / 64.
     #[inline(always)]
     fn row_copies(sh: &ConvShape) -> u32 {
@@ -113,23 +126,24 @@ impl Operands for PlaneRows {
     /// GEMM row `m` (image n, output channel k), column `col` (pixel (p, q)): `y[n][k][p][q]`.
     #[inline(always)]
     fn y_off(sh: &ConvShape, m: u32, col: u32) -> u32 {
-        let (n, k) = Planes::<BLOCK_M>::image_channel(sh, m);
+        let (n, k) = PlaneRows::image_channel(sh, m);
         let (p, q) = Self::pixel_of(sh, col);
         ((n * sh.k as u32 + k) * sh.p as u32 + p) * sh.q as u32 + q
     }
     #[inline(always)]
     fn gemm_mn(sh: &ConvShape) -> (u32, u32) {
-        (Planes::<BLOCK_M>::gemm_mn(sh).0, sh.p as u32 * plane_row_pitch(sh.q as usize) as u32)
+        (sh.n as u32 * Self::rows(sh), sh.p as u32 * plane_row_pitch(sh.q as usize) as u32)
     }
     /// A row is one output channel of one image.
     #[inline(always)]
-    fn y_channels(sh: &ConvShape, row: u32, col: u32) -> (u32, u32) {
-        Planes::<BLOCK_M>::y_channels(sh, row, col)
+    fn y_channels(sh: &ConvShape, row: u32, _col: u32) -> (u32, u32) {
+        let k = Self::image_channel(sh, row).1;
+        (k, k)
     }
     /// An aligned 8-column group lies in one output row, whole (Q is a multiple of 8).
     #[inline(always)]
     fn y_in(sh: &ConvShape, row: u32, col: u32) -> bool {
-        let (n, k) = Planes::<BLOCK_M>::image_channel(sh, row);
+        let (n, k) = PlaneRows::image_channel(sh, row);
         let (p, q) = Self::pixel_of(sh, col);
         n < sh.n as u32 && k < sh.k as u32 && p < sh.p as u32 && q < sh.q as u32
     }
@@ -166,7 +180,7 @@ pub(super) unsafe fn init_landed<const STAGES: usize>(ring: Ring<STAGES>) {
 fn for_each_k_tile<const STAGES: usize>(sh: &ConvShape, mut tiles: Tiles, mut visit: impl FnMut(Position, u32, u32, &[(i32, i32); 4], i32, i32)) {
     let mut at = Position::START;
     while let Some((m0, n0)) = tiles.next::<1>() {
-        let (image, k0) = Planes::<BLOCK_M>::image_channel(sh, m0);
+        let (image, k0) = PlaneRows::image_channel(sh, m0);
         // Each copy's input (column, row) at tap (0, 0).
         let mut origin = [(0i32, 0i32); 4];
         unroll!(4: 4, j => {

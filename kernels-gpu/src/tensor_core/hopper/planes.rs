@@ -12,16 +12,18 @@
 //! (rows k, columns pixels) is NCHW as it stands, so the 16-bit epilogue's 16-byte stores run
 //! along pixels.
 //!
-//! The images are stacked along the rows: row `n * Kp + k` is output channel k of image n, Kp =
-//! K rounded up to whole block tiles (`convrs_spec::hopper::plane_rows`: 128 rows, or 64 under
-//! step 15's ping-pong), so every tile lies in
-//! one image, its copies address that image alone (pixels past H*W arrive as zeros), and the
-//! epilogue finds a row's image with one division a tile row rather than one a store. Its tiles
-//! are stored whole when their k-tiles end: deferred stores (the NHWC steps') would take that
-//! division between the wgmmas of every k-tile, which cost 10% of the time (geomean; H100,
-//! BENCHMARKS.md, 2026-11-27, twenty-seventh session).
+//! The images lie along the columns: column `n * HWp + pixel` is pixel `pixel` of image n, HWp =
+//! H*W rounded up to whole 64-pixel copies (`convrs_spec::hopper::plane_pitch`), and the rows
+//! are the K output channels rounded up to whole block tiles (`plane_rows`: 128 rows, or 64
+//! under step 15's ping-pong). A tile's copies each lie in one image (pixels past H*W arrive as
+//! zeros), but a tile may span two: the thirty-first session's build rounded each image up to
+//! whole tiles, and on 28x28 planes its tiles of 256 pixels computed 1.31x the output, the
+//! fourth of each image 16 pixels wide (BENCHMARKS.md, thirty-fourth session). Its tiles are
+//! stored whole when their k-tiles end: deferred stores (the NHWC steps') would take the
+//! columns' divisions between the wgmmas of every k-tile, which cost 10% of the time
+//! (geomean; H100, BENCHMARKS.md, 2026-11-27, twenty-seventh session).
 
-use convrs_spec::hopper::{a_tile_bytes, b_tile_bytes, plane_pixel_rows, plane_rows, Math as Spec, BLOCK_M, K_TILE, PLANE_BOX_PIXELS, PLANE_PIXEL_COPY, ROW_BYTES};
+use convrs_spec::hopper::{a_tile_bytes, b_tile_bytes, plane_gemm, plane_pitch, plane_pixel_rows, Math as Spec, BLOCK_M, K_TILE, PLANE_BOX_PIXELS, PLANE_PIXEL_COPY, ROW_BYTES};
 
 use super::scheduler::Tiles;
 use crate::prelude::mbarrier::{mbar_arrive_expect_tx, setmaxnreg_dec_56, tma_load_3d};
@@ -38,17 +40,17 @@ use crate::tensor_core::nhwc::Nhwc;
 pub struct Planes<const BM: usize>;
 
 impl<const BM: usize> Planes<BM> {
-    /// GEMM rows per image ([`plane_rows`]).
+    /// GEMM columns per image ([`plane_pitch`]).
     #[inline(always)]
-    fn rows(sh: &ConvShape) -> u32 {
-        plane_rows(sh.k as usize, BM) as u32
+    fn pitch(sh: &ConvShape) -> u32 {
+        plane_pitch((sh.p * sh.q) as usize) as u32
     }
 
-    /// The image and output channel of GEMM row `row`.
+    /// The image and pixel of GEMM column `col`.
     #[inline(always)]
-    pub(super) fn image_channel(sh: &ConvShape, row: u32) -> (u32, u32) {
-        // SAFETY: rows >= BM >= 64.
-        unsafe { divmod(row, Self::rows(sh)) }
+    pub(super) fn image_pixel(sh: &ConvShape, col: u32) -> (u32, u32) {
+        // SAFETY: the pitch is at least one copy (H*W >= 1).
+        unsafe { divmod(col, Self::pitch(sh)) }
     }
 }
 
@@ -88,26 +90,27 @@ impl<const BM: usize> Operands for Planes<BM> {
     fn w_tap(sh: &ConvShape) -> i32 {
         sh.c
     }
-    /// GEMM row `m` (image n, output channel k), pixel `col`: `y[n][k][col]`.
+    /// GEMM row `m` (output channel k), column `col` (image n, a pixel): `y[n][k][pixel]`.
     #[inline(always)]
     fn y_off(sh: &ConvShape, m: u32, col: u32) -> u32 {
-        let (n, k) = Self::image_channel(sh, m);
-        (n * sh.k as u32 + k) * (sh.p * sh.q) as u32 + col
+        let (n, pixel) = Self::image_pixel(sh, col);
+        (n * sh.k as u32 + m) * (sh.p * sh.q) as u32 + pixel
     }
     #[inline(always)]
     fn gemm_mn(sh: &ConvShape) -> (u32, u32) {
-        (sh.n as u32 * Self::rows(sh), (sh.p * sh.q) as u32)
+        let (m, n) = plane_gemm(sh.n as usize, sh.k as usize, (sh.p * sh.q) as usize, BM);
+        (m as u32, n as u32)
     }
-    /// A row is one output channel of one image.
+    /// A row is one output channel.
     #[inline(always)]
-    fn y_channels(sh: &ConvShape, row: u32, _col: u32) -> (u32, u32) {
-        let k = Self::image_channel(sh, row).1;
-        (k, k)
+    fn y_channels(_sh: &ConvShape, row: u32, _col: u32) -> (u32, u32) {
+        (row, row)
     }
+    /// An aligned 8-column group lies in one image, whole (H*W is a multiple of 8).
     #[inline(always)]
     fn y_in(sh: &ConvShape, row: u32, col: u32) -> bool {
-        let (n, k) = Self::image_channel(sh, row);
-        n < sh.n as u32 && k < sh.k as u32 && col < (sh.p * sh.q) as u32
+        let (n, pixel) = Self::image_pixel(sh, col);
+        row < sh.k as u32 && n < sh.n as u32 && pixel < (sh.p * sh.q) as u32
     }
 }
 
@@ -117,8 +120,8 @@ pub(super) const COPY_BYTES: u32 = (PLANE_BOX_PIXELS * ROW_BYTES) as u32;
 
 /// The producer of `Producer::Planes` on tiles `BM` rows high: one thread issues, per k-tile
 /// (64 channels), the filter tile (rows k0.. of the {C, 1, K} map: output channels) into the
-/// stage's A tile and the
-/// `bn / 64` plane copies of the tile's pixels of its image into its B tile. Each tile's
+/// stage's A tile and the `bn / 64` plane copies of the tile's pixels (each of one image)
+/// into its B tile. Each tile's
 /// reduction is its `ktiles` k-tiles (C / 64 rounded up; channels past C arrive as zeros on both
 /// sides).
 ///
@@ -138,8 +141,12 @@ pub(super) unsafe fn produce_planes<const STAGES: usize, const BM: usize>(xmap: 
     let a_bytes = a_tile_bytes(BM) as u32;
     let bytes = a_bytes + b_tile_bytes(bn as usize) as u32;
     let mut at = Position::START;
-    while let Some((m0, n0)) = tiles.next::<1>() {
-        let (image, k0) = Planes::<BM>::image_channel(sh, m0);
+    while let Some((k0, n0)) = tiles.next::<1>() {
+        // Each copy's image and first pixel (a copy past the last image reads zeros).
+        let mut at_copy = [(0u32, 0u32); 4];
+        unroll!(4: 4, j => {
+            at_copy[j] = Planes::<BM>::image_pixel(sh, n0 + j as u32 * PLANE_BOX_PIXELS as u32);
+        });
         let mut c0 = 0;
         let mut kt = 0;
         while kt < ktiles {
@@ -155,8 +162,8 @@ pub(super) unsafe fn produce_planes<const STAGES: usize, const BM: usize>(xmap: 
                 tma_load_3d(stage, wmap, c0, 0, k0 as i32, full);
                 unroll!(4: 4, j => {
                     if (j as u32) < copies {
-                        let p = (n0 + j as u32 * PLANE_BOX_PIXELS as u32) as i32;
-                        tma_load_3d(stage + a_bytes + j as u32 * COPY_BYTES, xmap, p, c0, image as i32, full);
+                        let (image, p) = at_copy[j];
+                        tma_load_3d(stage + a_bytes + j as u32 * COPY_BYTES, xmap, p as i32, c0, image as i32, full);
                     }
                 });
             }

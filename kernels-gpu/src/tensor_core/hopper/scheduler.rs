@@ -42,11 +42,13 @@ impl Tiles {
         Tiles { rank: if CLUSTER > 1 { crate::prelude::mbarrier::cluster_ctarank() } else { 0 }, ..tiles }
     }
 
-    /// The same tiles image by image (no clusters), for `Producer::Planes`, whose M tiles are
-    /// `per_image` tiles of output channels for each image in turn: an image's M tiles fastest
-    /// (they share each pixel tile's activations: the CTAs reading one run side by side, and all
-    /// but the first find it in L2), then its pixel tiles (neighbouring CTAs read neighbouring
-    /// stretches of the same channel planes), then the images.
+    /// The same tiles image by image (no clusters), for `Producer::PlaneRows`, whose M tiles
+    /// are `per_image` tiles of output channels for each image in turn: an image's M tiles
+    /// fastest (they share each pixel tile's activations: the CTAs reading one run side by
+    /// side, and all but the first find it in L2), then its pixel tiles (neighbouring CTAs read
+    /// neighbouring stretches of the same channel planes), then the images. `Producer::Planes`
+    /// takes it with all its M tiles as one "image" (its columns span the images): M tiles
+    /// fastest, then the column tiles.
     #[inline(always)]
     pub(super) fn by_image(self, per_image: u32) -> Tiles {
         Tiles { per_image, ..self }
