@@ -25,6 +25,29 @@ use crate::tensor_core::implicit_gemm::Operands;
 /// Threads of a warpgroup.
 const WG: u32 = WARPGROUP as u32;
 
+/// A quad's 16-bit outputs, 16 bytes a lane: for each of a thread's two rows (`e`: the lane's
+/// row `lane / 4 + 8e` of its warp's 16) and each 32-column chunk `g` of the tile, the lane's
+/// 8 columns `8 (4g + q)..` of it, rounded to the output type, passed to `store(e, g, v)`.
+///
+/// # Safety
+/// Every lane of the warp calls it together, in uniform control flow (shuffles).
+#[inline(always)]
+pub(super) unsafe fn for_each_eight<Acc: Accumulators, M: Math>(acc: &Acc, q: u32, mut store: impl FnMut(u32, u32, [u32; 4])) {
+    unroll!(4: 2, e => {
+        // Chunks 4g..4g+4: lane q ends with chunk 4g+q whole.
+        unroll!(8: Acc::N / 32, g => {
+            let mut v = [0u32; 4];
+            unroll!(4: 4, t => {
+                let j = 4 * g + t;
+                v[t] = pack::<M>(acc[4 * j + 2 * e], acc[4 * j + 2 * e + 1]);
+            });
+            // SAFETY: the whole warp, in uniform control flow (the caller's contract).
+            let v = unsafe { quad_transpose(v, q) };
+            store(e as u32, g as u32, v);
+        });
+    });
+}
+
 /// Writes consumer warpgroup `cw`'s 64 rows of the tile at (`m0`, `n0`). The four lanes of a
 /// quad hold one row's 8-column chunk j in 4- (fp32: 8-) byte pieces. For 16-bit outputs,
 /// storing those directly writes each 32-byte sector in halves, which measured slower than even
@@ -42,8 +65,14 @@ pub(super) unsafe fn store_tile<O: Operands, Acc: Accumulators, M: Math>(sh: &Co
     if O::Y_NCHW {
         // SAFETY: as this function's; the whole warp.
         unsafe { store_nchw::<_, Acc, M>(&NhwcToNchw::rows(sh), y, acc, m0, n0, cw, tid) };
+    } else if M::SPEC == Spec::Half && sh.y_bits == 16 && O::PLANES && !O::PLANE_ROWS {
+        // SAFETY: as this function's; the whole warp. `O` is `Planes` (the only layout of
+        // NCHW planes that is not NCHW rows).
+        unsafe { super::planes::store_tile_16::<Acc, M>(sh, y, acc, m0, n0, cw, tid) };
     } else if M::SPEC == Spec::Half && sh.y_bits == 16 {
         // (fp32 data is written as fp32 only: the host plans it so.)
+        // (The loop of `for_each_eight`, written out: through it, every NHWC entry's PTX
+        // changed its predication.)
         unroll!(4: 2, e => {
             let row = row0 + 8 * e as u32;
             // Chunks 4g..4g+4: lane q ends with chunk 4g+q whole.
@@ -58,7 +87,7 @@ pub(super) unsafe fn store_tile<O: Operands, Acc: Accumulators, M: Math>(sh: &Co
                 let col = n0 + 8 * (4 * g as u32 + q);
                 if O::y_in(sh, row, col) {
                     // SAFETY: row < M, col..col+8 < K (K a multiple of 8), 16-byte aligned (so
-                    // is K * 2 bytes; for NCHW planes, H*W * 2 bytes); this thread's alone.
+                    // is K * 2 bytes; for NCHW rows, Q * 2 bytes); this thread's alone.
                     unsafe { store_global_v4((y as *mut u16).add(O::y_off(sh, row, col) as usize) as *mut u32, v) };
                 }
             });

@@ -23,11 +23,15 @@
 //! columns' divisions between the wgmmas of every k-tile, which cost 10% of the time
 //! (geomean; H100, BENCHMARKS.md, 2026-11-27, twenty-seventh session).
 
-use convrs_spec::hopper::{a_tile_bytes, b_tile_bytes, plane_gemm, plane_pitch, plane_pixel_rows, Math as Spec, BLOCK_M, K_TILE, PLANE_BOX_PIXELS, PLANE_PIXEL_COPY, ROW_BYTES};
+use convrs_spec::hopper::{a_tile_bytes, b_tile_bytes, plane_gemm, plane_pitch, plane_pixel_rows, Math as Spec, BLOCK_M, K_TILE, PLANE_BOX_PIXELS, PLANE_PIXEL_COPY, ROW_BYTES, WARPGROUP};
 
+use super::epilogue::for_each_eight;
+use super::math::Math;
 use super::scheduler::Tiles;
+use crate::prelude::matrix::store_global_v4;
 use crate::prelude::mbarrier::{mbar_arrive_expect_tx, setmaxnreg_dec_56, tma_load_3d};
 use crate::prelude::pipeline::{Position, Ring};
+use crate::prelude::wgmma::Accumulators;
 use crate::prelude::*;
 use crate::tensor_core::implicit_gemm::{divmod, Operands};
 use crate::tensor_core::nhwc::Nhwc;
@@ -112,6 +116,42 @@ impl<const BM: usize> Operands for Planes<BM> {
         let (n, pixel) = Self::image_pixel(sh, col);
         row < sh.k as u32 && n < sh.n as u32 && pixel < (sh.p * sh.q) as u32
     }
+}
+
+/// `Planes`' bare 16-bit store ([`super::epilogue::store_tile`] for it): a row is one output
+/// channel, and each 64-column copy of the tile one image's, so a copy's image and first pixel
+/// take one division a copy rather than one a store, as `Operands::y_off` would (16 a thread on
+/// a tile 256 wide, each a dependent chain in the epilogue).
+///
+/// # Safety
+/// As [`super::epilogue::store_tile`], with `O` = [`Planes`] and a 16-bit output.
+#[inline(always)]
+pub(super) unsafe fn store_tile_16<Acc: Accumulators, M: Math>(sh: &ConvShape, y: *mut f32, acc: &Acc, m0: u32, n0: u32, cw: u32, tid: u32) {
+    let (warp, lane) = ((tid % WARPGROUP as u32) / 32, tid % 32);
+    let q = lane % 4;
+    let row0 = m0 + cw * 64 + warp * 16 + lane / 4;
+    let (hw, k) = ((sh.p * sh.q) as u32, sh.k as u32);
+    // Per copy: the output offset of its first column in row 0, and how many of its columns
+    // lie in the output (its image's pixels from its first on; none past the last image).
+    let mut copy = [(0u32, 0u32); 4];
+    unroll!(4: Acc::N / PLANE_BOX_PIXELS, s => {
+        let (n, pixel) = Planes::<BLOCK_M>::image_pixel(sh, n0 + (s * PLANE_BOX_PIXELS) as u32);
+        // (A copy starts on a multiple of 64 of its image's pitch, which is H*W rounded up to
+        // 64: pixel < H*W.)
+        copy[s] = (n * k * hw + pixel, if n < sh.n as u32 { hw - pixel } else { 0 });
+    });
+    let store = |e: u32, g: u32, v: [u32; 4]| {
+        let row = row0 + 8 * e;
+        let (base, inside) = copy[(g / 2) as usize];
+        let at = 32 * (g % 2) + 8 * q;
+        if row < k && at < inside {
+            // SAFETY: channel row < K, pixels at..at + 8 of the copy inside its image (H*W a
+            // multiple of 8), 16-byte aligned (H*W * 2 bytes a plane); this thread's alone.
+            unsafe { store_global_v4((y as *mut u16).add((row * hw + base + at) as usize) as *mut u32, v) };
+        }
+    };
+    // SAFETY: the whole warp, in uniform control flow (the caller's contract).
+    unsafe { for_each_eight::<Acc, M>(acc, q, store) };
 }
 
 /// Bytes of one plane copy in shared memory: [`ROW_BYTES`]-byte rows of 64 pixels, one per
