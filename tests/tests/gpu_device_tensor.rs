@@ -276,6 +276,11 @@ fn device_conv_runs_the_row_kernel_on_the_callers_tensors() {
 /// the input is read where it is) a CUDA graph capture on a new buffer refused and replayed
 /// after one run outside.
 fn on_the_callers_tensors(gpu: &Gpu, algo: Algorithm, cases: &[(Conv2d, (bool, bool))]) {
+    // Every buffer stays allocated to the end, so that no "new" buffer takes the address of
+    // one run on before (the tensor maps are cached by address: a reused address with the same
+    // problem finds its map, rightly, and the capture below would then not be refused; it
+    // happened on the H200, thirty-fourth session).
+    let (mut kept, mut convs) = (Vec::new(), Vec::new());
     for &(p, direct) in cases {
         for seed in [1, 2] {
             let x = Tensor::random(p.input_shape(), Layout::Nchw, seed).unwrap().map(bf16::from_f32);
@@ -290,6 +295,8 @@ fn on_the_callers_tensors(gpu: &Gpu, algo: Algorithm, cases: &[(Conv2d, (bool, b
             let c = compare(y.download(&gpu).unwrap().data(), want.data());
             assert!(c.non_finite == 0 && c.passes(tolerance(convrs::DType::BF16, convrs::DType::BF16)), "{p}, seed {seed}: {c}");
             if !direct.0 {
+                kept.extend([dx, dw, y]);
+                convs.push(conv);
                 continue;
             }
             // A buffer the kernel has not run on, inside a CUDA graph capture: refused with the
@@ -304,6 +311,8 @@ fn on_the_callers_tensors(gpu: &Gpu, algo: Algorithm, cases: &[(Conv2d, (bool, b
             graph.launch().unwrap();
             let c = compare(y.download(&gpu).unwrap().data(), want.data());
             assert!(c.non_finite == 0 && c.passes(tolerance(convrs::DType::BF16, convrs::DType::BF16)), "{p}, seed {seed}, graph replay: {c}");
+            kept.extend([dx, dw, fresh, y]);
+            convs.push(conv);
         }
     }
 }
