@@ -222,8 +222,9 @@ fn time_one<T: Element>(
 fn device_conv_runs_the_plane_kernel_on_the_callers_tensors() {
     let Some(gpu) = convrs_tests::hopper_or_skip("device_conv_runs_the_plane_kernel_on_the_callers_tensors") else { return };
     let cases = [(Conv2d::new(3, 72, 12, 10, 40, 1, 1), (true, true)), (Conv2d::new(2, 20, 8, 5, 264, 1, 1), (false, true))];
+    let mut kept = Kept::default();
     for name in ["wgmma_nchw1x1_persistent", "wgmma_nchw1x1_pingpong_m64"] {
-        on_the_callers_tensors(&gpu, name.parse().unwrap(), &cases);
+        on_the_callers_tensors(&gpu, name.parse().unwrap(), &cases, &mut kept);
     }
 }
 
@@ -238,8 +239,9 @@ fn device_conv_writes_the_callers_output_from_nhwc_kernels() {
         (Conv2d::new(2, 16, 10, 12, 72, 3, 3).with_pad(1), (false, true)),
         (Conv2d::new(2, 20, 9, 9, 64, 1, 1), (false, true)),
     ];
+    let mut kept = Kept::default();
     for name in ["wgmma_ws_tma_persistent_to_nchw", "wgmma_ws_tma_pingpong_to_nchw", "wgmma_ws_tma_pingpong_m64_to_nchw"] {
-        on_the_callers_tensors(&gpu, name.parse().unwrap(), &cases);
+        on_the_callers_tensors(&gpu, name.parse().unwrap(), &cases, &mut kept);
     }
 }
 
@@ -251,7 +253,8 @@ fn device_conv_runs_the_row_kernel_on_the_callers_tensors() {
     let Some(gpu) = convrs_tests::hopper_or_skip("device_conv_runs_the_row_kernel_on_the_callers_tensors") else { return };
     let cases = [(Conv2d::new(2, 24, 10, 16, 40, 3, 3).with_pad(1), (true, true)), (Conv2d::new(1, 20, 9, 8, 72, 3, 3).with_pad(1), (false, true))];
     let rows: Algorithm = "wgmma_nchw_rows_persistent".parse().unwrap();
-    on_the_callers_tensors(&gpu, rows, &cases);
+    let mut kept = Kept::default();
+    on_the_callers_tensors(&gpu, rows, &cases, &mut kept);
     let p = cases[0].0;
     let tensor = |dims, seed| Tensor::random(dims, Layout::Nchw, seed).unwrap().map(bf16::from_f32);
     let (x, w1, w2) = (tensor(p.input_shape(), 1), tensor(p.filter_shape(), 2), tensor(p.filter_shape(), 3));
@@ -271,16 +274,21 @@ fn device_conv_runs_the_row_kernel_on_the_callers_tensors() {
     }
 }
 
+/// What [`on_the_callers_tensors`] keeps allocated.
+type Kept = (Vec<DeviceTensor<bf16>>, Vec<DeviceConv<bf16>>);
+
 /// `algo` through a `DeviceConv` of an NCHW caller on each case, whose `direct()` (input, output
 /// used where they are) is given; against the CPU reference into a poisoned output, then (where
 /// the input is read where it is) a CUDA graph capture on a new buffer refused and replayed
 /// after one run outside.
-fn on_the_callers_tensors(gpu: &Gpu, algo: Algorithm, cases: &[(Conv2d, (bool, bool))]) {
-    // Every buffer stays allocated to the end, so that no "new" buffer takes the address of
-    // one run on before (the tensor maps are cached by address: a reused address with the same
-    // problem finds its map, rightly, and the capture below would then not be refused; it
-    // happened on the H200, thirty-fourth session).
-    let (mut kept, mut convs) = (Vec::new(), Vec::new());
+///
+/// Every buffer (and `DeviceConv`, with its own) goes into `kept`, which the test holds to its
+/// end, so that no "new" buffer takes the address of one a kernel ran on: the tensor maps are
+/// cached by address, and a reused address with the same problem finds its map (rightly), so
+/// the capture would not be refused (on the H200, thirty-fourth session: the second kernel's
+/// new buffer at the first kernel's).
+fn on_the_callers_tensors(gpu: &Gpu, algo: Algorithm, cases: &[(Conv2d, (bool, bool))], kept: &mut Kept) {
+    let (kept, convs) = (&mut kept.0, &mut kept.1);
     for &(p, direct) in cases {
         for seed in [1, 2] {
             let x = Tensor::random(p.input_shape(), Layout::Nchw, seed).unwrap().map(bf16::from_f32);
