@@ -5,7 +5,8 @@
 //! Y[n][k][p][q] = sum over (r, s, c) of W[k][r][s][c] * X[n][c][p*sh - ph + r*dh][q - pw + s*dw]
 //! ```
 //!
-//! The rows are (image, output channel) pairs as in step 9; the columns are an image's output
+//! The rows are (image, output channel) pairs (step 9's were, until its columns spanned the
+//! images: notes/hopper.md §27); the columns are an image's output
 //! rows, [`plane_row_pitch`] columns each (Q rounded up to whole 64-pixel copies). A k-tile is
 //! one (tap, 64-channel chunk): the filter tile of that tap (KRSC, the A tile) and, for each
 //! 64 columns of the tile, the 64 pixels of the input row under the output row, shifted by the
