@@ -16,8 +16,8 @@
 //! H*W rounded up to whole 64-pixel copies (`convrs_spec::hopper::plane_pitch`), and the rows
 //! are the K output channels rounded up to whole block tiles (`plane_rows`: 128 rows, or 64
 //! under step 15's ping-pong). A tile's copies each lie in one image (pixels past H*W arrive as
-//! zeros), but a tile may span two: the thirty-first session's build rounded each image up to
-//! whole tiles, and on 28x28 planes its tiles of 256 pixels computed 1.31x the output, the
+//! zeros), but a tile may span two: until the thirty-fourth session each image was rounded up
+//! to whole tiles, and on 28x28 planes its tiles of 256 pixels computed 1.31x the output, the
 //! fourth of each image 16 pixels wide (BENCHMARKS.md, thirty-fourth session). Its tiles are
 //! stored whole when their k-tiles end: deferred stores (the NHWC steps') would take the
 //! columns' divisions between the wgmmas of every k-tile, which cost 10% of the time
