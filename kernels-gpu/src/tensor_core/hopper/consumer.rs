@@ -10,7 +10,8 @@ use crate::prelude::wgmma::{desc_sw128, fence_proxy_async_shared, Accumulators};
 
 /// A consumer warpgroup (`cw` 0 or 1: rows 64cw.. of a block tile `BM` rows high, whose B tile
 /// follows its A tile in each stage) on one tile: runs every k-tile's wgmmas as soon as its stage (from `at`, which it advances) is full and hands each stage back
-/// once they retired, the last one too; calls `under(kt)` after issuing each k-tile's wgmmas
+/// once they retired, the last one too unless `hold` (then the caller releases it, after using its
+/// A tile as the fused epilogue's staging: `store_fused`); calls `under(kt)` after issuing each k-tile's wgmmas
 /// (work that overlaps them, predicated on kt by the caller). Returns the accumulators with
 /// every wgmma retired. An `idle` warpgroup (all its rows outside the output, the same for the
 /// whole warpgroup) only waits and releases: its accumulators are never stored. Without `IM2COL` (activations written by `cp.async`, through the
@@ -26,6 +27,7 @@ pub(super) unsafe fn consume<Acc: Accumulators, M: Math, const STAGES: usize, co
     tid: u32,
     ktiles: i32,
     idle: bool,
+    hold: bool,
     at: &mut Position,
     mut under: impl FnMut(u32),
 ) -> Acc {
@@ -67,8 +69,10 @@ pub(super) unsafe fn consume<Acc: Accumulators, M: Math, const STAGES: usize, co
     }
     // SAFETY: uniform, as above.
     unsafe { acc.wait_0() };
-    // SAFETY: the last k-tile's wgmmas retired with the others.
-    unsafe { ring.release::<CLUSTER>(prev) };
+    if !hold {
+        // SAFETY: the last k-tile's wgmmas retired with the others.
+        unsafe { ring.release::<CLUSTER>(prev) };
+    }
     // SAFETY: the whole warpgroup, after the wait above.
     unsafe { M::finish(acc, &mut spare, &total, ktiles) }
 }

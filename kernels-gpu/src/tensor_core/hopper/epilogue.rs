@@ -4,8 +4,7 @@
 //! tile's stores into the next tile's first k-tiles ([`Pending`]), so that the stores drain
 //! while the tensor cores work. A fused epilogue with a bias and a piecewise linear activation
 //! runs on the accumulators in registers first ([`finish_in_registers`]), then the bare store
-//! does; any other finishes 8 columns a lane after the quads trade the accumulators
-//! ([`store_traded`]).
+//! does; any other goes through shared memory ([`store_fused`]).
 //!
 //! Register 4j+e' (e' < 2) of a consumer thread is D[16*warp + lane/4][8j + 2*(lane%4) + e'],
 //! 4j+2+e' the same 8 rows further (notes/hopper.md §1.4), warp and lane within the warpgroup.
@@ -154,7 +153,7 @@ pub(super) trait NchwRows {
 /// twenty-ninth session). So each warp stages its 16 rows, a chunk of [`CHUNK`] columns at a
 /// time, in its own [`ROW_BYTES`] x 16 of the staging at the end of the block's shared memory
 /// (`convrs_spec::hopper::NCHW_STAGING_BYTES`, outside the ring, so no stage is held), as
-/// the fused epilogue once staged them, and reads them back down the columns: lane L takes column L/2
+/// [`store_fused`] stages them, and reads them back down the columns: lane L takes column L/2
 /// (and L/2 + 16) of the chunk, rows 8*(L%2) to 8*(L%2)+7, so each lane stores 8 consecutive
 /// pixels of one plane and two lanes a whole 32-byte run of a column ([`store_eight_nchw`]).
 ///
@@ -268,7 +267,7 @@ unsafe fn store_eight_nchw<R: NchwRows, M: Math>(rows: &R, y: *mut f32, x: &[f32
 /// `in_registers`' `ping_pong`).
 ///
 /// # Safety
-/// As [`store_traded`]'s operands: scale and bias (where not 0) hold K fp32 values, the residual
+/// As [`store_fused`]'s operands: scale and bias (where not 0) hold K fp32 values, the residual
 /// an output-shaped tensor in the output's type.
 #[inline(always)]
 pub(super) unsafe fn finish_in_registers<O: Operands, Acc: Accumulators, M: Math, const RES: bool>(sh: &ConvShape, acc: &mut Acc, m0: u32, n0: u32, cw: u32, tid: u32) {
@@ -353,7 +352,7 @@ unsafe fn finish_form<O: Operands, Acc: Accumulators, M: Math, const SCALE: bool
     });
 }
 
-/// Columns of a chunk of [`store_nchw`]'s staging: one [`ROW_BYTES`] row of fp32 values.
+/// Columns of a chunk of [`store_fused`]: one [`ROW_BYTES`] row of fp32 values.
 const CHUNK: usize = ROW_BYTES / 4;
 
 /// The shared address of 16-byte unit `u` of row `r` of a warp's staging at `staged`
@@ -384,49 +383,69 @@ unsafe fn stage_chunk<Acc: Accumulators>(acc: &Acc, c: usize, staged: u32, lane:
 }
 
 /// Writes consumer warpgroup `cw`'s 64 rows of the tile at (`m0`, `n0`) with the fused epilogue
-/// (`ConvShape::ep`), any activation: [`finish_eight`] on 8 consecutive columns of a row at a
-/// time, straight from the registers. The quad trades its fp32
-/// accumulators as [`store_tile`] trades packed pairs (two 4 x 4 transposes, of the pairs' first
-/// and of their second elements), so that each lane holds 8 columns of a row whole and loads its
-/// 8 channels' scale and bias and 8 residual elements as 16-byte vectors.
+/// (`ConvShape::ep`): y = act(alpha * acc * scale[k] + bias[k] + beta * residual), rounded once.
 ///
-/// It replaced a staging through shared memory (`store_fused`, before the thirty-fifth
-/// session), which held the tile's last stage from the producer until the epilogue ended: under
-/// ping-pong that starved the other warpgroup's mainloop (step 12 with a residual took 2.3x its
-/// time with bias and ReLU in registers; H100, twentieth session).
+/// The accumulators go through shared memory a chunk of [`CHUNK`] columns at a time: each warp
+/// writes its 16 rows of the chunk into its own 16 rows of the last stage's A tile (`a_tile`,
+/// which the warpgroup holds: its wgmmas retired, the producer waits for its release), then
+/// reads them back as 8 consecutive columns of a row a lane, twice. The epilogue then runs on
+/// 8 elements at a time in a loop that is not unrolled: its code is one body per chunk, the
+/// activation's branch taken once per 8 elements, and the operands load as 16-byte vectors
+/// (scale and bias of 8 channels, 8 residual elements). Applied to the accumulators in registers
+/// instead, the unrolled code (one three-way activation branch per element, about 6800
+/// instructions on 128x128 tiles) ran each tile once out of an instruction cache it did not
+/// fit: 3x the bare kernel's time, two thirds of it instruction-fetch stalls (ncu, H100,
+/// notes/epilogue.md).
+///
+/// The staging's layout is [`staged_unit`]'s, written by [`stage_chunk`].
 ///
 /// # Safety
-/// As [`store_tile`] (each warp may call it alone: its shuffles stay in the warp); the
-/// epilogue's addresses hold K channels and an output-shaped residual, 16-byte aligned.
+/// As [`store_tile`], except that each warp may call it alone (split-K's last warp of a unit);
+/// `a_tile` is the shared address of a stage's A tile ([`ROW_BYTES`]-byte rows, 128 of them)
+/// that no wgmma or copy touches until this warpgroup releases it; the epilogue's addresses
+/// hold K channels and an output-shaped residual, 16-byte aligned.
 #[inline(always)]
-pub(super) unsafe fn store_traded<O: Operands, Acc: Accumulators, M: Math>(sh: &ConvShape, y: *mut f32, acc: &Acc, m0: u32, n0: u32, cw: u32, tid: u32) {
+#[allow(clippy::too_many_arguments)]
+pub(super) unsafe fn store_fused<O: Operands, Acc: Accumulators, M: Math>(sh: &ConvShape, y: *mut f32, acc: &Acc, m0: u32, n0: u32, cw: u32, tid: u32, a_tile: u32) {
     let (warp, lane) = ((tid % WG) / 32, tid % 32);
-    let q = lane % 4;
-    let row0 = m0 + cw * 64 + warp * 16 + lane / 4;
-    // Decoded once a tile: its table lookup and jump were a dependent chain in every item of
-    // the staged epilogue's loop.
+    let rows = cw * 64 + warp * 16;
+    let staged = a_tile + rows * ROW_BYTES as u32;
+    let unit = |r: u32, u: u32| staged_unit(staged, r, u);
+    // Decoded once a tile, not in the loop (its table lookup and jump were a dependent chain
+    // in every iteration).
     let act = Activation::of(&sh.ep);
-    unroll!(4: 2, e => {
-        let row = row0 + 8 * e as u32;
-        unroll!(8: Acc::N / 32, g => {
-            // Chunks 4g..4g+4: lane q ends with chunk 4g+q whole, its pair t in (lo[t], hi[t]).
-            let (mut lo, mut hi) = ([0u32; 4], [0u32; 4]);
-            unroll!(4: 4, t => {
-                let j = 4 * g + t;
-                lo[t] = acc[4 * j + 2 * e].to_bits();
-                hi[t] = acc[4 * j + 2 * e + 1].to_bits();
+    // Every lane's reads of the stage (3xTF32's ldmatrix) before any lane's staging writes.
+    sync_warp();
+    let q = lane % 4;
+    unroll!(8: Acc::N / CHUNK, c => {
+        // `stage_chunk`'s loop, written out: through the function, ptxas spilled 12 bytes on
+        // step 7's 128 x 256 tiles (thirtieth session).
+        unroll!(4: CHUNK / 8, t => {
+            unroll!(4: 2, e => {
+                let i = 4 * (CHUNK / 8 * c + t) + 2 * e;
+                let r = lane / 4 + 8 * e as u32;
+                // SAFETY: this warp's rows of the held A tile; 8-byte aligned.
+                unsafe { st_shared_f32x2(unit(r, 2 * t as u32 + q / 2) + (q % 2) * 8, acc[i], acc[i + 1]) };
             });
-            // SAFETY: the whole warp, in uniform control flow (the caller's contract).
-            let (lo, hi) = unsafe { (quad_transpose(lo, q), quad_transpose(hi, q)) };
-            let x: [f32; 8] = core::array::from_fn(|i| f32::from_bits(if i % 2 == 0 { lo[i / 2] } else { hi[i / 2] }));
-            let col = n0 + 8 * (4 * g as u32 + q);
+        });
+        sync_warp();
+        // Each lane's items of the chunk: (row, 8-column group) pairs, 16 x CHUNK / 8 of them.
+        let mut item = lane;
+        while item < (16 * CHUNK / 8) as u32 {
+            let (r, v) = (item / (CHUNK / 8) as u32, item % (CHUNK / 8) as u32);
+            // SAFETY: this warp's rows of the held A tile, written above; 16-byte aligned.
+            let (lo, hi) = unsafe { (ld_shared_f32x4(unit(r, 2 * v)), ld_shared_f32x4(unit(r, 2 * v + 1))) };
+            let x = [lo.0[0], lo.0[1], lo.0[2], lo.0[3], hi.0[0], hi.0[1], hi.0[2], hi.0[3]];
+            let (row, col) = (m0 + rows + r, n0 + (CHUNK * c) as u32 + 8 * v);
             if O::y_in(sh, row, col) {
                 // SAFETY: row < M and col..col + 8 inside the output (K, or H*W for planes, a
                 // multiple of 8), 16-byte aligned; this thread's alone; operands as the caller
                 // guarantees.
                 unsafe { finish_eight::<O, M>(sh, &act, y, x, row, col) };
             }
-        });
+            item = opaque(item + 32);
+        }
+        sync_warp();
     });
 }
 
@@ -459,12 +478,22 @@ pub(super) unsafe fn prefetch_residual<O: Operands, Acc: Accumulators, M: Math>(
     }
 }
 
+/// `v`, hidden from the optimizer: a loop counter through it has no trip count, so the loop is
+/// neither unrolled nor duplicated.
+#[inline(always)]
+fn opaque(v: u32) -> u32 {
+    let o: u32;
+    // SAFETY: register move only.
+    unsafe { asm!("mov.u32 {o}, {v};", o = out(reg32) o, v = in(reg32) v, options(pure, nomem, nostack)) };
+    o
+}
+
 /// Finishes and stores output elements (`row`, `col..col + 8`) of accumulators `x`: the
-/// epilogue of [`store_traded`] (`act` decoded from it), then 16 bytes of a 16-bit output or
+/// epilogue of [`store_fused`] (`act` decoded from it), then 16 bytes of a 16-bit output or
 /// 32 of fp32.
 ///
 /// # Safety
-/// As [`store_traded`] for these 8 elements, all inside the output.
+/// As [`store_fused`] for these 8 elements, all inside the output.
 #[inline(always)]
 unsafe fn finish_eight<O: Operands, M: Math>(sh: &ConvShape, act: &Activation, y: *mut f32, mut x: [f32; 8], row: u32, col: u32) {
     let ep = &sh.ep;

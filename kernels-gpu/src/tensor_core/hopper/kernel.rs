@@ -77,7 +77,7 @@ use convrs_spec::EpilogueArgs;
 
 use super::consumer::consume;
 use super::math::Math;
-use super::epilogue::{finish_in_registers, prefetch_residual, store_deferring, store_pending, store_tile, store_traded, Pending, SLICES};
+use super::epilogue::{finish_in_registers, prefetch_residual, store_deferring, store_fused, store_pending, store_tile, Pending, SLICES};
 use super::plane_rows::{init_landed, produce_plane_rows};
 use super::planes::{produce_plane_pixels, produce_planes};
 use super::producer::{group_channels, produce_cp_async, produce_tma};
@@ -85,7 +85,7 @@ use super::scheduler::Tiles;
 use super::split_k::Split;
 use crate::prelude::mbarrier::{cluster_arrive, cluster_wait, fence_mbarrier_init, named_arrive, named_sync, prefetch_tensormap, setmaxnreg_inc_224};
 use crate::prelude::pipeline::{empty_arrivals, Position, Ring};
-use crate::prelude::wgmma::{Accumulators, TwoBlocks};
+use crate::prelude::wgmma::{fence_proxy_async_shared, Accumulators, TwoBlocks};
 use crate::prelude::*;
 use crate::tensor_core::implicit_gemm::Operands;
 
@@ -351,9 +351,8 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
     let defer = matches!(M::SPEC, Spec::Half) && IM2COL && !SPLIT && sh.y_bits == 16 && (sh.ep.is_identity() || regs);
     // (NCHW rows are planes too: `O::PLANE_ROWS` implies `O::PLANES`, a const check above.)
     let defer = if O::PLANES || O::Y_NCHW { false } else { defer };
-    // Any other fused epilogue finishes 8 columns a lane after its quad trades the accumulators
-    // (`store_traded`).
-    let traded = fuses && !sh.ep.is_identity() && !regs;
+    // Any other fused epilogue holds each tile's last stage for its staging (`store_fused`).
+    let hold = fuses && !sh.ep.is_identity() && !regs;
     let mut pending = Pending::NONE;
     while let Some((m0, n0)) = tiles.next::<CLUSTER>() {
         // A warpgroup whose first row (so every row) lies outside the output: a ragged last M
@@ -361,14 +360,14 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
         // Split-K keeps every warp in its meeting; 3xTF32 computes it anyway (the branch around
         // its register fragments measured 144 bytes of spills in ptxas).
         let idle = !SPLIT && !matches!(M::SPEC, Spec::Tf32x3) && !O::block_in(&sh, m0 + cw * 64, n0);
-        if (traded || regs) && !idle {
+        if (hold || regs) && !idle {
             // SAFETY: the caller's contract (the residual is output-shaped).
             unsafe { prefetch_residual::<O, Acc, M>(&sh, m0, n0, cw, tid) };
         }
         // SAFETY: the whole warpgroup, for every tile the producer fills; the stores as
         // `store_pending` requires (the previous tile's, this thread's part).
         let mut acc = unsafe {
-            consume::<Acc, M, STAGES, CLUSTER, IM2COL, BM>(ring, cw, tid, ktiles, idle, &mut at, |kt| {
+            consume::<Acc, M, STAGES, CLUSTER, IM2COL, BM>(ring, cw, tid, ktiles, idle, hold, &mut at, |kt| {
                 if defer {
                     store_pending::<O, Acc>(&sh, y, &pending, cw, tid, kt, kt + 1);
                 }
@@ -393,11 +392,11 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
         }
         if split.is_some() {
             if write {
-                // SAFETY: as below (each warp writes its own 16 rows; shuffles within the
-                // warp); of the slices, only this warp writes them.
+                // SAFETY: as below (each warp writes its own 16 rows; shuffles and staging
+                // within the warp); of the slices, only this warp writes them.
                 unsafe {
-                    if traded {
-                        store_traded::<O, Acc, M>(&sh, y, &acc, m0, n0, cw, tid);
+                    if hold {
+                        store_fused::<O, Acc, M>(&sh, y, &acc, m0, n0, cw, tid, ring.stage_addr(at.prev_stage::<STAGES>()));
                     } else {
                         store_tile::<O, Acc, M>(&sh, y, &acc, m0, n0, cw, tid);
                     }
@@ -411,12 +410,20 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
         } else if defer {
             // SAFETY: the caller's contract; this CTA's tile, the last tile's remaining stores.
             pending = unsafe { store_deferring::<O, Acc, M>(&sh, y, &pending, &acc, m0, n0, cw, tid, ktiles) };
-        } else if traded && !idle {
-            // SAFETY: the caller's contract (the epilogue's operands); this CTA's tile.
-            unsafe { store_traded::<O, Acc, M>(&sh, y, &acc, m0, n0, cw, tid) };
+        } else if hold && !idle {
+            // SAFETY: the caller's contract; this CTA's tile, staged in the last stage's A
+            // tile, which this warpgroup still holds.
+            unsafe { store_fused::<O, Acc, M>(&sh, y, &acc, m0, n0, cw, tid, ring.stage_addr(at.prev_stage::<STAGES>())) };
         } else if !idle {
             // SAFETY: the caller's contract; this CTA's tile.
             unsafe { store_tile::<O, Acc, M>(&sh, y, &acc, m0, n0, cw, tid) };
+        }
+        if hold {
+            // The staging's generic-proxy writes before the producer's next copies into the
+            // stage (async proxy), then the release consume left to this point.
+            fence_proxy_async_shared();
+            // SAFETY: every thread of the warpgroup, once for the tile's last stage.
+            unsafe { ring.release::<CLUSTER>(at.prev_stage::<STAGES>()) };
         }
     }
     // SAFETY: the last tile's stores, as above.
@@ -462,11 +469,11 @@ unsafe fn ping_pong<O: Operands, Acc: Accumulators, const STAGES: usize, M: Math
     let one = BM == WGMMA_M;
     // Every ping-pong configuration but the NCHW-output ones fuses the epilogue
     // (`fuses_epilogue`: TMA, no cluster): a piecewise linear one on the accumulators (a thread
-    // holds N / 2 a block), any other traded across each quad (`store_traded`). (Under NCHW
-    // output neither compiles: the plan refuses epilogues there.)
+    // holds N / 2 a block), any other through the held stage. (Under NCHW output neither
+    // compiles: the plan refuses epilogues there.)
     let fused = !O::Y_NCHW && !sh.ep.is_identity();
     let regs = fused && sh.ep.in_registers(if one { Acc::N / 2 } else { Acc::N }, true);
-    let traded = fused && !regs;
+    let hold = fused && !regs;
     let mut at = Position::START;
     let mut place = 0u32;
     while let Some((m0, n0)) = tiles.next::<1>() {
@@ -476,7 +483,7 @@ unsafe fn ping_pong<O: Operands, Acc: Accumulators, const STAGES: usize, M: Math
             continue;
         }
         let second = !one && O::y_in(sh, m0 + WGMMA_M as u32, n0);
-        if fused {
+        if hold || regs {
             // SAFETY: the caller's contract (the residual is output-shaped).
             unsafe {
                 prefetch_residual::<O, Acc, M>(sh, m0, n0, 0, tid);
@@ -494,23 +501,29 @@ unsafe fn ping_pong<O: Operands, Acc: Accumulators, const STAGES: usize, M: Math
         // A one-block tile's second block is never stored (`second` is false).
         let acc = unsafe {
             if one {
-                TwoBlocks(consume::<Acc, M, STAGES, 1, true, BM>(ring, 0, tid, ktiles, false, &mut at, |_| {}), Acc::ZERO)
+                TwoBlocks(consume::<Acc, M, STAGES, 1, true, BM>(ring, 0, tid, ktiles, false, hold, &mut at, |_| {}), Acc::ZERO)
             } else {
-                consume::<TwoBlocks<Acc>, M, STAGES, 1, true, BM>(ring, 0, tid, ktiles, false, &mut at, |_| {})
+                consume::<TwoBlocks<Acc>, M, STAGES, 1, true, BM>(ring, 0, tid, ktiles, false, hold, &mut at, |_| {})
             }
         };
         if tiles.more() {
             // The next tile's mainloop (the other's) may start. SAFETY: as above.
             unsafe { named_arrive(ORDER + 1 - cw, 2 * WG) };
         }
-        if traded {
-            // SAFETY: the caller's contract; this warpgroup's tile (and the epilogue's operands).
+        if hold {
+            let stage = at.prev_stage::<STAGES>();
+            // SAFETY: the caller's contract; this warpgroup's tile, each block staged in its rows
+            // of the last stage's A tile, which this warpgroup still holds.
             unsafe {
-                store_traded::<O, Acc, M>(sh, y, &acc.0, m0, n0, 0, tid);
+                store_fused::<O, Acc, M>(sh, y, &acc.0, m0, n0, 0, tid, ring.stage_addr(stage));
                 if second {
-                    store_traded::<O, Acc, M>(sh, y, &acc.1, m0, n0, 1, tid);
+                    store_fused::<O, Acc, M>(sh, y, &acc.1, m0, n0, 1, tid, ring.stage_addr(stage));
                 }
             }
+            // As in `conv`: the staging's writes before the producer's next copies, then the release.
+            fence_proxy_async_shared();
+            // SAFETY: every thread of the warpgroup, once for the tile's last stage.
+            unsafe { ring.release::<1>(stage) };
         } else {
             let mut acc = acc;
             // SAFETY: the caller's contract; this warpgroup's tile (and the epilogue's operands).
