@@ -83,11 +83,12 @@ pub const IN_REGISTERS_MAX_ACC: usize = 64;
 /// the bare store (straight-line, deferred stores included), instead of staging them through
 /// shared memory: piecewise linear activations after a bias (folded BatchNorms and conv biases;
 /// each form of the code is a copy in every kernel, so the forms without a bias are left out),
-/// at most [`IN_REGISTERS_MAX_ACC`] accumulators, and a residual only where the consumer
-/// warpgroups do not take turns (`ping_pong` false: beside a ping-pong warpgroup's 64
-/// accumulators the residual's registers spilled). Kernels and planner read this one rule.
-pub const fn in_registers(act: Act, bias: bool, residual: bool, acc: usize, ping_pong: bool) -> bool {
-    act.is_linear() && bias && acc <= IN_REGISTERS_MAX_ACC && !(residual && ping_pong)
+/// at most [`IN_REGISTERS_MAX_ACC`] accumulators, with or without a residual (loaded into
+/// registers before each tile's mainloop; under ping-pong too, since the thirty-fifth session:
+/// the loads inside the epilogue had spilled beside a ping-pong warpgroup's accumulators).
+/// Kernels and planner read this one rule.
+pub const fn in_registers(act: Act, bias: bool, acc: usize) -> bool {
+    act.is_linear() && bias && acc <= IN_REGISTERS_MAX_ACC
 }
 
 /// `2 * sqrt(2 / pi)`: the tanh GELU is `v * sigmoid(GELU_TANH_A * (v + GELU_TANH_B * v^3))`.
@@ -105,12 +106,12 @@ impl EpilogueArgs {
         self.scale == 0 && self.bias == 0 && self.residual == 0 && self.act == Act::Identity as u32 && self.alpha == Self::NONE.alpha
     }
 
-    /// [`in_registers`] for these arguments, a thread's `acc` accumulators and the schedule (an
-    /// unknown act code: no).
+    /// [`in_registers`] for these arguments and a thread's `acc` accumulators (an unknown act
+    /// code: no).
     #[inline(always)]
-    pub fn in_registers(&self, acc: usize, ping_pong: bool) -> bool {
+    pub fn in_registers(&self, acc: usize) -> bool {
         match Act::from_code(self.act) {
-            Some(act) => in_registers(act, self.bias != 0, self.residual != 0, acc, ping_pong),
+            Some(act) => in_registers(act, self.bias != 0, acc),
             None => false,
         }
     }
@@ -134,13 +135,12 @@ mod tests {
         let linear = Act::ALL.map(Act::is_linear);
         assert_eq!(linear, [true, true, true, true, false, false, false]);
         let relu = EpilogueArgs { act: Act::Relu as u32, bias: 64, ..EpilogueArgs::NONE };
-        assert!(relu.in_registers(64, true));
-        assert!(EpilogueArgs { residual: 128, ..relu }.in_registers(64, false));
-        assert!(!EpilogueArgs { residual: 128, ..relu }.in_registers(64, true));
-        assert!(!relu.in_registers(128, false));
-        assert!(!EpilogueArgs { act: Act::Silu as u32, ..relu }.in_registers(64, false));
-        assert!(!EpilogueArgs { act: 9, ..relu }.in_registers(64, false));
-        assert!(!EpilogueArgs { bias: 0, ..relu }.in_registers(64, false));
+        assert!(relu.in_registers(64));
+        assert!(EpilogueArgs { residual: 128, ..relu }.in_registers(64));
+        assert!(!relu.in_registers(128));
+        assert!(!EpilogueArgs { act: Act::Silu as u32, ..relu }.in_registers(64));
+        assert!(!EpilogueArgs { act: 9, ..relu }.in_registers(64));
+        assert!(!EpilogueArgs { bias: 0, ..relu }.in_registers(64));
         // 2 * sqrt(2 / pi).
         assert!((GELU_TANH_A as f64 - 2.0 * (2.0 / core::f64::consts::PI).sqrt()).abs() < 1e-7);
     }

@@ -705,12 +705,12 @@ impl Config {
         rows / crate::hopper::WGMMA_M * self.bn / 2
     }
 
-    /// Whether its entries apply an epilogue with activation `act` (and a bias and a residual
-    /// where `bias` and `residual`) on the accumulators in registers, the kernels' rule
+    /// Whether its entries apply an epilogue with activation `act` (and a bias where `bias`;
+    /// a residual either way) on the accumulators in registers, the kernels' rule
     /// ([`crate::epilogue::in_registers`]); otherwise a fusing entry stages them through shared
     /// memory.
-    pub const fn epilogue_in_registers(&self, act: crate::epilogue::Act, bias: bool, residual: bool) -> bool {
-        self.fuses_epilogue() && crate::epilogue::in_registers(act, bias, residual, self.accumulators(), self.policy.ping_pong())
+    pub const fn epilogue_in_registers(&self, act: crate::epilogue::Act, bias: bool) -> bool {
+        self.fuses_epilogue() && crate::epilogue::in_registers(act, bias, self.accumulators())
     }
 
     /// Dynamic shared memory bytes per block: the stages, 1 KiB to align them to 1024, the
@@ -902,17 +902,18 @@ mod tests {
         // Step 7: two warpgroups share a 128-row tile, 64 rows each.
         assert_eq!(find("wgmma_ws_tma_persistent_128x256k64").accumulators(), 128);
         assert_eq!(find("wgmma_ws_tma_persistent_128x128k64").accumulators(), 64);
-        assert!(find("wgmma_ws_tma_persistent_128x128k64").epilogue_in_registers(relu, true, true));
-        assert!(!find("wgmma_ws_tma_persistent_128x128k64").epilogue_in_registers(relu, false, false));
-        assert!(!find("wgmma_ws_tma_persistent_128x256k64").epilogue_in_registers(relu, true, false));
+        assert!(find("wgmma_ws_tma_persistent_128x128k64").epilogue_in_registers(relu, true));
+        assert!(!find("wgmma_ws_tma_persistent_128x128k64").epilogue_in_registers(relu, false));
+        assert!(!find("wgmma_ws_tma_persistent_128x256k64").epilogue_in_registers(relu, true));
         // Ping-pong: a warpgroup's tile is its own, 128 rows as two blocks or one 64-row block.
         assert_eq!(find("wgmma_ws_tma_pingpong_128x128k64").accumulators(), 128);
         assert_eq!(find("wgmma_ws_tma_pingpong_m64_64x128k64").accumulators(), 64);
-        assert!(find("wgmma_ws_tma_pingpong_m64_64x128k64").epilogue_in_registers(relu, true, false));
-        assert!(!find("wgmma_ws_tma_pingpong_m64_64x128k64").epilogue_in_registers(relu, true, true));
+        assert!(find("wgmma_ws_tma_pingpong_m64_64x128k64").epilogue_in_registers(relu, true));
+        assert!(!find("wgmma_ws_tma_pingpong_128x128k64").epilogue_in_registers(relu, true));
+        assert!(find("wgmma_ws_tma_pingpong_128x64k64").epilogue_in_registers(relu, true));
         // SiLU stages through shared memory; a cluster does not fuse at all.
-        assert!(!find("wgmma_ws_tma_persistent_128x64k64").epilogue_in_registers(crate::epilogue::Act::Silu, true, false));
-        assert!(!find("wgmma_ws_tma_persistent_cluster2_128x128k64").epilogue_in_registers(relu, true, false));
+        assert!(!find("wgmma_ws_tma_persistent_128x64k64").epilogue_in_registers(crate::epilogue::Act::Silu, true));
+        assert!(!find("wgmma_ws_tma_persistent_cluster2_128x128k64").epilogue_in_registers(relu, true));
     }
 
     #[test]

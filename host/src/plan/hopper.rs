@@ -398,7 +398,7 @@ fn plan_folding(desc: &KernelDesc, problem: &Conv2d, dtype: DType, device: &Devi
     // Charged only where the epilogue stages through shared memory: a piecewise linear one runs
     // on the accumulators (`Config::epilogue_in_registers`), as cheap as the bare store.
     let (act, _) = p.epilogue.activation.code();
-    let staged = |c: &Config| (!p.epilogue.is_none() && !c.epilogue_in_registers(act, p.epilogue.bias, p.epilogue.residual)).then_some(p.epilogue.residual);
+    let staged = |c: &Config| (!p.epilogue.is_none() && !c.epilogue_in_registers(act, p.epilogue.bias)).then_some(p.epilogue.residual);
     let cost_of = |&(c, z): &(&Config, usize)| cost(c, device, m, n, group_c, p.r * p.s, z, live, staged(c));
     let forced = if policy.split_k() { forced_split()? } else { None };
     let choices = configs().filter(fits).flat_map(|c| splits(c).map(move |z| (c, z)));

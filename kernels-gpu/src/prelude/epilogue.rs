@@ -238,6 +238,34 @@ pub unsafe fn residual_pair(res: u64, off: usize, half: bool, bf16: bool) -> [f3
     }
 }
 
+/// Residual elements `off` and `off + 1` as [`residual_pair`] reads them, left in their raw
+/// bits (`half`: both in the first word) for [`widen_pair`] to widen later, and issued where
+/// the call is: the asm is not `pure`, so LLVM neither sinks the load to its use nor drops it.
+///
+/// # Safety
+/// As [`residual_pair`].
+#[inline(always)]
+pub unsafe fn residual_pair_ahead(res: u64, off: usize, half: bool) -> [u32; 2] {
+    // SAFETY: as the caller guarantees.
+    unsafe {
+        if half {
+            let v: u32;
+            asm!("ld.global.nc.u32 {v}, [{p}];", v = out(reg32) v, p = in(reg64) (res as *const u16).add(off), options(readonly, nostack));
+            [v, 0]
+        } else {
+            let (a, b): (u32, u32);
+            asm!("ld.global.nc.v2.u32 {{{a}, {b}}}, [{p}];", a = out(reg32) a, b = out(reg32) b, p = in(reg64) (res as *const f32).add(off), options(readonly, nostack));
+            [a, b]
+        }
+    }
+}
+
+/// The two elements [`residual_pair_ahead`] loaded, as [`residual_pair`] returns them.
+#[inline(always)]
+pub fn widen_pair(v: [u32; 2], half: bool, bf16: bool) -> [f32; 2] {
+    if half { [widen(v[0] as u16, bf16), widen((v[0] >> 16) as u16, bf16)] } else { [f32::from_bits(v[0]), f32::from_bits(v[1])] }
+}
+
 /// Residual elements `off..off + 8` as [`residual_pair`] reads two, in 16-byte loads.
 ///
 /// # Safety

@@ -11,12 +11,12 @@
 
 use core::arch::asm;
 
-use convrs_spec::epilogue::Act;
+use convrs_spec::epilogue::{Act, IN_REGISTERS_MAX_ACC};
 use convrs_spec::hopper::{Math as Spec, NCHW_STAGING_BYTES, ROW_BYTES, WARPGROUP};
 
 use super::math::{pack, Math};
 use super::nchw_out::NhwcToNchw;
-use crate::prelude::epilogue::{relu, residual_eight, residual_pair, Activation};
+use crate::prelude::epilogue::{relu, residual_eight, residual_pair, residual_pair_ahead, widen_pair, Activation};
 use crate::prelude::matrix::{shfl_xor, store_global_f32, store_global_f32x2, store_global_u16, store_global_v4, store_global_v4_if};
 use crate::prelude::wgmma::Accumulators;
 use crate::prelude::*;
@@ -263,14 +263,13 @@ unsafe fn store_eight_nchw<R: NchwRows, M: Math>(rows: &R, y: *mut f32, x: &[f32
 /// an element, and step 7 with `alpha=2` alone took 1.4x the bare time (ncu, H100, 8,64,112,112 ->
 /// 128 3x3: 15.4M instructions against 8.9M).
 ///
-/// The forms with a residual are compiled where `RES` (the kernel's schedule allows them:
-/// `in_registers`' `ping_pong`).
+/// The residual comes from `ahead` ([`residual_ahead`] of the same tile and warpgroup, loaded
+/// before the tile's mainloop).
 ///
 /// # Safety
-/// As [`store_fused`]'s operands: scale and bias (where not 0) hold K fp32 values, the residual
-/// an output-shaped tensor in the output's type.
+/// As [`store_fused`]'s operands: scale and bias (where not 0) hold K fp32 values.
 #[inline(always)]
-pub(super) unsafe fn finish_in_registers<O: Operands, Acc: Accumulators, M: Math, const RES: bool>(sh: &ConvShape, acc: &mut Acc, m0: u32, n0: u32, cw: u32, tid: u32) {
+pub(super) unsafe fn finish_in_registers<O: Operands, Acc: Accumulators, M: Math>(sh: &ConvShape, acc: &mut Acc, ahead: &Ahead, m0: u32, n0: u32, cw: u32, tid: u32) {
     let ep = &sh.ep;
     let relu = ep.act == Act::Relu as u32;
     macro_rules! forms {
@@ -278,9 +277,7 @@ pub(super) unsafe fn finish_in_registers<O: Operands, Acc: Accumulators, M: Math
             match (ep.scale != 0, ep.residual != 0, relu) {
                 // SAFETY: as the caller guarantees; each form reads the operands it is named for
                 // (and the bias, which `in_registers` requires).
-                $(($s, $r, $relu) if RES || !$r => unsafe { finish_form::<O, Acc, M, $s, $r, $relu>(sh, acc, m0, n0, cw, tid) },)*
-                // A residual where the kernel compiled no residual form: `in_registers` rules it out.
-                _ => trap(),
+                $(($s, $r, $relu) => unsafe { finish_form::<O, Acc, M, $s, $r, $relu>(sh, acc, ahead, m0, n0, cw, tid) },)*
             }
         };
     }
@@ -291,9 +288,9 @@ pub(super) unsafe fn finish_in_registers<O: Operands, Acc: Accumulators, M: Math
 /// `RES` (their addresses then non-zero), and ReLU (one `max.NaN`) where `RELU`, otherwise the
 /// linear form of `ep.act`. Each accumulator pair is two columns of a row: a pixel's two
 /// channels, whose scale and bias load as one 8-byte pair shared by the pair's two rows, or for
-/// NCHW planes two pixels of one channel, whose factors load once a row. The residual loads in
-/// pairs too, 4 (fp32: 8) bytes. Elements outside the output are computed on clamped channels
-/// and offsets (and not stored). A warp barrier after every fourth column group keeps ptxas from
+/// NCHW planes two pixels of one channel, whose factors load once a row. The residual pairs
+/// were loaded ahead (`ahead`). Elements outside the output are computed on clamped channels
+/// (and not stored). A warp barrier after every fourth column group keeps ptxas from
 /// hoisting every load of the tile to the top, where their registers spilled (128 x 128 tiles).
 ///
 /// # Safety
@@ -302,6 +299,7 @@ pub(super) unsafe fn finish_in_registers<O: Operands, Acc: Accumulators, M: Math
 unsafe fn finish_form<O: Operands, Acc: Accumulators, M: Math, const SCALE: bool, const RES: bool, const RELU: bool>(
     sh: &ConvShape,
     acc: &mut Acc,
+    ahead: &Ahead,
     m0: u32,
     n0: u32,
     cw: u32,
@@ -333,13 +331,17 @@ unsafe fn finish_form<O: Operands, Acc: Accumulators, M: Math, const SCALE: bool
         let col = n0 + 8 * j as u32 + 2 * (lane % 4);
         let by_col = if O::PLANES { by_row[0] } else { factors(col, true) };
         unroll!(4: 2, e => {
-            let row = row0 + 8 * e as u32;
             let (mul, mut add) = if O::PLANES { by_row[e] } else { by_col };
             if RES {
-                let off = if O::y_in(sh, row, col) { O::y_off(sh, row, col) as usize } else { 0 };
-                // SAFETY: an element pair of the output-shaped residual (the first for elements
-                // outside the output), aligned to the pair (col even).
-                let r = unsafe { residual_pair(ep.residual, off, half, M::BF16) };
+                let r = if loads_ahead::<M>() {
+                    widen_pair(ahead.pair(2 * j + e), half, M::BF16)
+                } else {
+                    let row = row0 + 8 * e as u32;
+                    let off = if O::y_in(sh, row, col) { O::y_off(sh, row, col) as usize } else { 0 };
+                    // SAFETY: an element pair of the output-shaped residual (the first for
+                    // elements outside the output), aligned to the pair (col even).
+                    unsafe { residual_pair(ep.residual, off, half, M::BF16) }
+                };
                 add = [fma(beta, r[0], add[0]), fma(beta, r[1], add[1])];
             }
             let i = 4 * j + 2 * e;
@@ -350,6 +352,68 @@ unsafe fn finish_form<O: Operands, Acc: Accumulators, M: Math, const SCALE: bool
             sync_warp();
         }
     });
+}
+
+/// Whether [`residual_ahead`] loads the residual for `M`: not for 3xTF32, whose three sets of
+/// accumulators left no room for the fp32 pairs (ptxas spilled up to 656 bytes); its forms load
+/// the residual in the epilogue.
+const fn loads_ahead<M: Math>() -> bool {
+    !matches!(M::SPEC, Spec::Tf32x3)
+}
+
+/// A thread's residual pairs for [`finish_in_registers`], in raw bits, loaded before the tile's
+/// mainloop ([`residual_ahead`]): pair (j, e) at `v[2j + e]`, [`finish_form`]'s order.
+pub(super) struct Ahead {
+    v: [[u32; 2]; 2 * IN_REGISTERS_COLUMN_GROUPS],
+}
+
+/// The 8-column groups of the widest block [`finish_in_registers`] takes (a thread's
+/// `IN_REGISTERS_MAX_ACC` accumulators, 4 a group).
+const IN_REGISTERS_COLUMN_GROUPS: usize = IN_REGISTERS_MAX_ACC / 4;
+
+impl Ahead {
+    /// No residual.
+    pub(super) const NONE: Ahead = Ahead { v: [[0; 2]; 2 * IN_REGISTERS_COLUMN_GROUPS] };
+
+    /// Pair `i` (zeros past the widest block: the forms are compiled for every tile width).
+    #[inline(always)]
+    fn pair(&self, i: usize) -> [u32; 2] {
+        self.v.get(i).copied().unwrap_or([0; 2])
+    }
+}
+
+/// Loads consumer warpgroup `cw`'s residual pairs of the tile at (`m0`, `n0`) for the register
+/// epilogue (`ConvShape::ep`; nothing without a residual, or where a thread holds more than
+/// `IN_REGISTERS_MAX_ACC` accumulators, which `in_registers` leaves to the staging). Called
+/// before the tile's mainloop: the loads then arrive under its MMAs. Issued in the epilogue,
+/// their round trips were its critical path (32,128,28,28->512 1x1 with bias + residual + ReLU
+/// took 2.4x the bare time; H200, thirty-fifth session). Elements outside the output read the
+/// residual's first pair instead (never stored).
+///
+/// # Safety
+/// The residual address (where not 0) holds an output-shaped tensor in the output's type,
+/// aligned to its pairs.
+#[inline(always)]
+pub(super) unsafe fn residual_ahead<O: Operands, Acc: Accumulators, M: Math>(sh: &ConvShape, m0: u32, n0: u32, cw: u32, tid: u32) -> Ahead {
+    let res = sh.ep.residual;
+    if res == 0 || Acc::N / 8 > IN_REGISTERS_COLUMN_GROUPS || !loads_ahead::<M>() {
+        return Ahead::NONE;
+    }
+    let half = M::SPEC == Spec::Half && sh.y_bits == 16;
+    let (warp, lane) = ((tid % WG) / 32, tid % 32);
+    let row0 = m0 + cw * 64 + warp * 16 + lane / 4;
+    let mut ahead = Ahead::NONE;
+    unroll!(16: Acc::N / 8, j => {
+        let col = n0 + 8 * j as u32 + 2 * (lane % 4);
+        unroll!(4: 2, e => {
+            let row = row0 + 8 * e as u32;
+            let off = if O::y_in(sh, row, col) { O::y_off(sh, row, col) as usize } else { 0 };
+            // SAFETY: an element pair of the output-shaped residual (the first for elements
+            // outside the output), aligned to the pair (col even).
+            ahead.v[2 * j + e] = unsafe { residual_pair_ahead(res, off, half) };
+        });
+    });
+    ahead
 }
 
 /// Columns of a chunk of [`store_fused`]: one [`ROW_BYTES`] row of fp32 values.

@@ -77,7 +77,7 @@ use convrs_spec::EpilogueArgs;
 
 use super::consumer::consume;
 use super::math::Math;
-use super::epilogue::{finish_in_registers, prefetch_residual, store_deferring, store_fused, store_pending, store_tile, Pending, SLICES};
+use super::epilogue::{finish_in_registers, prefetch_residual, residual_ahead, store_deferring, store_fused, store_pending, store_tile, Ahead, Pending, SLICES};
 use super::plane_rows::{init_landed, produce_plane_rows};
 use super::planes::{produce_plane_pixels, produce_planes};
 use super::producer::{group_channels, produce_cp_async, produce_tma};
@@ -341,7 +341,7 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
     let sh = &ConvShape { ep: if fuses { sh.ep } else { EpilogueArgs::NONE }, ..sh };
     // A piecewise linear epilogue runs on the accumulators (`finish_in_registers`; a thread
     // holds N / 2), then the bare store does.
-    let regs = fuses && !sh.ep.is_identity() && sh.ep.in_registers(Acc::N / 2, false);
+    let regs = fuses && !sh.ep.is_identity() && sh.ep.in_registers(Acc::N / 2);
     // With im2col copies and 16-bit outputs each tile's last stores go under the next tile's
     // first k-tiles (bare convolutions and register epilogues: see `store_deferring`).
     // Not under NCHW planes or rows: each slice's addresses take divisions (the image; under
@@ -360,10 +360,12 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
         // Split-K keeps every warp in its meeting; 3xTF32 computes it anyway (the branch around
         // its register fragments measured 144 bytes of spills in ptxas).
         let idle = !SPLIT && !matches!(M::SPEC, Spec::Tf32x3) && !O::block_in(&sh, m0 + cw * 64, n0);
-        if (hold || regs) && !idle {
+        if hold && !idle {
             // SAFETY: the caller's contract (the residual is output-shaped).
             unsafe { prefetch_residual::<O, Acc, M>(&sh, m0, n0, cw, tid) };
         }
+        // SAFETY: as above.
+        let ahead = if regs && !idle { unsafe { residual_ahead::<O, Acc, M>(&sh, m0, n0, cw, tid) } } else { Ahead::NONE };
         // SAFETY: the whole warpgroup, for every tile the producer fills; the stores as
         // `store_pending` requires (the previous tile's, this thread's part).
         let mut acc = unsafe {
@@ -388,7 +390,7 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
         if regs && write {
             // SAFETY: the caller's contract (the epilogue's operands). One call site: each
             // form of the register epilogue is straight-line code of its own.
-            unsafe { finish_in_registers::<O, Acc, M, true>(&sh, &mut acc, m0, n0, cw, tid) };
+            unsafe { finish_in_registers::<O, Acc, M>(&sh, &mut acc, &ahead, m0, n0, cw, tid) };
         }
         if split.is_some() {
             if write {
@@ -472,7 +474,7 @@ unsafe fn ping_pong<O: Operands, Acc: Accumulators, const STAGES: usize, M: Math
     // holds N / 2 a block), any other through the held stage. (Under NCHW output neither
     // compiles: the plan refuses epilogues there.)
     let fused = !O::Y_NCHW && !sh.ep.is_identity();
-    let regs = fused && sh.ep.in_registers(if one { Acc::N / 2 } else { Acc::N }, true);
+    let regs = fused && sh.ep.in_registers(if one { Acc::N / 2 } else { Acc::N });
     let hold = fused && !regs;
     let mut at = Position::START;
     let mut place = 0u32;
@@ -483,7 +485,7 @@ unsafe fn ping_pong<O: Operands, Acc: Accumulators, const STAGES: usize, M: Math
             continue;
         }
         let second = !one && O::y_in(sh, m0 + WGMMA_M as u32, n0);
-        if hold || regs {
+        if hold {
             // SAFETY: the caller's contract (the residual is output-shaped).
             unsafe {
                 prefetch_residual::<O, Acc, M>(sh, m0, n0, 0, tid);
@@ -492,6 +494,9 @@ unsafe fn ping_pong<O: Operands, Acc: Accumulators, const STAGES: usize, M: Math
                 }
             }
         }
+        // The register epilogue's residual, loaded while the other warpgroup's mainloop runs and
+        // this one's does. SAFETY: as above.
+        let ahead = if regs { unsafe { [residual_ahead::<O, Acc, M>(sh, m0, n0, 0, tid), if second { residual_ahead::<O, Acc, M>(sh, m0, n0, 1, tid) } else { Ahead::NONE }] } } else { [Ahead::NONE, Ahead::NONE] };
         if place > 1 {
             // The other warpgroup's mainloop of the tile before. SAFETY: both consumer
             // warpgroups, whole; the other arrives once per tile of its that a tile follows.
@@ -529,9 +534,9 @@ unsafe fn ping_pong<O: Operands, Acc: Accumulators, const STAGES: usize, M: Math
             // SAFETY: the caller's contract; this warpgroup's tile (and the epilogue's operands).
             unsafe {
                 if regs {
-                    finish_in_registers::<O, Acc, M, false>(sh, &mut acc.0, m0, n0, 0, tid);
+                    finish_in_registers::<O, Acc, M>(sh, &mut acc.0, &ahead[0], m0, n0, 0, tid);
                     if second {
-                        finish_in_registers::<O, Acc, M, false>(sh, &mut acc.1, m0, n0, 1, tid);
+                        finish_in_registers::<O, Acc, M>(sh, &mut acc.1, &ahead[1], m0, n0, 1, tid);
                     }
                 }
                 store_tile::<O, Acc, M>(sh, y, &acc.0, m0, n0, 0, tid);
