@@ -18,12 +18,12 @@ fused)
   for bb in $BUNDLE ${OLD:-}; do
     n=$(basename $bb)
     for epi in ${EPIS:-bias+residual+relu bias+silu}; do
-      BUNDLE=$bb step fused-$n-${epi//+/_} MODE=runs RUN_DTYPE=fp16 RUN_LAYOUT=nhwc "RUN_SHAPES=${FUSED_SHAPES:-$S}" WIDTHS="128 256" \
+      BUNDLE=$bb step fused-$n-${epi//+/_} MODE=runs RUN_DTYPE=fp16 RUN_LAYOUT=nhwc "RUN_SHAPES=${FUSED_SHAPES:-$S}" WIDTHS="${FUSED_WIDTHS:-128 256}" \
         RUN_ALGOS="wgmma_ws_tma_persistent wgmma_ws_tma_pingpong_m64" "RUN_ARGS=--epilogue $epi"
-      BUNDLE=$bb step fused-$n-${epi//+/_}-pp MODE=runs RUN_DTYPE=fp16 RUN_LAYOUT=nhwc "RUN_SHAPES=${FUSED_SHAPES:-$S}" WIDTHS="128" \
+      BUNDLE=$bb step fused-$n-${epi//+/_}-pp MODE=runs RUN_DTYPE=fp16 RUN_LAYOUT=nhwc "RUN_SHAPES=${FUSED_SHAPES:-$S}" WIDTHS="${PP_WIDTHS:-128}" \
         RUN_ALGOS="wgmma_ws_tma_pingpong" "RUN_ARGS=--epilogue $epi"
     done
-    BUNDLE=$bb step fused-$n-bias_relu MODE=runs RUN_DTYPE=fp16 RUN_LAYOUT=nhwc "RUN_SHAPES=${FUSED_SHAPES:-$S}" WIDTHS="256" \
+    [ "${BARE_RELU:-1}" = 0 ] || BUNDLE=$bb step fused-$n-bias_relu MODE=runs RUN_DTYPE=fp16 RUN_LAYOUT=nhwc "RUN_SHAPES=${FUSED_SHAPES:-$S}" WIDTHS="256" \
       RUN_ALGOS="wgmma_ws_tma_persistent wgmma_ws_tma_pingpong_m64" "RUN_ARGS=--epilogue bias+relu"
   done;;
 tests)
