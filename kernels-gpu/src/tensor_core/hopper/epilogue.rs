@@ -263,13 +263,15 @@ unsafe fn store_eight_nchw<R: NchwRows, M: Math>(rows: &R, y: *mut f32, x: &[f32
 /// an element, and step 7 with `alpha=2` alone took 1.4x the bare time (ncu, H100, 8,64,112,112 ->
 /// 128 3x3: 15.4M instructions against 8.9M).
 ///
-/// The residual comes from `ahead` ([`residual_ahead`] of the same tile and warpgroup, loaded
-/// before the tile's mainloop).
+/// Where `AHEAD` (and [`loads_ahead`]), the residual comes from `ahead` ([`residual_ahead`] of
+/// the same tile and warpgroup, loaded before the tile's mainloop); otherwise the forms load it.
 ///
 /// # Safety
-/// As [`store_fused`]'s operands: scale and bias (where not 0) hold K fp32 values.
+/// As [`store_fused`]'s operands: scale and bias (where not 0) hold K fp32 values, the residual
+/// an output-shaped tensor in the output's type.
 #[inline(always)]
-pub(super) unsafe fn finish_in_registers<O: Operands, Acc: Accumulators, M: Math>(sh: &ConvShape, acc: &mut Acc, ahead: &Ahead, m0: u32, n0: u32, cw: u32, tid: u32) {
+#[allow(clippy::too_many_arguments)]
+pub(super) unsafe fn finish_in_registers<O: Operands, Acc: Accumulators, M: Math, const AHEAD: bool>(sh: &ConvShape, acc: &mut Acc, ahead: &Ahead, m0: u32, n0: u32, cw: u32, tid: u32) {
     let ep = &sh.ep;
     let relu = ep.act == Act::Relu as u32;
     macro_rules! forms {
@@ -277,7 +279,7 @@ pub(super) unsafe fn finish_in_registers<O: Operands, Acc: Accumulators, M: Math
             match (ep.scale != 0, ep.residual != 0, relu) {
                 // SAFETY: as the caller guarantees; each form reads the operands it is named for
                 // (and the bias, which `in_registers` requires).
-                $(($s, $r, $relu) => unsafe { finish_form::<O, Acc, M, $s, $r, $relu>(sh, acc, ahead, m0, n0, cw, tid) },)*
+                $(($s, $r, $relu) => unsafe { finish_form::<O, Acc, M, AHEAD, $s, $r, $relu>(sh, acc, ahead, m0, n0, cw, tid) },)*
             }
         };
     }
@@ -289,14 +291,14 @@ pub(super) unsafe fn finish_in_registers<O: Operands, Acc: Accumulators, M: Math
 /// linear form of `ep.act`. Each accumulator pair is two columns of a row: a pixel's two
 /// channels, whose scale and bias load as one 8-byte pair shared by the pair's two rows, or for
 /// NCHW planes two pixels of one channel, whose factors load once a row. The residual pairs
-/// were loaded ahead (`ahead`). Elements outside the output are computed on clamped channels
-/// (and not stored). A warp barrier after every fourth column group keeps ptxas from
+/// were loaded ahead (`ahead`, where `AHEAD`) or load here, 4 (fp32: 8) bytes. Elements
+/// outside the output are computed on clamped channels and offsets (and not stored). A warp barrier after every fourth column group keeps ptxas from
 /// hoisting every load of the tile to the top, where their registers spilled (128 x 128 tiles).
 ///
 /// # Safety
 /// As [`finish_in_registers`].
 #[inline(always)]
-unsafe fn finish_form<O: Operands, Acc: Accumulators, M: Math, const SCALE: bool, const RES: bool, const RELU: bool>(
+unsafe fn finish_form<O: Operands, Acc: Accumulators, M: Math, const AHEAD: bool, const SCALE: bool, const RES: bool, const RELU: bool>(
     sh: &ConvShape,
     acc: &mut Acc,
     ahead: &Ahead,
@@ -333,7 +335,7 @@ unsafe fn finish_form<O: Operands, Acc: Accumulators, M: Math, const SCALE: bool
         unroll!(4: 2, e => {
             let (mul, mut add) = if O::PLANES { by_row[e] } else { by_col };
             if RES {
-                let r = if loads_ahead::<M>() {
+                let r = if AHEAD && loads_ahead::<M>() {
                     widen_pair(ahead.pair(2 * j + e), half, M::BF16)
                 } else {
                     let row = row0 + 8 * e as u32;
@@ -385,10 +387,12 @@ impl Ahead {
 /// Loads consumer warpgroup `cw`'s residual pairs of the tile at (`m0`, `n0`) for the register
 /// epilogue (`ConvShape::ep`; nothing without a residual, or where a thread holds more than
 /// `IN_REGISTERS_MAX_ACC` accumulators, which `in_registers` leaves to the staging). Called
-/// before the tile's mainloop: the loads then arrive under its MMAs. Issued in the epilogue,
-/// their round trips were its critical path (32,128,28,28->512 1x1 with bias + residual + ReLU
-/// took 2.4x the bare time; H200, thirty-fifth session). Elements outside the output read the
-/// residual's first pair instead (never stored).
+/// before the tile's mainloop under ping-pong: the loads then arrive under the other
+/// warpgroup's mainloop and this one's. There, loaded in the epilogue, they had spilled, and
+/// the staging they took instead held a stage: 32,64,56,56->64 3x3 with bias + residual + ReLU
+/// on 128x64 tiles 40.4 us, loaded ahead 23.9 (bare 19.6; H200, thirty-fifth session). Step 7
+/// loads them in the epilogue after an L2 prefetch: ahead, its 1x1 layers ran up to 1.2x
+/// slower. Elements outside the output read the residual's first pair instead (never stored).
 ///
 /// # Safety
 /// The residual address (where not 0) holds an output-shaped tensor in the output's type,

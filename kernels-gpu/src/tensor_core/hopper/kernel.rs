@@ -360,12 +360,10 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
         // Split-K keeps every warp in its meeting; 3xTF32 computes it anyway (the branch around
         // its register fragments measured 144 bytes of spills in ptxas).
         let idle = !SPLIT && !matches!(M::SPEC, Spec::Tf32x3) && !O::block_in(&sh, m0 + cw * 64, n0);
-        if hold && !idle {
+        if (hold || regs) && !idle {
             // SAFETY: the caller's contract (the residual is output-shaped).
             unsafe { prefetch_residual::<O, Acc, M>(&sh, m0, n0, cw, tid) };
         }
-        // SAFETY: as above.
-        let ahead = if regs && !idle { unsafe { residual_ahead::<O, Acc, M>(&sh, m0, n0, cw, tid) } } else { Ahead::NONE };
         // SAFETY: the whole warpgroup, for every tile the producer fills; the stores as
         // `store_pending` requires (the previous tile's, this thread's part).
         let mut acc = unsafe {
@@ -390,7 +388,7 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
         if regs && write {
             // SAFETY: the caller's contract (the epilogue's operands). One call site: each
             // form of the register epilogue is straight-line code of its own.
-            unsafe { finish_in_registers::<O, Acc, M>(&sh, &mut acc, &ahead, m0, n0, cw, tid) };
+            unsafe { finish_in_registers::<O, Acc, M, false>(&sh, &mut acc, &Ahead::NONE, m0, n0, cw, tid) };
         }
         if split.is_some() {
             if write {
@@ -534,9 +532,9 @@ unsafe fn ping_pong<O: Operands, Acc: Accumulators, const STAGES: usize, M: Math
             // SAFETY: the caller's contract; this warpgroup's tile (and the epilogue's operands).
             unsafe {
                 if regs {
-                    finish_in_registers::<O, Acc, M>(sh, &mut acc.0, &ahead[0], m0, n0, 0, tid);
+                    finish_in_registers::<O, Acc, M, true>(sh, &mut acc.0, &ahead[0], m0, n0, 0, tid);
                     if second {
-                        finish_in_registers::<O, Acc, M>(sh, &mut acc.1, &ahead[1], m0, n0, 1, tid);
+                        finish_in_registers::<O, Acc, M, true>(sh, &mut acc.1, &ahead[1], m0, n0, 1, tid);
                     }
                 }
                 store_tile::<O, Acc, M>(sh, y, &acc.0, m0, n0, 0, tid);
