@@ -83,10 +83,9 @@ pub const IN_REGISTERS_MAX_ACC: usize = 64;
 /// the bare store (straight-line, deferred stores included), instead of staging them through
 /// shared memory: piecewise linear activations after a bias (folded BatchNorms and conv biases;
 /// each form of the code is a copy in every kernel, so the forms without a bias are left out),
-/// at most [`IN_REGISTERS_MAX_ACC`] accumulators, with or without a residual (loaded into
-/// registers before each tile's mainloop; under ping-pong too, since the thirty-fifth session:
-/// the loads inside the epilogue had spilled beside a ping-pong warpgroup's accumulators).
-/// Kernels and planner read this one rule.
+/// at most [`IN_REGISTERS_MAX_ACC`] accumulators, with or without a residual (under ping-pong
+/// since the thirty-fifth session, its pairs loaded into registers before each tile's mainloop:
+/// loaded in the epilogue they had spilled there). Kernels and planner read this one rule.
 pub const fn in_registers(act: Act, bias: bool, acc: usize) -> bool {
     act.is_linear() && bias && acc <= IN_REGISTERS_MAX_ACC
 }

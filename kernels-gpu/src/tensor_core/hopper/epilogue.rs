@@ -292,8 +292,9 @@ pub(super) unsafe fn finish_in_registers<O: Operands, Acc: Accumulators, M: Math
 /// channels, whose scale and bias load as one 8-byte pair shared by the pair's two rows, or for
 /// NCHW planes two pixels of one channel, whose factors load once a row. The residual pairs
 /// were loaded ahead (`ahead`, where `AHEAD`) or load here, 4 (fp32: 8) bytes. Elements
-/// outside the output are computed on clamped channels and offsets (and not stored). A warp barrier after every fourth column group keeps ptxas from
-/// hoisting every load of the tile to the top, where their registers spilled (128 x 128 tiles).
+/// outside the output are computed on clamped channels and offsets (and not stored). A warp
+/// barrier after every fourth column group keeps ptxas from hoisting every load of the tile to
+/// the top, where their registers spilled (128 x 128 tiles).
 ///
 /// # Safety
 /// As [`finish_in_registers`].
