@@ -181,10 +181,10 @@ const MAX_SPLITS: usize = 32;
 /// computes no idle rows; H100, BENCHMARKS.md, twenty-eighth session), with a
 /// fused epilogue staged through shared memory if `staged` is `Some(residual)`
 /// ([`STAGED_US`] an output, twice that with a residual, and step 12's rate times
-/// [`M64_FUSED`]). fp32 rows run at the tf32 peak, half the fp16 one, and 3xTF32 three
-/// products a step.
+/// [`M64_FUSED`]), or a residual read by the register epilogue if `residual` ([`residual_us`]).
+/// fp32 rows run at the tf32 peak, half the fp16 one, and 3xTF32 three products a step.
 #[allow(clippy::too_many_arguments)]
-fn cost(c: &Config, d: &DeviceModel, m: usize, n: usize, ch: usize, taps: usize, splits: usize, live: f64, staged: Option<bool>) -> f64 {
+fn cost(c: &Config, d: &DeviceModel, m: usize, n: usize, ch: usize, taps: usize, splits: usize, live: f64, staged: Option<bool>, residual: bool) -> f64 {
     let bps = blocks_per_sm(d, c.threads(), registers(c), c.smem_bytes()) as f64;
     let blocks = (tiles(c, m, n) * splits) as f64;
     let kc = c.k_tile();
@@ -205,8 +205,26 @@ fn cost(c: &Config, d: &DeviceModel, m: usize, n: usize, ch: usize, taps: usize,
     let split = if splits > 1 { SPLIT_US + memory_us(d, 2.0 * splits as f64 * out) } else { 0.0 };
     let rate = if staged.is_some() && c.block_m() != BLOCK_M { rate(c) * M64_FUSED } else { rate(c) };
     let staging = staged.map_or(0.0, |residual| if residual { 2.0 } else { 1.0 } * STAGED_US * (m * n) as f64 * live / d.sms.max(1) as f64);
-    LAUNCH_US + rate * macs_per_sm / macs_per_sm_us + memory_us(d, out) + split + staging
+    let residual = if residual && staged.is_none() { residual_us(c, d, (m * n) as f64 * live, waves(d, blocks, bps, |b| b), rate * macs / macs_per_sm_us) } else { 0.0 };
+    LAUNCH_US + rate * macs_per_sm / macs_per_sm_us + memory_us(d, out) + split + staging + residual
 }
+
+/// What the register epilogue's residual adds to `c` on `d` for `outputs` output elements,
+/// `tiles` a busy SM's tiles, each mainloop `mainloop_us`: its bytes (in the input's type), and
+/// per tile [`RESIDUAL_TRIP_US`] of exposed load latency, less the other warpgroup's mainloop
+/// under ping-pong (which loads the residual ahead and whose epilogue runs under it).
+fn residual_us(c: &Config, d: &DeviceModel, outputs: f64, tiles: f64, mainloop_us: f64) -> f64 {
+    let hidden = if c.policy.ping_pong() { mainloop_us } else { 0.0 };
+    memory_us(d, outputs * c.policy.math.elem_bytes() as f64) + tiles * (RESIDUAL_TRIP_US - hidden).max(0.0)
+}
+
+/// The register epilogue's residual per tile, microseconds: what a tile's residual loads cost
+/// beyond their bytes where no mainloop hides them. Fitted on the H200 (BENCHMARKS.md,
+/// thirty-fifth session; fp16, bias + residual + ReLU against bias + ReLU, 32,128,28,28->512 1x1
+/// and 32,64,56,56->64 3x3): step 7 lost 0.4-0.8 us a tile over the bytes, steps 10 and 12
+/// 0.55-0.76 us a tile on the 1x1 layer (2 k-tiles, barely hidden) and 0.3 at most on the 3x3
+/// layer (9 k-tiles).
+const RESIDUAL_TRIP_US: f64 = 0.8;
 
 /// What the shared-memory epilogue (`store_fused`) adds an output element, in SM-microseconds:
 /// the consumers stage, finish and store while the tensor cores wait. Fitted on the H100
@@ -399,7 +417,7 @@ fn plan_folding(desc: &KernelDesc, problem: &Conv2d, dtype: DType, device: &Devi
     // on the accumulators (`Config::epilogue_in_registers`), as cheap as the bare store.
     let (act, _) = p.epilogue.activation.code();
     let staged = |c: &Config| (!p.epilogue.is_none() && !c.epilogue_in_registers(act, p.epilogue.bias)).then_some(p.epilogue.residual);
-    let cost_of = |&(c, z): &(&Config, usize)| cost(c, device, m, n, group_c, p.r * p.s, z, live, staged(c));
+    let cost_of = |&(c, z): &(&Config, usize)| cost(c, device, m, n, group_c, p.r * p.s, z, live, staged(c), p.epilogue.residual);
     let forced = if policy.split_k() { forced_split()? } else { None };
     let choices = configs().filter(fits).flat_map(|c| splits(c).map(move |z| (c, z)));
     let choices = choices.filter(|&(c, z)| forced.is_none_or(|(bn, fz)| c.bn == bn && z == fz));
@@ -790,7 +808,7 @@ mod tests {
             ("wgmma_ws_tma_persistent_128x256k64", 155.7),
             ("wgmma_ws_tma_persistent_cluster2_128x256k64", 155.6),
         ] {
-            let ratio = cost(by_entry(entry), &d, m, 512, 256, 9, 1, 1.0, None) / measured_us;
+            let ratio = cost(by_entry(entry), &d, m, 512, 256, 9, 1, 1.0, None, false) / measured_us;
             assert!((0.9..=1.1).contains(&ratio), "{entry}: predicted/measured {ratio:.2}");
         }
         let plan = algo("wgmma_multistage").plan(&seed, DType::F16, &d).unwrap();
