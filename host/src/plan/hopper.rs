@@ -872,6 +872,25 @@ mod tests {
     }
 
     #[test]
+    fn a_residual_in_registers_is_charged_and_ping_pong_hides_it_under_long_mainloops() {
+        // Measured on the H200 (BENCHMARKS.md, thirty-fifth session; fp16 NHWC, bias + residual
+        // + ReLU): on 32,64,56,56->64 3x3 the ping-pong kernels, which load the residual ahead,
+        // took 24.1-25.6 us against step 7's 30.0-32.0 (bare, all about 20); on
+        // 32,128,28,28->512 1x1 step 7 was the fastest (29.9 us).
+        let d = DeviceModel::named("h200").unwrap();
+        let ep = "bias+residual+relu".parse::<crate::Epilogue>().unwrap();
+        let pick = |p: Conv2d| crate::select::choose(&p, DType::F16, Layout::Nhwc, &d).unwrap().pick;
+        let three = Conv2d::new(32, 64, 56, 56, 64, 3, 3).with_pad(1);
+        assert!(matches!(pick(three.with_epilogue(ep)), Algorithm::Wgmma(policy) if policy.ping_pong()), "{:?}", pick(three.with_epilogue(ep)));
+        assert_eq!(pick(Conv2d::new(32, 128, 28, 28, 512, 1, 1).with_epilogue(ep)), algo("wgmma_ws_tma_persistent"));
+        // The charge is the residual's: the same layer with bias + ReLU predicts less.
+        let step7 = algo("wgmma_ws_tma_persistent");
+        let relu = "bias+relu".parse::<crate::Epilogue>().unwrap();
+        let us = |e| step7.plan(&three.with_epilogue(e), DType::F16, &d).unwrap().predicted_us;
+        assert!(us(ep) > us(relu) + 2.0, "{} {}", us(ep), us(relu));
+    }
+
+    #[test]
     fn split_k_plans_own_entries_and_size_their_workspace() {
         let d = DeviceModel::named("h100").unwrap();
         // Few tiles, a long reduction: split, with the split entry and a workspace for it.
