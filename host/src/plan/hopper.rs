@@ -413,8 +413,9 @@ fn plan_folding(desc: &KernelDesc, problem: &Conv2d, dtype: DType, device: &Devi
     // and a warpgroup whose 64 rows all lie past K skips its MMAs; under pixel planes, H*W
     // rounded up to 32 (all computed, the tiles spanning images).
     let live = if planes || rows { (p.k.div_ceil(64) * 64) as f64 / plane_rows(p.k, policy.block_m) as f64 } else { 1.0 };
-    // Charged only where the epilogue stages through shared memory: a piecewise linear one runs
-    // on the accumulators (`Config::epilogue_in_registers`), as cheap as the bare store.
+    // Charged where the epilogue stages through shared memory; a piecewise linear one runs on
+    // the accumulators (`Config::epilogue_in_registers`), as cheap as the bare store but for a
+    // residual's reads (`residual_us`).
     let (act, _) = p.epilogue.activation.code();
     let staged = |c: &Config| (!p.epilogue.is_none() && !c.epilogue_in_registers(act, p.epilogue.bias)).then_some(p.epilogue.residual);
     let cost_of = |&(c, z): &(&Config, usize)| cost(c, device, m, n, group_c, p.r * p.s, z, live, staged(c), p.epilogue.residual);
