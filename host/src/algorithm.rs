@@ -298,7 +298,7 @@ pub fn launch_fused<T: Element, O: Element>(gpu: &Gpu, plan: &LaunchPlan, proble
     if workspace.bytes() < plan.workspace_bytes {
         return Err(Error::BufferSize { tensor: "workspace", expected: plan.workspace_bytes, got: workspace.bytes() });
     }
-    let (ep_args, _ep_guards) = ep.args(gpu, &problem.epilogue, problem.k, problem.output_len())?;
+    let (mut ep_args, _ep_guards) = ep.args(gpu, &problem.epilogue, problem.k, problem.output_len())?;
     if plan.epilogue != problem.epilogue {
         return Err(Error::InvalidArgument(format!("{} was planned with the epilogue {} and is launched on a problem with {}: plan the problem it runs", plan.kernel, plan.epilogue, problem.epilogue)));
     }
@@ -307,6 +307,10 @@ pub fn launch_fused<T: Element, O: Element>(gpu: &Gpu, plan: &LaunchPlan, proble
     let cfg = LaunchConfig { grid_dim: plan.grid, block_dim: plan.block, shared_mem_bytes: plan.shared_bytes };
     let filter_map = plan.filter_map_rows.map(|rows| gpu.filter_map(filter, &plan.filter_map_problem(problem)?, rows)).transpose()?;
     let input_map = plan.input_map.map(|kind| gpu.input_map(input, problem, kind, plan.fold_w)).transpose()?;
+    // A 16-bit residual by TMA where the kernel takes it (an fp32 one its threads load).
+    if let Some(rows) = plan.residual_map_rows.filter(|_| ep_args.residual != 0 && O::DTYPE.size() == 2) {
+        ep_args.residual_map = gpu.residual_map(ep_args.residual, problem.k, problem.output_len(), rows, O::DTYPE)?;
+    }
     let mut b = KernelArgs::default();
     b.input(gpu, input).input(gpu, filter).output(gpu, output);
     if let Some(map) = filter_map {

@@ -326,6 +326,8 @@ impl<O: Element> EpilogueOperands<'_, O> {
             scale: addr("scale", ep.scale, scale, k)?,
             bias: addr("bias", ep.bias, bias, k)?,
             residual: addr("residual", ep.residual, residual, output_len)?,
+            // Set by the launch where the plan takes the residual by TMA.
+            residual_map: 0,
             act: act as u32,
             act_arg,
             alpha: ep.alpha,

@@ -378,6 +378,13 @@ impl Gpu {
         self.tensor_map(key)
     }
 
+    /// The device address of the TMA tensor map of the 16-bit NHWK residual at `address`
+    /// (`outputs` elements, `k` channels a pixel) with boxes of `rows` pixels, encoded and
+    /// uploaded at the first request for it.
+    pub(crate) fn residual_map(&self, address: u64, k: usize, outputs: usize, rows: u32, dtype: crate::DType) -> Result<u64> {
+        self.tensor_map(crate::tensor_map::MapKey::Residual(crate::tensor_map::ResidualMapKey::new(address, k, outputs, rows, dtype)))
+    }
+
     fn tensor_map(&self, key: crate::tensor_map::MapKey) -> Result<u64> {
         let mut maps = self.tensor_maps.lock().unwrap_or_else(|p| p.into_inner());
         maps.address(key, |bytes| {

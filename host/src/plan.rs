@@ -56,6 +56,11 @@ pub struct LaunchPlan {
     /// ([`Conv2d::folded_w`]) on the same buffers: its shape arguments and both tensor maps are
     /// the folded problem's ([`LaunchPlan::kernel_problem`]).
     pub fold_w: bool,
+    /// `Some(rows)` if the kernel can take the fused residual by TMA: a 16-bit residual's
+    /// launch passes its tensor map ({K, N*P*Q}, boxes of 64 channels by `rows` pixels) in the
+    /// epilogue's `residual_map`, and `shared_bytes` holds the buffers it lands in
+    /// (`convrs_spec::hopper::Config::takes_residual_map`); an fp32 one is loaded by the threads.
+    pub residual_map_rows: Option<u32>,
 }
 
 /// The kinds of TMA tensor map of the input a kernel may take.
@@ -91,7 +96,7 @@ impl LaunchPlan {
     /// assert_eq!((plan.filter_map_rows, plan.input_map, plan.workspace_bytes), (Some(64), Some(InputMap::Im2col { pixels: 128 }), 1 << 20));
     /// ```
     pub fn new(kernel: &'static str, grid: (u32, u32, u32), block: (u32, u32, u32), shared_bytes: u32, dtype: DType, predicted_us: f64) -> Self {
-        LaunchPlan { kernel, grid, block, shared_bytes, dtype, out_dtype: DType::F32, predicted_us, filter_map_rows: None, input_map: None, workspace_bytes: 0, split_filter: false, epilogue: crate::Epilogue::NONE, fold_w: false }
+        LaunchPlan { kernel, grid, block, shared_bytes, dtype, out_dtype: DType::F32, predicted_us, filter_map_rows: None, input_map: None, workspace_bytes: 0, split_filter: false, epilogue: crate::Epilogue::NONE, fold_w: false, residual_map_rows: None }
     }
 
     /// The same plan reading the filter split for 3xTF32 ([`LaunchPlan::split_filter`]).
@@ -146,6 +151,12 @@ impl LaunchPlan {
     /// The same plan taking the input's row map ([`InputMap::Rows`]).
     pub fn with_row_map(self) -> Self {
         LaunchPlan { input_map: Some(InputMap::Rows), ..self }
+    }
+
+    /// The same plan taking a 16-bit residual's tensor map, boxes of `rows` pixels
+    /// ([`LaunchPlan::residual_map_rows`]).
+    pub fn with_residual_map(self, rows: u32) -> Self {
+        LaunchPlan { residual_map_rows: Some(rows), ..self }
     }
 
     /// The same plan taking a workspace of `bytes` (none for 0).

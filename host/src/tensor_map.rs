@@ -2,7 +2,9 @@
 //! [`LaunchPlan::filter_map_rows`](crate::plan::LaunchPlan::filter_map_rows) (the
 //! warp-specialized Hopper kernels), and of inputs, for those that set
 //! [`LaunchPlan::input_map`](crate::plan::LaunchPlan::input_map): in im2col mode (NHWC, step 7
-//! on) or as NCHW planes (steps 9 and 15, `wgmma_nchw1x1_persistent` and `_pingpong_m64`).
+//! on) or as NCHW planes (steps 9 and 15, `wgmma_nchw1x1_persistent` and `_pingpong_m64`), and
+//! of a fused epilogue's residual, for those that set
+//! [`LaunchPlan::residual_map_rows`](crate::plan::LaunchPlan::residual_map_rows).
 //!
 //! A map is 128 opaque bytes that the driver encodes (`cuTensorMapEncodeTiled`,
 //! `cuTensorMapEncodeIm2col`) from the tensor's address, sizes and strides and the box one copy
@@ -286,6 +288,36 @@ impl RowMapKey {
     }
 }
 
+/// What a residual map encodes: a fused epilogue's 16-bit residual in the NHWK output layout,
+/// read as a tile of the GEMM output a copy (`convrs_spec::hopper::Config::takes_residual_map`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct ResidualMapKey {
+    /// The residual's device address.
+    pub address: u64,
+    /// K, N*P*Q.
+    pub dims: [u64; 2],
+    /// Pixels (GEMM rows) a box: the kernel's block tile rows.
+    pub rows: u32,
+    pub dtype: DType,
+}
+
+impl ResidualMapKey {
+    /// The key of a residual of `outputs` elements, `k` channels a pixel, at `address`.
+    pub fn new(address: u64, k: usize, outputs: usize, rows: u32, dtype: DType) -> Self {
+        ResidualMapKey { address, dims: [k as u64, (outputs / k.max(1)) as u64], rows, dtype }
+    }
+
+    /// The driver's encoding: a 2-D tensor {K, N*P*Q} (innermost first), boxes of {128 bytes of
+    /// channels, `rows` pixels}, 128-byte swizzle (the kernels read it back in that pattern),
+    /// zeros outside the tensor (channel and pixel tails, never stored). The byte stride K*2
+    /// must be a multiple of 16: K is a multiple of 8 in every plan that takes this map.
+    pub fn encode(&self) -> Result<[u8; 128]> {
+        let size = self.dtype.size() as u64;
+        encode_tiled(self.dtype, self.address, self.dims, [size * self.dims[0]], [box_channels(self.dtype), self.rows], false)
+            .map_err(|e| Error::Cuda(format!("encoding the residual's tensor map ({self:?}): {e}")))
+    }
+}
+
 /// Any map's key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum MapKey {
@@ -293,6 +325,7 @@ pub(crate) enum MapKey {
     Input(InputMapKey),
     Planes(PlaneMapKey),
     Rows(RowMapKey),
+    Residual(ResidualMapKey),
 }
 
 impl MapKey {
@@ -302,6 +335,7 @@ impl MapKey {
             MapKey::Input(k) => k.encode(),
             MapKey::Planes(k) => k.encode(),
             MapKey::Rows(k) => k.encode(),
+            MapKey::Residual(k) => k.encode(),
         }
     }
 }

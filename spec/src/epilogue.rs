@@ -14,6 +14,7 @@ macro_rules! epilogue_fields {
             scale: u64 "Device address of K fp32 per-output-channel factors (a folded BatchNorm's), or 0 for none.",
             bias: u64 "Device address of K fp32 per-output-channel addends, or 0 for none.",
             residual: u64 "Device address of a tensor of the output's shape, layout and element type (`y_bits`), or 0 for none.",
+            residual_map: u64 "Device address of the residual's TMA tensor map, for the entries that take it (`crate::hopper::Config::takes_residual_map`; a 2-D {K, N*P*Q} map of the 16-bit NHWK residual, boxes {64, BM}, 128B swizzle), or 0: the kernel's threads load the residual.",
             act: u32 "The activation, an [`Act`] code.",
             act_arg: u32 "The activation's parameter as fp32 bits: LeakyReLU's negative slope; 0 otherwise.",
             alpha: u32 "fp32 bits of the factor on the convolution's sum.",
@@ -97,7 +98,7 @@ pub const GELU_TANH_B: f32 = 0.044_715;
 
 impl EpilogueArgs {
     /// The bare convolution: no scale, bias or residual, identity, alpha 1.
-    pub const NONE: EpilogueArgs = EpilogueArgs { scale: 0, bias: 0, residual: 0, act: Act::Identity as u32, act_arg: 0, alpha: 0x3f80_0000, beta: 0 };
+    pub const NONE: EpilogueArgs = EpilogueArgs { scale: 0, bias: 0, residual: 0, residual_map: 0, act: Act::Identity as u32, act_arg: 0, alpha: 0x3f80_0000, beta: 0 };
 
     /// Whether the epilogue leaves the accumulators as they are (the kernels then skip it).
     #[inline(always)]

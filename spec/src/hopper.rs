@@ -39,6 +39,28 @@ pub const BARRIER_BYTES: usize = 128;
 /// Dynamic shared memory a block may have on sm_90 (227 KiB).
 pub const MAX_SMEM_BYTES: usize = 232448;
 
+/// Where the residual region of a kernel that takes the fused residual by TMA
+/// ([`Config::takes_residual_map`]) puts its buffers, from the end of the ring's stages: its four
+/// mbarriers (`full` of buffers 0 and 1, then their `empty`) lie right after the ring's
+/// [`BARRIER_BYTES`], the buffers from this 1024-byte boundary on (the 128B swizzle's pattern).
+pub const RESIDUAL_BUFFERS_AT: usize = 1024;
+/// Bytes of the residual region's mbarriers.
+pub const RESIDUAL_BARRIER_BYTES: usize = 4 * 8;
+const _: () = assert!(BARRIER_BYTES + RESIDUAL_BARRIER_BYTES <= RESIDUAL_BUFFERS_AT);
+
+/// Bytes of one residual buffer for `bm x bn` tiles: the tile in 16-bit values, as `bn / 64`
+/// boxes of {64 channels, `bm` rows} (128-byte rows, 128B swizzle) side by side.
+pub const fn residual_tile_bytes(bm: usize, bn: usize) -> usize {
+    bm * bn * 2
+}
+
+/// Bytes from the end of the ring's stages to the end of the residual region: one buffer for
+/// each consumer warpgroup (ping-pong: the two take turns, and one's epilogue may still read
+/// its buffer while the other's tile lands in the other).
+pub const fn residual_region_bytes(bm: usize, bn: usize) -> usize {
+    RESIDUAL_BUFFERS_AT + 2 * residual_tile_bytes(bm, bn)
+}
+
 /// Calls `$callback! { $ctx... (Producer, Schedule, CLUSTER, BM, BN, STAGES, fp16_entry, bf16_entry) ... }`,
 /// one row per compiled configuration, in the order of the progression. `Producer` and
 /// `Schedule` are variant names of [`Producer`] and [`Schedule`].
@@ -749,6 +771,25 @@ impl Config {
         self.policy.math.k_tile()
     }
 
+    /// Whether its entries take a fused residual by TMA (`EpilogueArgs::residual_map`): the
+    /// producer copies each tile's residual into shared memory after the tile's k-tiles, and the
+    /// register epilogue reads it there. The ping-pong tiles of 16-bit NHWC data whose epilogue
+    /// runs in registers ([`crate::epilogue::IN_REGISTERS_MAX_ACC`] a thread), whole 64-channel
+    /// boxes wide; [`Config::smem_bytes_with_residual`] fits them all.
+    pub const fn takes_residual_map(&self) -> bool {
+        matches!(self.policy.producer, Producer::WsTma)
+            && self.policy.ping_pong()
+            && matches!(self.policy.math, Math::Half)
+            && self.accumulators() <= crate::epilogue::IN_REGISTERS_MAX_ACC
+            && self.bn % K_TILE == 0
+    }
+
+    /// [`Config::smem_bytes`] with the residual region ([`residual_region_bytes`]) after the
+    /// stages, for a launch that passes a residual map.
+    pub const fn smem_bytes_with_residual(&self) -> usize {
+        self.smem_bytes() - BARRIER_BYTES + residual_region_bytes(self.block_m(), self.bn)
+    }
+
     /// The most registers a thread may have for the block to fit the register file: the
     /// warp-specialized entries carry `.maxntid THREADS` and `.minnctapersm 1` (inserted by the
     /// link step), so ptxas gives each thread at most 65536 / THREADS, rounded down to 8.
@@ -826,6 +867,7 @@ const fn check(c: &Config) {
     assert!(matches!(p.math, Math::Half) || matches!(p.producer, Producer::WsTma | Producer::PlanePixels), "fp32 rows take the im2col TMA producer or PlanePixels");
     assert!(!matches!(p.math, Math::Tf32x3) || p.cluster == 1, "3xTF32 rows run without clusters");
     assert!(c.smem_bytes() <= MAX_SMEM_BYTES, "a configuration needs more shared memory than sm_90 gives a block");
+    assert!(!c.takes_residual_map() || c.smem_bytes_with_residual() <= MAX_SMEM_BYTES, "a configuration that takes the residual by TMA has no room for its buffers");
     assert!(c.stages >= 2 && c.stages <= 8, "2 to 8 stages (the barrier region holds 8)");
     // The accumulator types the kernels implement: m64nBNk16 with BN / 2 registers a thread.
     assert!(c.bn == 32 || c.bn == 64 || c.bn == 128 || c.bn == 256, "BN is 32, 64, 128 or 256");
@@ -930,6 +972,20 @@ mod tests {
         // Step 12's 64-row stages: 64 + BN rows.
         let pp = CONFIGS.iter().find(|c| c.entries[0] == "wgmma_ws_tma_pingpong_m64_64x128k64").unwrap();
         assert_eq!((pp.block_m(), pp.smem_bytes(), pp.policy.name()), (64, 8 * 192 * 128 + 1024 + 128, "wgmma_ws_tma_pingpong_m64"));
+        // With the residual by TMA: the barriers' KiB, then two 64 x 128 16-bit tiles.
+        assert_eq!(pp.smem_bytes_with_residual(), 8 * 192 * 128 + 1024 + 1024 + 2 * 64 * 128 * 2);
+    }
+
+    #[test]
+    fn the_residual_by_tma_is_the_register_ping_pong_tiles_of_16_bit_nhwc_data() {
+        let mut takes = CONFIGS.iter().filter(|c| c.takes_residual_map()).map(|c| c.entries[0]);
+        for e in ["wgmma_ws_tma_pingpong_128x64k64", "wgmma_ws_tma_pingpong_m64_64x128k64", "wgmma_ws_tma_pingpong_m64_64x64k64"] {
+            assert_eq!(takes.next(), Some(e));
+        }
+        assert_eq!(takes.next(), None);
+        for c in CONFIGS.iter().filter(|c| c.takes_residual_map()) {
+            assert!(c.epilogue_in_registers(crate::epilogue::Act::Relu, true) && c.smem_bytes_with_residual() <= MAX_SMEM_BYTES, "{}", c.entries[0]);
+        }
     }
 
     #[test]

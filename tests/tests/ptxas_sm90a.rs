@@ -69,6 +69,8 @@ fn wgmma_entries_hold_their_policy_and_nothing_else_is_in_the_module() {
             let patch = p.producer == Producer::NchwPatch;
             assert_eq!(count("ldmatrix.sync.aligned.m8n8.x4.trans") >= 1 && count("stmatrix.sync.aligned.m8n8.x4") >= 1, patch, "{name}: the patch transposes");
             assert_eq!(count("cp.async.bulk.tensor.4d.shared::cluster.global.tile") >= 1, rows, "{name}: tiled 4-D row copies");
+            // The fused residual by TMA (`Config::takes_residual_map`): 2-D tiled copies.
+            assert_eq!(count("cp.async.bulk.tensor.2d.shared::cluster.global.tile") >= 1, c.takes_residual_map(), "{name}: the residual's 2-D copies");
             let by_tma = p.input_map();
             let fences = count("fence.proxy.async.shared::cta") - count("fence.mbarrier_init");
             // (A fused epilogue stages its accumulators in the last stage's A tile and fences its
@@ -84,9 +86,10 @@ fn wgmma_entries_hold_their_policy_and_nothing_else_is_in_the_module() {
                 assert_eq!(transposed, if planes { count(&mma) } else { 0 }, "{name}: transpose-B wgmmas");
             }
             // The split-K entries alone take a workspace (one more pointer parameter) and meet in it;
-            // every entry takes the fused epilogue's three addresses (`convrs_spec::epilogue_fields!`).
+            // every entry takes the fused epilogue's three addresses and its residual's map
+            // (`convrs_spec::epilogue_fields!`).
             let pointers = body[..body.find(')').unwrap()].matches(".param .u64").count();
-            let expected = 3 + p.filter_map() as usize + p.input_map() as usize + p.split_k() as usize + 3;
+            let expected = 3 + p.filter_map() as usize + p.input_map() as usize + p.split_k() as usize + 4;
             assert_eq!(pointers, expected, "{name}: pointer parameters");
             assert_eq!(count("atom.acq_rel.gpu.global.add.u32") >= 1, p.split_k(), "{name}: split-K counters");
             // The 16-bit epilogue of its type (ConvShape::y_bits) beside the fp32 one; the

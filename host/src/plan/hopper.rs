@@ -184,7 +184,7 @@ const MAX_SPLITS: usize = 32;
 /// [`M64_FUSED`]), or a residual read by the register epilogue if `residual` ([`residual_us`]).
 /// fp32 rows run at the tf32 peak, half the fp16 one, and 3xTF32 three products a step.
 #[allow(clippy::too_many_arguments)]
-fn cost(c: &Config, d: &DeviceModel, m: usize, n: usize, ch: usize, taps: usize, splits: usize, live: f64, staged: Option<bool>, residual: bool) -> f64 {
+fn cost(c: &Config, d: &DeviceModel, m: usize, n: usize, ch: usize, taps: usize, splits: usize, live: f64, staged: Option<bool>, residual: Residual) -> f64 {
     let bps = blocks_per_sm(d, c.threads(), registers(c), c.smem_bytes()) as f64;
     let blocks = (tiles(c, m, n) * splits) as f64;
     let kc = c.k_tile();
@@ -205,8 +205,26 @@ fn cost(c: &Config, d: &DeviceModel, m: usize, n: usize, ch: usize, taps: usize,
     let split = if splits > 1 { SPLIT_US + memory_us(d, 2.0 * splits as f64 * out) } else { 0.0 };
     let rate = if staged.is_some() && c.block_m() != BLOCK_M { rate(c) * M64_FUSED } else { rate(c) };
     let staging = staged.map_or(0.0, |residual| if residual { 2.0 } else { 1.0 } * STAGED_US * (m * n) as f64 * live / d.sms.max(1) as f64);
-    let residual = if residual && staged.is_none() { residual_us(c, d, (m * n) as f64 * live, waves(d, blocks, bps, |b| b), rate * macs / macs_per_sm_us) } else { 0.0 };
+    let residual = match residual {
+        Residual::Loaded if staged.is_none() => residual_us(c, d, (m * n) as f64 * live, waves(d, blocks, bps, |b| b), rate * macs / macs_per_sm_us),
+        // Copied a tile ahead by the producer: its bytes alone.
+        Residual::ByTma => memory_us(d, (m * n) as f64 * live * c.policy.math.elem_bytes() as f64),
+        _ => 0.0,
+    };
     LAUNCH_US + rate * macs_per_sm / macs_per_sm_us + memory_us(d, out) + split + staging + residual
+}
+
+/// How a fused epilogue's residual reaches the kernel, for [`cost`].
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Residual {
+    /// No residual.
+    None,
+    /// Loaded by the consumers' threads (in the epilogue, or ahead of the mainloop under
+    /// ping-pong), or staged with the accumulators.
+    Loaded,
+    /// Copied into shared memory by the producer after the tile's k-tiles
+    /// (`Config::takes_residual_map`).
+    ByTma,
 }
 
 /// What the register epilogue's residual adds to `c` on `d` for `outputs` output elements,
@@ -389,8 +407,12 @@ fn plan_folding(desc: &KernelDesc, problem: &Conv2d, dtype: DType, device: &Devi
     // 3xTF32 on a short reduction sums each k-step apart, which the 128-wide tiles do not
     // (`convrs_spec::hopper::STEP_SUMS_MAX_N`): they would be less accurate than FMA there.
     let accurate = |c: &Config| policy.math.accurate(ktiles.min(i32::MAX as usize) as i32, c.bn);
+    let (act, _) = p.epilogue.activation.code();
+    // A register epilogue's residual by TMA where the tile takes it (`Config::takes_residual_map`).
+    let by_tma = |c: &Config| p.epilogue.residual && c.takes_residual_map() && c.epilogue_in_registers(act, p.epilogue.bias);
+    let shared = |c: &Config| if by_tma(c) { c.smem_bytes_with_residual() } else { c.smem_bytes() };
     let fits = |c: &&Config| {
-        c.smem_bytes() <= device.smem_per_block as usize && tiles(c, m, n) <= i32::MAX as usize && (p.epilogue.is_none() || c.fuses_epilogue()) && within_groups(c) && accurate(c)
+        shared(c) <= device.smem_per_block as usize && tiles(c, m, n) <= i32::MAX as usize && (p.epilogue.is_none() || c.fuses_epilogue()) && within_groups(c) && accurate(c)
     };
     // Split-K tries every split from 2 up to one k-tile a slice, where the launch's counters
     // have room for its strips of 16 rows; the other schedules take the reduction whole. Splits
@@ -416,9 +438,13 @@ fn plan_folding(desc: &KernelDesc, problem: &Conv2d, dtype: DType, device: &Devi
     // Charged where the epilogue stages through shared memory; a piecewise linear one runs on
     // the accumulators (`Config::epilogue_in_registers`), as cheap as the bare store but for a
     // residual's reads (`residual_us`).
-    let (act, _) = p.epilogue.activation.code();
     let staged = |c: &Config| (!p.epilogue.is_none() && !c.epilogue_in_registers(act, p.epilogue.bias)).then_some(p.epilogue.residual);
-    let cost_of = |&(c, z): &(&Config, usize)| cost(c, device, m, n, group_c, p.r * p.s, z, live, staged(c), p.epilogue.residual);
+    let residual = |c: &Config| match (p.epilogue.residual, by_tma(c)) {
+        (false, _) => Residual::None,
+        (true, false) => Residual::Loaded,
+        (true, true) => Residual::ByTma,
+    };
+    let cost_of = |&(c, z): &(&Config, usize)| cost(c, device, m, n, group_c, p.r * p.s, z, live, staged(c), residual(c));
     let forced = if policy.split_k() { forced_split()? } else { None };
     let choices = configs().filter(fits).flat_map(|c| splits(c).map(move |z| (c, z)));
     let choices = choices.filter(|&(c, z)| forced.is_none_or(|(bn, fz)| c.bn == bn && z == fz));
@@ -459,10 +485,11 @@ fn plan_folding(desc: &KernelDesc, problem: &Conv2d, dtype: DType, device: &Devi
         c.entry(dtype == DType::BF16),
         (grid_blocks(c, device, m, n, z) as u32, 1, z as u32),
         (c.threads() as u32, 1, 1),
-        c.smem_bytes() as u32,
+        shared(c) as u32,
         dtype,
         cost_of(&(c, z)),
     );
+    let plan = if by_tma(c) { plan.with_residual_map(c.block_m() as u32) } else { plan };
     let plan = if policy.filter_map() { plan.with_filter_map(c.filter_box_rows() as u32) } else { plan };
     let plan = match policy.producer {
         Producer::WsTma | Producer::WsTmaNchw => plan.with_input_map(c.block_m() as u32),
@@ -809,7 +836,7 @@ mod tests {
             ("wgmma_ws_tma_persistent_128x256k64", 155.7),
             ("wgmma_ws_tma_persistent_cluster2_128x256k64", 155.6),
         ] {
-            let ratio = cost(by_entry(entry), &d, m, 512, 256, 9, 1, 1.0, None, false) / measured_us;
+            let ratio = cost(by_entry(entry), &d, m, 512, 256, 9, 1, 1.0, None, Residual::None) / measured_us;
             assert!((0.9..=1.1).contains(&ratio), "{entry}: predicted/measured {ratio:.2}");
         }
         let plan = algo("wgmma_multistage").plan(&seed, DType::F16, &d).unwrap();
@@ -873,22 +900,33 @@ mod tests {
     }
 
     #[test]
-    fn a_residual_in_registers_is_charged_and_ping_pong_hides_it_under_long_mainloops() {
-        // Measured on the H200 (BENCHMARKS.md, thirty-fifth session; fp16 NHWC, bias + residual
-        // + ReLU): on 32,64,56,56->64 3x3 the ping-pong kernels, which load the residual ahead,
-        // took 24.1-25.6 us against step 7's 30.0-32.0 (bare, all about 20); on
-        // 32,128,28,28->512 1x1 step 7 was the fastest (29.9 us).
+    fn a_residual_by_threads_is_charged_a_trip_a_tile_and_by_tma_its_bytes() {
         let d = DeviceModel::named("h200").unwrap();
         let ep = "bias+residual+relu".parse::<crate::Epilogue>().unwrap();
-        let pick = |p: Conv2d| crate::select::choose(&p, DType::F16, Layout::Nhwc, &d).unwrap().pick;
-        let three = Conv2d::new(32, 64, 56, 56, 64, 3, 3).with_pad(1);
-        assert!(matches!(pick(three.with_epilogue(ep)), Algorithm::Wgmma(policy) if policy.ping_pong()), "{:?}", pick(three.with_epilogue(ep)));
-        assert_eq!(pick(Conv2d::new(32, 128, 28, 28, 512, 1, 1).with_epilogue(ep)), algo("wgmma_ws_tma_persistent"));
-        // The charge is the residual's: the same layer with bias + ReLU predicts less.
-        let step7 = algo("wgmma_ws_tma_persistent");
         let relu = "bias+relu".parse::<crate::Epilogue>().unwrap();
-        let us = |e| step7.plan(&three.with_epilogue(e), DType::F16, &d).unwrap().predicted_us;
-        assert!(us(ep) > us(relu) + 2.0, "{} {}", us(ep), us(relu));
+        let plan = |a: &str, p: Conv2d, e| algo(a).plan(&p.with_epilogue(e), DType::F16, &d).unwrap();
+        let three = Conv2d::new(32, 64, 56, 56, 64, 3, 3).with_pad(1);
+        let one = Conv2d::new(32, 128, 28, 28, 512, 1, 1);
+        // Step 7's threads load it: more than its bytes (the trip a tile, measured on the H200).
+        let bytes = memory_us(&d, (32 * 56 * 56 * 64 * 2) as f64);
+        let step7 = |e| plan("wgmma_ws_tma_persistent", three, e);
+        assert!(step7(ep).predicted_us > step7(relu).predicted_us + bytes + 1.0, "{} {}", step7(ep).predicted_us, step7(relu).predicted_us);
+        assert_eq!(step7(ep).residual_map_rows, None);
+        // The ping-pong tiles that take it by TMA: its bytes alone, the map, and its buffers.
+        for (a, p, bm) in [("wgmma_ws_tma_pingpong_m64", one, 64), ("wgmma_ws_tma_pingpong", three, 128)] {
+            let fused = plan(a, p, ep);
+            let c = by_entry(fused.kernel);
+            assert!(c.takes_residual_map() && fused.residual_map_rows == Some(bm), "{fused:?}");
+            assert_eq!(fused.shared_bytes as usize, c.smem_bytes_with_residual());
+            let (m, taps) = (p.output_len() / p.k, p.r * p.s);
+            let with = |r| cost(c, &d, m, p.k, p.c, taps, 1, 1.0, None, r);
+            let bytes = memory_us(&d, (p.output_len() * 2) as f64);
+            assert!((fused.predicted_us - with(Residual::ByTma)).abs() < 1e-9 && (with(Residual::ByTma) - with(Residual::None) - bytes).abs() < 1e-9, "{a}");
+            assert!(with(Residual::Loaded) >= with(Residual::ByTma), "{a}");
+            // Without a residual, neither the map nor its buffers.
+            let bare = plan(a, p, relu);
+            assert_eq!((bare.residual_map_rows, bare.shared_bytes as usize), (None, by_entry(bare.kernel).smem_bytes()));
+        }
     }
 
     #[test]

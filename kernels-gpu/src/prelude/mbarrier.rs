@@ -99,6 +99,20 @@ pub unsafe fn prefetch_tensormap(map: *const u8) {
     unsafe { asm!("prefetch.tensormap [{m}];", m = in(reg64) map, options(nostack, readonly)) };
 }
 
+/// Tiled 2-D TMA load: as [`tma_load_3d`], the box starting at (`c0`, `c1`).
+///
+/// # Safety
+/// As [`tma_load_3d`], with `map` a valid 2-D tiled tensor map.
+#[inline(always)]
+pub unsafe fn tma_load_2d(dst: u32, map: *const u8, c0: i32, c1: i32, bar: u32) {
+    // SAFETY: as the caller guarantees; the copy writes only the box at dst.
+    unsafe {
+        asm!("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [{d}], [{m}, {{{c0}, {c1}}}], [{b}];",
+            d = in(reg32) dst, m = in(reg64) map, c0 = in(reg32) c0, c1 = in(reg32) c1, b = in(reg32) bar,
+            options(nostack))
+    };
+}
+
 /// Tiled 3-D TMA load: the box of the tensor map at `map` starting at element coordinates
 /// (`c0`, `c1`, `c2`) (innermost first; out-of-range elements read as zero) lands at shared
 /// address `dst` in the map's swizzled layout, then completes its byte count on barrier `bar`.

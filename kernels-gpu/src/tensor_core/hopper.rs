@@ -35,6 +35,7 @@ pub mod nchw_patch;
 pub mod plane_rows;
 pub mod planes;
 pub mod producer;
+pub mod residual;
 pub mod scheduler;
 pub mod split_k;
 

@@ -263,23 +263,24 @@ unsafe fn store_eight_nchw<R: NchwRows, M: Math>(rows: &R, y: *mut f32, x: &[f32
 /// an element, and step 7 with `alpha=2` alone took 1.4x the bare time (ncu, H100, 8,64,112,112 ->
 /// 128 3x3: 15.4M instructions against 8.9M).
 ///
-/// Where `AHEAD` (and [`loads_ahead`]), the residual comes from `ahead` ([`residual_ahead`] of
-/// the same tile and warpgroup, loaded before the tile's mainloop); otherwise the forms load it.
+/// Where `AHEAD` (and [`loads_ahead`]), the residual comes from `ahead`: an [`Ahead`]
+/// ([`residual_ahead`] of the same tile and warpgroup, loaded before the tile's mainloop), or
+/// the tile's residual copied into shared memory (`super::residual`); otherwise the forms load it.
 ///
 /// # Safety
 /// As [`store_fused`]'s operands: scale and bias (where not 0) hold K fp32 values, the residual
 /// an output-shaped tensor in the output's type.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-pub(super) unsafe fn finish_in_registers<O: Operands, Acc: Accumulators, M: Math, const AHEAD: bool>(sh: &ConvShape, acc: &mut Acc, ahead: &Ahead, m0: u32, n0: u32, cw: u32, tid: u32) {
+pub(super) unsafe fn finish_in_registers<O: Operands, Acc: Accumulators, M: Math, P: Pairs, const AHEAD: bool>(sh: &ConvShape, acc: &mut Acc, ahead: &P, m0: u32, n0: u32, cw: u32, tid: u32) {
     let ep = &sh.ep;
     let relu = ep.act == Act::Relu as u32;
     macro_rules! forms {
         ($(($s:literal, $r:literal, $relu:literal)),*) => {
-            match (ep.scale != 0, ep.residual != 0, relu) {
+            match (ep.scale != 0, P::RESIDUAL || ep.residual != 0, relu) {
                 // SAFETY: as the caller guarantees; each form reads the operands it is named for
                 // (and the bias, which `in_registers` requires).
-                $(($s, $r, $relu) => unsafe { finish_form::<O, Acc, M, AHEAD, $s, $r, $relu>(sh, acc, ahead, m0, n0, cw, tid) },)*
+                $(($s, $r, $relu) => unsafe { finish_form::<O, Acc, M, P, AHEAD, $s, $r, $relu>(sh, acc, ahead, m0, n0, cw, tid) },)*
             }
         };
     }
@@ -299,10 +300,10 @@ pub(super) unsafe fn finish_in_registers<O: Operands, Acc: Accumulators, M: Math
 /// # Safety
 /// As [`finish_in_registers`].
 #[inline(always)]
-unsafe fn finish_form<O: Operands, Acc: Accumulators, M: Math, const AHEAD: bool, const SCALE: bool, const RES: bool, const RELU: bool>(
+unsafe fn finish_form<O: Operands, Acc: Accumulators, M: Math, P: Pairs, const AHEAD: bool, const SCALE: bool, const RES: bool, const RELU: bool>(
     sh: &ConvShape,
     acc: &mut Acc,
-    ahead: &Ahead,
+    ahead: &P,
     m0: u32,
     n0: u32,
     cw: u32,
@@ -337,7 +338,8 @@ unsafe fn finish_form<O: Operands, Acc: Accumulators, M: Math, const AHEAD: bool
             let (mul, mut add) = if O::PLANES { by_row[e] } else { by_col };
             if RES {
                 let r = if AHEAD && loads_ahead::<M>() {
-                    widen_pair(ahead.pair(2 * j + e), half, M::BF16)
+                    // SAFETY: pair 2j + e of this thread's, as the caller guarantees.
+                    widen_pair(unsafe { ahead.pair(2 * j + e) }, half, M::BF16)
                 } else {
                     let row = row0 + 8 * e as u32;
                     let off = if O::y_in(sh, row, col) { O::y_off(sh, row, col) as usize } else { 0 };
@@ -377,10 +379,27 @@ const IN_REGISTERS_COLUMN_GROUPS: usize = IN_REGISTERS_MAX_ACC / 4;
 impl Ahead {
     /// No residual.
     pub(super) const NONE: Ahead = Ahead { v: [[0; 2]; 2 * IN_REGISTERS_COLUMN_GROUPS] };
+}
 
-    /// Pair `i` (zeros past the widest block: the forms are compiled for every tile width).
+/// Where [`finish_in_registers`] takes a thread's residual pairs from, where they are not
+/// its forms' to load.
+pub(super) trait Pairs {
+    /// Whether there is a residual for certain (the forms without one then compile away).
+    const RESIDUAL: bool;
+    /// Pair `i` (pair (j, e) at `2j + e`, [`finish_form`]'s order) in raw bits, as
+    /// `residual_pair_ahead` leaves them.
+    ///
+    /// # Safety
+    /// As the implementation says.
+    unsafe fn pair(&self, i: usize) -> [u32; 2];
+}
+
+impl Pairs for Ahead {
+    const RESIDUAL: bool = false;
+
+    /// Zeros past the widest block (the forms are compiled for every tile width).
     #[inline(always)]
-    fn pair(&self, i: usize) -> [u32; 2] {
+    unsafe fn pair(&self, i: usize) -> [u32; 2] {
         self.v.get(i).copied().unwrap_or([0; 2])
     }
 }

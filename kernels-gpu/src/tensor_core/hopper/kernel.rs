@@ -81,6 +81,7 @@ use super::epilogue::{finish_in_registers, prefetch_residual, residual_ahead, st
 use super::plane_rows::{init_landed, produce_plane_rows};
 use super::planes::{produce_plane_pixels, produce_planes};
 use super::producer::{group_channels, produce_cp_async, produce_tma};
+use super::residual::ResidualTiles;
 use super::scheduler::Tiles;
 use super::split_k::Split;
 use crate::prelude::mbarrier::{cluster_arrive, cluster_wait, fence_mbarrier_init, named_arrive, named_sync, prefetch_tensormap, setmaxnreg_inc_224};
@@ -243,7 +244,11 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
     let stage = ring_stage_bytes(O::PLANE_ROWS, BM, Acc::N, M::SPEC);
     // NCHW output stages its stores in the last bytes (`epilogue::store_nchw`).
     let staging = if O::Y_NCHW { NCHW_STAGING_BYTES } else { 0 };
-    if block_dim_x() != 3 * WG as i32 || dynamic_smem_bytes() + raw < smem + (STAGES * stage + BARRIER_BYTES + staging) as u32 {
+    // The residual by TMA, where the launch passes its map: its region after the ring.
+    let ring_end = smem + (STAGES * stage) as u32;
+    let residual = ResidualTiles::<Acc, BM>::of::<O, M, PINGPONG>(&sh, ring_end);
+    let after_ring = residual.map_or((BARRIER_BYTES + staging) as u32, |r| r.region_bytes());
+    if block_dim_x() != 3 * WG as i32 || dynamic_smem_bytes() + raw < ring_end + after_ring {
         trap();
     }
     let ring = Ring::<STAGES> { smem, stage: stage as u32 };
@@ -258,6 +263,10 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
         if O::PLANE_ROWS {
             // SAFETY: as above; the third barrier array fits (`convrs_spec::hopper` checks 3 x 8 x STAGES <= BARRIER_BYTES).
             unsafe { init_landed(ring) };
+        }
+        if let Some(r) = &residual {
+            // SAFETY: as above (the region's size checked above); its map is the launch's.
+            unsafe { r.init(&sh) };
         }
         fence_mbarrier_init();
         // SAFETY: the contract's tensor maps.
@@ -317,7 +326,7 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
             } else if O::PIXEL_PLANES {
                 produce_plane_pixels::<STAGES>(M::SPEC, xmap, wmap, &sh, ring, tiles, ktiles, tid);
             } else if IM2COL {
-                produce_tma::<O, STAGES, CLUSTER>(M::SPEC, xmap, wmap, &sh, ring, tiles, kt0, ktiles, tid);
+                produce_tma::<O, Acc, STAGES, CLUSTER, BM>(M::SPEC, xmap, wmap, &sh, ring, tiles, kt0, ktiles, residual, tid);
             } else {
                 produce_cp_async::<O, STAGES, CLUSTER>(x, wmap, &sh, ring, tiles, ktiles, tid);
             }
@@ -330,7 +339,7 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
     unsafe { setmaxnreg_inc_224() };
     if PINGPONG {
         // SAFETY: the whole warpgroup, for the tiles the producer fills; the caller's contract.
-        unsafe { ping_pong::<O, Acc, STAGES, M, BM>(&sh, y, ring, tiles, ktiles, cw, tid) };
+        unsafe { ping_pong::<O, Acc, STAGES, M, BM>(&sh, y, ring, tiles, ktiles, residual, cw, tid) };
         return;
     }
     let mut tiles = tiles;
@@ -388,7 +397,7 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
         if regs && write {
             // SAFETY: the caller's contract (the epilogue's operands). One call site: each
             // form of the register epilogue is straight-line code of its own.
-            unsafe { finish_in_registers::<O, Acc, M, false>(&sh, &mut acc, &Ahead::NONE, m0, n0, cw, tid) };
+            unsafe { finish_in_registers::<O, Acc, M, Ahead, false>(&sh, &mut acc, &Ahead::NONE, m0, n0, cw, tid) };
         }
         if split.is_some() {
             if write {
@@ -448,7 +457,9 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
 /// than one ahead of it (its parity would be ambiguous: a skipped-ahead wait returned at once
 /// on the H100, reading stages not yet landed). No stores are deferred (the other warpgroup's
 /// mainloop hides them), and a tile's second block past M (a ragged last tile) is computed and
-/// not stored. A fused epilogue keeps the tile's last stage, as in [`conv`].
+/// not stored. A fused epilogue keeps the tile's last stage, as in [`conv`]; a register one
+/// reads its residual from the `residual` buffers where the launch passes their map, otherwise
+/// loads it into registers before the tile's mainloop.
 ///
 /// # Safety
 /// All 128 threads of consumer warpgroup `cw` call it together, after the barriers'
@@ -462,6 +473,7 @@ unsafe fn ping_pong<O: Operands, Acc: Accumulators, const STAGES: usize, M: Math
     ring: Ring<STAGES>,
     mut tiles: Tiles,
     ktiles: i32,
+    residual: Option<ResidualTiles<Acc, BM>>,
     cw: u32,
     tid: u32,
 ) {
@@ -476,6 +488,8 @@ unsafe fn ping_pong<O: Operands, Acc: Accumulators, const STAGES: usize, M: Math
     let hold = fused && !regs;
     let mut at = Position::START;
     let mut place = 0u32;
+    // This warpgroup's tiles so far (the residual buffer's uses).
+    let mut mine = 0u32;
     while let Some((m0, n0)) = tiles.next::<1>() {
         place += 1;
         if (place - 1) % 2 != cw {
@@ -494,7 +508,7 @@ unsafe fn ping_pong<O: Operands, Acc: Accumulators, const STAGES: usize, M: Math
         }
         // The register epilogue's residual, loaded while the other warpgroup's mainloop runs and
         // this one's does. SAFETY: as above.
-        let ahead = if regs { unsafe { [residual_ahead::<O, Acc, M>(sh, m0, n0, 0, tid), if second { residual_ahead::<O, Acc, M>(sh, m0, n0, 1, tid) } else { Ahead::NONE }] } } else { [Ahead::NONE, Ahead::NONE] };
+        let ahead = if regs && residual.is_none() { unsafe { [residual_ahead::<O, Acc, M>(sh, m0, n0, 0, tid), if second { residual_ahead::<O, Acc, M>(sh, m0, n0, 1, tid) } else { Ahead::NONE }] } } else { [Ahead::NONE, Ahead::NONE] };
         if place > 1 {
             // The other warpgroup's mainloop of the tile before. SAFETY: both consumer
             // warpgroups, whole; the other arrives once per tile of its that a tile follows.
@@ -531,11 +545,26 @@ unsafe fn ping_pong<O: Operands, Acc: Accumulators, const STAGES: usize, M: Math
             let mut acc = acc;
             // SAFETY: the caller's contract; this warpgroup's tile (and the epilogue's operands).
             unsafe {
-                if regs {
-                    finish_in_registers::<O, Acc, M, true>(sh, &mut acc.0, &ahead[0], m0, n0, 0, tid);
-                    if second {
-                        finish_in_registers::<O, Acc, M, true>(sh, &mut acc.1, &ahead[1], m0, n0, 1, tid);
+                match &residual {
+                    // Its residual from shared memory: the whole warpgroup, once for each of its
+                    // tiles, in order (the producer copies every tile's); the reads between
+                    // wait and release.
+                    Some(r) if regs => {
+                        r.wait(cw, mine);
+                        finish_in_registers::<O, Acc, M, _, true>(sh, &mut acc.0, &r.pairs(cw, 0, tid), m0, n0, 0, tid);
+                        if second {
+                            finish_in_registers::<O, Acc, M, _, true>(sh, &mut acc.1, &r.pairs(cw, 1, tid), m0, n0, 1, tid);
+                        }
+                        r.release(cw);
+                        mine += 1;
                     }
+                    _ if regs => {
+                        finish_in_registers::<O, Acc, M, _, true>(sh, &mut acc.0, &ahead[0], m0, n0, 0, tid);
+                        if second {
+                            finish_in_registers::<O, Acc, M, _, true>(sh, &mut acc.1, &ahead[1], m0, n0, 1, tid);
+                        }
+                    }
+                    _ => {}
                 }
                 store_tile::<O, Acc, M>(sh, y, &acc.0, m0, n0, 0, tid);
                 if second {

@@ -17,9 +17,11 @@
 
 use convrs_spec::hopper::{a_tile_bytes, b_tile_bytes, Math, BLOCK_M, K_TILE, ROW_BYTES, WARPGROUP};
 
+use super::residual::ResidualTiles;
 use super::scheduler::Tiles;
 use crate::prelude::mbarrier::{cp_async_mbar_arrive_noinc, mbar_arrive_expect_tx, setmaxnreg_dec_56, tma_load_3d, tma_load_3d_multicast, tma_load_im2col_4d};
 use crate::prelude::pipeline::{Position, Ring};
+use crate::prelude::wgmma::Accumulators;
 use crate::prelude::*;
 use crate::tensor_core::implicit_gemm::{a_rows, chan, divmod, Operands, Tap};
 
@@ -142,7 +144,7 @@ unsafe fn load_filter_tile<const CLUSTER: u32>(b: u32, wmap: *const u8, c0: i32,
 /// tensor map.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-pub(super) unsafe fn produce_tma<O: Operands, const STAGES: usize, const CLUSTER: u32>(
+pub(super) unsafe fn produce_tma<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTER: u32, const BM: usize>(
     math: Math,
     xmap: *const u8,
     wmap: *const u8,
@@ -151,6 +153,7 @@ pub(super) unsafe fn produce_tma<O: Operands, const STAGES: usize, const CLUSTER
     mut tiles: Tiles,
     kt0: u32,
     ktiles: i32,
+    residual: Option<ResidualTiles<Acc, BM>>,
     tid: u32,
 ) {
     // SAFETY: the whole warpgroup, as in `produce_cp_async`.
@@ -176,6 +179,8 @@ pub(super) unsafe fn produce_tma<O: Operands, const STAGES: usize, const CLUSTER
     let (a_bytes, bm) = (a_tile_bytes(tiles.bm as usize), tiles.bm);
     let mut at = Position::START;
     let bn = tiles.bn;
+    // The tiles so far (the residual buffers alternate between them).
+    let mut t = 0u32;
     while let Some((m0, n0)) = tiles.next::<CLUSTER>() {
         // The window origin of the tile's first row; a cluster's tile wholly past M (computed,
         // never stored) reads the first rows instead.
@@ -215,6 +220,12 @@ pub(super) unsafe fn produce_tma<O: Operands, const STAGES: usize, const CLUSTER
             at = at.next::<STAGES>();
             kt += 1;
         }
+        if let Some(r) = &residual {
+            // After the tile's k-tiles: the copy waits only for the warpgroup's epilogue of the
+            // tile before its last, and lands under the mainloops. SAFETY: once a tile, in order.
+            unsafe { r.load(sh, t, m0, n0) };
+        }
+        t += 1;
     }
 }
 
