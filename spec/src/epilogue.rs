@@ -85,8 +85,10 @@ pub const IN_REGISTERS_MAX_ACC: usize = 64;
 /// shared memory: piecewise linear activations after a bias (folded BatchNorms and conv biases;
 /// each form of the code is a copy in every kernel, so the forms without a bias are left out),
 /// at most [`IN_REGISTERS_MAX_ACC`] accumulators, with or without a residual (under ping-pong
-/// since the thirty-fifth session, its pairs loaded into registers before each tile's mainloop:
-/// loaded in the epilogue they had spilled there). Kernels and planner read this one rule.
+/// since the thirty-fifth session: its pairs loaded into registers before each tile's mainloop,
+/// where loaded in the epilogue they had spilled; or, where the tile takes the residual's map,
+/// copied into shared memory by the producer, `crate::hopper::Config::takes_residual_map`).
+/// Kernels and planner read this one rule.
 pub const fn in_registers(act: Act, bias: bool, acc: usize) -> bool {
     act.is_linear() && bias && acc <= IN_REGISTERS_MAX_ACC
 }

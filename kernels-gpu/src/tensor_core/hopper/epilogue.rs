@@ -407,7 +407,8 @@ impl Pairs for Ahead {
 /// Loads consumer warpgroup `cw`'s residual pairs of the tile at (`m0`, `n0`) for the register
 /// epilogue (`ConvShape::ep`; nothing without a residual, or where a thread holds more than
 /// `IN_REGISTERS_MAX_ACC` accumulators, which `in_registers` leaves to the staging). Called
-/// before the tile's mainloop under ping-pong: the loads then arrive under the other
+/// before the tile's mainloop under ping-pong where the launch passes no residual map (with one,
+/// the producer copies the residual: `super::residual`): the loads then arrive under the other
 /// warpgroup's mainloop and this one's. There, loaded in the epilogue, they had spilled, and
 /// the staging they took instead held a stage: 32,64,56,56->64 3x3 with bias + residual + ReLU
 /// on 128x64 tiles 40.4 us, loaded ahead 23.9 (bare 19.6; H200, thirty-fifth session). Step 7

@@ -20,7 +20,7 @@ use core::marker::PhantomData;
 use convrs_spec::epilogue::IN_REGISTERS_MAX_ACC;
 use convrs_spec::hopper::{residual_tile_bytes, Math as Spec, BARRIER_BYTES, K_TILE, RESIDUAL_BUFFERS_AT, ROW_BYTES, WARPGROUP};
 
-use super::epilogue::{Ahead, Pairs};
+use super::epilogue::Pairs;
 use super::math::Math;
 use crate::prelude::mbarrier::{mbar_arrive, mbar_arrive_expect_tx, mbar_init, mbar_wait, prefetch_tensormap, tma_load_2d};
 use crate::prelude::wgmma::{fence_proxy_async_shared, Accumulators};
@@ -171,9 +171,9 @@ impl<Acc: Accumulators, const BM: usize> ResidualTiles<Acc, BM> {
 }
 
 /// A thread's residual pairs in a landed buffer of tiles `BM` rows high ([`ResidualTiles`]):
-/// pair (j, e) of [`Ahead`]'s order (row `16 warp + lane / 4 + 8e` of the block, columns
-/// `8j + 2 (lane % 4)..`) in 16-byte unit `j % 8` of its row, swizzled, of box `j / 8`. A warp's
-/// 32 loads of one (j, e) hit 8 rows' different units: no bank conflicts.
+/// pair (j, e) of [`Ahead`](super::epilogue::Ahead)'s order (row `16 warp + lane / 4 + 8e` of
+/// the block, columns `8j + 2 (lane % 4)..`) in 16-byte unit `j % 8` of its row, swizzled, of box
+/// `j / 8`. A warp's 32 loads of one (j, e) hit 8 rows' different units: no bank conflicts.
 pub(super) struct SharedPairs<const BM: usize> {
     /// The thread's first row's pair in unit 0 of box 0, with the row's swizzle in bits 4..7.
     base: u32,
