@@ -3,7 +3,7 @@
 # `bash benchmarks/2026-11-28-h200-s36/s36.sh PART...`.
 # PART: jit (convrs info once per bundle, so no timed run pays the PTX JIT), fused (convrs run
 # with fused epilogues per kernel and tile width, on BUNDLE then OLD), tests (TESTS), sanitize
-# (the residual by TMA on both ping-pong tile shapes, ragged K and M), suites (SETS with
+# (the residual by TMA on both ping-pong tile shapes, ragged K and M), sanitize7 (step 7's), suites (SETS with
 # EPI, NHWC Hopper kernels). Results go to $OUT/all.tar through the fold directory's steps.sh.
 source benchmarks/2026-11-28-h100-fold/steps.sh
 export CUDA_CACHE_MAXSIZE=4294967296
@@ -32,6 +32,12 @@ tests)
   step tests MODE=tests TESTS="${TESTS:-$(ls $b/tests | tr '\n' ' ')}" TEST_TIMEOUT=${TEST_TIMEOUT:-300};;
 sanitize)
   step sanitize CONVRS_HOPPER_BN=64 MODE=sanitize SAN_LAYOUT=nhwc SAN_SPECS="wgmma_ws_tma_pingpong_m64:fp16:fma:3,64,12,12,136,3,3 --pad 1 --epilogue bias+residual+relu;wgmma_ws_tma_pingpong:bf16:fma:2,72,10,10,72,1,1 --epilogue scale+bias+residual+relu6";;
+sanitize7)
+  # Step 7's residual by TMA: one buffer at 128x128, two at 128x64; the last M tile's second
+  # warpgroup idle (432 rows), ragged K.
+  for bn in 128 64; do
+    step sanitize7-$bn CONVRS_HOPPER_BN=$bn MODE=sanitize SAN_LAYOUT=nhwc SAN_SPECS="wgmma_ws_tma_persistent:fp16:fma:3,64,12,12,136,3,3 --pad 1 --epilogue bias+residual+relu"
+  done;;
 suites)
   A="wgmma_ws_tma_persistent wgmma_ws_tma_pingpong wgmma_ws_tma_pingpong_m64 wgmma_ws_tma_splitk"
   for set in ${SETS:-resnet50:fp16:1/2 resnet50:fp16:2/2}; do

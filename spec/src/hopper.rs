@@ -54,11 +54,19 @@ pub const fn residual_tile_bytes(bm: usize, bn: usize) -> usize {
     bm * bn * 2
 }
 
-/// Bytes from the end of the ring's stages to the end of the residual region: one buffer for
-/// each consumer warpgroup (ping-pong: the two take turns, and one's epilogue may still read
-/// its buffer while the other's tile lands in the other).
-pub const fn residual_region_bytes(bm: usize, bn: usize) -> usize {
-    RESIDUAL_BUFFERS_AT + 2 * residual_tile_bytes(bm, bn)
+/// Residual buffers of a configuration that takes the residual by TMA, whose ring's stages take
+/// `ring_bytes`: under ping-pong two, one a consumer warpgroup (they take turns, and one's
+/// epilogue may still read its buffer while the other's tile lands in the other); where both
+/// warpgroups share each tile, two where they fit beside the ring (tile t's copy then waits for
+/// tile t - 2's reads), else one.
+pub const fn residual_buffers(ping_pong: bool, ring_bytes: usize, bm: usize, bn: usize) -> usize {
+    if ping_pong || 1024 + ring_bytes + residual_region_bytes(bm, bn, 2) <= MAX_SMEM_BYTES { 2 } else { 1 }
+}
+
+/// Bytes from the end of the ring's stages to the end of the residual region of `buffers`
+/// buffers ([`residual_buffers`]).
+pub const fn residual_region_bytes(bm: usize, bn: usize, buffers: usize) -> usize {
+    RESIDUAL_BUFFERS_AT + buffers * residual_tile_bytes(bm, bn)
 }
 
 /// Calls `$callback! { $ctx... (Producer, Schedule, CLUSTER, BM, BN, STAGES, fp16_entry, bf16_entry) ... }`,
@@ -773,21 +781,28 @@ impl Config {
 
     /// Whether its entries take a fused residual by TMA (`EpilogueArgs::residual_map`): the
     /// producer copies each tile's residual into shared memory after the tile's k-tiles, and the
-    /// register epilogue reads it there. The ping-pong tiles of 16-bit NHWC data whose epilogue
-    /// runs in registers ([`crate::epilogue::IN_REGISTERS_MAX_ACC`] a thread), whole 64-channel
-    /// boxes wide; [`Config::smem_bytes_with_residual`] fits them all.
+    /// register epilogue reads it there. The persistent and ping-pong tiles of 16-bit NHWC data
+    /// (steps 7, 10 and 12) whose epilogue runs in registers
+    /// ([`crate::epilogue::IN_REGISTERS_MAX_ACC`] a thread), whole 64-channel boxes wide;
+    /// [`Config::smem_bytes_with_residual`] fits them all.
     pub const fn takes_residual_map(&self) -> bool {
         matches!(self.policy.producer, Producer::WsTma)
-            && self.policy.ping_pong()
+            && matches!(self.policy.schedule, Schedule::Persistent | Schedule::PingPong)
+            && self.policy.cluster == 1
             && matches!(self.policy.math, Math::Half)
             && self.accumulators() <= crate::epilogue::IN_REGISTERS_MAX_ACC
             && self.bn % K_TILE == 0
     }
 
+    /// Its residual buffers where it takes the residual by TMA ([`residual_buffers`]).
+    pub const fn residual_buffers(&self) -> usize {
+        residual_buffers(self.policy.ping_pong(), self.stages * stage_bytes(self.block_m(), self.bn, self.policy.math), self.block_m(), self.bn)
+    }
+
     /// [`Config::smem_bytes`] with the residual region ([`residual_region_bytes`]) after the
     /// stages, for a launch that passes a residual map.
     pub const fn smem_bytes_with_residual(&self) -> usize {
-        self.smem_bytes() - BARRIER_BYTES + residual_region_bytes(self.block_m(), self.bn)
+        self.smem_bytes() - BARRIER_BYTES + residual_region_bytes(self.block_m(), self.bn, self.residual_buffers())
     }
 
     /// The most registers a thread may have for the block to fit the register file: the
@@ -977,9 +992,16 @@ mod tests {
     }
 
     #[test]
-    fn the_residual_by_tma_is_the_register_ping_pong_tiles_of_16_bit_nhwc_data() {
-        let mut takes = CONFIGS.iter().filter(|c| c.takes_residual_map()).map(|c| c.entries[0]);
-        for e in ["wgmma_ws_tma_pingpong_128x64k64", "wgmma_ws_tma_pingpong_m64_64x128k64", "wgmma_ws_tma_pingpong_m64_64x64k64"] {
+    fn the_residual_by_tma_is_the_register_tiles_of_16_bit_nhwc_data() {
+        let mut takes = CONFIGS.iter().filter(|c| c.takes_residual_map()).map(|c| (c.entries[0], c.residual_buffers()));
+        // Step 7's 128x128 has room for one buffer beside its 6 stages, the others for two.
+        for e in [
+            ("wgmma_ws_tma_persistent_128x128k64", 1),
+            ("wgmma_ws_tma_persistent_128x64k64", 2),
+            ("wgmma_ws_tma_pingpong_128x64k64", 2),
+            ("wgmma_ws_tma_pingpong_m64_64x128k64", 2),
+            ("wgmma_ws_tma_pingpong_m64_64x64k64", 2),
+        ] {
             assert_eq!(takes.next(), Some(e));
         }
         assert_eq!(takes.next(), None);

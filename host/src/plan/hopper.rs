@@ -907,13 +907,15 @@ mod tests {
         let plan = |a: &str, p: Conv2d, e| algo(a).plan(&p.with_epilogue(e), DType::F16, &d).unwrap();
         let three = Conv2d::new(32, 64, 56, 56, 64, 3, 3).with_pad(1);
         let one = Conv2d::new(32, 128, 28, 28, 512, 1, 1);
-        // Step 7's threads load it: more than its bytes (the trip a tile, measured on the H200).
-        let bytes = memory_us(&d, (32 * 56 * 56 * 64 * 2) as f64);
-        let step7 = |e| plan("wgmma_ws_tma_persistent", three, e);
-        assert!(step7(ep).predicted_us > step7(relu).predicted_us + bytes + 1.0, "{} {}", step7(ep).predicted_us, step7(relu).predicted_us);
-        assert_eq!(step7(ep).residual_map_rows, None);
-        // The ping-pong tiles that take it by TMA: its bytes alone, the map, and its buffers.
-        for (a, p, bm) in [("wgmma_ws_tma_pingpong_m64", one, 64), ("wgmma_ws_tma_pingpong", three, 128)] {
+        // Loaded by step 7's threads (fp32 outputs, or no map): more than its bytes, a trip a
+        // tile (measured on the H200, thirty-fifth session).
+        let c = by_entry("wgmma_ws_tma_persistent_128x64k64");
+        let (m, n) = (three.output_len() / three.k, three.k);
+        let step7 = |r| cost(c, &d, m, n, three.c, 9, 1, 1.0, None, r);
+        let bytes = memory_us(&d, (three.output_len() * 2) as f64);
+        assert!(step7(Residual::Loaded) > step7(Residual::None) + bytes + 1.0, "{} {}", step7(Residual::Loaded), step7(Residual::None));
+        // The tiles that take it by TMA: its bytes alone, the map, and its buffers.
+        for (a, p, bm) in [("wgmma_ws_tma_pingpong_m64", one, 64), ("wgmma_ws_tma_pingpong", three, 128), ("wgmma_ws_tma_persistent", three, 128)] {
             let fused = plan(a, p, ep);
             let c = by_entry(fused.kernel);
             assert!(c.takes_residual_map() && fused.residual_map_rows == Some(bm), "{fused:?}");

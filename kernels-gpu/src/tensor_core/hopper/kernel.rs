@@ -55,7 +55,8 @@
 //! Launch: 384 threads; a 1-D grid of `ceil(M / BM) * ceil(K / BN)` blocks (N tile fastest; in
 //! clusters the M tiles rounded up to whole clusters), or with a persistent schedule fewer (a
 //! multiple of the cluster size), times the split count in z; `Config::smem_bytes` of dynamic
-//! shared memory.
+//! shared memory, or `Config::smem_bytes_with_residual` where the epilogue's arguments pass a
+//! residual map (`Config::takes_residual_map`; [`super::residual`]).
 //!
 //! # Roles
 //!
@@ -246,7 +247,7 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
     let staging = if O::Y_NCHW { NCHW_STAGING_BYTES } else { 0 };
     // The residual by TMA, where the launch passes its map: its region after the ring.
     let ring_end = smem + (STAGES * stage) as u32;
-    let residual = ResidualTiles::<Acc, BM>::of::<O, M, PINGPONG>(&sh, ring_end);
+    let residual = ResidualTiles::<Acc, BM>::of::<O, M>(&sh, IM2COL && PERSISTENT && CLUSTER == 1 && !SPLIT, PINGPONG, ring_end, STAGES * stage);
     let after_ring = residual.map_or((BARRIER_BYTES + staging) as u32, |r| r.region_bytes());
     if block_dim_x() != 3 * WG as i32 || dynamic_smem_bytes() + raw < ring_end + after_ring {
         trap();
@@ -363,13 +364,15 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
     // Any other fused epilogue holds each tile's last stage for its staging (`store_fused`).
     let hold = fuses && !sh.ep.is_identity() && !regs;
     let mut pending = Pending::NONE;
+    // The CTA's tiles so far (the residual buffers' uses).
+    let mut t = 0u32;
     while let Some((m0, n0)) = tiles.next::<CLUSTER>() {
         // A warpgroup whose first row (so every row) lies outside the output: a ragged last M
         // tile, a cluster's tile past M, or K <= 64 under NCHW planes. Uniform per warpgroup.
         // Split-K keeps every warp in its meeting; 3xTF32 computes it anyway (the branch around
         // its register fragments measured 144 bytes of spills in ptxas).
         let idle = !SPLIT && !matches!(M::SPEC, Spec::Tf32x3) && !O::block_in(&sh, m0 + cw * 64, n0);
-        if (hold || regs) && !idle {
+        if (hold || regs) && !idle && residual.is_none() {
             // SAFETY: the caller's contract (the residual is output-shaped).
             unsafe { prefetch_residual::<O, Acc, M>(&sh, m0, n0, cw, tid) };
         }
@@ -394,11 +397,24 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
             }
             None => !idle,
         };
-        if regs && write {
+        match &residual {
+            // The residual from the tile's buffer: both warpgroups, every tile (an idle one
+            // too, whose arrival frees the buffer), waiting before they release it.
+            // SAFETY: the whole warpgroup, once a tile, in order (the producer copies every
+            // tile's); the reads between wait and release; the epilogue's operands as below.
+            Some(r) => unsafe {
+                r.wait(t);
+                if regs && write {
+                    finish_in_registers::<O, Acc, M, _, true>(&sh, &mut acc, &r.pairs(t, cw, tid), m0, n0, cw, tid);
+                }
+                r.release(t);
+            },
             // SAFETY: the caller's contract (the epilogue's operands). One call site: each
             // form of the register epilogue is straight-line code of its own.
-            unsafe { finish_in_registers::<O, Acc, M, Ahead, false>(&sh, &mut acc, &Ahead::NONE, m0, n0, cw, tid) };
+            None if regs && write => unsafe { finish_in_registers::<O, Acc, M, Ahead, false>(&sh, &mut acc, &Ahead::NONE, m0, n0, cw, tid) },
+            None => {}
         }
+        t += 1;
         if split.is_some() {
             if write {
                 // SAFETY: as below (each warp writes its own 16 rows; shuffles and staging
@@ -488,8 +504,6 @@ unsafe fn ping_pong<O: Operands, Acc: Accumulators, const STAGES: usize, M: Math
     let hold = fused && !regs;
     let mut at = Position::START;
     let mut place = 0u32;
-    // This warpgroup's tiles so far (the residual buffer's uses).
-    let mut mine = 0u32;
     while let Some((m0, n0)) = tiles.next::<1>() {
         place += 1;
         if (place - 1) % 2 != cw {
@@ -550,13 +564,13 @@ unsafe fn ping_pong<O: Operands, Acc: Accumulators, const STAGES: usize, M: Math
                     // tiles, in order (the producer copies every tile's); the reads between
                     // wait and release.
                     Some(r) if regs => {
-                        r.wait(cw, mine);
-                        finish_in_registers::<O, Acc, M, _, true>(sh, &mut acc.0, &r.pairs(cw, 0, tid), m0, n0, 0, tid);
+                        let t = place - 1;
+                        r.wait(t);
+                        finish_in_registers::<O, Acc, M, _, true>(sh, &mut acc.0, &r.pairs(t, 0, tid), m0, n0, 0, tid);
                         if second {
-                            finish_in_registers::<O, Acc, M, _, true>(sh, &mut acc.1, &r.pairs(cw, 1, tid), m0, n0, 1, tid);
+                            finish_in_registers::<O, Acc, M, _, true>(sh, &mut acc.1, &r.pairs(t, 1, tid), m0, n0, 1, tid);
                         }
-                        r.release(cw);
-                        mine += 1;
+                        r.release(t);
                     }
                     _ if regs => {
                         finish_in_registers::<O, Acc, M, _, true>(sh, &mut acc.0, &ahead[0], m0, n0, 0, tid);

@@ -136,7 +136,7 @@ unsafe fn load_filter_tile<const CLUSTER: u32>(b: u32, wmap: *const u8, c0: i32,
 }
 
 /// The TMA producer: one thread issues both copies of each k-tile (three under 3xTF32), k-tiles
-/// of `math.k_tile()` channels. Each tile's reduction is its `ktiles` k-tiles from k-tile `kt0`
+/// of `math.k_tile()` channels; with a `residual` by TMA, another copies each tile's residual. Each tile's reduction is its `ktiles` k-tiles from k-tile `kt0`
 /// on (a slice's share under the split-K schedule).
 ///
 /// # Safety
@@ -158,6 +158,14 @@ pub(super) unsafe fn produce_tma<O: Operands, Acc: Accumulators, const STAGES: u
 ) {
     // SAFETY: the whole warpgroup, as in `produce_cp_async`.
     unsafe { setmaxnreg_dec_56() };
+    if let Some(r) = &residual {
+        if tid == 32 {
+            // Warp 1 copies the residuals, each as soon as its buffer is free, so that thread 0
+            // never waits for an epilogue's reads. SAFETY: one thread, every tile in order.
+            unsafe { r.load_all::<CLUSTER>(sh, tiles) };
+            return;
+        }
+    }
     if tid != 0 {
         return;
     }
@@ -179,8 +187,6 @@ pub(super) unsafe fn produce_tma<O: Operands, Acc: Accumulators, const STAGES: u
     let (a_bytes, bm) = (a_tile_bytes(tiles.bm as usize), tiles.bm);
     let mut at = Position::START;
     let bn = tiles.bn;
-    // The tiles so far (the residual buffers alternate between them).
-    let mut t = 0u32;
     while let Some((m0, n0)) = tiles.next::<CLUSTER>() {
         // The window origin of the tile's first row; a cluster's tile wholly past M (computed,
         // never stored) reads the first rows instead.
@@ -220,12 +226,6 @@ pub(super) unsafe fn produce_tma<O: Operands, Acc: Accumulators, const STAGES: u
             at = at.next::<STAGES>();
             kt += 1;
         }
-        if let Some(r) = &residual {
-            // After the tile's k-tiles: the copy waits only for the warpgroup's epilogue of the
-            // tile before its last, and lands under the mainloops. SAFETY: once a tile, in order.
-            unsafe { r.load(sh, t, m0, n0) };
-        }
-        t += 1;
     }
 }
 
