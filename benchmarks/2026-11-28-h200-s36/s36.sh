@@ -35,7 +35,7 @@ sanitize)
 sanitize7)
   # Step 7's residual by TMA: one buffer at 128x128, two at 128x64; the last M tile's second
   # warpgroup idle (432 rows), ragged K.
-  for bn in 128 64; do
+  for bn in ${SAN_WIDTHS:-128 64}; do
     step sanitize7-$bn CONVRS_HOPPER_BN=$bn MODE=sanitize SAN_LAYOUT=nhwc SAN_SPECS="wgmma_ws_tma_persistent:fp16:fma:3,64,12,12,136,3,3 --pad 1 --epilogue bias+residual+relu"
   done;;
 suites)
