@@ -22,8 +22,8 @@
 //! | 18 | `wgmma_nchw1x1_pingpong` ([`planes`]) | step 9 on step 10's ping-pong tiles: 128 output channels a warpgroup's tile, its stores under the other's mainloop |
 //!
 //! The pieces of the warp-specialized kernel, each written once: [`producer`], [`consumer`],
-//! [`epilogue`], the tile [`scheduler`], the [`split_k`] meeting, and the ring
-//! (`prelude::pipeline`).
+//! [`epilogue`] (with its residual by TMA, [`residual`]), the tile [`scheduler`], the
+//! [`split_k`] meeting, and the ring (`prelude::pipeline`).
 
 pub mod consumer;
 pub mod epilogue;

@@ -60,7 +60,8 @@
 //!
 //! # Roles
 //!
-//! - Warpgroup 0, the producer (`setmaxnreg.dec` to 56): fills the ring ([`super::producer`]).
+//! - Warpgroup 0, the producer (`setmaxnreg.dec` to 56): fills the ring ([`super::producer`]),
+//!   and with the fused residual by TMA copies each tile's residual ([`super::residual`]).
 //! - Warpgroups 1 and 2, the consumers (`setmaxnreg.inc` to 224): rows 64(g-1).. of the block
 //!   tile. For each k-tile: wait for `full`, (with `cp.async` activations) the proxy fence, 4 x
 //!   m64nBNk16 wgmma, commit, `wait_group 1` (k-tile kt-1's wgmmas retired), then release kt-1's

@@ -8,6 +8,8 @@
 //! - [`produce_tma`] (`Producer::WsTma`): one thread issues both copies, the activations as one
 //!   im2col TMA copy of the tile's rows (128, or 64 under step 12; taps in the padding and rows
 //!   past the last image arrive as zeros): one arrival, both tiles' bytes.
+//!   With the fused residual by TMA, thread 32 copies each tile's residual into its buffer
+//!   ([`super::residual`]).
 //!
 //! A grouped problem's tiles each read their group's channels of the input (the TMA producer
 //! only; the host refuses groups for the others).
@@ -136,8 +138,9 @@ unsafe fn load_filter_tile<const CLUSTER: u32>(b: u32, wmap: *const u8, c0: i32,
 }
 
 /// The TMA producer: one thread issues both copies of each k-tile (three under 3xTF32), k-tiles
-/// of `math.k_tile()` channels; with a `residual` by TMA, another copies each tile's residual. Each tile's reduction is its `ktiles` k-tiles from k-tile `kt0`
-/// on (a slice's share under the split-K schedule).
+/// of `math.k_tile()` channels; with a `residual` by TMA, another copies each tile's residual.
+/// Each tile's reduction is its `ktiles` k-tiles from k-tile `kt0` on (a slice's share under the
+/// split-K schedule).
 ///
 /// # Safety
 /// As [`produce_cp_async`], with `full` expecting one arrival and `xmap` the input's im2col
