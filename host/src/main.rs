@@ -476,8 +476,10 @@ fn explain(device: usize, s: &ShapeArgs, dtype: DType, layout: Layout, model: Op
                 let padded = e.padded.map(|r| run_note(&p, &r)).unwrap_or_default();
                 let run = e.padded.unwrap_or(p);
                 let folded = e.plan.kernel_problem(&run).ok().filter(|_| e.plan.fold_w).map(|f| format!("; {}", fold_note(&run, &f))).unwrap_or_default();
+                // The kernel copies a 16-bit residual into shared memory (an fp32 one its threads load).
+                let by_tma = if e.plan.residual_map_rows.is_some() { "; a 16-bit residual by TMA" } else { "" };
                 println!(
-                    "| {} | {} | {x}/{w}/{y} | {:.1} | {:.1} | {:.1} | {} grid {:?} block {:?} {} B{padded}{folded} |",
+                    "| {} | {} | {x}/{w}/{y} | {:.1} | {:.1} | {:.1} | {} grid {:?} block {:?} {} B{padded}{folded}{by_tma} |",
                     c.kernel.name, c.kernel.family.name(), e.kernel_us, e.conversion_us, e.total_us(), e.plan.kernel, e.plan.grid, e.plan.block, e.plan.shared_bytes
                 )
             }
