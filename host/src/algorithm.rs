@@ -307,10 +307,7 @@ pub fn launch_fused<T: Element, O: Element>(gpu: &Gpu, plan: &LaunchPlan, proble
     let cfg = LaunchConfig { grid_dim: plan.grid, block_dim: plan.block, shared_mem_bytes: plan.shared_bytes };
     let filter_map = plan.filter_map_rows.map(|rows| gpu.filter_map(filter, &plan.filter_map_problem(problem)?, rows)).transpose()?;
     let input_map = plan.input_map.map(|kind| gpu.input_map(input, problem, kind, plan.fold_w)).transpose()?;
-    // A 16-bit residual by TMA where the kernel takes it (an fp32 one its threads load).
-    if let Some(rows) = plan.residual_map_rows.filter(|_| ep_args.residual != 0 && O::DTYPE.size() == 2) {
-        ep_args.residual_map = gpu.residual_map(ep_args.residual, problem.k, problem.output_len(), rows, O::DTYPE)?;
-    }
+    ep_args.residual_map = residual_map::<O>(gpu, plan, problem, ep_args.residual)?;
     let mut b = KernelArgs::default();
     b.input(gpu, input).input(gpu, filter).output(gpu, output);
     if let Some(map) = filter_map {
@@ -337,6 +334,16 @@ pub fn launch_fused<T: Element, O: Element>(gpu: &Gpu, plan: &LaunchPlan, proble
     // zeroed; every launch leaves them so).
     unsafe { gpu.launch(&f, cfg, b) }.map_err(cuda_err(plan.kernel))?;
     Ok(())
+}
+
+/// The device address of the tensor map of the residual at `residual` where `plan` takes a
+/// 16-bit residual by TMA ([`LaunchPlan::residual_map_rows`]), for `problem`, the one the kernel
+/// runs; 0 otherwise (an fp32 residual, or none: the kernel's threads load it).
+pub(crate) fn residual_map<O: Element>(gpu: &Gpu, plan: &LaunchPlan, problem: &Conv2d, residual: u64) -> Result<u64> {
+    match plan.residual_map_rows {
+        Some(rows) if residual != 0 && O::DTYPE.size() == 2 => gpu.residual_map(residual, problem.k, problem.output_len(), rows, O::DTYPE),
+        _ => Ok(0),
+    }
 }
 
 fn check_len(tensor: &'static str, expected: usize, got: usize) -> Result<()> {

@@ -144,6 +144,13 @@ impl<T: Element, O: Element> Prepared<T, O> {
             })
             .transpose()?;
         prepared.ep = EpilogueBuffers { scale: vector(ep.scale, "scale")?, bias: vector(ep.bias, "bias")?, residual };
+        // The residual's tensor map built now too (as the operands' in `from_device`), not in the
+        // first (maybe timed, maybe captured) launch.
+        if let Some(r) = &prepared.ep.residual {
+            use cudarc::driver::DevicePtr;
+            let (address, _sync) = r.device_ptr(gpu.stream());
+            crate::algorithm::residual_map::<O>(gpu, &prepared.plan, &run, address)?;
+        }
         // Every operand the epilogue names is given, and no other (launch checks it the same way).
         prepared.ep.operands().args(gpu, &run.epilogue, run.k, run.output_len())?;
         Ok(prepared)
