@@ -48,6 +48,22 @@ pub const RESIDUAL_BUFFERS_AT: usize = 1024;
 pub const RESIDUAL_BARRIER_BYTES: usize = 4 * 8;
 const _: () = assert!(BARRIER_BYTES + RESIDUAL_BARRIER_BYTES <= RESIDUAL_BUFFERS_AT);
 
+/// The fp32 accumulators a consumer thread holds on `bm x bn` tiles: a 64-row block's `bn / 2`,
+/// twice that where a ping-pong warpgroup computes a 128-row tile alone
+/// ([`Config::accumulators`]; the kernels read it too).
+pub const fn thread_accumulators(ping_pong: bool, bm: usize, bn: usize) -> usize {
+    let rows = if ping_pong { bm } else { WGMMA_M };
+    rows / WGMMA_M * bn / 2
+}
+
+/// The rule of [`Config::takes_residual_map`], which the kernels evaluate on their const
+/// parameters too: a schedule that copies it (`schedule`: NHWC by im2col TMA, persistent or
+/// ping-pong, no cluster, no split), 16-bit data, a register epilogue's `acc` accumulators a
+/// thread, whole 64-channel boxes of `bn` columns.
+pub const fn takes_residual_map(schedule: bool, half: bool, acc: usize, bn: usize) -> bool {
+    schedule && half && acc <= crate::epilogue::IN_REGISTERS_MAX_ACC && bn % K_TILE == 0
+}
+
 /// Bytes of one residual buffer for `bm x bn` tiles: the tile in 16-bit values, as `bn / 64`
 /// boxes of {64 channels, `bm` rows} (128-byte rows, 128B swizzle) side by side.
 pub const fn residual_tile_bytes(bm: usize, bn: usize) -> usize {
@@ -731,8 +747,7 @@ impl Config {
     /// The fp32 accumulators a consumer thread holds: a 64-row block's `bn / 2`, twice that
     /// where a ping-pong warpgroup computes a 128-row tile alone.
     pub const fn accumulators(&self) -> usize {
-        let rows = if self.policy.ping_pong() { self.block_m() } else { crate::hopper::WGMMA_M };
-        rows / crate::hopper::WGMMA_M * self.bn / 2
+        thread_accumulators(self.policy.ping_pong(), self.block_m(), self.bn)
     }
 
     /// Whether its entries apply an epilogue with activation `act` (and a bias where `bias`;
@@ -786,12 +801,8 @@ impl Config {
     /// ([`crate::epilogue::IN_REGISTERS_MAX_ACC`] a thread), whole 64-channel boxes wide;
     /// [`Config::smem_bytes_with_residual`] fits them all.
     pub const fn takes_residual_map(&self) -> bool {
-        matches!(self.policy.producer, Producer::WsTma)
-            && matches!(self.policy.schedule, Schedule::Persistent | Schedule::PingPong)
-            && self.policy.cluster == 1
-            && matches!(self.policy.math, Math::Half)
-            && self.accumulators() <= crate::epilogue::IN_REGISTERS_MAX_ACC
-            && self.bn % K_TILE == 0
+        let schedule = matches!(self.policy.producer, Producer::WsTma) && matches!(self.policy.schedule, Schedule::Persistent | Schedule::PingPong) && self.policy.cluster == 1;
+        takes_residual_map(schedule, matches!(self.policy.math, Math::Half), self.accumulators(), self.bn)
     }
 
     /// Its residual buffers where it takes the residual by TMA ([`residual_buffers`]).

@@ -20,8 +20,7 @@
 
 use core::marker::PhantomData;
 
-use convrs_spec::epilogue::IN_REGISTERS_MAX_ACC;
-use convrs_spec::hopper::{residual_buffers, residual_tile_bytes, Math as Spec, BARRIER_BYTES, K_TILE, RESIDUAL_BUFFERS_AT, ROW_BYTES, WARPGROUP, WGMMA_M};
+use convrs_spec::hopper::{residual_buffers, residual_tile_bytes, takes_residual_map, thread_accumulators, Math as Spec, BARRIER_BYTES, K_TILE, RESIDUAL_BUFFERS_AT, ROW_BYTES, WARPGROUP};
 
 use super::epilogue::Pairs;
 use super::math::Math;
@@ -66,9 +65,8 @@ impl<Acc: Accumulators, const BM: usize> ResidualTiles<Acc, BM> {
     #[inline(always)]
     pub(super) fn of<O: Operands, M: Math>(sh: &ConvShape, schedule: bool, ping_pong: bool, ring_end: u32, ring_bytes: usize) -> Option<Self> {
         let nhwc = !O::PLANES && !O::PIXEL_PLANES && !O::Y_NCHW && !O::TILED;
-        // A thread's accumulators: a ping-pong warpgroup's whole tile, or its 64 rows of one.
-        let acc = if ping_pong { BM } else { WGMMA_M } * Self::BN / WARPGROUP;
-        let takes = schedule && nhwc && M::SPEC == Spec::Half && acc <= IN_REGISTERS_MAX_ACC && Self::BN % K_TILE == 0;
+        let acc = thread_accumulators(ping_pong, BM, Self::BN);
+        let takes = takes_residual_map(schedule && nhwc, M::SPEC == Spec::Half, acc, Self::BN);
         let ep = &sh.ep;
         if !takes || ep.residual_map == 0 || ep.residual == 0 || sh.y_bits != 16 || !ep.in_registers(acc) {
             return None;
