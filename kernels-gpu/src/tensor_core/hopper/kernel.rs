@@ -73,7 +73,7 @@
 //!   tile whole, as two m64 blocks (BM = 128) or one (BM = 64), and the mainloops take turns
 //!   ([`ping_pong`]).
 
-use convrs_spec::hopper::{fuses_epilogue, plane_rows, ring_stage_bytes, Math as Spec, BARRIER_BYTES, BLOCK_M, NCHW_STAGING_BYTES, PINGPONG_MAX_ACC, PLANE_ROW_SHIFTERS, WARPGROUP, WGMMA_M};
+use convrs_spec::hopper::{fuses_epilogue, plane_rows, ring_stage_bytes, thread_accumulators, Math as Spec, BARRIER_BYTES, BLOCK_M, NCHW_STAGING_BYTES, PINGPONG_MAX_ACC, PLANE_ROW_SHIFTERS, WARPGROUP, WGMMA_M};
 use convrs_spec::split_k;
 use convrs_spec::EpilogueArgs;
 
@@ -352,7 +352,7 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
     let sh = &ConvShape { ep: if fuses { sh.ep } else { EpilogueArgs::NONE }, ..sh };
     // A piecewise linear epilogue runs on the accumulators (`finish_in_registers`; a thread
     // holds N / 2), then the bare store does.
-    let regs = fuses && !sh.ep.is_identity() && sh.ep.in_registers(Acc::N / 2);
+    let regs = fuses && !sh.ep.is_identity() && sh.ep.in_registers(thread_accumulators(false, BM, Acc::N));
     // With im2col copies and 16-bit outputs each tile's last stores go under the next tile's
     // first k-tiles (bare convolutions and register epilogues: see `store_deferring`).
     // Not under NCHW planes or rows: each slice's addresses take divisions (the image; under
@@ -501,7 +501,7 @@ unsafe fn ping_pong<O: Operands, Acc: Accumulators, const STAGES: usize, M: Math
     // holds N / 2 a block), any other through the held stage. (Under NCHW output neither
     // compiles: the plan refuses epilogues there.)
     let fused = !O::Y_NCHW && !sh.ep.is_identity();
-    let regs = fused && sh.ep.in_registers(if one { Acc::N / 2 } else { Acc::N });
+    let regs = fused && sh.ep.in_registers(thread_accumulators(true, BM, Acc::N));
     let hold = fused && !regs;
     let mut at = Position::START;
     let mut place = 0u32;

@@ -20,7 +20,7 @@
 
 use core::marker::PhantomData;
 
-use convrs_spec::hopper::{residual_buffers, residual_tile_bytes, takes_residual_map, thread_accumulators, Math as Spec, BARRIER_BYTES, K_TILE, RESIDUAL_BUFFERS_AT, ROW_BYTES, WARPGROUP};
+use convrs_spec::hopper::{residual_buffers, residual_region_bytes, residual_tile_bytes, takes_residual_map, thread_accumulators, Math as Spec, BARRIER_BYTES, K_TILE, RESIDUAL_BUFFERS_AT, ROW_BYTES, WARPGROUP};
 
 use super::epilogue::Pairs;
 use super::math::Math;
@@ -78,7 +78,7 @@ impl<Acc: Accumulators, const BM: usize> ResidualTiles<Acc, BM> {
     /// The region's bytes from the ring's end (`convrs_spec::hopper::residual_region_bytes`).
     #[inline(always)]
     pub(super) fn region_bytes(&self) -> u32 {
-        RESIDUAL_BUFFERS_AT as u32 + self.buffers * Self::TILE
+        residual_region_bytes(BM, Self::BN, self.buffers as usize) as u32
     }
 
     /// Bytes of a buffer.
