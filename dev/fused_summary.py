@@ -15,7 +15,9 @@ for path in sys.argv[1:]:
             t = lambda xs: min((x["timing"]["median_ms"] for x in xs if x.get("timing")), default=float("nan"))
             fused = t(g.get("cudnn_fused", []))
             bare = t(g.get("cudnn", []))
-            print(f"  {g['shape']:45s} {best['name'] if best else '-':28s} {best['timing']['median_ms']*1e3 if best else 0:8.1f} us  fusedgraph {fused*1e3:8.1f}  cudnn bare {bare*1e3:8.1f}  ratio {j['ratio']:.2f} (vs cudnn {j.get('ratio_vs_cudnn') or 0:.2f}, vs torch {j.get('ratio_vs_pytorch') or 0:.2f})")
+            # A row timed by events (its capture failed) carries host launch gaps: marked `!`.
+            ev = "!" if best and best["timing"].get("method") == "events" else " "
+            print(f"  {g['shape']:45s} {best['name'] if best else '-':28s} {best['timing']['median_ms']*1e3 if best else 0:8.1f}{ev}us  fusedgraph {fused*1e3:8.1f}  cudnn bare {bare*1e3:8.1f}  ratio {j['ratio']:.2f} (vs cudnn {j.get('ratio_vs_cudnn') or 0:.2f}, vs torch {j.get('ratio_vs_pytorch') or 0:.2f})")
             rs.append(j["ratio"])
             if j.get("ratio_vs_cudnn"): rc.append(j["ratio_vs_cudnn"])
             if j.get("ratio_vs_pytorch"): rp.append(j["ratio_vs_pytorch"])

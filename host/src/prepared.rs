@@ -36,6 +36,12 @@ pub trait Runnable {
     fn poison_output(&mut self, gpu: &Gpu) -> Result<()>;
     /// The output as f64 in NCHW (NKPQ) order, after the stream drains.
     fn output_nchw(&self, gpu: &Gpu) -> Result<Vec<f64>>;
+    /// How many enqueues it takes to run every distinct run once (a [`Rotation`]'s runs; 1
+    /// otherwise): a timing runs each once before capturing them into a CUDA graph, where a
+    /// first launch's set-up (a tensor map) is refused.
+    fn distinct_runs(&self) -> usize {
+        1
+    }
 }
 
 /// A kernel's plan and its operands on the device: input and filter of element type `T`, output
@@ -328,5 +334,9 @@ impl<R: Runnable> Runnable for Rotation<R> {
 
     fn output_nchw(&self, gpu: &Gpu) -> Result<Vec<f64>> {
         self.runs[self.last].output_nchw(gpu)
+    }
+
+    fn distinct_runs(&self) -> usize {
+        self.runs.len()
     }
 }
