@@ -567,37 +567,6 @@ pub(super) unsafe fn prefetch_residual<O: Operands, Acc: Accumulators, M: Math>(
     }
 }
 
-/// Brings the tile's per-channel factors (the bias, and the scale where given: `Acc::N` fp32
-/// values from channel `n0`, the tile's columns) into L1 before its mainloop, for an epilogue
-/// whose columns are channels (not NCHW planes). The register epilogue loads them in batches of
-/// four column groups (the warp barrier in `finish_form`), each batch a round trip: from L2 two
-/// to eight of them exposed after the mainloop (0.3-0.7 us over the bare kernel on the 3-6 us
-/// deepbench layers, H200), from L1 a few cycles each. One thread a 128-byte line.
-///
-/// # Safety
-/// The bias and scale addresses (where not 0) hold K fp32 values.
-#[inline(always)]
-pub(super) unsafe fn prefetch_factors<O: Operands, Acc: Accumulators>(sh: &ConvShape, n0: u32, tid: u32) {
-    if O::PLANES {
-        return;
-    }
-    // 32 fp32 channels a line.
-    let (t, lines) = (tid % WG, Acc::N.div_ceil(32) as u32);
-    let k = n0 + 32 * t;
-    // (Two calls, not a loop over an array of the two: the array went to the stack.)
-    let line = |base: u64| {
-        if base != 0 {
-            let p = (base as *const f32).wrapping_add(k as usize);
-            // SAFETY: an address inside the vector (k < K); a prefetch has no other effect.
-            unsafe { asm!("prefetch.global.L1 [{p}];", p = in(reg64) p, options(nostack, readonly)) };
-        }
-    };
-    if t < lines && k < sh.k as u32 {
-        line(sh.ep.bias);
-        line(sh.ep.scale);
-    }
-}
-
 /// `v`, hidden from the optimizer: a loop counter through it has no trip count, so the loop is
 /// neither unrolled nor duplicated.
 #[inline(always)]

@@ -79,7 +79,7 @@ use convrs_spec::EpilogueArgs;
 
 use super::consumer::consume;
 use super::math::Math;
-use super::epilogue::{finish_in_registers, prefetch_factors, prefetch_residual, residual_ahead, store_deferring, store_fused, store_pending, store_tile, Ahead, Pending, SLICES};
+use super::epilogue::{finish_in_registers, prefetch_residual, residual_ahead, store_deferring, store_fused, store_pending, store_tile, Ahead, Pending, SLICES};
 use super::plane_rows::{init_landed, produce_plane_rows};
 use super::planes::{produce_plane_pixels, produce_planes};
 use super::producer::{group_channels, produce_cp_async, produce_tma};
@@ -373,14 +373,9 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
         // Split-K keeps every warp in its meeting; 3xTF32 computes it anyway (the branch around
         // its register fragments measured 144 bytes of spills in ptxas).
         let idle = !SPLIT && !matches!(M::SPEC, Spec::Tf32x3) && !O::block_in(&sh, m0 + cw * 64, n0);
-        if (hold || regs) && !idle {
-            // SAFETY: the caller's contract (the residual is output-shaped, the vectors K long).
-            unsafe {
-                if residual.is_none() {
-                    prefetch_residual::<O, Acc, M>(&sh, m0, n0, cw, tid);
-                }
-                prefetch_factors::<O, Acc>(&sh, n0, tid);
-            }
+        if (hold || regs) && !idle && residual.is_none() {
+            // SAFETY: the caller's contract (the residual is output-shaped).
+            unsafe { prefetch_residual::<O, Acc, M>(&sh, m0, n0, cw, tid) };
         }
         // SAFETY: the whole warpgroup, for every tile the producer fills; the stores as
         // `store_pending` requires (the previous tile's, this thread's part).
@@ -517,10 +512,6 @@ unsafe fn ping_pong<O: Operands, Acc: Accumulators, const STAGES: usize, M: Math
             continue;
         }
         let second = !one && O::y_in(sh, m0 + WGMMA_M as u32, n0);
-        if fused {
-            // SAFETY: the caller's contract (the vectors are K long).
-            unsafe { prefetch_factors::<O, Acc>(sh, n0, tid) };
-        }
         if hold {
             // SAFETY: the caller's contract (the residual is output-shaped).
             unsafe {
