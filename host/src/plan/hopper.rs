@@ -153,6 +153,15 @@ fn rate(c: &Config) -> f64 {
 /// per-shape best (never picking step 12 there: 3.6%).
 const M64_FUSED: f64 = 1.3;
 
+/// The ping-pong rate factor on a tile at least twice as wide as the layer's K (64-wide tiles at
+/// K = 32 or 16): its warpgroups take turns at MMAs half of whose columns are padding, where
+/// step 7's 128x32 tile computes none. The rates above, fitted on wider layers, charge the padding
+/// as columns and still left ping-pong 1.28-1.48x further above its model than step 7 on the
+/// twelve K <= 32 deepbench layers (H200, BENCHMARKS.md, thirty-seventh session; bias + residual
+/// + ReLU, and as much bare on bf16 in the thirty-fourth): with the residual by TMA charged its
+/// bytes, the model took ping-pong on the 5x10 speech layers, 1.36-1.48x slower than step 7.
+const PINGPONG_WIDE: f64 = 1.35;
+
 /// Registers a thread of `c` has, for the occupancy estimate: the warp-specialized entries'
 /// bound ([`Config::register_cap`], which ptxas allocates exactly: `setmaxnreg` needs it); the
 /// multistage entries have no bound and take at most the 255 a thread can have. Tested against
@@ -204,6 +213,7 @@ fn cost(c: &Config, d: &DeviceModel, m: usize, n: usize, ch: usize, taps: usize,
     let out = (m * n * 4) as f64 * live;
     let split = if splits > 1 { SPLIT_US + memory_us(d, 2.0 * splits as f64 * out) } else { 0.0 };
     let rate = if staged.is_some() && c.block_m() != BLOCK_M { rate(c) * M64_FUSED } else { rate(c) };
+    let rate = if c.policy.ping_pong() && c.bn >= 2 * n { rate * PINGPONG_WIDE } else { rate };
     let staging = staged.map_or(0.0, |residual| if residual { 2.0 } else { 1.0 } * STAGED_US * (m * n) as f64 * live / d.sms.max(1) as f64);
     let residual = match residual {
         // Copied ahead by the producer under ping-pong: its bytes alone.
@@ -902,6 +912,26 @@ mod tests {
         let pick = |p: Conv2d| crate::select::choose(&p, DType::F16, Layout::Nhwc, &d).unwrap().pick;
         assert_eq!(pick(Conv2d::new(16, 2048, 7, 7, 512, 1, 1).with_pad(3).with_stride(2)), algo("wgmma_ws_tma_pingpong_m64"));
         assert_ne!(pick(Conv2d::new(16, 64, 80, 350, 64, 3, 3).with_pad(1)), algo("wgmma_ws_tma_pingpong_m64"));
+    }
+
+    #[test]
+    fn ping_pong_on_a_tile_twice_as_wide_as_k_is_charged_its_padding() {
+        // The 5x10 speech layer at K = 32 (H200, thirty-seventh session, bias + residual + ReLU):
+        // step 7 at 128x32 51.4 us, ping-pong at 128x64 76.2, step 12 at 64x32 63.9.
+        let d = DeviceModel::named("h200").unwrap();
+        let ep = "bias+residual+relu".parse::<crate::Epilogue>().unwrap();
+        let p = Conv2d::new(16, 32, 79, 341, 32, 5, 10).with_stride(2).with_epilogue(ep);
+        let at = |a: &str| algo(a).plan(&p, DType::F16, &d).unwrap();
+        let (step7, pp) = (at("wgmma_ws_tma_persistent"), at("wgmma_ws_tma_pingpong"));
+        assert!(step7.kernel.ends_with("128x32k64") && pp.kernel.ends_with("128x64k64"), "{} {}", step7.kernel, pp.kernel);
+        assert!(pp.predicted_us > 1.2 * step7.predicted_us, "{} {}", pp.predicted_us, step7.predicted_us);
+        let picked = crate::select::choose(&p, DType::F16, Layout::Nhwc, &d).unwrap().pick;
+        assert_eq!(picked.to_string(), "wgmma_ws_tma_persistent");
+        // The same tile's MMAs at K = 32 cost more than at K = 64 (half of them padding, and
+        // the factor), though half the outputs are written; step 7's tile has no such charge.
+        let cost_at = |entry: &str, k: usize| cost(by_entry(entry), &d, 100_000, k, 64, 9, 1, 1.0, None, Residual::None);
+        assert!(cost_at("wgmma_ws_tma_pingpong_128x64k64", 32) > cost_at("wgmma_ws_tma_pingpong_128x64k64", 64));
+        assert!(cost_at("wgmma_ws_tma_persistent_128x64k64", 32) < cost_at("wgmma_ws_tma_persistent_128x64k64", 64));
     }
 
     #[test]
