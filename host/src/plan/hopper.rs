@@ -156,10 +156,11 @@ const M64_FUSED: f64 = 1.3;
 /// The ping-pong rate factor on a tile at least twice as wide as the layer's K (64-wide tiles at
 /// K = 32 or 16): its warpgroups take turns at MMAs half of whose columns are padding, where
 /// step 7's 128x32 tile computes none. The rates above, fitted on wider layers, charge the padding
-/// as columns and still left ping-pong 1.28-1.48x further above its model than step 7 on the
-/// twelve K <= 32 deepbench layers (H200, BENCHMARKS.md, thirty-seventh session; bias + residual
-/// + ReLU, and as much bare on bf16 in the thirty-fourth): with the residual by TMA charged its
-/// bytes, the model took ping-pong on the 5x10 speech layers, 1.36-1.48x slower than step 7.
+/// as columns and still left ping-pong 1.28-1.48x further above its model than step 7 on the ten
+/// K = 32 deepbench layers (1.11x on the K = 16 one; H200, BENCHMARKS.md, thirty-seventh session;
+/// bias + residual + ReLU, and as much bare on bf16 in the thirty-fourth): with the residual by
+/// TMA charged its bytes, the model took ping-pong on the 5x10 speech layers, 1.36-1.48x slower
+/// than step 7.
 const PINGPONG_WIDE: f64 = 1.35;
 
 /// Registers a thread of `c` has, for the occupancy estimate: the warp-specialized entries'
