@@ -840,14 +840,12 @@ impl ShapeBench<'_> {
         let check: Comparison = compare(&run.output_nchw(gpu)?, reference.data());
         row.passed = check.passes(tol);
         row.check = Some(check);
-        // Every run of a rotation once before the timing's capture: a run's first launch may set
-        // something up (a tensor map), which a capture refuses, and a refused capture is timed by
-        // events instead, host launch gaps included (the thirty-sixth session's fused rows on
-        // small layers, 2x their graph time).
-        for _ in 0..run.distinct_runs() {
-            run.enqueue(gpu)?;
-        }
-        let t = time_runs(gpu, self.opts.timing, |_| run.enqueue(gpu))?;
+        // At least as many warm-ups as a rotation has runs, so that each has run before the
+        // timing's capture: a run's first launch may set something up (a tensor map), which a
+        // capture refuses, and a refused capture is timed by events instead, host launch gaps
+        // included (the thirty-sixth session's fused rows on small layers, 2x their graph time).
+        let cfg = TimingConfig { warmup: self.opts.timing.warmup.max(run.distinct_runs()), ..self.opts.timing };
+        let t = time_runs(gpu, cfg, |_| run.enqueue(gpu))?;
         if t.method != self.opts.timing.method {
             let why = "timed by events, host launch gaps included: its runs could not be captured into a CUDA graph";
             row.note = Some(row.note.map_or(why.into(), |n| format!("{n}; {why}")));
