@@ -479,8 +479,9 @@ unsafe fn store_fused_tile<const BN: usize, const BF16: bool>(y: *mut f32, sh: &
         if p < sh.p && q < sh.q {
             let off = (((o.n * sh.p + p) * sh.q + q) as u32 as usize) * sh.k as usize + col as usize;
             let at = stage + row * pitch + 32 * chunk;
-            // SAFETY: a staged row's 8 sums (32-byte aligned: the pitch and the chunk); the
-            // residual's 8 elements of this output pixel (aligned: K and col multiples of 8).
+            // SAFETY: a staged row's 8 sums, two 16-byte aligned halves (the region, the
+            // pitch and the chunk are multiples of 16); the residual's 8 elements of this output
+            // pixel (16-byte aligned: K and col multiples of 8).
             let (a, b) = unsafe { (ld_shared_f32x4(at).0, ld_shared_f32x4(at + 16).0) };
             let r = if ep.residual != 0 { unsafe { residual_eight(ep.residual, off, half, BF16) } } else { [0.0; 8] };
             let mut v = [a[0], a[1], a[2], a[3], b[0], b[1], b[2], b[3]];
@@ -489,7 +490,7 @@ unsafe fn store_fused_tile<const BN: usize, const BF16: bool>(y: *mut f32, sh: &
             });
             act.apply_all(&mut v);
             // SAFETY: y[n][p][q][col..col + 8] is inside y and this tile's alone, 16-byte
-            // aligned (32 for fp32).
+            // aligned.
             unsafe {
                 if half {
                     let packed = [pack_16x2::<BF16>(v[0], v[1]), pack_16x2::<BF16>(v[2], v[3]), pack_16x2::<BF16>(v[4], v[5]), pack_16x2::<BF16>(v[6], v[7])];
