@@ -7,7 +7,7 @@
 //! The kernels that fuse it: the Hopper kernels with both tiles by TMA and no cluster
 //! (`wgmma_ws_tma_persistent`, `wgmma_ws_tma_splitk`, the ping-pong steps,
 //! `wgmma_nchw1x1_persistent`, `wgmma_nchw1x1_pingpong_m64` and their TF32 and 3xTF32 forms,
-//! every tile width), the depthwise ones and `wmma_smallc` (few input
+//! every tile width), the depthwise ones, and `wmma_smallc` and `wmma_patch` (few input
 //! channels, any GPU from sm_80); every other kernel
 //! refuses a problem with an epilogue (other than [`Epilogue::NONE`]), naming them
 //! ([`crate::registry::KernelDesc::fuses_epilogue`]).

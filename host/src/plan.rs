@@ -290,11 +290,11 @@ impl KernelDesc {
 
     /// Whether it applies a fused epilogue ([`crate::Epilogue`]) in its store: the Hopper
     /// kernels with both tiles by TMA and no cluster (`convrs_spec::hopper::Policy::fuses_epilogue`),
-    /// the depthwise ones and `wmma_smallc` (few input channels).
+    /// the depthwise ones, and `wmma_smallc` and `wmma_patch` (few input channels).
     pub fn fuses_epilogue(&self) -> bool {
         match self.algorithm {
             Algorithm::Wgmma(p) => p.fuses_epilogue(),
-            Algorithm::DepthwiseNchw | Algorithm::DepthwiseNhwc | Algorithm::DepthwiseNhwcStrip | Algorithm::DepthwiseNchwStrip | Algorithm::DepthwiseNhwcTile | Algorithm::WmmaSmallC => true,
+            Algorithm::DepthwiseNchw | Algorithm::DepthwiseNhwc | Algorithm::DepthwiseNhwcStrip | Algorithm::DepthwiseNchwStrip | Algorithm::DepthwiseNhwcTile | Algorithm::WmmaSmallC | Algorithm::WmmaPatch => true,
             _ => false,
         }
     }

@@ -1,6 +1,6 @@
 //! GPU tests of the fused epilogue (`y = act(alpha * conv * scale[k] + bias[k] + beta *
 //! residual)`) on every kernel that fuses it (the warp-specialized Hopper kernels, the
-//! depthwise ones and `wmma_smallc`, from the registry) in every element type and both output types, against the
+//! depthwise ones, `wmma_smallc` and `wmma_patch`, from the registry) in every element type and both output types, against the
 //! f64 CPU reference (`conv2d_cpu` then `reference::apply_epilogue` on the same rounded inputs
 //! and residual), NaN-poisoned outputs; and the refusals (CPU and GPU). Without a GPU (or, for
 //! the Hopper kernels, a Hopper) each GPU test announces that it was skipped.
@@ -167,7 +167,7 @@ fn hopper_epilogues_match_cpu_for_every_activation() {
     }
 }
 
-/// Few-channel shapes (`wmma_smallc`): C = 1 and 3, a 5x20 speech filter with stride 2, ragged
+/// Few-channel shapes (`wmma_smallc`, `wmma_patch`): C = 1 and 3, a 5x20 speech filter with stride 2, ragged
 /// rows and columns, K of one and several column tiles.
 fn small_c_shapes() -> Vec<Conv2d> {
     vec![

@@ -10,7 +10,10 @@
 //! origin plus the tap's offset, both byte offsets into the patch, so a fragment value costs one
 //! shared load and one add, with no bounds checks (the patch holds the zeros). The layers this
 //! is for write far more than they read (a 64-channel output per 3-channel pixel), so the
-//! epilogue stages the output tile in shared memory and writes whole 16-byte chunks.
+//! epilogue stages the output tile in shared memory and writes whole 16-byte chunks. A fused
+//! epilogue (`ConvShape::ep`: scale, bias, residual, activation) stages the fp32 sums instead
+//! and runs in the store, 8 channels a thread, its residual read in 16-byte loads beside the
+//! 16-byte stores; the output is rounded once, at the end.
 //!
 //! # Schedule
 //!
@@ -23,7 +26,8 @@
 //! k-steps of 16: A from the patch by table, B by ldmatrix, mma.sync m16n8k16
 //!                            barrier (patch reads done)
 //! stage the accumulators     barrier
-//! 16-byte stores to y        barrier (stage reads done before the next patch overwrites it)
+//! 16-byte stores to y        barrier (stage reads done before the next patch overwrites it;
+//!                                     a fused epilogue finishes each chunk here)
 //! ```
 //!
 //! The patch copy's latency is hidden by the other resident blocks, not by prefetching the next
@@ -44,7 +48,8 @@ use convrs_spec::patch::{stage_pitch, Geometry, K_STEP, THREADS};
 
 use super::implicit_gemm::divmod;
 use super::small_c::{mma_columns, MAX_N8};
-use crate::prelude::matrix::{ldmatrix_x4, pack_16x2};
+use crate::prelude::epilogue::{residual_eight, Activation, Epilogue};
+use crate::prelude::matrix::{ldmatrix_x4, pack_16x2, store_global_v4};
 use crate::prelude::*;
 
 const T: u32 = THREADS as u32;
@@ -108,11 +113,21 @@ pub unsafe fn conv<const BN: usize, const BF16: bool, const V: usize>(x: *const 
             ks += 1;
         }
         sync_threads();
-        // SAFETY: every read of the patch is before the barrier; the stage is the patch region.
-        unsafe { stage::<BN, BF16>(&acc, patch, sh.y_bits == 16, warp, lane) };
+        // Read here, not before the tile loop: computed there, the 128x64 entries with
+        // single-value copies spilled 8 bytes at their 128-register bound.
+        let fused = !sh.ep.is_identity();
+        // SAFETY: every read of the patch is before the barrier; the stage is the patch region
+        // (sized for fp32, which a fused epilogue stages whatever the output's type).
+        unsafe { stage::<BN, BF16>(&acc, patch, sh.y_bits == 16 && !fused, warp, lane) };
         sync_threads();
-        // SAFETY: the stage is published; the caller's y.
-        unsafe { store_tile::<BN>(y, &sh, &g, patch, patch_rows.o, n0, tid) };
+        // SAFETY: the stage is published; the caller's y (and epilogue operands).
+        unsafe {
+            if fused {
+                store_fused_tile::<BN, BF16>(y, &sh, &g, patch, patch_rows.o, n0, tid);
+            } else {
+                store_tile::<BN>(y, &sh, &g, patch, patch_rows.o, n0, tid);
+            }
+        }
         tile += step;
         if tile >= g.tiles as u32 {
             break;
@@ -426,6 +441,65 @@ unsafe fn store_tile<const BN: usize>(y: *mut f32, sh: &ConvShape, g: &Geometry,
             unsafe {
                 let v = ld_shared_f32x4(stage + row * pitch + 16 * chunk);
                 store_global_f32x4((y as *mut u8).add(off * ob as usize) as *mut f32, v);
+            }
+        }
+        row += T / chunks;
+    }
+}
+
+/// The staged tile through the fused epilogue (`ConvShape::ep`, not the identity) to y: the
+/// stage holds the fp32 sums, and each thread takes 8 channels of a row (a fixed chunk, so its
+/// channels' scale and bias are read once), reads their residual in one 16-byte load (32 for
+/// fp32), finishes them and writes them in one 16-byte store (two for fp32). The output is
+/// rounded once, after the epilogue. Rows past P or Q and chunks past K are skipped.
+///
+/// # Safety
+/// The stage holds this tile's fp32 sums, published; `y` holds the NHWK output of `sh`; the
+/// epilogue's addresses hold K fp32 channels and an NHWK output-shaped residual in y's type.
+#[inline(always)]
+unsafe fn store_fused_tile<const BN: usize, const BF16: bool>(y: *mut f32, sh: &ConvShape, g: &Geometry, stage: u32, o: Origin, n0: u32, tid: u32) {
+    let ep = &sh.ep;
+    let (half, pitch, chunks) = (sh.y_bits == 16, stage_pitch(BN, 4), BN as u32 / 8);
+    let (row0, chunk) = (tid / chunks, tid % chunks);
+    let col = n0 + 8 * chunk;
+    // K is a multiple of 8: the chunk is wholly inside or outside.
+    if col >= sh.k as u32 {
+        return;
+    }
+    let act = Activation::of(ep);
+    let mut e = [Epilogue::IDENTITY; 8];
+    unroll!(8: 8, t => {
+        // SAFETY: channel col + t < K.
+        e[t] = unsafe { Epilogue::of(ep, col + t as u32) };
+    });
+    let mut row = row0;
+    while row < convrs_spec::patch::BLOCK_M as u32 {
+        let (tp, tq) = g.row_col(row);
+        let (p, q) = (o.p0 + tp as i32, o.q0 + tq as i32);
+        if p < sh.p && q < sh.q {
+            let off = (((o.n * sh.p + p) * sh.q + q) as u32 as usize) * sh.k as usize + col as usize;
+            let at = stage + row * pitch + 32 * chunk;
+            // SAFETY: a staged row's 8 sums, two 16-byte aligned halves (the region, the
+            // pitch and the chunk are multiples of 16); the residual's 8 elements of this output
+            // pixel (16-byte aligned: K and col multiples of 8).
+            let (a, b) = unsafe { (ld_shared_f32x4(at).0, ld_shared_f32x4(at + 16).0) };
+            let r = if ep.residual != 0 { unsafe { residual_eight(ep.residual, off, half, BF16) } } else { [0.0; 8] };
+            let mut v = [a[0], a[1], a[2], a[3], b[0], b[1], b[2], b[3]];
+            unroll!(8: 8, t => {
+                v[t] = e[t].affine(ep, v[t], r[t]);
+            });
+            act.apply_all(&mut v);
+            // SAFETY: y[n][p][q][col..col + 8] is inside y and this tile's alone, 16-byte
+            // aligned.
+            unsafe {
+                if half {
+                    let packed = [pack_16x2::<BF16>(v[0], v[1]), pack_16x2::<BF16>(v[2], v[3]), pack_16x2::<BF16>(v[4], v[5]), pack_16x2::<BF16>(v[6], v[7])];
+                    store_global_v4((y as *mut u16).add(off) as *mut u32, packed);
+                } else {
+                    let out = (y as *mut f32).add(off);
+                    store_global_f32x4(out, F32x4([v[0], v[1], v[2], v[3]]));
+                    store_global_f32x4(out.add(4), F32x4([v[4], v[5], v[6], v[7]]));
+                }
             }
         }
         row += T / chunks;

@@ -85,7 +85,9 @@ fn cost(d: &DeviceModel, i: usize, p: &Conv2d, g: &Geometry, out_bytes: usize) -
     let compute = tiles_per_block * (resident * issue_us).max(trips * ROUND_TRIP_US + issue_us);
     let setup = ((bn * g.kpad as usize) as f64 / (THREADS * 16) as f64).ceil() * ROUND_TRIP_US;
     let (pq, out) = (p.output_hw(), p.n * p.k);
-    let write = memory_us(d, (out * pq.0 * pq.1 * out_bytes) as f64) / STORE_EFFICIENCY;
+    // A fused residual is read beside the stores, in the output's type.
+    let streams = if p.epilogue.residual { 2 } else { 1 };
+    let write = memory_us(d, (streams * out * pq.0 * pq.1 * out_bytes) as f64) / STORE_EFFICIENCY;
     LAUNCH_US + setup + compute.max(write)
 }
 
