@@ -1,8 +1,8 @@
 # Device script of the thirty-eighth session, run from the repository root with BUNDLE set:
 # `bash benchmarks/2026-11-29-h200-s38/s38.sh PART...`. PART: jit (convrs info once, so no timed
 # run pays the PTX JIT), patch (wmma_patch's fused epilogue: tests, sanitizer, per-kernel runs),
-# fewc (the bench on fewc.csv for each dtype of DTYPES with EPI, SUITE_ALGOS or the Hopper NHWC
-# kernels plus wmma_patch and wmma_smallc), suites (SETS with EPI, SUITE_ALGOS, SUITE_ARGS).
+# csv (the bench on CSV.csv of this directory, fewc by default, for each dtype of DTYPES with EPI,
+# SUITE_ALGOS or the Hopper NHWC kernels plus wmma_patch and wmma_smallc), suites (SETS with EPI, SUITE_ALGOS, SUITE_ARGS).
 # A bench part's time limit is BENCH_TIMEOUT, or what is left of END (seconds since the call
 # began, default 570) when that is less. Results go to $OUT/all.tar through the fold directory's steps.sh.
 source benchmarks/2026-11-28-h100-fold/steps.sh
@@ -20,14 +20,14 @@ patch)
   step patch-sanitize MODE=sanitize SAN_LAYOUT=nhwc SAN_SPECS="wmma_patch:fp16:fma:2,3,17,19,24,3,3 --pad 1 --stride 2 --epilogue bias+residual+relu;wmma_patch:bf16:fma:2,16,13,21,40,3,3 --pad 1 --epilogue scale+bias+residual+silu"
   step patch-runs MODE=runs RUN_DTYPE=fp16 RUN_LAYOUT=nhwc "RUN_SHAPES=16,16,24,240,32,3,3 --pad 1;4,1,161,700,32,5,20 --stride 2;8,3,108,108,64,3,3 --pad 1 --stride 2;16,1,48,480,16,3,3 --pad 1" \
     "RUN_ALGOS=wmma_patch wmma_smallc" "RUN_ARGS=--epilogue ${EPI:-bias+residual+relu}";;
-fewc)
+csv|fewc)
   for dt in ${DTYPES:-fp16 bf16}; do
-    step "fewc-$dt-${EPI:-bias+residual+relu}" MODE=bench "ALGOS=${SUITE_ALGOS:-$P}" "BENCH_SETS=benchmarks/2026-11-29-h200-s38/fewc.csv:$dt:" BENCH_TIMEOUT=$(left) \
+    step "${CSV:-fewc}-$dt-${EPI:-bias+residual+relu}" MODE=bench "ALGOS=${SUITE_ALGOS:-$P}" "BENCH_SETS=benchmarks/2026-11-29-h200-s38/${CSV:-fewc}.csv:$dt:" BENCH_TIMEOUT=$(left) \
       "BENCH_ARGS=--epilogue ${EPI:-bias+residual+relu} ${SUITE_ARGS:---no-nchw-caller}"
   done;;
 suites)
   for set in ${SETS:-resnet50:bf16:1/2 resnet50:bf16:2/2}; do
-    step "suite-${set//[:\/]/-}" MODE=bench "ALGOS=${SUITE_ALGOS:-$A}" "BENCH_SETS=$set" BENCH_TIMEOUT=$(left) \
+    step "suite-${set//[:\/]/-}" MODE=bench "ALGOS=${SUITE_ALGOS:-$P}" "BENCH_SETS=$set" BENCH_TIMEOUT=$(left) \
       "BENCH_ARGS=--epilogue ${EPI:-bias+residual+relu} ${SUITE_ARGS:---no-nchw-caller}"
   done;;
 esac

@@ -671,7 +671,8 @@ fn bench_cmd(device: usize, suites: &[Suite], algos: &[Algorithm], opts: &BenchO
     };
     let mut progress = |msg: &str| match &bar {
         Some(b) => b.set_message(msg.to_string()),
-        None => eprintln!("[bench] {msg}"),
+        // The seconds say where a device call's time went (searches, references, kernels).
+        None => eprintln!("[bench {:6.1}s] {msg}", started.elapsed().as_secs_f64()),
     };
 
     // PyTorch first, in its own process, on every shape of every suite: it releases the GPU
