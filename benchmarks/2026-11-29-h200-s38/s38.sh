@@ -2,13 +2,16 @@
 # `bash benchmarks/2026-11-29-h200-s38/s38.sh PART...`. PART: jit (convrs info once, so no timed
 # run pays the PTX JIT), patch (wmma_patch's fused epilogue: tests, sanitizer, per-kernel runs),
 # csv (the bench on CSV.csv of this directory, fewc by default, for each dtype of DTYPES with EPI,
-# SUITE_ALGOS or the Hopper NHWC kernels plus wmma_patch and wmma_smallc), suites (SETS with EPI, SUITE_ALGOS, SUITE_ARGS).
+# SUITE_ALGOS or the Hopper NHWC kernels plus wmma_patch and wmma_smallc, CSV_ARGS), suites (SETS with EPI, SUITE_ALGOS, SUITE_ARGS).
 # A bench part's time limit is BENCH_TIMEOUT, or what is left of END (seconds since the call
 # began, default 570) when that is less. Results go to $OUT/all.tar through the fold directory's steps.sh.
 source benchmarks/2026-11-28-h100-fold/steps.sh
 export CUDA_CACHE_MAXSIZE=4294967296
 A="wgmma_ws_tma_persistent wgmma_ws_tma_pingpong wgmma_ws_tma_pingpong_m64 wgmma_ws_tma_splitk"
 P="$A wmma_patch wmma_smallc"
+# With the NCHW caller (SUITE_ALGOS=nchw SUITE_ARGS=" "): the NCHW kernels that fuse an epilogue too.
+N="$P wgmma_nchw1x1_persistent wgmma_nchw1x1_pingpong_m64 wgmma_nchw1x1_pingpong wgmma_nchw_rows_persistent wgmma_nchw_patch_persistent"
+algos() { case "$SUITE_ALGOS" in nchw) echo "$N";; "") echo "$P";; *) echo "$SUITE_ALGOS";; esac; }
 left() { local l=$(( ${END:-570} - SECONDS )); local t=${BENCH_TIMEOUT:-280}; echo $(( l < t ? l : t )); }
 for part in "$@"; do
 case $part in
@@ -22,12 +25,12 @@ patch)
     "RUN_ALGOS=wmma_patch wmma_smallc" "RUN_ARGS=--epilogue ${EPI:-bias+residual+relu}";;
 csv|fewc)
   for dt in ${DTYPES:-fp16 bf16}; do
-    step "${CSV:-fewc}-$dt-${EPI:-bias+residual+relu}" MODE=bench "ALGOS=${SUITE_ALGOS:-$P}" "BENCH_SETS=benchmarks/2026-11-29-h200-s38/${CSV:-fewc}.csv:$dt:" BENCH_TIMEOUT=$(left) \
-      "BENCH_ARGS=--epilogue ${EPI:-bias+residual+relu} ${SUITE_ARGS:---no-nchw-caller}"
+    step "${CSV:-fewc}-$dt-${EPI:-bias+residual+relu}" MODE=bench "ALGOS=$(algos)" "BENCH_SETS=benchmarks/2026-11-29-h200-s38/${CSV:-fewc}.csv:$dt:" BENCH_TIMEOUT=$(left) \
+      "BENCH_ARGS=--epilogue ${EPI:-bias+residual+relu} ${CSV_ARGS:---no-nchw-caller}"
   done;;
 suites)
   for set in ${SETS:-resnet50:bf16:1/2 resnet50:bf16:2/2}; do
-    step "suite-${set//[:\/]/-}" MODE=bench "ALGOS=${SUITE_ALGOS:-$P}" "BENCH_SETS=$set" BENCH_TIMEOUT=$(left) \
+    step "suite-${set//[:\/]/-}" MODE=bench "ALGOS=$(algos)" "BENCH_SETS=$set" BENCH_TIMEOUT=$(left) \
       "BENCH_ARGS=--epilogue ${EPI:-bias+residual+relu} ${SUITE_ARGS:---no-nchw-caller}"
   done;;
 esac
