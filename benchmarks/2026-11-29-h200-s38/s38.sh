@@ -4,8 +4,9 @@
 # csv (the bench on CSV.csv of this directory, fewc by default, for each dtype of DTYPES with EPI,
 # SUITE_ALGOS or the Hopper NHWC kernels plus wmma_patch and wmma_smallc, CSV_ARGS), suites (SETS with EPI, SUITE_ALGOS, SUITE_ARGS).
 # A bench part's time limit is BENCH_TIMEOUT, or what is left of END (seconds since the call
-# began, default 570) when that is less. For the next session (branch s38-set-up-before-wait,
-# bundle s38b): ab (`convrs run` on AB_SHAPES, each bundle of BUNDLES in turn, twice, with EPIS),
+# began, default 570) when that is less. For the next session (branches s38-set-up-before-wait,
+# bundle s38b, and s38-trigger-after-loads on it, bundle s38c; main is s38a): jit (each of
+# BUNDLES, or BUNDLE), ab (`convrs run` on AB_SHAPES, each bundle of BUNDLES in turn, twice, with EPIS),
 # tests (TESTS on BUNDLE), sanitize (the set-up-first Hopper entries: a residual by TMA, split-K,
 # clusters, ping-pong m64, the NCHW patch), ncu (step 12 on a small layer bare and with bias +
 # ReLU, warm: the fifth launch; then dev/ncu_small.sh, ours against PyTorch's cuDNN kernel, on
@@ -23,8 +24,10 @@ left() { local l=$(( ${END:-570} - SECONDS )); local t=${BENCH_TIMEOUT:-280}; ec
 for part in "$@"; do
 case $part in
 jit)
-  b=$(mktemp -d); tar -C $b -xJf $BUNDLE/payload.tar.xz
-  CONVRS_REQUIRE_GPU=1 timeout 240 $b/convrs info > $R/w/jit-$(basename $BUNDLE).txt 2>&1; echo "jit $BUNDLE rc=$?";;
+  for bb in ${BUNDLES:-$BUNDLE}; do
+    b=$(mktemp -d); tar -C $b -xJf $bb/payload.tar.xz
+    CONVRS_REQUIRE_GPU=1 timeout 240 $b/convrs info > $R/w/jit-$(basename $bb).txt 2>&1; echo "jit $bb rc=$?"
+  done;;
 patch)
   step patch-tests MODE=tests TESTS="gpu_epilogue gpu_patch" TEST_TIMEOUT=300
   step patch-sanitize MODE=sanitize SAN_LAYOUT=nhwc SAN_SPECS="wmma_patch:fp16:fma:2,3,17,19,24,3,3 --pad 1 --stride 2 --epilogue bias+residual+relu;wmma_patch:bf16:fma:2,16,13,21,40,3,3 --pad 1 --epilogue scale+bias+residual+silu"
