@@ -10,7 +10,8 @@
 # tests (TESTS on BUNDLE), sanitize (the set-up-first Hopper entries: a residual by TMA, split-K,
 # clusters, ping-pong m64, the NCHW patch), ncu (step 12 on a small layer bare and with bias +
 # ReLU, warm: the fifth launch; then dev/ncu_small.sh, ours against PyTorch's cuDNN kernel, on
-# NCU_SHAPES: batch-1 depthwise layers and a small 1x1). Results go to $OUT/all.tar through the fold directory's steps.sh.
+# NCU_SHAPES: batch-1 depthwise layers and a small 1x1), patchab (wmma_patch's fused residual:
+# s38a against the branch s38-patch-residual-prefetch, bundle s38d). Results go to $OUT/all.tar through the fold directory's steps.sh.
 source benchmarks/2026-11-28-h100-fold/steps.sh
 export CUDA_CACHE_MAXSIZE=4294967296
 A="wgmma_ws_tma_persistent wgmma_ws_tma_pingpong wgmma_ws_tma_pingpong_m64 wgmma_ws_tma_splitk"
@@ -58,6 +59,18 @@ tests)
 sanitize)
   step sanitize MODE=sanitize SAN_LAYOUT=nhwc SAN_SPECS="wgmma_ws_tma_persistent:fp16:fma:3,64,12,12,136,3,3 --pad 1 --epilogue bias+residual+relu;wgmma_ws_tma_splitk:bf16:fma:2,256,7,7,128,3,3 --pad 1 --epilogue bias+relu;wgmma_ws_tma_persistent_cluster2:fp16:fma:2,64,14,14,128,3,3 --pad 1;wgmma_ws_tma_pingpong_m64:fp16:fma:2,64,9,9,72,1,1 --epilogue bias+residual+relu"
   step sanitize-nchw MODE=sanitize SAN_LAYOUT=nchw SAN_SPECS="wgmma_nchw_patch_persistent:fp16:fma:2,64,12,16,64,3,3 --pad 1;wgmma_nchw1x1_pingpong_m64:bf16:fma:3,64,10,10,64,1,1 --epilogue bias+relu";;
+patchab)
+  # wmma_patch with a fused residual: main (s38a) against the prefetch branch (s38d), twice,
+  # then that branch's gpu_epilogue and gpu_patch. 8,3,108,108->64 runs 128x64 tiles, which the
+  # branch leaves as they were: the control.
+  for round in 1 2; do
+    for bb in ${PATCH_BUNDLES:-target/gpu-s38a target/gpu-s38d}; do
+      BUNDLE=$bb step "patchab$round-$(basename $bb)" MODE=runs RUN_DTYPE=fp16 RUN_LAYOUT=nhwc WIDTHS="-" \
+        "RUN_SHAPES=16,1,48,480,16,3,3 --pad 1;16,16,24,240,32,3,3 --pad 1;4,1,161,700,32,5,20 --stride 2;8,3,108,108,64,3,3 --pad 1 --stride 2" \
+        "RUN_ALGOS=wmma_patch" "RUN_ARGS=--epilogue bias+residual+relu"
+    done
+  done
+  BUNDLE=target/gpu-s38d step patch-tests MODE=tests TESTS="gpu_epilogue gpu_patch" TEST_TIMEOUT=300;;
 ncu)
   for epi in none bias+relu; do
     step ncu-${epi//+/_} MODE=ncu NCU_ALGO=wgmma_ws_tma_pingpong_m64 "NCU_SHAPE=8,256,14,14,256,1,1 --epilogue $epi" NCU_LAYOUT=nhwc NCU_LINES=60 NCU_SKIP=4 NCU_RUNS=8 \
