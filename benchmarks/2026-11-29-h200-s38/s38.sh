@@ -30,10 +30,8 @@ jit)
     CONVRS_REQUIRE_GPU=1 timeout 240 $b/convrs info > $R/w/jit-$(basename $bb).txt 2>&1; echo "jit $bb rc=$?"
   done;;
 patch)
-  step patch-tests MODE=tests TESTS="gpu_epilogue gpu_patch" TEST_TIMEOUT=300
-  step patch-sanitize MODE=sanitize SAN_LAYOUT=nhwc SAN_SPECS="wmma_patch:fp16:fma:2,3,17,19,24,3,3 --pad 1 --stride 2 --epilogue bias+residual+relu;wmma_patch:bf16:fma:2,16,13,21,40,3,3 --pad 1 --epilogue scale+bias+residual+silu"
-  step patch-runs MODE=runs RUN_DTYPE=fp16 RUN_LAYOUT=nhwc "RUN_SHAPES=16,16,24,240,32,3,3 --pad 1;4,1,161,700,32,5,20 --stride 2;8,3,108,108,64,3,3 --pad 1 --stride 2;16,1,48,480,16,3,3 --pad 1" \
-    "RUN_ALGOS=wmma_patch wmma_smallc" "RUN_ARGS=--epilogue ${EPI:-bias+residual+relu}";;
+  # The thirty-seventh session's part, written for this (its steps land in the same $OUT).
+  bash benchmarks/2026-11-29-h200-s37/s37.sh patch;;
 csv|fewc)
   for dt in ${DTYPES:-fp16 bf16}; do
     step "${CSV:-fewc}-$dt-${EPI:-bias+residual+relu}" MODE=bench "ALGOS=$(algos)" "BENCH_SETS=benchmarks/2026-11-29-h200-s38/${CSV:-fewc}.csv:$dt:" BENCH_TIMEOUT=$(left) \
