@@ -4,7 +4,10 @@
 # csv (the bench on CSV.csv of this directory, fewc by default, for each dtype of DTYPES with EPI,
 # SUITE_ALGOS or the Hopper NHWC kernels plus wmma_patch and wmma_smallc, CSV_ARGS), suites (SETS with EPI, SUITE_ALGOS, SUITE_ARGS).
 # A bench part's time limit is BENCH_TIMEOUT, or what is left of END (seconds since the call
-# began, default 570) when that is less. Results go to $OUT/all.tar through the fold directory's steps.sh.
+# began, default 570) when that is less. For the next session (branch s38-set-up-before-wait,
+# bundle s38b): ab (`convrs run` on AB_SHAPES, each bundle of BUNDLES in turn, twice, with EPIS),
+# tests (TESTS on BUNDLE), sanitize (the set-up-first Hopper entries: a residual by TMA, split-K,
+# clusters, ping-pong m64, the NCHW patch). Results go to $OUT/all.tar through the fold directory's steps.sh.
 source benchmarks/2026-11-28-h100-fold/steps.sh
 export CUDA_CACHE_MAXSIZE=4294967296
 A="wgmma_ws_tma_persistent wgmma_ws_tma_pingpong wgmma_ws_tma_pingpong_m64 wgmma_ws_tma_splitk"
@@ -33,5 +36,20 @@ suites)
     step "suite-${set//[:\/]/-}" MODE=bench "ALGOS=$(algos)" "BENCH_SETS=$set" BENCH_TIMEOUT=$(left) \
       "BENCH_ARGS=--epilogue ${EPI:-bias+residual+relu} ${SUITE_ARGS:---no-nchw-caller}"
   done;;
+ab)
+  AB=${AB_SHAPES:-"8,256,14,14,256,1,1;8,128,28,28,512,1,1 --stride 2;16,256,14,14,1024,1,1 --stride 2;8,128,14,14,256,3,3 --pad 1;1,1024,14,14,256,1,1;1,2048,7,7,512,1,1;1,32,112,112,16,1,1;32,256,56,56,128,1,1"}
+  for round in 1 2; do
+    for bb in ${BUNDLES:-$BUNDLE}; do
+      for epi in ${EPIS:-none bias+residual+relu}; do
+        BUNDLE=$bb step "ab$round-$(basename $bb)-${epi//+/_}" MODE=runs RUN_DTYPE=fp16 RUN_LAYOUT=nhwc "RUN_SHAPES=$AB" WIDTHS="-" \
+          "RUN_ALGOS=${AB_ALGOS:-$A}" "RUN_ARGS=--epilogue $epi"
+      done
+    done
+  done;;
+tests)
+  step tests MODE=tests TESTS="${TESTS:-gpu_wgmma gpu_epilogue gpu_timing gpu_device_tensor gpu_grouped}" TEST_TIMEOUT=${TEST_TIMEOUT:-300};;
+sanitize)
+  step sanitize MODE=sanitize SAN_LAYOUT=nhwc SAN_SPECS="wgmma_ws_tma_persistent:fp16:fma:3,64,12,12,136,3,3 --pad 1 --epilogue bias+residual+relu;wgmma_ws_tma_splitk:bf16:fma:2,256,7,7,128,3,3 --pad 1 --epilogue bias+relu;wgmma_ws_tma_persistent_cluster2:fp16:fma:2,64,14,14,128,3,3 --pad 1;wgmma_ws_tma_pingpong_m64:fp16:fma:2,64,9,9,72,1,1 --epilogue bias+residual+relu"
+  step sanitize-nchw MODE=sanitize SAN_LAYOUT=nchw SAN_SPECS="wgmma_nchw_patch_persistent:fp16:fma:2,64,12,16,64,3,3 --pad 1;wgmma_nchw1x1_pingpong_m64:bf16:fma:3,64,10,10,64,1,1 --epilogue bias+relu";;
 esac
 done
