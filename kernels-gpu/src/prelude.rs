@@ -227,7 +227,10 @@ pub(crate) use unroll;
 /// previous kernel in the stream, where the host launched this one with programmatic stream
 /// serialization) have completed and their writes are visible. Both entry macros call it
 /// before any memory access, so a launch overlaps only the previous kernel's end, by its own
-/// scheduling. Without the dependency (sm_80 builds, or a plain launch) it costs nothing.
+/// scheduling; entries declared `set_up_first` (the warp-specialized Hopper kernels) call it
+/// themselves, after a set-up that touches shared memory and tensor-map prefetches only, so
+/// that set-up runs under that end too. Without the dependency (sm_80 builds, or a plain
+/// launch) it costs nothing.
 ///
 /// No entry calls `griddepcontrol.launch_dependents`: the next grid is let in as each block
 /// exits. Let in at entry, its blocks took the room of a single wave's and waited there, and
@@ -257,19 +260,26 @@ pub unsafe fn divmod(a: i32, b: i32) -> (i32, i32) {
 /// Declares a kernel entry point whose trailing arguments are the [`ConvShape`] fields, one
 /// `i32` each in the order of `convrs_spec::shape_fields!`, then the fused epilogue's
 /// (`convrs_spec::epilogue_fields!`, into `ConvShape::ep`), which the host follows too.
+///
+/// The entry waits for its stream predecessor ([`entry_wait`]) first; written `set_up_first fn
+/// ...`, it leaves the wait to the body, which must call it before its first global memory
+/// access.
 #[macro_export]
 macro_rules! conv_kernel {
     ($(#[$m:meta])* fn $name:ident($($arg:ident: $ty:ty),* $(,)?) => $body:path) => {
-        ::convrs_spec::shape_fields!($crate::conv_kernel, [@shape [$(#[$m])*] $name [$($arg: $ty),*] $body]);
+        ::convrs_spec::shape_fields!($crate::conv_kernel, [@shape [$(#[$m])*] [entry_wait] $name [$($arg: $ty),*] $body]);
     };
-    ([@shape [$(#[$m:meta])*] $name:ident [$($arg:ident: $ty:ty),*] $body:path] $($field:ident $doc:literal),*) => {
-        ::convrs_spec::epilogue_fields!($crate::conv_kernel, [@entry [$(#[$m])*] $name [$($arg: $ty),*] $body [$($field)*]]);
+    ($(#[$m:meta])* set_up_first fn $name:ident($($arg:ident: $ty:ty),* $(,)?) => $body:path) => {
+        ::convrs_spec::shape_fields!($crate::conv_kernel, [@shape [$(#[$m])*] [] $name [$($arg: $ty),*] $body]);
     };
-    ([@entry [$(#[$m:meta])*] $name:ident [$($arg:ident: $ty:ty),*] $body:path [$($field:ident)*]] $($ef:ident: $et:ident $edoc:literal),*) => {
+    ([@shape [$(#[$m:meta])*] [$($wait:ident)?] $name:ident [$($arg:ident: $ty:ty),*] $body:path] $($field:ident $doc:literal),*) => {
+        ::convrs_spec::epilogue_fields!($crate::conv_kernel, [@entry [$(#[$m])*] [$($wait)?] $name [$($arg: $ty),*] $body [$($field)*]]);
+    };
+    ([@entry [$(#[$m:meta])*] [$($wait:ident)?] $name:ident [$($arg:ident: $ty:ty),*] $body:path [$($field:ident)*]] $($ef:ident: $et:ident $edoc:literal),*) => {
         $(#[$m])*
         #[unsafe(no_mangle)]
         pub unsafe extern "ptx-kernel" fn $name($($arg: $ty,)* $($field: i32,)* $($ef: $et,)*) {
-            $crate::prelude::entry_wait();
+            $($crate::prelude::$wait();)?
             let shape = $crate::prelude::ConvShape { $($field,)* ep: ::convrs_spec::EpilogueArgs { $($ef),* } };
             // SAFETY: the host launches each kernel with buffers sized for `shape` (host::launch).
             unsafe { $body($($arg,)* shape) }

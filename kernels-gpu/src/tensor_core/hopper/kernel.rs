@@ -289,6 +289,10 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
             cluster_wait();
         }
     }
+    // The entries are `set_up_first`: everything above touches shared memory and prefetches
+    // host-written tensor maps, so it runs while the previous grid in the stream finishes;
+    // every global access below (copies, the residual, the workspace, stores) comes after.
+    entry_wait();
 
     let (gemm_m, gemm_n) = O::gemm_mn(&sh);
     let tiles = Tiles::of::<CLUSTER, PERSISTENT>(gemm_m, gemm_n, BM as u32, Acc::N as u32);
