@@ -4,7 +4,7 @@
 # each checked against the CPU reference), tests (TESTS binaries; CONVRS_TEST_KERNELS restricts
 # them), sanitize (SAN_SPECS "algo:dtype:prec:shape args" ';'-separated), bench (BENCH_SETS
 # "suite:dtype:part" restricted to ALGOS), ncu (NCU_ALGO on NCU_SHAPE, NCU_LAYOUT, the first NCU_COUNT
-# launches matching NCU_KERNEL; NCU_SECTIONS the sections).
+# launches matching NCU_KERNEL after NCU_SKIP of them, of NCU_RUNS timed runs; NCU_SECTIONS the sections).
 set -u
 O=$OUT
 B=${BUNDLE:-target/gpu-f1}
@@ -56,8 +56,8 @@ elif [ "$mode" = bench ]; then
   done
 elif [ "$mode" = ncu ]; then
   ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu)
-  timeout 200 $ncu --clock-control none -k regex:${NCU_KERNEL:-wgmma} --launch-count ${NCU_COUNT:-1} ${NCU_SECTIONS:---section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats --section SchedulerStats --section LaunchStats} \
-    $b/convrs run --algo ${NCU_ALGO:-wgmma_nchw_rows_persistent} --dtype ${NCU_DTYPE:-fp16} --precision ${NCU_PREC:-fma} --shape ${NCU_SHAPE:-32,256,56,56,128,1,1} --layout ${NCU_LAYOUT:-nchw} --runs 1 --timing events > $O/ncu.txt 2>&1
+  timeout 200 $ncu --clock-control none -k regex:${NCU_KERNEL:-wgmma} --launch-skip ${NCU_SKIP:-0} --launch-count ${NCU_COUNT:-1} ${NCU_SECTIONS:---section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats --section SchedulerStats --section LaunchStats} \
+    $b/convrs run --algo ${NCU_ALGO:-wgmma_nchw_rows_persistent} --dtype ${NCU_DTYPE:-fp16} --precision ${NCU_PREC:-fma} --shape ${NCU_SHAPE:-32,256,56,56,128,1,1} --layout ${NCU_LAYOUT:-nchw} --runs ${NCU_RUNS:-1} --timing events > $O/ncu.txt 2>&1
   echo "ncu rc=$?"
   grep -E "^  [a-z_0-9]+.*\(|Duration|Memory Throughput|DRAM Through|Compute \(SM\)|Warp Cycles Per Issued|No Eligible|Registers Per|L2 Hit|L1/TEX Hit|Bank" $O/ncu.txt | head -${NCU_LINES:-20}
 fi

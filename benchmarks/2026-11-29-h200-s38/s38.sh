@@ -7,7 +7,9 @@
 # began, default 570) when that is less. For the next session (branch s38-set-up-before-wait,
 # bundle s38b): ab (`convrs run` on AB_SHAPES, each bundle of BUNDLES in turn, twice, with EPIS),
 # tests (TESTS on BUNDLE), sanitize (the set-up-first Hopper entries: a residual by TMA, split-K,
-# clusters, ping-pong m64, the NCHW patch). Results go to $OUT/all.tar through the fold directory's steps.sh.
+# clusters, ping-pong m64, the NCHW patch), ncu (step 12 on a small layer bare and with bias +
+# ReLU, warm: the fifth launch; then dev/ncu_small.sh, ours against PyTorch's cuDNN kernel, on
+# NCU_SHAPES: batch-1 depthwise layers and a small 1x1). Results go to $OUT/all.tar through the fold directory's steps.sh.
 source benchmarks/2026-11-28-h100-fold/steps.sh
 export CUDA_CACHE_MAXSIZE=4294967296
 A="wgmma_ws_tma_persistent wgmma_ws_tma_pingpong wgmma_ws_tma_pingpong_m64 wgmma_ws_tma_splitk"
@@ -51,5 +53,12 @@ tests)
 sanitize)
   step sanitize MODE=sanitize SAN_LAYOUT=nhwc SAN_SPECS="wgmma_ws_tma_persistent:fp16:fma:3,64,12,12,136,3,3 --pad 1 --epilogue bias+residual+relu;wgmma_ws_tma_splitk:bf16:fma:2,256,7,7,128,3,3 --pad 1 --epilogue bias+relu;wgmma_ws_tma_persistent_cluster2:fp16:fma:2,64,14,14,128,3,3 --pad 1;wgmma_ws_tma_pingpong_m64:fp16:fma:2,64,9,9,72,1,1 --epilogue bias+residual+relu"
   step sanitize-nchw MODE=sanitize SAN_LAYOUT=nchw SAN_SPECS="wgmma_nchw_patch_persistent:fp16:fma:2,64,12,16,64,3,3 --pad 1;wgmma_nchw1x1_pingpong_m64:bf16:fma:3,64,10,10,64,1,1 --epilogue bias+relu";;
+ncu)
+  for epi in none bias+relu; do
+    step ncu-${epi//+/_} MODE=ncu NCU_ALGO=wgmma_ws_tma_pingpong_m64 "NCU_SHAPE=8,256,14,14,256,1,1 --epilogue $epi" NCU_LAYOUT=nhwc NCU_LINES=60 NCU_SKIP=4 NCU_RUNS=8 \
+      "NCU_SECTIONS=--section SpeedOfLight --section WarpStateStats --section SchedulerStats --section InstructionStats --section SourceCounters --section LaunchStats"
+  done
+  mkdir -p $R/w/ncu-small; OUT=$R/w/ncu-small SHAPES="${NCU_SHAPES:-1,192,28,28,192,3,3:1:1:depthwise_nhwc_tile:192 1,384,14,14,384,3,3:1:1:depthwise_nhwc:384 8,256,14,14,256,1,1:0:1:wgmma_ws_tma_pingpong_m64}" \
+    bash dev/ncu_small.sh 2>&1 | tee $R/w/ncu-small.txt; pack;;
 esac
 done
