@@ -44,7 +44,7 @@ ab)
     for bb in ${BUNDLES:-$BUNDLE}; do
       for epi in ${EPIS:-none bias+residual+relu}; do
         BUNDLE=$bb step "ab$round-$(basename $bb)-${epi//+/_}" MODE=runs RUN_DTYPE=fp16 RUN_LAYOUT=nhwc "RUN_SHAPES=$AB" WIDTHS="-" \
-          "RUN_ALGOS=${AB_ALGOS:-$A}" "RUN_ARGS=--epilogue $epi"
+          "RUN_ALGOS=${AB_ALGOS:-auto wgmma_ws_tma_pingpong_m64}" "RUN_ARGS=--epilogue $epi"
       done
     done
   done;;
