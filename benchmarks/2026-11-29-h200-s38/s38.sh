@@ -16,7 +16,9 @@ A="wgmma_ws_tma_persistent wgmma_ws_tma_pingpong wgmma_ws_tma_pingpong_m64 wgmma
 P="$A wmma_patch wmma_smallc"
 # With the NCHW caller (SUITE_ALGOS=nchw SUITE_ARGS=" "): the NCHW kernels that fuse an epilogue too.
 N="$P wgmma_nchw1x1_persistent wgmma_nchw1x1_pingpong_m64 wgmma_nchw1x1_pingpong wgmma_nchw_rows_persistent wgmma_nchw_patch_persistent"
-algos() { case "$SUITE_ALGOS" in nchw) echo "$N";; "") echo "$P";; *) echo "$SUITE_ALGOS";; esac; }
+# The mobilenet suite (SUITE_ALGOS=mobile, EPI=none): the NHWC depthwise kernels too.
+D="$P depthwise_nhwc depthwise_nhwc_strip depthwise_nhwc_tile"
+algos() { case "$SUITE_ALGOS" in nchw) echo "$N";; mobile) echo "$D";; "") echo "$P";; *) echo "$SUITE_ALGOS";; esac; }
 left() { local l=$(( ${END:-570} - SECONDS )); local t=${BENCH_TIMEOUT:-280}; echo $(( l < t ? l : t )); }
 for part in "$@"; do
 case $part in
