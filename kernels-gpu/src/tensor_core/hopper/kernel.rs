@@ -337,6 +337,10 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
                 produce_cp_async::<O, STAGES, CLUSTER>(x, wmap, &sh, ring, tiles, ktiles, tid);
             }
         }
+        if tid == 0 {
+            // Every copy of this block is issued: the next grid may be scheduled.
+            launch_dependents();
+        }
         // An exited thread no longer counts at the cluster barrier below.
         return;
     }
