@@ -155,3 +155,59 @@ fn wgmma_entries_assemble_without_spills_at_the_modelled_occupancy() {
         }
     }
 }
+
+/// The opcode of PTX instruction line `line` (its guard predicate dropped), or "" for a label,
+/// directive or brace.
+fn opcode(line: &str) -> &str {
+    let line = line.trim();
+    let line = if line.starts_with('@') { line.split_once(' ').map_or("", |(_, rest)| rest.trim_start()) } else { line };
+    let op = line.split(|c: char| c.is_whitespace() || c == ';').next().unwrap_or("");
+    if op.is_empty() || op.starts_with('.') || op.starts_with("//") || op.ends_with(':') || op == "{" || op == "}" { "" } else { op }
+}
+
+/// Whether `op` may touch global memory: loads and stores outside the parameter, shared, local
+/// and constant spaces (generic ones included), copies, atomics and reductions outside shared
+/// memory, and prefetches other than a tensor map's (the maps are written by the host before
+/// the launch, never by a kernel).
+fn touches_global(op: &str) -> bool {
+    // The state space follows any ordering qualifiers (`ld.volatile.shared`); none is generic.
+    let private = [".param", ".shared", ".local", ".const"].iter().any(|s| op.contains(s));
+    if op.starts_with("ld.") || op.starts_with("st.") || op.starts_with("ldu.") {
+        !private
+    } else if op.starts_with("atom.") || op.starts_with("red.") {
+        !op.contains(".shared")
+    } else if op.starts_with("prefetch") {
+        op != "prefetch.tensormap"
+    } else {
+        op.starts_with("cp.") || op.starts_with("tex.") || op.starts_with("suld.") || op.starts_with("sust.") || op.starts_with("multimem.")
+    }
+}
+
+/// Programmatic dependent launch (notes/launch.md): a kernel's blocks may start before the
+/// previous kernel in the stream has finished, so every entry of the sm_90 and sm_90a modules
+/// must execute `griddepcontrol.wait` before anything that may read or write global memory (the
+/// previous kernel may still be writing its inputs, or reading the buffer it is about to write).
+/// The Hopper entries set up shared memory and prefetch their tensor maps first
+/// (`set_up_first`); everything else waits at entry.
+#[test]
+fn every_sm90_entry_waits_for_its_predecessor_before_touching_global_memory() {
+    for (arch, ptx) in [("sm_90", convrs::ptx::SM90), ("sm_90a", convrs::ptx::SM90A)] {
+        let mut entries = 0;
+        for (at, _) in ptx.match_indices(".visible .entry ") {
+            let body = &ptx[at..];
+            let body = &body[..body.find("// -- End function").unwrap_or(body.len())];
+            let name = body[".visible .entry ".len()..].split('(').next().unwrap_or("?");
+            let wait = body.find("griddepcontrol.wait").unwrap_or_else(|| panic!("{arch} entry {name} never waits for its predecessor"));
+            let early: Vec<&str> = body[..wait].lines().map(opcode).filter(|op| touches_global(op)).collect();
+            assert!(early.is_empty(), "{arch} entry {name} touches global memory before griddepcontrol.wait: {early:?}");
+            entries += 1;
+        }
+        assert!(entries > 100, "{arch}: only {entries} entries found");
+    }
+    // The classifier itself.
+    assert!(touches_global("ld.global.nc.v4.u32") && touches_global("ld.u32") && touches_global("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"));
+    assert!(touches_global("st.global.v4.b32") && touches_global("red.global.add.u32") && touches_global("prefetch.global.L2"));
+    assert!(!touches_global("ld.param.u64") && !touches_global("st.shared.v4.b32") && !touches_global("ld.volatile.shared.u32") && !touches_global("prefetch.tensormap") && !touches_global("mbarrier.init.shared::cta.b64"));
+    assert_eq!(opcode("\t@%p1 ld.global.u32 \t%r1, [%rd1];"), "ld.global.u32");
+    assert_eq!(opcode("$L__BB0_2:"), "");
+}
