@@ -232,7 +232,7 @@ pub(crate) use unroll;
 /// that set-up runs under that end too. Without the dependency (sm_80 builds, or a plain
 /// launch) it costs nothing.
 ///
-/// Only the warp-specialized Hopper producers call `griddepcontrol.launch_dependents`
+/// Only the producers of `tensor_core::hopper::kernel` call `griddepcontrol.launch_dependents`
 /// ([`launch_dependents`], after their last copy); elsewhere the next grid is let in as each
 /// block exits. Let in at entry, its blocks took the room of a single wave's and waited there,
 /// and issue-bound layers ran 14-17% slower (32,768,7,7 7x7 depthwise, H200; notes/launch.md).
@@ -249,12 +249,13 @@ pub fn entry_wait() {
 /// Programmatic dependent launch (sm_90 on): lets the next grid in the stream be scheduled once
 /// every block of this one has called it or exited (the first call of a block counts; later
 /// ones do nothing). The next grid still waits in its [`entry_wait`] for this one to complete,
-/// so the call only moves its blocks' set-up earlier. Called by the warp-specialized Hopper
-/// producers once their last copy is issued: a block's remaining work is then its consumers'
+/// so the call only moves its blocks' set-up earlier. Called by the producers of
+/// `tensor_core::hopper::kernel` once their last copy is issued: a block's remaining work is then its consumers'
 /// last tiles, and the next grid's blocks may take SMs this grid leaves idle (a small layer's
 /// grid has fewer blocks than SMs), or room beside its blocks where shared memory allows, and
 /// run their set-up there. Not at entry: there the next grid's blocks took room a single wave
-/// needed (notes/launch.md). Without the dependency (sm_80 builds, or a plain launch) it does nothing.
+/// needed (notes/launch.md). Without the dependency (sm_80 builds, or a plain launch) it does
+/// nothing.
 #[inline(always)]
 pub fn launch_dependents() {
     #[cfg(target_feature = "sm_90")]
