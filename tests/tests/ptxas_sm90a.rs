@@ -2,8 +2,9 @@
 //! capability 9.0) holds exactly the entries of `convrs_spec::hopper::CONFIGS`, each with the
 //! warpgroup MMA of its type and the copies, fences and launch bounds of its policy, and ptxas
 //! assembles them for sm_90a with no spills, no stack frame, no serialized wgmma, and the
-//! occupancy the cost model assumes. CPU-only (`cargo xtask check-ptx` proves the embedded
-//! module is the kernel sources' build).
+//! occupancy the cost model assumes; and every sm_90 and sm_90a entry waits for the kernel
+//! before it in the stream before it touches global memory. CPU-only (`cargo xtask check-ptx`
+//! proves the embedded modules are the kernel sources' build).
 
 use convrs::plan::hopper::registers;
 use convrs::plan::model::blocks_per_sm;
@@ -194,9 +195,8 @@ fn every_sm90_entry_waits_for_its_predecessor_before_touching_global_memory() {
     for (arch, ptx) in [("sm_90", convrs::ptx::SM90), ("sm_90a", convrs::ptx::SM90A)] {
         let mut entries = 0;
         for (at, _) in ptx.match_indices(".visible .entry ") {
-            let body = &ptx[at..];
-            let body = &body[..body.find("// -- End function").unwrap_or(body.len())];
-            let name = body[".visible .entry ".len()..].split('(').next().unwrap_or("?");
+            let name = ptx[at + ".visible .entry ".len()..].split('(').next().unwrap_or("?");
+            let body = entry_body(ptx, name);
             let wait = body.find("griddepcontrol.wait").unwrap_or_else(|| panic!("{arch} entry {name} never waits for its predecessor"));
             let early: Vec<&str> = body[..wait].lines().map(opcode).filter(|op| touches_global(op)).collect();
             assert!(early.is_empty(), "{arch} entry {name} touches global memory before griddepcontrol.wait: {early:?}");
