@@ -227,11 +227,15 @@ pub(crate) use unroll;
 /// previous kernel in the stream, where the host launched this one with programmatic stream
 /// serialization) have completed and their writes are visible. Both entry macros call it
 /// before any memory access, so a launch overlaps only the previous kernel's end, by its own
-/// scheduling. Without the dependency (sm_80 builds, or a plain launch) it costs nothing.
+/// scheduling; entries declared `set_up_first` (the warp-specialized Hopper kernels) call it
+/// themselves, after a set-up that touches shared memory and tensor-map prefetches only, so
+/// that set-up runs under that end too. Without the dependency (sm_80 builds, or a plain
+/// launch) it costs nothing.
 ///
-/// No entry calls `griddepcontrol.launch_dependents`: the next grid is let in as each block
-/// exits. Let in at entry, its blocks took the room of a single wave's and waited there, and
-/// issue-bound layers ran 14-17% slower (32,768,7,7 7x7 depthwise, H200; notes/launch.md).
+/// Only the producers of `tensor_core::hopper::kernel` call `griddepcontrol.launch_dependents`
+/// ([`launch_dependents`], after their last copy); elsewhere the next grid is let in as each
+/// block exits. Let in at entry, its blocks took the room of a single wave's and waited there,
+/// and issue-bound layers ran 14-17% slower (32,768,7,7 7x7 depthwise, H200; notes/launch.md).
 #[inline(always)]
 pub fn entry_wait() {
     #[cfg(target_feature = "sm_90")]
@@ -239,6 +243,25 @@ pub fn entry_wait() {
     // asm may touch memory (no `nomem`), so no load or store moves above it.
     unsafe {
         asm!("griddepcontrol.wait;", options(nostack))
+    };
+}
+
+/// Programmatic dependent launch (sm_90 on): lets the next grid in the stream be scheduled once
+/// every block of this one has called it or exited (the first call of a block counts; later
+/// ones do nothing). The next grid still waits in its [`entry_wait`] for this one to complete,
+/// so the call only moves its blocks' set-up earlier. Called by the producers of
+/// `tensor_core::hopper::kernel` once their last copy is issued: a block's remaining work is then its consumers'
+/// last tiles, and the next grid's blocks may take SMs this grid leaves idle (a small layer's
+/// grid has fewer blocks than SMs), or room beside its blocks where shared memory allows, and
+/// run their set-up there. Not at entry: there the next grid's blocks took room a single wave
+/// needed (notes/launch.md). Without the dependency (sm_80 builds, or a plain launch) it does
+/// nothing.
+#[inline(always)]
+pub fn launch_dependents() {
+    #[cfg(target_feature = "sm_90")]
+    // SAFETY: the instruction only signals the scheduler; it reads and writes no memory.
+    unsafe {
+        asm!("griddepcontrol.launch_dependents;", options(nostack))
     };
 }
 
@@ -257,19 +280,26 @@ pub unsafe fn divmod(a: i32, b: i32) -> (i32, i32) {
 /// Declares a kernel entry point whose trailing arguments are the [`ConvShape`] fields, one
 /// `i32` each in the order of `convrs_spec::shape_fields!`, then the fused epilogue's
 /// (`convrs_spec::epilogue_fields!`, into `ConvShape::ep`), which the host follows too.
+///
+/// The entry waits for its stream predecessor ([`entry_wait`]) first; written `set_up_first fn
+/// ...`, it leaves the wait to the body, which must call it before its first global memory
+/// access.
 #[macro_export]
 macro_rules! conv_kernel {
     ($(#[$m:meta])* fn $name:ident($($arg:ident: $ty:ty),* $(,)?) => $body:path) => {
-        ::convrs_spec::shape_fields!($crate::conv_kernel, [@shape [$(#[$m])*] $name [$($arg: $ty),*] $body]);
+        ::convrs_spec::shape_fields!($crate::conv_kernel, [@shape [$(#[$m])*] [entry_wait] $name [$($arg: $ty),*] $body]);
     };
-    ([@shape [$(#[$m:meta])*] $name:ident [$($arg:ident: $ty:ty),*] $body:path] $($field:ident $doc:literal),*) => {
-        ::convrs_spec::epilogue_fields!($crate::conv_kernel, [@entry [$(#[$m])*] $name [$($arg: $ty),*] $body [$($field)*]]);
+    ($(#[$m:meta])* set_up_first fn $name:ident($($arg:ident: $ty:ty),* $(,)?) => $body:path) => {
+        ::convrs_spec::shape_fields!($crate::conv_kernel, [@shape [$(#[$m])*] [] $name [$($arg: $ty),*] $body]);
     };
-    ([@entry [$(#[$m:meta])*] $name:ident [$($arg:ident: $ty:ty),*] $body:path [$($field:ident)*]] $($ef:ident: $et:ident $edoc:literal),*) => {
+    ([@shape [$(#[$m:meta])*] [$($wait:ident)?] $name:ident [$($arg:ident: $ty:ty),*] $body:path] $($field:ident $doc:literal),*) => {
+        ::convrs_spec::epilogue_fields!($crate::conv_kernel, [@entry [$(#[$m])*] [$($wait)?] $name [$($arg: $ty),*] $body [$($field)*]]);
+    };
+    ([@entry [$(#[$m:meta])*] [$($wait:ident)?] $name:ident [$($arg:ident: $ty:ty),*] $body:path [$($field:ident)*]] $($ef:ident: $et:ident $edoc:literal),*) => {
         $(#[$m])*
         #[unsafe(no_mangle)]
         pub unsafe extern "ptx-kernel" fn $name($($arg: $ty,)* $($field: i32,)* $($ef: $et,)*) {
-            $crate::prelude::entry_wait();
+            $($crate::prelude::$wait();)?
             let shape = $crate::prelude::ConvShape { $($field,)* ep: ::convrs_spec::EpilogueArgs { $($ef),* } };
             // SAFETY: the host launches each kernel with buffers sized for `shape` (host::launch).
             unsafe { $body($($arg,)* shape) }

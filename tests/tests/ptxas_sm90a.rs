@@ -188,8 +188,8 @@ fn touches_global(op: &str) -> bool {
 /// previous kernel in the stream has finished, so every entry of the sm_90 and sm_90a modules
 /// must execute `griddepcontrol.wait` before anything that may read or write global memory (the
 /// previous kernel may still be writing its inputs, or reading the buffer it is about to write).
-/// Every entry waits at entry (kernels-gpu's `entry_wait`); a set-up touching only shared
-/// memory and tensor-map prefetches may come first.
+/// The Hopper entries set up shared memory and prefetch their tensor maps first
+/// (`set_up_first`); everything else waits at entry.
 #[test]
 fn every_sm90_entry_waits_for_its_predecessor_before_touching_global_memory() {
     for (arch, ptx) in [("sm_90", convrs::ptx::SM90), ("sm_90a", convrs::ptx::SM90A)] {

@@ -51,25 +51,25 @@ macro_rules! entries {
     };
     (@one $ops:ident Planes Persistent 1 128 $bn:tt $stages:tt $name:ident $math:ident $planes:ident) => {
         $crate::conv_kernel!(
-            fn $name(x: *const u16, w: *const u16, y: *mut f32, wmap: *const u8, xmap: *const u8) => $crate::tensor_core::hopper::kernel::conv_tma::<
+            set_up_first fn $name(x: *const u16, w: *const u16, y: *mut f32, wmap: *const u8, xmap: *const u8) => $crate::tensor_core::hopper::kernel::conv_tma::<
                 planes::Planes<128>, [f32; $bn / 2], $stages, 1, true, false, math::$planes, 128>
         );
     };
     (@one $ops:ident Planes PingPong 1 $bm:tt $bn:tt $stages:tt $name:ident $math:ident $planes:ident) => {
         $crate::conv_kernel!(
-            fn $name(x: *const u16, w: *const u16, y: *mut f32, wmap: *const u8, xmap: *const u8) => $crate::tensor_core::hopper::kernel::conv_tma::<
+            set_up_first fn $name(x: *const u16, w: *const u16, y: *mut f32, wmap: *const u8, xmap: *const u8) => $crate::tensor_core::hopper::kernel::conv_tma::<
                 planes::Planes<$bm>, [f32; $bn / 2], $stages, 1, true, true, math::$planes, $bm>
         );
     };
     (@one $ops:ident NchwPatch Persistent 1 128 $bn:tt $stages:tt $name:ident $math:ident $planes:ident) => {
         $crate::conv_kernel!(
-            fn $name(x: *const u16, w: *const u16, y: *mut f32, wmap: *const u8, xmap: *const u8) => $crate::tensor_core::hopper::nchw_patch::conv_patch::<
+            set_up_first fn $name(x: *const u16, w: *const u16, y: *mut f32, wmap: *const u8, xmap: *const u8) => $crate::tensor_core::hopper::nchw_patch::conv_patch::<
                 [f32; $bn / 2], $stages, math::$math>
         );
     };
     (@one $ops:ident PlaneRows Persistent 1 128 $bn:tt $stages:tt $name:ident $math:ident $planes:ident) => {
         $crate::conv_kernel!(
-            fn $name(x: *const u16, w: *const u16, y: *mut f32, wmap: *const u8, xmap: *const u8) => $crate::tensor_core::hopper::kernel::conv_tma::<
+            set_up_first fn $name(x: *const u16, w: *const u16, y: *mut f32, wmap: *const u8, xmap: *const u8) => $crate::tensor_core::hopper::kernel::conv_tma::<
                 plane_rows::PlaneRows, [f32; $bn / 2], $stages, 1, true, false, math::$planes, 128>
         );
     };
@@ -80,37 +80,37 @@ macro_rules! entries {
     };
     (@one $ops:ident WsCpAsync $schedule:ident $cluster:tt 128 $bn:tt $stages:tt $name:ident $math:ident $planes:ident) => {
         $crate::conv_kernel!(
-            fn $name(x: *const u16, w: *const u16, y: *mut f32, wmap: *const u8) => $crate::tensor_core::hopper::kernel::conv_cp_async::<
+            set_up_first fn $name(x: *const u16, w: *const u16, y: *mut f32, wmap: *const u8) => $crate::tensor_core::hopper::kernel::conv_cp_async::<
                 $ops, [f32; $bn / 2], $stages, $cluster, { matches!(convrs_spec::hopper::Schedule::$schedule, convrs_spec::hopper::Schedule::Persistent) }, math::$math>
         );
     };
     (@one $ops:ident WsTma SplitK 1 128 $bn:tt $stages:tt $name:ident $math:ident $planes:ident) => {
         $crate::conv_kernel!(
-            fn $name(x: *const u16, w: *const u16, y: *mut f32, wmap: *const u8, xmap: *const u8, ws: *mut u32) => $crate::tensor_core::hopper::kernel::conv_split_k::<
+            set_up_first fn $name(x: *const u16, w: *const u16, y: *mut f32, wmap: *const u8, xmap: *const u8, ws: *mut u32) => $crate::tensor_core::hopper::kernel::conv_split_k::<
                 $ops, [f32; $bn / 2], $stages, math::$math>
         );
     };
     (@one $ops:ident WsTmaNchw PingPong 1 $bm:tt $bn:tt $stages:tt $name:ident $math:ident $planes:ident) => {
         $crate::conv_kernel!(
-            fn $name(x: *const u16, w: *const u16, y: *mut f32, wmap: *const u8, xmap: *const u8) => $crate::tensor_core::hopper::kernel::conv_tma::<
+            set_up_first fn $name(x: *const u16, w: *const u16, y: *mut f32, wmap: *const u8, xmap: *const u8) => $crate::tensor_core::hopper::kernel::conv_tma::<
                 nchw_out::NhwcToNchw, [f32; $bn / 2], $stages, 1, true, true, math::$math, $bm>
         );
     };
     (@one $ops:ident WsTmaNchw Persistent 1 128 $bn:tt $stages:tt $name:ident $math:ident $planes:ident) => {
         $crate::conv_kernel!(
-            fn $name(x: *const u16, w: *const u16, y: *mut f32, wmap: *const u8, xmap: *const u8) => $crate::tensor_core::hopper::kernel::conv_tma::<
+            set_up_first fn $name(x: *const u16, w: *const u16, y: *mut f32, wmap: *const u8, xmap: *const u8) => $crate::tensor_core::hopper::kernel::conv_tma::<
                 nchw_out::NhwcToNchw, [f32; $bn / 2], $stages, 1, true, false, math::$math, 128>
         );
     };
     (@one $ops:ident WsTma PingPong 1 $bm:tt $bn:tt $stages:tt $name:ident $math:ident $planes:ident) => {
         $crate::conv_kernel!(
-            fn $name(x: *const u16, w: *const u16, y: *mut f32, wmap: *const u8, xmap: *const u8) => $crate::tensor_core::hopper::kernel::conv_tma::<
+            set_up_first fn $name(x: *const u16, w: *const u16, y: *mut f32, wmap: *const u8, xmap: *const u8) => $crate::tensor_core::hopper::kernel::conv_tma::<
                 $ops, [f32; $bn / 2], $stages, 1, true, true, math::$math, $bm>
         );
     };
     (@one $ops:ident WsTma $schedule:ident $cluster:tt 128 $bn:tt $stages:tt $name:ident $math:ident $planes:ident) => {
         $crate::conv_kernel!(
-            fn $name(x: *const u16, w: *const u16, y: *mut f32, wmap: *const u8, xmap: *const u8) => $crate::tensor_core::hopper::kernel::conv_tma::<
+            set_up_first fn $name(x: *const u16, w: *const u16, y: *mut f32, wmap: *const u8, xmap: *const u8) => $crate::tensor_core::hopper::kernel::conv_tma::<
                 $ops, [f32; $bn / 2], $stages, $cluster, { matches!(convrs_spec::hopper::Schedule::$schedule, convrs_spec::hopper::Schedule::Persistent) }, false, math::$math, 128>
         );
     };
@@ -127,7 +127,7 @@ macro_rules! f32_entries {
     };
     (@one $ops:ident PlanePixels $math:ident Persistent 128 $bn:tt $stages:tt $name:ident) => {
         $crate::conv_kernel!(
-            fn $name(x: *const f32, w: *const f32, y: *mut f32, wmap: *const u8, xmap: *const u8) => $crate::tensor_core::hopper::kernel::conv_tma_f32::<
+            set_up_first fn $name(x: *const f32, w: *const f32, y: *mut f32, wmap: *const u8, xmap: *const u8) => $crate::tensor_core::hopper::kernel::conv_tma_f32::<
                 planes::PlanePixels, [f32; $bn / 2], $stages, false, plane_math!($math), 128>
         );
     };
@@ -136,19 +136,19 @@ macro_rules! f32_entries {
     };
     (@one $ops:ident $math:ident Persistent 128 $bn:tt $stages:tt $name:ident) => {
         $crate::conv_kernel!(
-            fn $name(x: *const f32, w: *const f32, y: *mut f32, wmap: *const u8, xmap: *const u8) => $crate::tensor_core::hopper::kernel::conv_tma_f32::<
+            set_up_first fn $name(x: *const f32, w: *const f32, y: *mut f32, wmap: *const u8, xmap: *const u8) => $crate::tensor_core::hopper::kernel::conv_tma_f32::<
                 $ops, [f32; $bn / 2], $stages, false, math::$math, 128>
         );
     };
     (@one $ops:ident $math:ident PingPong $bm:tt $bn:tt $stages:tt $name:ident) => {
         $crate::conv_kernel!(
-            fn $name(x: *const f32, w: *const f32, y: *mut f32, wmap: *const u8, xmap: *const u8) => $crate::tensor_core::hopper::kernel::conv_tma_f32::<
+            set_up_first fn $name(x: *const f32, w: *const f32, y: *mut f32, wmap: *const u8, xmap: *const u8) => $crate::tensor_core::hopper::kernel::conv_tma_f32::<
                 $ops, [f32; $bn / 2], $stages, true, math::$math, $bm>
         );
     };
     (@one $ops:ident $math:ident SplitK 128 $bn:tt $stages:tt $name:ident) => {
         $crate::conv_kernel!(
-            fn $name(x: *const f32, w: *const f32, y: *mut f32, wmap: *const u8, xmap: *const u8, ws: *mut u32) => $crate::tensor_core::hopper::kernel::conv_split_k_f32::<
+            set_up_first fn $name(x: *const f32, w: *const f32, y: *mut f32, wmap: *const u8, xmap: *const u8, ws: *mut u32) => $crate::tensor_core::hopper::kernel::conv_split_k_f32::<
                 $ops, [f32; $bn / 2], $stages, math::$math>
         );
     };

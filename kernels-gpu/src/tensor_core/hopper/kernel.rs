@@ -289,6 +289,10 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
             cluster_wait();
         }
     }
+    // The entries are `set_up_first`: everything above touches shared memory and prefetches
+    // host-written tensor maps, so it runs while the previous grid in the stream finishes;
+    // every global access below (copies, the residual, the workspace, stores) comes after.
+    entry_wait();
 
     let (gemm_m, gemm_n) = O::gemm_mn(&sh);
     let tiles = Tiles::of::<CLUSTER, PERSISTENT>(gemm_m, gemm_n, BM as u32, Acc::N as u32);
@@ -332,6 +336,10 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
             } else {
                 produce_cp_async::<O, STAGES, CLUSTER>(x, wmap, &sh, ring, tiles, ktiles, tid);
             }
+        }
+        if tid == 0 {
+            // Every copy of this block is issued: the next grid may be scheduled.
+            launch_dependents();
         }
         // An exited thread no longer counts at the cluster barrier below.
         return;

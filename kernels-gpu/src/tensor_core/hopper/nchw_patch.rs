@@ -254,6 +254,10 @@ pub unsafe fn conv_patch<Acc: Accumulators, const STAGES: usize, M: Math>(
         }
     }
     sync_threads();
+    // The entries are `set_up_first`: the patches' zeros, the barriers and the tensor maps'
+    // prefetch above run while the previous grid in the stream finishes; every global access
+    // comes after this.
+    entry_wait();
     let tiles = Tiles::of::<1, true>(sh.n as u32 * geo.per_image * BLOCK_M as u32, sh.k as u32, BLOCK_M as u32, Acc::N as u32);
     if tid < WG {
         // SAFETY: the whole producer warpgroup, after the initialisation; the caller's contract.
