@@ -56,7 +56,7 @@ tests)
   step tests MODE=tests TESTS="${TESTS:-gpu_wgmma gpu_epilogue gpu_timing gpu_device_tensor gpu_grouped}" TEST_TIMEOUT=${TEST_TIMEOUT:-300};;
 sanitize)
   step sanitize MODE=sanitize SAN_LAYOUT=nhwc SAN_SPECS="wgmma_ws_tma_persistent:fp16:fma:3,64,12,12,136,3,3 --pad 1 --epilogue bias+residual+relu;wgmma_ws_tma_splitk:bf16:fma:2,256,7,7,128,3,3 --pad 1 --epilogue bias+relu;wgmma_ws_tma_persistent_cluster2:fp16:fma:2,64,14,14,128,3,3 --pad 1;wgmma_ws_tma_pingpong_m64:fp16:fma:2,64,9,9,72,1,1 --epilogue bias+residual+relu"
-  step sanitize-nchw MODE=sanitize SAN_LAYOUT=nchw SAN_SPECS="wgmma_nchw_patch_persistent:fp16:fma:2,64,12,16,64,3,3 --pad 1;wgmma_nchw1x1_pingpong_m64:bf16:fma:3,64,10,10,64,1,1 --epilogue bias+relu";;
+  step sanitize-nchw MODE=sanitize SAN_LAYOUT=nchw SAN_SPECS="wgmma_nchw_patch_persistent:fp16:fma:2,64,12,16,64,3,3 --pad 1;wgmma_nchw1x1_pingpong_m64:bf16:fma:3,64,12,12,64,1,1 --epilogue bias+relu";;
 patchab)
   # wmma_patch with a fused residual: main (s38a) against the prefetch branch (s38d), twice,
   # then that branch's gpu_epilogue and gpu_patch. 8,3,108,108->64 runs 128x64 tiles, which the
