@@ -18,10 +18,8 @@ left() { local l=$(( ${END:-570} - SECONDS )); local t=${BENCH_TIMEOUT:-280}; ec
 for part in "$@"; do
 case $part in
 jit)
-  for bb in ${BUNDLES:-$BUNDLE}; do
-    b=$(mktemp -d); tar -C $b -xJf $bb/payload.tar.xz
-    CONVRS_REQUIRE_GPU=1 timeout 240 $b/convrs info > $R/w/jit-$(basename $bb).txt 2>&1; echo "jit $bb rc=$?"
-  done;;
+  # The thirty-eighth session's part (its results land in the same $OUT).
+  BUNDLES=${BUNDLES:-$BUNDLE} bash benchmarks/2026-11-29-h200-s38/s38.sh jit;;
 tests)
   step tests MODE=tests TESTS="${TESTS:-gpu_epilogue gpu_caller_stream gpu_device_tensor gpu_wgmma gpu_api gpu_auto}" TEST_TIMEOUT=${TEST_TIMEOUT:-300};;
 sanitize)
