@@ -14,7 +14,6 @@ export CUDA_CACHE_MAXSIZE=4294967296
 export BUNDLE=${BUNDLE:-target/gpu-s39b}
 A="wgmma_ws_tma_persistent wgmma_ws_tma_pingpong wgmma_ws_tma_pingpong_m64 wgmma_ws_tma_splitk wmma_patch wmma_smallc"
 N="$A wgmma_nchw1x1_persistent wgmma_nchw1x1_pingpong_m64 wgmma_nchw1x1_pingpong wgmma_nchw_rows_persistent wgmma_nchw_patch_persistent wgmma_ws_tma_persistent_to_nchw wgmma_ws_tma_pingpong_to_nchw wgmma_ws_tma_pingpong_m64_to_nchw"
-left() { local l=$(( ${END:-570} - SECONDS )); local t=${BENCH_TIMEOUT:-280}; echo $(( l < t ? l : t )); }
 for part in "$@"; do
 case $part in
 jit)
@@ -31,9 +30,7 @@ ab)
       "RUN_ALGOS=${AB_ALGOS:-wgmma_ws_tma_pingpong_m64 wgmma_ws_tma_pingpong_m64_to_nchw wgmma_ws_tma_pingpong wgmma_ws_tma_pingpong_to_nchw}" "RUN_ARGS=--epilogue bias+residual+relu"
   done;;
 suites)
-  for set in ${SETS:-resnet50:bf16:1/2 resnet50:bf16:2/2}; do
-    step "suite-${set//[:\/]/-}" MODE=bench "ALGOS=${SUITE_ALGOS:-$N}" "BENCH_SETS=$set" BENCH_TIMEOUT=$(left) \
-      "BENCH_ARGS=--epilogue ${EPI:-bias+residual+relu}"
-  done;;
+  # The thirty-eighth session's part with the NCHW caller on (SUITE_ARGS " ") and this set.
+  SUITE_ALGOS="${SUITE_ALGOS:-$N}" SUITE_ARGS=" " END=$(( ${END:-570} - SECONDS )) bash benchmarks/2026-11-29-h200-s38/s38.sh suites;;
 esac
 done
