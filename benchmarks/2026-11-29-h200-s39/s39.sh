@@ -1,6 +1,6 @@
 # Device script of the thirty-ninth session, for the next one, run from the repository root:
 # `bash benchmarks/2026-11-29-h200-s39/s39.sh PART...`. The branch `s39-nchw-store-epilogue`
-# (bundle target/gpu-s39b) lets the NCHW-output steps 16 and 17 fuse the epilogue in their staged
+# (bundle target/gpu-s39c) lets the NCHW-output steps 16 and 17 fuse the epilogue in their staged
 # NCHW store; main is bundle target/gpu-s39a. PART: jit (each of BUNDLES), tests (TESTS on
 # BUNDLE, default the branch), sanitize (the NCHW store's epilogue: runs of 8, 2 and 1 pixels,
 # both 16-bit types, steps 16 and 17, on BUNDLE), ab (`convrs run`, bf16, bare and bias +
@@ -12,7 +12,7 @@
 # that is less. Results go to $OUT/all.tar through the fold directory's steps.sh.
 source benchmarks/2026-11-28-h100-fold/steps.sh
 export CUDA_CACHE_MAXSIZE=4294967296
-export BUNDLE=${BUNDLE:-target/gpu-s39b}
+export BUNDLE=${BUNDLE:-target/gpu-s39c}
 A="wgmma_ws_tma_persistent wgmma_ws_tma_pingpong wgmma_ws_tma_pingpong_m64 wgmma_ws_tma_splitk wmma_patch wmma_smallc"
 N="$A wgmma_nchw1x1_persistent wgmma_nchw1x1_pingpong_m64 wgmma_nchw1x1_pingpong wgmma_nchw_rows_persistent wgmma_nchw_patch_persistent wgmma_ws_tma_persistent_to_nchw wgmma_ws_tma_pingpong_to_nchw wgmma_ws_tma_pingpong_m64_to_nchw"
 for part in "$@"; do
@@ -28,7 +28,7 @@ ab)
   AB=${AB_SHAPES:-"32,128,28,28,128,3,3 --pad 1;32,512,28,28,1024,1,1 --stride 2;32,1024,14,14,256,1,1;32,256,14,14,256,3,3 --pad 1;8,64,56,56,64,3,3 --pad 1;32,512,7,7,512,3,3 --pad 1"}
   # Bare as well: the branch's NCHW store runs its two column halves as a loop.
   for round in 1 2; do
-    for bb in ${BUNDLES:-target/gpu-s39a target/gpu-s39b}; do
+    for bb in ${BUNDLES:-target/gpu-s39a target/gpu-s39c}; do
       for epi in ${EPIS:-none bias+residual+relu}; do
         BUNDLE=$bb step "ab$round-$(basename $bb)-${epi//+/_}" MODE=runs RUN_DTYPE=bf16 RUN_LAYOUT=nchw "RUN_SHAPES=$AB" WIDTHS="-" \
           "RUN_ALGOS=${AB_ALGOS:-wgmma_ws_tma_pingpong_m64 wgmma_ws_tma_pingpong_m64_to_nchw wgmma_ws_tma_pingpong wgmma_ws_tma_pingpong_to_nchw}" "RUN_ARGS=--epilogue $epi"
