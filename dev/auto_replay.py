@@ -29,7 +29,7 @@ def predictions(shape, dtype):
     for line in out.splitlines():
         f = [x.strip() for x in line.split('|')]
         if len(f) > 7 and re.match(r'[\d.]+$', f[4]):
-            pred[f[1]] = (float(f[4]), f[7].split(' ')[0])
+            pred[f[1]] = float(f[4])
     return pred
 
 
@@ -45,13 +45,13 @@ for path in paths:
             pred = {k: v for k, v in predictions(g['shape'], g['precision']).items() if k in measured}
             if len(pred) < 2:
                 continue
-            pick = min(pred, key=lambda k: pred[k][0])
+            pick = min(pred, key=pred.get)
             best = min(measured[k] for k in pred)
             loss = measured[pick] / best
             losses.append(loss)
             if loss > 1.1:
                 fastest = min(pred, key=lambda k: measured[k])
-                print(f"  {loss:4.2f}x {g['precision']} {g['shape']:44s} picks {pick} ({pred[pick][0]:.1f} predicted, {measured[pick]:.1f} measured); fastest {fastest} ({pred[fastest][0]:.1f}, {measured[fastest]:.1f})")
+                print(f"  {loss:4.2f}x {g['precision']} {g['shape']:44s} picks {pick} ({pred[pick]:.1f} predicted, {measured[pick]:.1f} measured); fastest {fastest} ({pred[fastest]:.1f}, {measured[fastest]:.1f})")
     everything += losses
     print(f"{path}: {len(losses)} shapes, pick over fastest geomean {geo(losses):.3f}, within 10% {sum(l <= 1.1 for l in losses)}")
 print(f"all: {len(everything)} shapes, pick over fastest geomean {geo(everything):.3f}, within 10% {sum(l <= 1.1 for l in everything)}")

@@ -2,8 +2,9 @@
 several files: per layer the caller's route and its time against the best baseline given NCHW
 and against our fastest NHWC kernel in the same run, then the geomean, the count at or above
 1.0x and below 0.9x, and the geomeans by kind (1x1 or R x S) and route (a kernel on NCHW data,
-the input's transpose to a kernel writing NCHW, or the transposes around an NHWC kernel). Under an epilogue (the bench's `--epilogue`), the baselines
-are cuDNN's fused graph and PyTorch eager given NCHW, as the bench judges them.
+the input's transpose to a kernel writing NCHW, or the transposes around an NHWC kernel).
+Under an epilogue (the bench's `--epilogue`), the baselines are cuDNN's fused graph and PyTorch
+eager given NCHW, as the bench judges them.
 Usage: python3 dev/nchw_user_summary.py FILE.json[.xz]..."""
 import json, lzma, math, sys
 

@@ -239,8 +239,8 @@ impl Gpu {
         // The sm_90 and sm_90a builds' entries all execute `griddepcontrol.wait` (kernels-gpu's
         // `entry_wait`) before touching global memory, most at entry, the Hopper ones after
         // their set-up (tests/ptxas_sm90a.rs checks it); the sm_80 build has no such
-        // instruction. The driver
-        // needs `cuLaunchKernelEx` (CUDA 12.0) and captures such launches into graphs from 12.3.
+        // instruction. The driver needs `cuLaunchKernelEx` (CUDA 12.0) and captures such
+        // launches into graphs from 12.3.
         let programmatic = ptx_arch == "sm_90" && driver_version >= 12030 && std::env::var("CONVRS_PDL").map_or(true, |v| v != "0");
         Ok(Gpu { ctx, stream, module, sm90a, functions: Mutex::new(HashMap::new()), info, model, tune_cache: Mutex::new(None), tensor_maps: Mutex::default(), programmatic })
     }

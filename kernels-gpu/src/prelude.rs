@@ -250,10 +250,10 @@ pub fn entry_wait() {
 /// every block of this one has called it or exited (the first call of a block counts; later
 /// ones do nothing). The next grid still waits in its [`entry_wait`] for this one to complete,
 /// so the call only moves its blocks' set-up earlier. Called by the producers of
-/// `tensor_core::hopper::kernel` once their last copy is issued: a block's remaining work is then its consumers'
-/// last tiles, and the next grid's blocks may take SMs this grid leaves idle (a small layer's
-/// grid has fewer blocks than SMs), or room beside its blocks where shared memory allows, and
-/// run their set-up there. Not at entry: there the next grid's blocks took room a single wave
+/// `tensor_core::hopper::kernel` once their last copy is issued: a block's remaining work is
+/// then its consumers' last tiles, and the next grid's blocks may take SMs this grid leaves
+/// idle (a small layer's grid has fewer blocks than SMs), or room beside its blocks where
+/// shared memory allows, and run their set-up there. Not at entry: there the next grid's blocks took room a single wave
 /// needed (notes/launch.md). Without the dependency (sm_80 builds, or a plain launch) it does
 /// nothing.
 #[inline(always)]
