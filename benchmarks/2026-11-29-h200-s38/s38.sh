@@ -6,7 +6,7 @@
 # A bench part's time limit is BENCH_TIMEOUT, or what is left of END (seconds since the call
 # began, default 570) when that is less. For the next session (branches s38-set-up-before-wait,
 # bundle s38b, and s38-trigger-after-loads on it, bundle s38c; main is s38a): jit (each of
-# BUNDLES, or BUNDLE), ab (`convrs run` on AB_SHAPES, each bundle of BUNDLES in turn, twice, with EPIS),
+# BUNDLES, or BUNDLE), ab (`convrs run` on AB_SHAPES, AB_DTYPE and AB_LAYOUT, each bundle of BUNDLES in turn, twice, with EPIS),
 # tests (TESTS on BUNDLE), sanitize (the set-up-first Hopper entries: a residual by TMA, split-K,
 # clusters, ping-pong m64, the NCHW patch), ncu (step 12 on a small layer bare and with bias +
 # ReLU, warm: the fifth launch; then dev/ncu_small.sh, ours against PyTorch's cuDNN kernel, on
@@ -47,7 +47,7 @@ ab)
   for round in 1 2; do
     for bb in ${BUNDLES:-$BUNDLE}; do
       for epi in ${EPIS:-none bias+residual+relu}; do
-        BUNDLE=$bb step "ab$round-$(basename $bb)-${epi//+/_}" MODE=runs RUN_DTYPE=fp16 RUN_LAYOUT=nhwc "RUN_SHAPES=$AB" WIDTHS="-" \
+        BUNDLE=$bb step "ab$round-$(basename $bb)-${epi//+/_}" MODE=runs RUN_DTYPE=${AB_DTYPE:-fp16} RUN_LAYOUT=${AB_LAYOUT:-nhwc} "RUN_SHAPES=$AB" WIDTHS="-" \
           "RUN_ALGOS=${AB_ALGOS:-auto wgmma_ws_tma_pingpong_m64}" "RUN_ARGS=--epilogue $epi"
       done
     done

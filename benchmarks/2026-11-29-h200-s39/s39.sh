@@ -26,15 +26,11 @@ sanitize)
   step sanitize-nchw-store MODE=sanitize SAN_LAYOUT=nchw SAN_SPECS="wgmma_ws_tma_persistent_to_nchw:fp16:fma:2,64,12,12,72,3,3 --pad 1 --epilogue bias+residual+relu;wgmma_ws_tma_pingpong_to_nchw:bf16:fma:3,40,13,11,72,3,3 --pad 1 --epilogue scale+bias+residual+silu;wgmma_ws_tma_pingpong_m64_to_nchw:fp16:fma:2,64,9,10,40,1,1 --epilogue bias+residual+gelu;wgmma_nchw_patch_persistent:bf16:fma:2,64,11,16,64,3,3 --pad 1 --epilogue bias+residual+relu";;
 ab)
   AB=${AB_SHAPES:-"32,128,28,28,128,3,3 --pad 1;32,512,28,28,1024,1,1 --stride 2;32,1024,14,14,256,1,1;32,256,14,14,256,3,3 --pad 1;8,64,56,56,64,3,3 --pad 1;32,512,7,7,512,3,3 --pad 1"}
-  # Bare as well: the branch's NCHW store runs its two column halves as a loop.
-  for round in 1 2; do
-    for bb in ${BUNDLES:-target/gpu-s39a target/gpu-s39c}; do
-      for epi in ${EPIS:-none bias+residual+relu}; do
-        BUNDLE=$bb step "ab$round-$(basename $bb)-${epi//+/_}" MODE=runs RUN_DTYPE=bf16 RUN_LAYOUT=nchw "RUN_SHAPES=$AB" WIDTHS="-" \
-          "RUN_ALGOS=${AB_ALGOS:-wgmma_ws_tma_pingpong_m64 wgmma_ws_tma_pingpong_m64_to_nchw wgmma_ws_tma_pingpong wgmma_ws_tma_pingpong_to_nchw}" "RUN_ARGS=--epilogue $epi"
-      done
-    done
-  done;;
+  # Bare as well: the branch's NCHW store runs its two column halves as a loop. The
+  # thirty-eighth session's part on this layer, type, shape set and kernels.
+  AB_SHAPES="$AB" AB_DTYPE=bf16 AB_LAYOUT=nchw BUNDLES="${BUNDLES:-target/gpu-s39a target/gpu-s39c}" \
+    AB_ALGOS="${AB_ALGOS:-wgmma_ws_tma_pingpong_m64 wgmma_ws_tma_pingpong_m64_to_nchw wgmma_ws_tma_pingpong wgmma_ws_tma_pingpong_to_nchw}" \
+    bash benchmarks/2026-11-29-h200-s38/s38.sh ab;;
 suites)
   # The thirty-eighth session's part with the NCHW caller on (SUITE_ARGS " ") and this set.
   SUITE_ALGOS="${SUITE_ALGOS:-$N}" SUITE_ARGS=" " END=$(( ${END:-570} - SECONDS )) bash benchmarks/2026-11-29-h200-s38/s38.sh suites;;

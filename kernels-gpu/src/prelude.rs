@@ -253,9 +253,9 @@ pub fn entry_wait() {
 /// `tensor_core::hopper::kernel` once their last copy is issued: a block's remaining work is
 /// then its consumers' last tiles, and the next grid's blocks may take SMs this grid leaves
 /// idle (a small layer's grid has fewer blocks than SMs), or room beside its blocks where
-/// shared memory allows, and run their set-up there. Not at entry: there the next grid's blocks took room a single wave
-/// needed (notes/launch.md). Without the dependency (sm_80 builds, or a plain launch) it does
-/// nothing.
+/// shared memory allows, and run their set-up there. Not at entry: there the next grid's
+/// blocks took room a single wave needed (notes/launch.md). Without the dependency (sm_80
+/// builds, or a plain launch) it does nothing.
 #[inline(always)]
 pub fn launch_dependents() {
     #[cfg(target_feature = "sm_90")]
