@@ -66,8 +66,9 @@ impl Choice {
 }
 
 /// Predicted microseconds to convert the caller's tensors (all in `user` layout; `dtype` input
-/// and filter, fp32 output) to and from `kernel`'s layouts on `device`, padding them to the
-/// problem the kernel runs ([`KernelDesc::run_problem`]) where it needs that.
+/// and filter, fp32 output, and a fused epilogue's residual like the output) to and from
+/// `kernel`'s layouts on `device`, padding them to the problem the kernel runs
+/// ([`KernelDesc::run_problem`]) where it needs that.
 pub fn conversion_us(kernel: &KernelDesc, problem: &Conv2d, dtype: DType, user: Layout, device: &DeviceModel) -> f64 {
     let run = kernel.run_problem(problem);
     let (lx, lw, ly) = kernel.layouts;
@@ -80,9 +81,13 @@ pub fn conversion_us(kernel: &KernelDesc, problem: &Conv2d, dtype: DType, user: 
     // bytes or less an element, every sector of those rows.
     let sampling = problem.sampling(&run);
     let (sh, sampled) = (sampling.0, sampling != (1, 1));
+    let output = pass(ly, grow_n || grow_k, problem.output_len(), run.output_len(), 4);
+    // The residual goes the output's way in reverse: into the kernel's output layout.
+    let residual = if problem.epilogue.residual { output } else { 0.0 };
     pass(lx, grow_n || grow_c || sampled, problem.input_len() / sh, run.input_len(), dtype.size())
         + pass(lw, grow_k || grow_c, problem.filter_len(), run.filter_len(), dtype.size())
-        + pass(ly, grow_n || grow_k, problem.output_len(), run.output_len(), 4)
+        + output
+        + residual
 }
 
 /// Every kernel of the registry planned for `problem` on `device`, priced for a caller holding

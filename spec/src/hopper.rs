@@ -322,7 +322,7 @@ pub enum Producer {
     WsTma,
     /// [`Producer::WsTma`] with the output written NCHW (step 16): each output channel's pixels
     /// stored into its plane, so that an NCHW caller's output needs no transpose (its input
-    /// still does). Bare convolutions only: no fused epilogue ([`Policy::fuses_epilogue`]).
+    /// still does). The fused epilogue runs in that store ([`Policy::epilogue_in_nchw_store`]).
     /// Arguments as [`Producer::WsTma`].
     WsTmaNchw,
     /// Warp-specialized, one producer thread issuing tiled TMA copies of NCHW data for a 1x1,
@@ -684,16 +684,24 @@ impl Policy {
     /// the progression (and the clusters) stay bare, which keeps their PTX as it was. The kernels
     /// decide it by the same rule ([`fuses_epilogue`]).
     pub const fn fuses_epilogue(self) -> bool {
-        fuses_epilogue(self.input_map(), self.cluster, matches!(self.producer, Producer::PlanePixels | Producer::WsTmaNchw | Producer::NchwPatch))
+        fuses_epilogue(self.input_map(), self.cluster, matches!(self.producer, Producer::PlanePixels))
+    }
+
+    /// Whether its epilogue runs in the staged NCHW store (steps 16 and 17: a lane finishes 8
+    /// pixels of one channel as it reads them from the staging), neither on the accumulators in
+    /// registers nor in a held stage.
+    pub const fn epilogue_in_nchw_store(self) -> bool {
+        matches!(self.producer, Producer::WsTmaNchw | Producer::NchwPatch)
     }
 }
 
 /// The rule of [`Policy::fuses_epilogue`] and [`Config::fuses_epilogue`], which the kernels
 /// evaluate on their const parameters too: the input's TMA map and a cluster of 1. (Every tile
 /// width fuses since the epilogue works through shared memory; on the registers, the 128x256
-/// tiles had none left for its operands and spilled.) Not [`Producer::PlanePixels`] nor
-/// [`Producer::WsTmaNchw`] (`pixel_planes`): their output columns are channels a plane apart,
-/// where both epilogues read and write 8 contiguous columns.
+/// tiles had none left for its operands and spilled.) Not [`Producer::PlanePixels`]
+/// (`pixel_planes`): its output columns are channels a plane apart, where both epilogues read
+/// and write 8 contiguous columns. (The NCHW-output steps fuse it in their staged store,
+/// [`Policy::epilogue_in_nchw_store`], whose lanes hold 8 pixels of one channel.)
 #[inline(always)]
 pub const fn fuses_epilogue(input_map: bool, cluster: usize, pixel_planes: bool) -> bool {
     input_map && cluster == 1 && !pixel_planes
@@ -755,7 +763,7 @@ impl Config {
     /// ([`crate::epilogue::in_registers`]); otherwise a fusing entry stages them through shared
     /// memory.
     pub const fn epilogue_in_registers(&self, act: crate::epilogue::Act, bias: bool) -> bool {
-        self.fuses_epilogue() && crate::epilogue::in_registers(act, bias, self.accumulators())
+        self.fuses_epilogue() && !self.policy.epilogue_in_nchw_store() && crate::epilogue::in_registers(act, bias, self.accumulators())
     }
 
     /// Dynamic shared memory bytes per block: the stages, 1 KiB to align them to 1024, the

@@ -130,7 +130,9 @@ fn every_activation(gpu: &Gpu, algo: Algorithm, dtype: DType, shapes: &[Conv2d])
 
 /// Shapes of the Hopper kernels' paths: 128x256 and 128x64 tiles with ragged M, several tiles a
 /// persistent block, a long reduction for split-K (and a short one), the NCHW 1x1 planes, W a
-/// multiple of 8 (the NCHW rows), a grouped layer (ResNeXt's 4 channels a group, run in merged groups).
+/// multiple of 8 (the NCHW rows), a grouped layer (ResNeXt's 4 channels a group, run in merged
+/// groups), and the NCHW store's runs (steps 16 and 17: P*Q, or Q for step 17, in runs of 8, 4,
+/// 2 or 1 pixels: 14x14 and 13x11 above, 9x10 and 8x10 and 8x5 here).
 fn hopper_shapes() -> Vec<Conv2d> {
     vec![
         Conv2d::new(2, 128, 12, 10, 128, 3, 3).with_pad(1).with_groups(32),
@@ -141,6 +143,9 @@ fn hopper_shapes() -> Vec<Conv2d> {
         Conv2d::new(3, 72, 9, 11, 40, 1, 1),
         Conv2d::new(2, 136, 8, 9, 200, 1, 1),
         Conv2d::new(2, 40, 11, 16, 72, 3, 3).with_pad(1),
+        Conv2d::new(2, 64, 9, 10, 40, 1, 1),
+        Conv2d::new(2, 64, 8, 10, 40, 3, 3).with_pad(1),
+        Conv2d::new(1, 16, 8, 5, 24, 3, 3).with_pad(1),
     ]
 }
 

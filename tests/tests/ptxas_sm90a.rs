@@ -75,10 +75,20 @@ fn wgmma_entries_hold_their_policy_and_nothing_else_is_in_the_module() {
             let by_tma = p.input_map();
             let fences = count("fence.proxy.async.shared::cta") - count("fence.mbarrier_init");
             // (A fused epilogue stages its accumulators in the last stage's A tile and fences its
-            // generic writes before the stage's next copy: every fusing entry has one too.)
-            assert_eq!(fences >= 1, !by_tma || c.fuses_epilogue() || patch, "{name}: proxy fence");
-            if c.fuses_epilogue() {
+            // generic writes before the stage's next copy: every fusing entry has one too, but
+            // those that fuse it in their NCHW store's own staging, outside the ring.)
+            let in_store = p.epilogue_in_nchw_store();
+            assert_eq!(fences >= 1, !by_tma || (c.fuses_epilogue() && !in_store) || patch, "{name}: proxy fence");
+            if c.fuses_epilogue() && !in_store {
                 assert!(count("st.shared.v2.f32") >= 1 && count("ld.shared.v4.f32") >= 1, "{name}: the fused epilogue's staging");
+            }
+            if in_store && p.math == Math::Half {
+                // The NCHW store's epilogue reads the residual in the runs it stores: 8 pixels of
+                // 16 bits (16 bytes), pairs, single pixels (and fp32 outputs' 16-byte halves).
+                assert!(c.fuses_epilogue(), "{name}: the NCHW store fuses");
+                for load in ["ld.global.nc.v4.u32", "ld.global.nc.u32", "ld.global.nc.u16", "ld.global.nc.v4.f32"] {
+                    assert!(count(load) >= 1, "{name}: the NCHW store's residual loads ({load})");
+                }
             }
             assert_eq!(count("cp.async.cg.shared.global") >= 1, !by_tma, "{name}: cp.async activations");
             assert_eq!(count("cp.async.bulk.tensor.4d.shared::cluster.global.im2col") >= 1, by_tma && !planes && !patch, "{name}: im2col TMA");

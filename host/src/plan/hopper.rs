@@ -452,9 +452,11 @@ fn plan_folding(desc: &KernelDesc, problem: &Conv2d, dtype: DType, device: &Devi
     // rounded up to 32 (all computed, the tiles spanning images).
     let live = if planes || rows { (p.k.div_ceil(64) * 64) as f64 / plane_rows(p.k, policy.block_m) as f64 } else { 1.0 };
     // Charged where the epilogue stages through shared memory; a piecewise linear one runs on
-    // the accumulators (`Config::epilogue_in_registers`), as cheap as the bare store but for a
-    // residual's reads (`residual_us`).
-    let staged = |c: &Config| (!p.epilogue.is_none() && !c.epilogue_in_registers(act, p.epilogue.bias)).then_some(p.epilogue.residual);
+    // the accumulators (`Config::epilogue_in_registers`), and any one in an NCHW output's staged
+    // store (`Policy::epilogue_in_nchw_store`), as cheap as the bare store but for a residual's
+    // reads (`residual_us`).
+    let in_store = policy.epilogue_in_nchw_store();
+    let staged = |c: &Config| (!p.epilogue.is_none() && !in_store && !c.epilogue_in_registers(act, p.epilogue.bias)).then_some(p.epilogue.residual);
     let residual = |c: &Config| match (p.epilogue.residual, by_tma(c)) {
         (false, _) => Residual::None,
         (true, false) => Residual::Loaded,
@@ -631,7 +633,7 @@ pub fn describe(policy: Policy) -> String {
         Producer::Multistage => "every thread copies both tiles with cp.async, then computes",
         Producer::WsCpAsync => "warp-specialized: a producer warpgroup brings activations by cp.async and filters by TMA",
         Producer::WsTma => "warp-specialized: one producer thread brings activations by im2col TMA and filters by TMA",
-        Producer::WsTmaNchw => "warp-specialized: one producer thread brings NHWC activations by im2col TMA and filters by TMA; the output stored NCHW (an NCHW caller's output needs no transpose); bare convolutions only",
+        Producer::WsTmaNchw => "warp-specialized: one producer thread brings NHWC activations by im2col TMA and filters by TMA; the output stored NCHW (an NCHW caller's output needs no transpose), a fused epilogue applied as it is stored (the residual read NCHW)",
         Producer::Planes => "NCHW data, 1x1: a GEMM of output channels by pixels, the images end to end (each padded to whole 64-pixel copies, a tile spanning two where it falls so); one producer thread brings the filter and, per 64 pixels, one image's channel planes by tiled TMA, no transform",
         Producer::PlaneRows => {
             "NCHW data, any filter at column stride 1: a GEMM per image, output channels by output rows (whole 64-pixel copies); one producer thread brings each tap's filter tile and, per 64 columns, a tiled TMA copy of the input row under them shifted by the tap from a 16-byte boundary (its zero fill the padding), which two producer warps shift into place; no transform of the activations"
@@ -1191,10 +1193,11 @@ mod tests {
     }
 
     /// Step 16 writes NCHW from NHWC input: its plans ask for the twin's shared memory plus the
-    /// staging, refuse epilogues, and Auto takes it for NCHW callers of R x S layers (the
-    /// output's transpose saved) but not for NHWC callers (one added).
+    /// staging, fuse epilogues in that store (no staged charge, the residual's bytes charged),
+    /// and Auto takes it for NCHW callers of R x S layers, bare or fused (the output's
+    /// transpose saved, and a residual's), but not for NHWC callers (one added).
     #[test]
-    fn nchw_output_kernels_stage_refuse_epilogues_and_serve_nchw_callers() {
+    fn nchw_output_kernels_stage_fuse_epilogues_and_serve_nchw_callers() {
         let d = DeviceModel::named("h100").unwrap();
         let p = Conv2d::new(32, 64, 56, 56, 64, 3, 3).with_pad(1);
         for (name, twin) in [("wgmma_ws_tma_persistent_to_nchw", "wgmma_ws_tma_persistent"), ("wgmma_ws_tma_pingpong_m64_to_nchw", "wgmma_ws_tma_pingpong_m64")] {
@@ -1204,19 +1207,44 @@ mod tests {
             let config = by_entry(plan.kernel);
             let twin_config = CONFIGS.iter().find(|c| c.policy.name() == twin && c.bn == config.bn).unwrap();
             assert_eq!(plan.shared_bytes as usize, twin_config.smem_bytes() + convrs_spec::hopper::NCHW_STAGING_BYTES, "{name}");
-            let fused = p.with_epilogue("bias+relu".parse::<crate::Epilogue>().unwrap());
-            assert!(k.plan(&fused, DType::F16, &d).unwrap_err().to_string().contains("epilogue"), "{name}");
+            // The same tile fused with bias + ReLU (nothing charged beyond the bare store) and
+            // with a residual (its bytes and trips charged), and no held stage in either.
+            let relu = p.with_epilogue("bias+relu".parse::<crate::Epilogue>().unwrap());
+            let residual = p.with_epilogue("bias+residual+relu".parse::<crate::Epilogue>().unwrap());
+            let (relu, residual) = (k.plan(&relu, DType::F16, &d).unwrap(), k.plan(&residual, DType::F16, &d).unwrap());
+            let bare = plan;
+            assert_eq!((relu.kernel, relu.predicted_us), (bare.kernel, bare.predicted_us), "{name}");
+            assert!(residual.predicted_us > bare.predicted_us, "{name}: {} vs {}", residual.predicted_us, bare.predicted_us);
+            assert_eq!(relu.shared_bytes, bare.shared_bytes, "{name}");
         }
-        let nchw = crate::select::choose(&p, DType::F16, Layout::Nchw, &d).unwrap();
-        assert!(nchw.pick.name().ends_with("_to_nchw"), "{}", nchw.pick.name());
-        let nhwc = crate::select::choose(&p, DType::F16, Layout::Nhwc, &d).unwrap();
-        assert!(!nhwc.pick.name().ends_with("_to_nchw"), "{}", nhwc.pick.name());
+        for ep in ["", "bias+relu", "bias+residual+relu"] {
+            let q = if ep.is_empty() { p } else { p.with_epilogue(ep.parse::<crate::Epilogue>().unwrap()) };
+            let nchw = crate::select::choose(&q, DType::F16, Layout::Nchw, &d).unwrap();
+            assert!(nchw.pick.name().ends_with("_to_nchw"), "{q}: {}", nchw.pick.name());
+            let nhwc = crate::select::choose(&q, DType::F16, Layout::Nhwc, &d).unwrap();
+            assert!(!nhwc.pick.name().ends_with("_to_nchw"), "{q}: {}", nhwc.pick.name());
+        }
+    }
+
+    /// An NCHW caller's residual costs a transpose into an NHWC kernel's output layout, and
+    /// nothing where the kernel writes NCHW.
+    #[test]
+    fn a_residual_in_another_layout_is_priced_as_a_conversion() {
+        let d = DeviceModel::named("h100").unwrap();
+        let p = Conv2d::new(32, 128, 28, 28, 128, 3, 3).with_pad(1);
+        let q = p.with_epilogue("bias+residual+relu".parse::<crate::Epilogue>().unwrap());
+        let conv = |a: &str, q: &Conv2d| crate::select::conversion_us(algo(a).kernel().unwrap(), q, DType::F16, Layout::Nchw, &d);
+        let output = conv("wgmma_ws_tma_persistent", &p) - conv("wgmma_ws_tma_persistent_to_nchw", &p);
+        assert!(output > 0.0);
+        assert!((conv("wgmma_ws_tma_persistent", &q) - conv("wgmma_ws_tma_persistent", &p) - output).abs() < 1e-9);
+        assert_eq!(conv("wgmma_ws_tma_persistent_to_nchw", &q), conv("wgmma_ws_tma_persistent_to_nchw", &p));
+        assert_eq!(crate::select::conversion_us(algo("wgmma_ws_tma_persistent").kernel().unwrap(), &q, DType::F16, Layout::Nhwc, &d), 0.0);
     }
 
     /// Step 17 reads the caller's NCHW tensors (the filter KRSC, made once per weights); its
     /// GEMM rows are whole tiles of `out_rows` output rows per image; it refuses strides,
-    /// groups, H*W off the map's 16-byte steps, tiles whose patch does not fit, and epilogues,
-    /// each with its reason; Auto leaves it to `--algo`.
+    /// groups, H*W off the map's 16-byte steps and tiles whose patch does not fit, each with
+    /// its reason, and fuses epilogues (in step 16's store); Auto leaves it to `--algo`.
     #[test]
     fn patch_kernel_plans_its_tiles_and_refuses_what_it_cannot_read() {
         let d = DeviceModel::named("h100").unwrap();
@@ -1240,7 +1268,7 @@ mod tests {
         refused(Conv2d::new(2, 64, 8, 112, 64, 3, 3).with_pad(1), "does not fit");
         refused(Conv2d::new(2, 64, 16, 32, 64, 7, 7).with_pad(3), "does not fit");
         refused(Conv2d::new(2, 64, 16, 16, 64, 3, 3).with_pad(1).with_groups(2), "groups = 1");
-        refused(p.with_epilogue("bias+relu".parse::<crate::Epilogue>().unwrap()), "epilogue");
+        assert!(k.plan(&p.with_epilogue("scale+bias+residual+silu".parse::<crate::Epilogue>().unwrap()), DType::BF16, &d).is_ok());
         assert!(!auto_eligible(k.algorithm));
         assert_ne!(crate::select::choose(&p, DType::F16, Layout::Nchw, &d).unwrap().pick, k.algorithm);
     }

@@ -37,6 +37,18 @@ impl Epilogue {
         Epilogue { mul, add }
     }
 
+    /// The factor of the accumulator: alpha times the channel's scale.
+    #[inline(always)]
+    pub fn mul(self) -> f32 {
+        self.mul
+    }
+
+    /// The addend before the residual: the channel's bias, or 0.
+    #[inline(always)]
+    pub fn add(self) -> f32 {
+        self.add
+    }
+
     /// The finished value of accumulator `acc` with residual element `res` (0 without one).
     #[inline(always)]
     pub fn finish(self, ep: &EpilogueArgs, act: &Activation, acc: f32, res: f32) -> f32 {

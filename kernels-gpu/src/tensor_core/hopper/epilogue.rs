@@ -12,11 +12,12 @@
 use core::arch::asm;
 
 use convrs_spec::epilogue::{Act, IN_REGISTERS_MAX_ACC};
+use convrs_spec::EpilogueArgs;
 use convrs_spec::hopper::{Math as Spec, NCHW_STAGING_BYTES, ROW_BYTES, WARPGROUP};
 
 use super::math::{pack, Math};
 use super::nchw_out::NhwcToNchw;
-use crate::prelude::epilogue::{relu, residual_eight, residual_pair, residual_pair_ahead, widen_pair, Activation};
+use crate::prelude::epilogue::{relu, residual_eight, residual_one, residual_pair, residual_pair_ahead, widen_pair, Activation, Epilogue};
 use crate::prelude::matrix::{shfl_xor, store_global_f32, store_global_f32x2, store_global_u16, store_global_v4, store_global_v4_if};
 use crate::prelude::wgmma::Accumulators;
 use crate::prelude::*;
@@ -64,7 +65,7 @@ pub(super) unsafe fn store_tile<O: Operands, Acc: Accumulators, M: Math>(sh: &Co
     let row0 = m0 + cw * 64 + warp * 16 + lane / 4;
     if O::Y_NCHW {
         // SAFETY: as this function's; the whole warp.
-        unsafe { store_nchw::<_, Acc, M>(&NhwcToNchw::rows(sh), y, acc, m0, n0, cw, tid) };
+        unsafe { store_nchw::<_, Acc, M>(&NhwcToNchw::rows(sh), &sh.ep, y, acc, m0, n0, cw, tid) };
     } else if M::SPEC == Spec::Half && sh.y_bits == 16 && O::PLANES && !O::PLANE_ROWS {
         // SAFETY: as this function's; the whole warp. `O` is `Planes` (the only layout of
         // NCHW planes that is not NCHW rows).
@@ -142,6 +143,8 @@ pub(super) trait NchwRows {
     fn inside(&self, row: u32, col: u32) -> bool;
     /// Whether the output is 16-bit (`ConvShape::y_bits`), else fp32.
     fn sixteen(&self) -> bool;
+    /// Output channels, K (the epilogue's per-channel vectors hold K values).
+    fn channels(&self) -> u32;
 }
 
 /// [`store_tile`] into an NCHW output (`rows`: [`NhwcToNchw`]'s, whose rows are the NHWC
@@ -157,12 +160,19 @@ pub(super) trait NchwRows {
 /// (and L/2 + 16) of the chunk, rows 8*(L%2) to 8*(L%2)+7, so each lane stores 8 consecutive
 /// pixels of one plane and two lanes a whole 32-byte run of a column ([`store_eight_nchw`]).
 ///
+/// The fused epilogue (`ep`, where it is not the identity) is applied there, to those 8 pixels
+/// of one channel ([`finish_eight_nchw`]): one channel's scale and bias, the residual read at
+/// the store's own offsets, the activation's form branched once per 8 elements, and no stage
+/// held, so the mainloop is the bare one's. The chunk's two column halves run as a loop the
+/// compiler may not unroll (`opaque`): unrolled at both, the epilogue's code made the entries'
+/// PTX 3x the bare ones' (thirty-ninth session); as a loop, 1.6x.
+///
 /// # Safety
 /// As [`store_tile`]; the launch gave the block its configuration's shared memory, the staging
-/// included.
+/// included; `ep`'s addresses as [`finish_eight_nchw`] requires.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-pub(super) unsafe fn store_nchw<R: NchwRows, Acc: Accumulators, M: Math>(rows: &R, y: *mut f32, acc: &Acc, m0: u32, n0: u32, cw: u32, tid: u32) {
+pub(super) unsafe fn store_nchw<R: NchwRows, Acc: Accumulators, M: Math>(rows: &R, ep: &EpilogueArgs, y: *mut f32, acc: &Acc, m0: u32, n0: u32, cw: u32, tid: u32) {
     let (warp, lane) = ((tid % WG) / 32, tid % 32);
     let first = cw * 64 + warp * 16;
     // This warp's 16 rows of the staging: consumer warps are the block's warps 4 to 11 (`cw` is
@@ -173,20 +183,109 @@ pub(super) unsafe fn store_nchw<R: NchwRows, Acc: Accumulators, M: Math>(rows: &
     let half = lane % 2;
     let row = m0 + first + 8 * half;
     let base = rows.row_base(row);
+    // Decoded once a tile (uniform), not per 8 elements.
+    let fused = !ep.is_identity();
+    let act = Activation::of(ep);
     unroll!(8: Acc::N / CHUNK, c => {
         // SAFETY: this warp's 16 rows of the staging.
         unsafe { stage_chunk(acc, c, staged, lane) };
         sync_warp();
-        unroll!(4: 2, k => {
-            let v = lane / 2 + 16 * k as u32;
+        let mut k = 0;
+        while k < 2 {
+            let v = lane / 2 + 16 * k;
+            let col = n0 + (CHUNK * c) as u32 + v;
             // SAFETY: this warp's rows of the staging, written above; 4-byte aligned.
-            let x: [f32; 8] = core::array::from_fn(|i| unsafe { ld_shared_f32(unit(8 * half + i as u32, v / 4) + (v % 4) * 4) });
+            let mut x: [f32; 8] = core::array::from_fn(|i| unsafe { ld_shared_f32(unit(8 * half + i as u32, v / 4) + (v % 4) * 4) });
+            if fused {
+                // SAFETY: the caller's contract on `ep`.
+                x = unsafe { finish_eight_nchw::<R, M>(rows, ep, &act, x, row, col, base) };
+            }
             // SAFETY: the caller's contract; these elements this thread's alone.
-            unsafe { store_eight_nchw::<R, M>(rows, y, &x, row, n0 + (CHUNK * c) as u32 + v, base) };
-        });
+            unsafe { store_eight_nchw::<R, M>(rows, y, &x, row, col, base) };
+            k = opaque(k + 1);
+        }
         // Every lane's reads before the next chunk's writes.
         sync_warp();
     });
+}
+
+/// The widest run [`store_eight_nchw`] and [`residual_eight_nchw`] move 8 pixels of a column
+/// in: 8, 4, 2 or 1 pixels, the largest power of 2 dividing [`NchwRows::run`].
+#[inline(always)]
+fn run_width(run: u32) -> u32 {
+    if run % 8 == 0 {
+        8
+    } else if run % 4 == 0 {
+        4
+    } else if run % 2 == 0 {
+        2
+    } else {
+        1
+    }
+}
+
+/// The fused epilogue of output pixels `row..row + 8` of channel `col` (accumulators `x`,
+/// `base` the [`NchwRows::row_base`] of `row`, as for [`store_eight_nchw`]): y = act(x *
+/// alpha * scale[col] + bias[col] + beta * residual), in [`finish_eight`]'s operations (so the
+/// same fp32 values as the NHWC kernels'). A column past K reads channel K - 1's factors (its
+/// elements are never stored).
+///
+/// # Safety
+/// `ep`'s scale and bias (where not 0) hold K fp32 values, its residual (where not 0) an
+/// output-shaped NCHW tensor in the output's type, aligned as the output.
+#[inline(always)]
+unsafe fn finish_eight_nchw<R: NchwRows, M: Math>(rows: &R, ep: &EpilogueArgs, act: &Activation, mut x: [f32; 8], row: u32, col: u32, base: u32) -> [f32; 8] {
+    // SAFETY: a channel below K, as the caller guarantees the vectors.
+    let e = unsafe { Epilogue::of(ep, col.min(rows.channels() - 1)) };
+    let (mul, mut add) = ([e.mul(); 8], [e.add(); 8]);
+    if ep.residual != 0 {
+        let beta = f32::from_bits(ep.beta);
+        // SAFETY: as the caller guarantees the residual.
+        let r = unsafe { residual_eight_nchw::<R, M>(rows, ep.residual, row, col, base) };
+        unroll!(8: 8, i => { add[i] = fma(beta, r[i], add[i]) });
+    }
+    unroll!(8: 8, i => { x[i] = fma(x[i], mul[i], add[i]) });
+    act.apply_all(&mut x);
+    x
+}
+
+/// Residual elements of output pixels `row..row + 8` of channel `col` of an NCHW residual at
+/// `res` (0 for those outside the output), read in the runs [`store_eight_nchw`] stores: 16
+/// bytes at a time where P*Q allows 8 pixels (fp32: 32), else pairs, else single elements.
+///
+/// # Safety
+/// `res` holds an output-shaped NCHW tensor in the output's type, aligned as the output.
+#[inline(always)]
+unsafe fn residual_eight_nchw<R: NchwRows, M: Math>(rows: &R, res: u64, row: u32, col: u32, base: u32) -> [f32; 8] {
+    let (plane, half) = (rows.plane(), rows.sixteen());
+    let at = |s: u32| if s == 0 { base + col * plane } else { rows.row_base(row + s) + col * plane } as usize;
+    let inside = |s: u32| rows.inside(row + s, col);
+    let mut r = [0.0; 8];
+    // SAFETY (every load below): the elements lie in the residual (`inside`), in one image's
+    // plane, aligned to the load's size (the run's width divides the rows' offsets).
+    match run_width(rows.run()) {
+        8 => {
+            if inside(0) {
+                r = unsafe { residual_eight(res, at(0), half, M::BF16) };
+            }
+        }
+        2 | 4 => {
+            unroll!(4: 4, h => {
+                if inside(2 * h as u32) {
+                    let p = unsafe { residual_pair(res, at(2 * h as u32), half, M::BF16) };
+                    (r[2 * h], r[2 * h + 1]) = (p[0], p[1]);
+                }
+            });
+        }
+        _ => {
+            unroll!(8: 8, s => {
+                if inside(s as u32) {
+                    r[s] = unsafe { residual_one(res, at(s as u32), half, M::BF16) };
+                }
+            });
+        }
+    }
+    r
 }
 
 /// Stores output pixels `row` to `row + 7` (`row` a multiple of 8) of channel `col` from `x`

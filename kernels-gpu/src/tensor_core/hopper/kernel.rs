@@ -356,11 +356,12 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
     let mut at = Position::START;
     // Which steps fuse the epilogue: `convrs_spec::hopper::Config::fuses_epilogue`. A constant
     // of the instantiation, so the others compile none of it.
-    let fuses = fuses_epilogue(IM2COL, CLUSTER as usize, O::PIXEL_PLANES || O::Y_NCHW);
+    let fuses = fuses_epilogue(IM2COL, CLUSTER as usize, O::PIXEL_PLANES);
     let sh = &ConvShape { ep: if fuses { sh.ep } else { EpilogueArgs::NONE }, ..sh };
     // A piecewise linear epilogue runs on the accumulators (`finish_in_registers`; a thread
-    // holds N / 2), then the bare store does.
-    let regs = fuses && !sh.ep.is_identity() && sh.ep.in_registers(thread_accumulators(false, BM, Acc::N));
+    // holds N / 2), then the bare store does. An NCHW output applies any epilogue in its staged
+    // store (`epilogue::store_nchw`), so neither this nor the held stage below.
+    let regs = fuses && !O::Y_NCHW && !sh.ep.is_identity() && sh.ep.in_registers(thread_accumulators(false, BM, Acc::N));
     // With im2col copies and 16-bit outputs each tile's last stores go under the next tile's
     // first k-tiles (bare convolutions and register epilogues: see `store_deferring`).
     // Not under NCHW planes or rows: each slice's addresses take divisions (the image; under
@@ -371,7 +372,7 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
     // (NCHW rows are planes too: `O::PLANE_ROWS` implies `O::PLANES`, a const check above.)
     let defer = if O::PLANES || O::Y_NCHW { false } else { defer };
     // Any other fused epilogue holds each tile's last stage for its staging (`store_fused`).
-    let hold = fuses && !sh.ep.is_identity() && !regs;
+    let hold = fuses && !O::Y_NCHW && !sh.ep.is_identity() && !regs;
     let mut pending = Pending::NONE;
     // The CTA's tiles so far (the residual buffers' uses).
     let mut t = 0u32;
@@ -504,10 +505,9 @@ unsafe fn ping_pong<O: Operands, Acc: Accumulators, const STAGES: usize, M: Math
 ) {
     // A tile of one m64 block (a constant of the instantiation: the other form compiles away).
     let one = BM == WGMMA_M;
-    // Every ping-pong configuration but the NCHW-output ones fuses the epilogue
-    // (`fuses_epilogue`: TMA, no cluster): a piecewise linear one on the accumulators (a thread
-    // holds N / 2 a block), any other through the held stage. (Under NCHW output neither
-    // compiles: the plan refuses epilogues there.)
+    // Every ping-pong configuration fuses the epilogue (`fuses_epilogue`: TMA, no cluster): a
+    // piecewise linear one on the accumulators (a thread holds N / 2 a block), any other through
+    // the held stage; under NCHW output, any in the staged store (`epilogue::store_nchw`).
     let fused = !O::Y_NCHW && !sh.ep.is_identity();
     let regs = fused && sh.ep.in_registers(thread_accumulators(true, BM, Acc::N));
     let hold = fused && !regs;

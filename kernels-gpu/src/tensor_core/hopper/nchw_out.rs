@@ -3,7 +3,8 @@
 //! An NCHW caller of an NHWC kernel pays two transposes around it; the output's can go: the
 //! accumulator tile (rows output pixels, columns channels) is stored into the NCHW planes
 //! directly, each column's pixels contiguous within an image, through shared memory
-//! (`epilogue::store_nchw`). Everything else is [`Nhwc`]'s.
+//! (`epilogue::store_nchw`, which applies the fused epilogue there too). Everything else is
+//! [`Nhwc`]'s.
 //!
 //! ```text
 //! y[n][k][p][q]  at (n*K + k)*P*Q + p*Q + q      GEMM row m = n*P*Q + p*Q + q, column k
@@ -41,6 +42,10 @@ impl NchwRows for PixelRows<'_> {
     #[inline(always)]
     fn sixteen(&self) -> bool {
         self.0.y_bits == 16
+    }
+    #[inline(always)]
+    fn channels(&self) -> u32 {
+        self.0.k as u32
     }
 }
 

@@ -29,7 +29,8 @@
 //!   fill one while the consumers read the other.
 //! - Both consumer warpgroups (64 rows each) wait for a chunk's patch, run its R*S taps' wgmmas
 //!   and release it after the next k-tile's wait (so the tensor cores never drain at a chunk's
-//!   end); the output is stored NCHW through step 16's staging (`epilogue::store_nchw`).
+//!   end); the output is stored NCHW through step 16's staging (`epilogue::store_nchw`),
+//!   which applies the fused epilogue as it stores.
 
 use convrs_spec::hopper::{b_tile_bytes, patch_geometry, PatchLayout, BLOCK_M, K_TILE, NCHW_STAGING_BYTES, PATCH_BYTES, PATCH_LANDING_BYTES, PATCH_TRANSPOSERS, PLANE_BOX_PIXELS, ROW_BYTES, WARPGROUP};
 
@@ -186,6 +187,10 @@ impl NchwRows for PatchRows {
     #[inline(always)]
     fn sixteen(&self) -> bool {
         self.sixteen
+    }
+    #[inline(always)]
+    fn channels(&self) -> u32 {
+        self.k
     }
 }
 
@@ -487,6 +492,6 @@ unsafe fn consume_patches<Acc: Accumulators, const STAGES: usize, M: Math>(sh: &
         };
         // SAFETY: the whole warp; the caller's contract (the staging at the end of the block's
         // shared memory, this tile's elements this thread's alone).
-        unsafe { store_nchw::<PatchRows, Acc, M>(&rows, y, &acc, m0, n0, cw, tid) };
+        unsafe { store_nchw::<PatchRows, Acc, M>(&rows, &sh.ep, y, &acc, m0, n0, cw, tid) };
     }
 }
