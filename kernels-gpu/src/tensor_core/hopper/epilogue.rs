@@ -163,9 +163,15 @@ pub(super) trait NchwRows {
 /// The fused epilogue (`ep`, where it is not the identity) is applied there, to those 8 pixels
 /// of one channel ([`finish_eight_nchw`]): one channel's scale and bias, the residual read at
 /// the store's own offsets, the activation's form branched once per 8 elements, and no stage
-/// held, so the mainloop is the bare one's. The chunk's two column halves run as a loop the
-/// compiler may not unroll (`opaque`): unrolled at both, the epilogue's code made the entries'
-/// PTX 3x the bare ones' (thirty-ninth session); as a loop, 1.6x.
+/// held, so the mainloop is the bare one's. A chunk's operands load before its staging, so
+/// that they arrive while it runs (loaded where they are used, each of the tile's 2 x N/32
+/// column groups waited for its own round trip: 32,128,28,28->128 3x3 bf16 with bias +
+/// residual + ReLU took 23.7 us on 64x128 tiles against 15.9 bare; H200, fortieth session);
+/// the residual was prefetched into L2 before the tile's mainloop ([`prefetch_residual_nchw`]).
+/// The fused path runs a chunk's two column halves as a loop the compiler may not unroll
+/// (`opaque`): unrolled, its code made the entries' PTX 3x the bare ones' (thirty-ninth
+/// session). The bare path keeps them unrolled: as the same loop it ran 3-12% slower (H200,
+/// fortieth session).
 ///
 /// # Safety
 /// As [`store_tile`]; the launch gave the block its configuration's shared memory, the staging
@@ -183,30 +189,73 @@ pub(super) unsafe fn store_nchw<R: NchwRows, Acc: Accumulators, M: Math>(rows: &
     let half = lane % 2;
     let row = m0 + first + 8 * half;
     let base = rows.row_base(row);
+    // Column v of the chunk (lane / 2 in the first half, + 16 in the second) read back from the staging.
+    // SAFETY (both): this warp's rows of the staging, written before; 4-byte aligned.
+    let read = |v: u32| -> [f32; 8] { core::array::from_fn(|i| unsafe { ld_shared_f32(unit(8 * half + i as u32, v / 4) + (v % 4) * 4) }) };
+    if ep.is_identity() {
+        unroll!(8: Acc::N / CHUNK, c => {
+            // SAFETY: this warp's 16 rows of the staging.
+            unsafe { stage_chunk(acc, c, staged, lane) };
+            sync_warp();
+            unroll!(4: 2, k => {
+                let v = lane / 2 + 16 * k as u32;
+                // SAFETY: the caller's contract; these elements this thread's alone.
+                unsafe { store_eight_nchw::<R, M>(rows, y, &read(v), row, n0 + (CHUNK * c) as u32 + v, base) };
+            });
+            // Every lane's reads before the next chunk's writes.
+            sync_warp();
+        });
+        return;
+    }
     // Decoded once a tile (uniform), not per 8 elements.
-    let fused = !ep.is_identity();
     let act = Activation::of(ep);
     unroll!(8: Acc::N / CHUNK, c => {
+        let col = |k: u32| n0 + (CHUNK * c) as u32 + lane / 2 + 16 * k;
+        // SAFETY: the caller's contract on `ep`.
+        let (o0, o1) = unsafe { (operands_eight_nchw::<R, M>(rows, ep, row, col(0), base), operands_eight_nchw::<R, M>(rows, ep, row, col(1), base)) };
         // SAFETY: this warp's 16 rows of the staging.
         unsafe { stage_chunk(acc, c, staged, lane) };
         sync_warp();
         let mut k = 0;
         while k < 2 {
-            let v = lane / 2 + 16 * k;
-            let col = n0 + (CHUNK * c) as u32 + v;
-            // SAFETY: this warp's rows of the staging, written above; 4-byte aligned.
-            let mut x: [f32; 8] = core::array::from_fn(|i| unsafe { ld_shared_f32(unit(8 * half + i as u32, v / 4) + (v % 4) * 4) });
-            if fused {
-                // SAFETY: the caller's contract on `ep`.
-                x = unsafe { finish_eight_nchw::<R, M>(rows, ep, &act, x, row, col, base) };
-            }
+            // The half's operands by selects (an index into a pair would put it in local memory).
+            let pick = |a: f32, b: f32| if k == 0 { a } else { b };
+            let o = Operands8 { mul: pick(o0.mul, o1.mul), add: core::array::from_fn(|i| pick(o0.add[i], o1.add[i])) };
+            let x = finish_eight_nchw(&act, read(lane / 2 + 16 * k), &o);
             // SAFETY: the caller's contract; these elements this thread's alone.
-            unsafe { store_eight_nchw::<R, M>(rows, y, &x, row, col, base) };
+            unsafe { store_eight_nchw::<R, M>(rows, y, &x, row, col(k), base) };
             k = opaque(k + 1);
         }
-        // Every lane's reads before the next chunk's writes.
         sync_warp();
     });
+}
+
+/// Prefetches into L2 the NCHW residual of consumer warpgroup `cw`'s rows of the tile at (`m0`,
+/// `n0`) for [`store_nchw`] (nothing without a residual): for each of the tile's columns, each
+/// 8-row group's first element, 8 lanes a column, so that a warp's prefetch asks for 4 columns'
+/// runs of 64 pixels at once (an image's run a line or two). Called before the tile's
+/// mainloop, so the epilogue's residual loads hit L2.
+///
+/// # Safety
+/// The residual address (where not 0) holds an output-shaped NCHW tensor in the output's type.
+#[inline(always)]
+pub(super) unsafe fn prefetch_residual_nchw<R: NchwRows, Acc: Accumulators>(rows: &R, ep: &EpilogueArgs, m0: u32, n0: u32, cw: u32, tid: u32) {
+    if ep.residual == 0 {
+        return;
+    }
+    let bytes = if rows.sixteen() { 2 } else { 4 };
+    let t = tid % WG;
+    let row = m0 + cw * 64 + 8 * (t % 8);
+    let base = rows.row_base(row);
+    let mut col = n0 + t / 8;
+    while col < n0 + Acc::N as u32 {
+        if rows.inside(row, col) {
+            let p = (ep.residual as *const u8).wrapping_add((base + col * rows.plane()) as usize * bytes);
+            // SAFETY: an address inside the residual; a prefetch has no other effect.
+            unsafe { asm!("prefetch.global.L2 [{p}];", p = in(reg64) p, options(nostack, readonly)) };
+        }
+        col += WG / 8;
+    }
 }
 
 /// The widest run [`store_eight_nchw`] and [`residual_eight_nchw`] move 8 pixels of a column
@@ -224,27 +273,41 @@ fn run_width(run: u32) -> u32 {
     }
 }
 
-/// The fused epilogue of output pixels `row..row + 8` of channel `col` (accumulators `x`,
-/// `base` the [`NchwRows::row_base`] of `row`, as for [`store_eight_nchw`]): y = act(x *
-/// alpha * scale[col] + bias[col] + beta * residual), in [`finish_eight`]'s operations (so the
-/// same fp32 values as the NHWC kernels'). A column past K reads channel K - 1's factors (its
-/// elements are never stored).
+/// What the fused epilogue adds to output pixels `row..row + 8` of channel `col` and
+/// multiplies them by ([`operands_eight_nchw`]).
+pub(super) struct Operands8 {
+    mul: f32,
+    add: [f32; 8],
+}
+
+/// The fused epilogue's operands for output pixels `row..row + 8` of channel `col` (`base`
+/// the [`NchwRows::row_base`] of `row`, as for [`store_eight_nchw`]): alpha times the channel's
+/// scale, and its bias plus beta times each pixel's residual, in [`finish_eight`]'s operations
+/// (so the same fp32 values as the NHWC kernels'). A column past K reads channel K - 1's factors
+/// (its elements are never stored).
 ///
 /// # Safety
 /// `ep`'s scale and bias (where not 0) hold K fp32 values, its residual (where not 0) an
 /// output-shaped NCHW tensor in the output's type, aligned as the output.
 #[inline(always)]
-unsafe fn finish_eight_nchw<R: NchwRows, M: Math>(rows: &R, ep: &EpilogueArgs, act: &Activation, mut x: [f32; 8], row: u32, col: u32, base: u32) -> [f32; 8] {
+unsafe fn operands_eight_nchw<R: NchwRows, M: Math>(rows: &R, ep: &EpilogueArgs, row: u32, col: u32, base: u32) -> Operands8 {
     // SAFETY: a channel below K, as the caller guarantees the vectors.
     let e = unsafe { Epilogue::of(ep, col.min(rows.channels() - 1)) };
-    let (mul, mut add) = ([e.mul(); 8], [e.add(); 8]);
+    let mut add = [e.add(); 8];
     if ep.residual != 0 {
         let beta = f32::from_bits(ep.beta);
         // SAFETY: as the caller guarantees the residual.
         let r = unsafe { residual_eight_nchw::<R, M>(rows, ep.residual, row, col, base) };
         unroll!(8: 8, i => { add[i] = fma(beta, r[i], add[i]) });
     }
-    unroll!(8: 8, i => { x[i] = fma(x[i], mul[i], add[i]) });
+    Operands8 { mul: e.mul(), add }
+}
+
+/// The fused epilogue of 8 accumulators `x` of one channel with their operands `o`: y = act(x *
+/// mul + add).
+#[inline(always)]
+fn finish_eight_nchw(act: &Activation, mut x: [f32; 8], o: &Operands8) -> [f32; 8] {
+    unroll!(8: 8, i => { x[i] = fma(x[i], o.mul, o.add[i]) });
     act.apply_all(&mut x);
     x
 }

@@ -79,7 +79,8 @@ use convrs_spec::EpilogueArgs;
 
 use super::consumer::consume;
 use super::math::Math;
-use super::epilogue::{finish_in_registers, prefetch_residual, residual_ahead, store_deferring, store_fused, store_pending, store_tile, Ahead, Pending, SLICES};
+use super::epilogue::{finish_in_registers, prefetch_residual, prefetch_residual_nchw, residual_ahead, store_deferring, store_fused, store_pending, store_tile, Ahead, Pending, SLICES};
+use super::nchw_out::NhwcToNchw;
 use super::plane_rows::{init_landed, produce_plane_rows};
 use super::planes::{produce_plane_pixels, produce_planes};
 use super::producer::{group_channels, produce_cp_async, produce_tma};
@@ -385,6 +386,9 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
         if (hold || regs) && !idle && residual.is_none() {
             // SAFETY: the caller's contract (the residual is output-shaped).
             unsafe { prefetch_residual::<O, Acc, M>(&sh, m0, n0, cw, tid) };
+        } else if O::Y_NCHW && !idle {
+            // SAFETY: as above (an NCHW residual).
+            unsafe { prefetch_residual_nchw::<_, Acc>(&NhwcToNchw::rows(sh), &sh.ep, m0, n0, cw, tid) };
         }
         // SAFETY: the whole warpgroup, for every tile the producer fills; the stores as
         // `store_pending` requires (the previous tile's, this thread's part).
@@ -526,6 +530,14 @@ unsafe fn ping_pong<O: Operands, Acc: Accumulators, const STAGES: usize, M: Math
                 prefetch_residual::<O, Acc, M>(sh, m0, n0, 0, tid);
                 if second {
                     prefetch_residual::<O, Acc, M>(sh, m0, n0, 1, tid);
+                }
+            }
+        } else if O::Y_NCHW {
+            // SAFETY: as above (an NCHW residual).
+            unsafe {
+                prefetch_residual_nchw::<_, Acc>(&NhwcToNchw::rows(sh), &sh.ep, m0, n0, 0, tid);
+                if second {
+                    prefetch_residual_nchw::<_, Acc>(&NhwcToNchw::rows(sh), &sh.ep, m0, n0, 1, tid);
                 }
             }
         }

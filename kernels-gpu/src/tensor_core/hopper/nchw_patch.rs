@@ -34,7 +34,7 @@
 
 use convrs_spec::hopper::{b_tile_bytes, patch_geometry, PatchLayout, BLOCK_M, K_TILE, NCHW_STAGING_BYTES, PATCH_BYTES, PATCH_LANDING_BYTES, PATCH_TRANSPOSERS, PLANE_BOX_PIXELS, ROW_BYTES, WARPGROUP};
 
-use super::epilogue::{store_nchw, NchwRows};
+use super::epilogue::{prefetch_residual_nchw, store_nchw, NchwRows};
 use super::math::Math;
 use super::scheduler::Tiles;
 use crate::prelude::matrix::{ldmatrix_x4_trans, stmatrix_x4};
@@ -426,7 +426,21 @@ unsafe fn consume_patches<Acc: Accumulators, const STAGES: usize, M: Math>(sh: &
     let ktiles = geo.chunks as i32 * sh.r * sh.s;
     let mut at = Position::START;
     let mut chunk = 0u32;
+    let plane = (sh.p * sh.q) as u32;
     while let Some((m0, n0)) = tiles.next::<1>() {
+        let (image, p0) = geo.tile(m0);
+        let rows = PatchRows {
+            m0,
+            base: (image * sh.k as u32 * sh.p as u32 + p0) * sh.q as u32,
+            rows_left: sh.p as u32 - p0,
+            shift: geo.shift,
+            q: sh.q as u32,
+            k: sh.k as u32,
+            plane,
+            sixteen: sh.y_bits == 16,
+        };
+        // SAFETY: the caller's contract (the residual, where there is one, is output-shaped).
+        unsafe { prefetch_residual_nchw::<PatchRows, Acc>(&rows, &sh.ep, m0, n0, cw, tid) };
         let mut acc = Acc::ZERO;
         let (mut spare, mut total) = (Acc::ZERO, Acc::ZERO);
         let mut prev = 0u32;
@@ -478,18 +492,6 @@ unsafe fn consume_patches<Acc: Accumulators, const STAGES: usize, M: Math>(sh: &
                 mbar_arrive(bars.patch_empty(hb));
             }
         }
-        let (image, p0) = geo.tile(m0);
-        let plane = (sh.p * sh.q) as u32;
-        let rows = PatchRows {
-            m0,
-            base: (image * sh.k as u32 * sh.p as u32 + p0) * sh.q as u32,
-            rows_left: sh.p as u32 - p0,
-            shift: geo.shift,
-            q: sh.q as u32,
-            k: sh.k as u32,
-            plane,
-            sixteen: sh.y_bits == 16,
-        };
         // SAFETY: the whole warp; the caller's contract (the staging at the end of the block's
         // shared memory, this tile's elements this thread's alone).
         unsafe { store_nchw::<PatchRows, Acc, M>(&rows, &sh.ep, y, &acc, m0, n0, cw, tid) };
