@@ -7,7 +7,8 @@
 # pixels, both 16-bit types, steps 16 and 17), ab (`convrs run`, bf16, NCHW, kernel alone: the
 # fused NCHW-output kernels against their NHWC twins, and bare against s40m), suites (SETS,
 # bias + residual + ReLU from NCHW, the NCHW kernels, steps 16 and 17 and the NHWC ones; the
-# thirty-eighth session's part). Results go to $OUT/all.tar through the fold directory's steps.sh.
+# thirty-eighth session's part), ab2 (the second build, s40b, and its variant s40c, against
+# s40m). Results go to $OUT/all.tar through the fold directory's steps.sh.
 source benchmarks/2026-11-28-h100-fold/steps.sh
 export CUDA_CACHE_MAXSIZE=4294967296
 export BUNDLE=${BUNDLE:-target/gpu-s40a}
@@ -31,6 +32,17 @@ ab)
       "RUN_ALGOS=auto wgmma_ws_tma_pingpong_m64 wgmma_ws_tma_pingpong $S16" "RUN_ARGS=--epilogue $epi"
   done
   BUNDLE=target/gpu-s40m step ab-s40m-none MODE=runs RUN_DTYPE=bf16 RUN_LAYOUT=nchw "RUN_SHAPES=$AB" WIDTHS="-" "RUN_ALGOS=$S16";;
+ab2)
+  # The second build (s40b: bare store unrolled again, the fused one's operands loaded a chunk
+  # ahead of its staging, the residual prefetched into L2) and its variant s40c (operands loaded
+  # where used, the prefetch kept), fused; bare against s40m again, in this call.
+  BUNDLE=target/gpu-s40b step ab2-s40b-res MODE=runs RUN_DTYPE=bf16 RUN_LAYOUT=nchw "RUN_SHAPES=$AB" WIDTHS="-" \
+    "RUN_ALGOS=auto wgmma_ws_tma_pingpong_m64 wgmma_ws_tma_pingpong $S16" "RUN_ARGS=--epilogue bias+residual+relu"
+  BUNDLE=target/gpu-s40c step ab2-s40c-res MODE=runs RUN_DTYPE=bf16 RUN_LAYOUT=nchw "RUN_SHAPES=$AB" WIDTHS="-" "RUN_ALGOS=$S16" "RUN_ARGS=--epilogue bias+residual+relu"
+  BUNDLE=target/gpu-s40b step ab2-s40b-relu MODE=runs RUN_DTYPE=bf16 RUN_LAYOUT=nchw "RUN_SHAPES=$AB" WIDTHS="-" "RUN_ALGOS=$S16" "RUN_ARGS=--epilogue bias+relu"
+  for bb in s40b s40m; do
+    BUNDLE=target/gpu-$bb step ab2-$bb-none MODE=runs RUN_DTYPE=bf16 RUN_LAYOUT=nchw "RUN_SHAPES=$AB" WIDTHS="-" "RUN_ALGOS=$S16"
+  done;;
 suites)
   SUITE_ALGOS="${SUITE_ALGOS:-$N}" SUITE_ARGS=" " END=$(( ${END:-570} - SECONDS )) bash benchmarks/2026-11-29-h200-s38/s38.sh suites;;
 esac
