@@ -56,6 +56,15 @@ pub const fn thread_accumulators(ping_pong: bool, bm: usize, bn: usize) -> usize
     rows / WGMMA_M * bn / 2
 }
 
+/// Whether the register epilogue takes a residual, where `nchw_output` says whether the output
+/// is NCHW (step 16, [`Producer::WsTmaNchw`]): not there, where an accumulator pair's two
+/// channels are a plane apart, two loads and two addresses a pair, and ptxas spilled 32-80
+/// bytes beside 64 accumulators (fortieth session); such an epilogue runs in the staged NCHW
+/// store ([`Policy::epilogue_in_nchw_store`]). The kernels evaluate it too.
+pub const fn residual_in_registers(nchw_output: bool) -> bool {
+    !nchw_output
+}
+
 /// The rule of [`Config::takes_residual_map`], which the kernels evaluate on their const
 /// parameters too: a schedule that copies it (`schedule`: NHWC by im2col TMA, persistent or
 /// ping-pong, no cluster, no split), 16-bit data, a register epilogue's `acc` accumulators a
@@ -687,9 +696,10 @@ impl Policy {
         fuses_epilogue(self.input_map(), self.cluster, matches!(self.producer, Producer::PlanePixels))
     }
 
-    /// Whether its epilogue runs in the staged NCHW store (steps 16 and 17: a lane finishes 8
-    /// pixels of one channel as it reads them from the staging), neither on the accumulators in
-    /// registers nor in a held stage.
+    /// Whether an epilogue that does not run on the accumulators in registers
+    /// ([`Config::epilogue_in_registers`]; step 17 has no register form) runs in the staged NCHW
+    /// store (steps 16 and 17: a lane finishes 8 pixels of one channel as it reads them from the
+    /// staging) rather than in a held stage.
     pub const fn epilogue_in_nchw_store(self) -> bool {
         matches!(self.producer, Producer::WsTmaNchw | Producer::NchwPatch)
     }
@@ -761,9 +771,16 @@ impl Config {
     /// Whether its entries apply an epilogue with activation `act` (and a bias where `bias`;
     /// a residual either way) on the accumulators in registers, the kernels' rule
     /// ([`crate::epilogue::in_registers`]); otherwise a fusing entry stages them through shared
-    /// memory.
+    /// memory. Not step 17 ([`Producer::NchwPatch`]), whose consumers store from their staging
+    /// alone.
     pub const fn epilogue_in_registers(&self, act: crate::epilogue::Act, bias: bool) -> bool {
-        self.fuses_epilogue() && !self.policy.epilogue_in_nchw_store() && crate::epilogue::in_registers(act, bias, self.accumulators())
+        self.fuses_epilogue() && !matches!(self.policy.producer, Producer::NchwPatch) && crate::epilogue::in_registers(act, bias, self.accumulators())
+    }
+
+    /// [`Config::epilogue_in_registers`] for an epilogue that adds a residual where `residual`
+    /// ([`residual_in_registers`]).
+    pub const fn epilogue_in_registers_with(&self, act: crate::epilogue::Act, bias: bool, residual: bool) -> bool {
+        self.epilogue_in_registers(act, bias) && (!residual || residual_in_registers(matches!(self.policy.producer, Producer::WsTmaNchw)))
     }
 
     /// Dynamic shared memory bytes per block: the stages, 1 KiB to align them to 1024, the

@@ -425,7 +425,8 @@ fn plan_folding(desc: &KernelDesc, problem: &Conv2d, dtype: DType, device: &Devi
     let accurate = |c: &Config| policy.math.accurate(ktiles.min(i32::MAX as usize) as i32, c.bn);
     let (act, _) = p.epilogue.activation.code();
     // A register epilogue's residual by TMA where the tile takes it (`Config::takes_residual_map`).
-    let by_tma = |c: &Config| p.epilogue.residual && c.takes_residual_map() && c.epilogue_in_registers(act, p.epilogue.bias);
+    let in_registers = |c: &Config| c.epilogue_in_registers_with(act, p.epilogue.bias, p.epilogue.residual);
+    let by_tma = |c: &Config| p.epilogue.residual && c.takes_residual_map() && in_registers(c);
     let shared = |c: &Config| if by_tma(c) { c.smem_bytes_with_residual() } else { c.smem_bytes() };
     let fits = |c: &&Config| {
         shared(c) <= device.smem_per_block as usize && tiles(c, m, n) <= i32::MAX as usize && (p.epilogue.is_none() || c.fuses_epilogue()) && within_groups(c) && accurate(c)
@@ -451,12 +452,12 @@ fn plan_folding(desc: &KernelDesc, problem: &Conv2d, dtype: DType, device: &Devi
     // and a warpgroup whose 64 rows all lie past K skips its MMAs; under pixel planes, H*W
     // rounded up to 32 (all computed, the tiles spanning images).
     let live = if planes || rows { (p.k.div_ceil(64) * 64) as f64 / plane_rows(p.k, policy.block_m) as f64 } else { 1.0 };
-    // Charged where the epilogue stages through shared memory; a piecewise linear one runs on
-    // the accumulators (`Config::epilogue_in_registers`), and any one in an NCHW output's staged
-    // store (`Policy::epilogue_in_nchw_store`), as cheap as the bare store but for a residual's
-    // reads (`residual_us`).
-    let in_store = policy.epilogue_in_nchw_store();
-    let staged = |c: &Config| (!p.epilogue.is_none() && !in_store && !c.epilogue_in_registers(act, p.epilogue.bias)).then_some(p.epilogue.residual);
+    // Charged where the epilogue stages through shared memory, in a held stage or an NCHW
+    // output's staged store (`Policy::epilogue_in_nchw_store`: bias + ReLU cost 4-9 us there on
+    // 64x128 tiles, about what the held stage costs; H200, fortieth session); a piecewise
+    // linear one runs on the accumulators (`Config::epilogue_in_registers`), as cheap as the
+    // bare store but for a residual's reads (`residual_us`).
+    let staged = |c: &Config| (!p.epilogue.is_none() && !in_registers(c)).then_some(p.epilogue.residual);
     let residual = |c: &Config| match (p.epilogue.residual, by_tma(c)) {
         (false, _) => Residual::None,
         (true, false) => Residual::Loaded,

@@ -13,7 +13,7 @@ use core::arch::asm;
 
 use convrs_spec::epilogue::{Act, IN_REGISTERS_MAX_ACC};
 use convrs_spec::EpilogueArgs;
-use convrs_spec::hopper::{Math as Spec, NCHW_STAGING_BYTES, ROW_BYTES, WARPGROUP};
+use convrs_spec::hopper::{residual_in_registers, Math as Spec, NCHW_STAGING_BYTES, ROW_BYTES, WARPGROUP};
 
 use super::math::{pack, Math};
 use super::nchw_out::NhwcToNchw;
@@ -439,7 +439,8 @@ pub(super) unsafe fn finish_in_registers<O: Operands, Acc: Accumulators, M: Math
     let relu = ep.act == Act::Relu as u32;
     macro_rules! forms {
         ($(($s:literal, $r:literal, $relu:literal)),*) => {
-            match (ep.scale != 0, P::RESIDUAL || ep.residual != 0, relu) {
+            // (No residual forms where the register epilogue takes none: `residual_in_registers`.)
+            match (ep.scale != 0, residual_in_registers(O::Y_NCHW) && (P::RESIDUAL || ep.residual != 0), relu) {
                 // SAFETY: as the caller guarantees; each form reads the operands it is named for
                 // (and the bias, which `in_registers` requires).
                 $(($s, $r, $relu) => unsafe { finish_form::<O, Acc, M, P, AHEAD, $s, $r, $relu>(sh, acc, ahead, m0, n0, cw, tid) },)*

@@ -73,7 +73,7 @@
 //!   tile whole, as two m64 blocks (BM = 128) or one (BM = 64), and the mainloops take turns
 //!   ([`ping_pong`]).
 
-use convrs_spec::hopper::{fuses_epilogue, plane_rows, ring_stage_bytes, thread_accumulators, Math as Spec, BARRIER_BYTES, BLOCK_M, NCHW_STAGING_BYTES, PINGPONG_MAX_ACC, PLANE_ROW_SHIFTERS, WARPGROUP, WGMMA_M};
+use convrs_spec::hopper::{fuses_epilogue, plane_rows, residual_in_registers, ring_stage_bytes, thread_accumulators, Math as Spec, BARRIER_BYTES, BLOCK_M, NCHW_STAGING_BYTES, PINGPONG_MAX_ACC, PLANE_ROW_SHIFTERS, WARPGROUP, WGMMA_M};
 use convrs_spec::split_k;
 use convrs_spec::EpilogueArgs;
 
@@ -360,9 +360,11 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
     let fuses = fuses_epilogue(IM2COL, CLUSTER as usize, O::PIXEL_PLANES);
     let sh = &ConvShape { ep: if fuses { sh.ep } else { EpilogueArgs::NONE }, ..sh };
     // A piecewise linear epilogue runs on the accumulators (`finish_in_registers`; a thread
-    // holds N / 2), then the bare store does. An NCHW output applies any epilogue in its staged
-    // store (`epilogue::store_nchw`), so neither this nor the held stage below.
-    let regs = fuses && !O::Y_NCHW && !sh.ep.is_identity() && sh.ep.in_registers(thread_accumulators(false, BM, Acc::N));
+    // holds N / 2), then the bare store does. An NCHW output applies any other in its staged
+    // store (`epilogue::store_nchw`), with no stage held.
+    let regs = fuses && !sh.ep.is_identity() && sh.ep.in_registers(thread_accumulators(false, BM, Acc::N)) && (sh.ep.residual == 0 || residual_in_registers(O::Y_NCHW));
+    // What the store applies: nothing after the register epilogue.
+    let stored = ConvShape { ep: if regs { EpilogueArgs::NONE } else { sh.ep }, ..*sh };
     // With im2col copies and 16-bit outputs each tile's last stores go under the next tile's
     // first k-tiles (bare convolutions and register epilogues: see `store_deferring`).
     // Not under NCHW planes or rows: each slice's addresses take divisions (the image; under
@@ -383,12 +385,12 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
         // Split-K keeps every warp in its meeting; 3xTF32 computes it anyway (the branch around
         // its register fragments measured 144 bytes of spills in ptxas).
         let idle = !SPLIT && !matches!(M::SPEC, Spec::Tf32x3) && !O::block_in(&sh, m0 + cw * 64, n0);
-        if (hold || regs) && !idle && residual.is_none() {
+        if O::Y_NCHW && !idle {
+            // SAFETY: the caller's contract (the residual is output-shaped, NCHW).
+            unsafe { prefetch_residual_nchw::<_, Acc>(&NhwcToNchw::rows(sh), &sh.ep, m0, n0, cw, tid) };
+        } else if (hold || regs) && !idle && residual.is_none() {
             // SAFETY: the caller's contract (the residual is output-shaped).
             unsafe { prefetch_residual::<O, Acc, M>(&sh, m0, n0, cw, tid) };
-        } else if O::Y_NCHW && !idle {
-            // SAFETY: as above (an NCHW residual).
-            unsafe { prefetch_residual_nchw::<_, Acc>(&NhwcToNchw::rows(sh), &sh.ep, m0, n0, cw, tid) };
         }
         // SAFETY: the whole warpgroup, for every tile the producer fills; the stores as
         // `store_pending` requires (the previous tile's, this thread's part).
@@ -437,7 +439,7 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
                     if hold {
                         store_fused::<O, Acc, M>(&sh, y, &acc, m0, n0, cw, tid, ring.stage_addr(at.prev_stage::<STAGES>()));
                     } else {
-                        store_tile::<O, Acc, M>(&sh, y, &acc, m0, n0, cw, tid);
+                        store_tile::<O, Acc, M>(&stored, y, &acc, m0, n0, cw, tid);
                     }
                 }
             }
@@ -455,7 +457,7 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
             unsafe { store_fused::<O, Acc, M>(&sh, y, &acc, m0, n0, cw, tid, ring.stage_addr(at.prev_stage::<STAGES>())) };
         } else if !idle {
             // SAFETY: the caller's contract; this CTA's tile.
-            unsafe { store_tile::<O, Acc, M>(&sh, y, &acc, m0, n0, cw, tid) };
+            unsafe { store_tile::<O, Acc, M>(&stored, y, &acc, m0, n0, cw, tid) };
         }
         if hold {
             // The staging's generic-proxy writes before the producer's next copies into the
@@ -511,10 +513,12 @@ unsafe fn ping_pong<O: Operands, Acc: Accumulators, const STAGES: usize, M: Math
     let one = BM == WGMMA_M;
     // Every ping-pong configuration fuses the epilogue (`fuses_epilogue`: TMA, no cluster): a
     // piecewise linear one on the accumulators (a thread holds N / 2 a block), any other through
-    // the held stage; under NCHW output, any in the staged store (`epilogue::store_nchw`).
-    let fused = !O::Y_NCHW && !sh.ep.is_identity();
-    let regs = fused && sh.ep.in_registers(thread_accumulators(true, BM, Acc::N));
-    let hold = fused && !regs;
+    // the held stage, or under NCHW output in the staged store (`epilogue::store_nchw`).
+    let fused = !sh.ep.is_identity();
+    let regs = fused && sh.ep.in_registers(thread_accumulators(true, BM, Acc::N)) && (sh.ep.residual == 0 || residual_in_registers(O::Y_NCHW));
+    let hold = fused && !regs && !O::Y_NCHW;
+    // What the store applies: nothing after the register epilogue.
+    let stored = ConvShape { ep: if regs { EpilogueArgs::NONE } else { sh.ep }, ..*sh };
     let mut at = Position::START;
     let mut place = 0u32;
     while let Some((m0, n0)) = tiles.next::<1>() {
@@ -543,7 +547,7 @@ unsafe fn ping_pong<O: Operands, Acc: Accumulators, const STAGES: usize, M: Math
         }
         // The register epilogue's residual, loaded while the other warpgroup's mainloop runs and
         // this one's does. SAFETY: as above.
-        let ahead = if regs && residual.is_none() { unsafe { [residual_ahead::<O, Acc, M>(sh, m0, n0, 0, tid), if second { residual_ahead::<O, Acc, M>(sh, m0, n0, 1, tid) } else { Ahead::NONE }] } } else { [Ahead::NONE, Ahead::NONE] };
+        let ahead = if regs && residual.is_none() && !O::Y_NCHW { unsafe { [residual_ahead::<O, Acc, M>(sh, m0, n0, 0, tid), if second { residual_ahead::<O, Acc, M>(sh, m0, n0, 1, tid) } else { Ahead::NONE }] } } else { [Ahead::NONE, Ahead::NONE] };
         if place > 1 {
             // The other warpgroup's mainloop of the tile before. SAFETY: both consumer
             // warpgroups, whole; the other arrives once per tile of its that a tile follows.
@@ -593,6 +597,13 @@ unsafe fn ping_pong<O: Operands, Acc: Accumulators, const STAGES: usize, M: Math
                         }
                         r.release(t);
                     }
+                    // NCHW output: no residual here (`residual_in_registers`), so none ahead.
+                    _ if regs && O::Y_NCHW => {
+                        finish_in_registers::<O, Acc, M, Ahead, false>(sh, &mut acc.0, &Ahead::NONE, m0, n0, 0, tid);
+                        if second {
+                            finish_in_registers::<O, Acc, M, Ahead, false>(sh, &mut acc.1, &Ahead::NONE, m0, n0, 1, tid);
+                        }
+                    }
                     _ if regs => {
                         finish_in_registers::<O, Acc, M, _, true>(sh, &mut acc.0, &ahead[0], m0, n0, 0, tid);
                         if second {
@@ -601,9 +612,9 @@ unsafe fn ping_pong<O: Operands, Acc: Accumulators, const STAGES: usize, M: Math
                     }
                     _ => {}
                 }
-                store_tile::<O, Acc, M>(sh, y, &acc.0, m0, n0, 0, tid);
+                store_tile::<O, Acc, M>(&stored, y, &acc.0, m0, n0, 0, tid);
                 if second {
-                    store_tile::<O, Acc, M>(sh, y, &acc.1, m0, n0, 1, tid);
+                    store_tile::<O, Acc, M>(&stored, y, &acc.1, m0, n0, 1, tid);
                 }
             }
         }
