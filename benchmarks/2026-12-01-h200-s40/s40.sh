@@ -8,7 +8,7 @@
 # fused NCHW-output kernels against their NHWC twins, and bare against s40m), suites (SETS,
 # bias + residual + ReLU from NCHW, the NCHW kernels, steps 16 and 17 and the NHWC ones; the
 # thirty-eighth session's part), ab2 (the second build, s40b, and its variant s40c, against
-# s40m). Results go to $OUT/all.tar through the fold directory's steps.sh.
+# s40m), ab3 and sanitize-regs (the third build, s40d: step 16's register epilogue). Results go to $OUT/all.tar through the fold directory's steps.sh.
 source benchmarks/2026-11-28-h100-fold/steps.sh
 export CUDA_CACHE_MAXSIZE=4294967296
 export BUNDLE=${BUNDLE:-target/gpu-s40a}
@@ -43,6 +43,15 @@ ab2)
   for bb in s40b s40m; do
     BUNDLE=target/gpu-$bb step ab2-$bb-none MODE=runs RUN_DTYPE=bf16 RUN_LAYOUT=nchw "RUN_SHAPES=$AB" WIDTHS="-" "RUN_ALGOS=$S16"
   done;;
+ab3)
+  # The third build (s40d: step 16's bias + ReLU on the accumulators, a residual in the staged
+  # store): the NCHW-output kernels fused, and step 12's NHWC twin with bias + ReLU.
+  for epi in bias+relu bias+residual+relu; do
+    step "ab3-s40d-${epi//+/_}" MODE=runs RUN_DTYPE=bf16 RUN_LAYOUT=nchw "RUN_SHAPES=$AB" WIDTHS="-" "RUN_ALGOS=auto $S16" "RUN_ARGS=--epilogue $epi"
+  done
+  step ab3-s40d-twin MODE=runs RUN_DTYPE=bf16 RUN_LAYOUT=nchw "RUN_SHAPES=$AB" WIDTHS="-" "RUN_ALGOS=wgmma_ws_tma_pingpong_m64" "RUN_ARGS=--epilogue bias+relu";;
+sanitize-regs)
+  step sanitize-nchw-regs MODE=sanitize SAN_LAYOUT=nchw SAN_SPECS="wgmma_ws_tma_pingpong_m64_to_nchw:bf16:fma:2,64,9,10,40,3,3 --pad 1 --epilogue scale+bias+relu6;wgmma_ws_tma_persistent_to_nchw:fp16:fma:2,64,12,12,72,3,3 --pad 1 --epilogue bias+relu";;
 suites)
   SUITE_ALGOS="${SUITE_ALGOS:-$N}" SUITE_ARGS=" " END=$(( ${END:-570} - SECONDS )) bash benchmarks/2026-11-29-h200-s38/s38.sh suites;;
 esac
