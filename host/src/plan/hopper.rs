@@ -453,7 +453,7 @@ fn plan_folding(desc: &KernelDesc, problem: &Conv2d, dtype: DType, device: &Devi
     // rounded up to 32 (all computed, the tiles spanning images).
     let live = if planes || rows { (p.k.div_ceil(64) * 64) as f64 / plane_rows(p.k, policy.block_m) as f64 } else { 1.0 };
     // Charged where the epilogue stages through shared memory, in a held stage or an NCHW
-    // output's staged store (`Policy::epilogue_in_nchw_store`: bias + ReLU cost 4-9 us there on
+    // output's staged store (`Policy::epilogue_in_nchw_store`: bias + ReLU cost 1.5-11 us there on
     // 64x128 tiles, about what the held stage costs; H200, fortieth session); a piecewise
     // linear one runs on the accumulators (`Config::epilogue_in_registers`), as cheap as the
     // bare store but for a residual's reads (`residual_us`).

@@ -160,18 +160,18 @@ pub(super) trait NchwRows {
 /// (and L/2 + 16) of the chunk, rows 8*(L%2) to 8*(L%2)+7, so each lane stores 8 consecutive
 /// pixels of one plane and two lanes a whole 32-byte run of a column ([`store_eight_nchw`]).
 ///
-/// The fused epilogue (`ep`, where it is not the identity) is applied there, to those 8 pixels
-/// of one channel ([`finish_eight_nchw`]): one channel's scale and bias, the residual read at
-/// the store's own offsets, the activation's form branched once per 8 elements, and no stage
-/// held, so the mainloop is the bare one's. A chunk's operands load before its staging, so
-/// that they arrive while it runs (loaded where they are used, each of the tile's 2 x N/32
-/// column groups waited for its own round trip: 32,128,28,28->128 3x3 bf16 with bias +
-/// residual + ReLU took 23.7 us on 64x128 tiles against 15.9 bare; H200, fortieth session);
-/// the residual was prefetched into L2 before the tile's mainloop ([`prefetch_residual_nchw`]).
-/// The fused path runs a chunk's two column halves as a loop the compiler may not unroll
-/// (`opaque`): unrolled, its code made the entries' PTX 3x the bare ones' (thirty-ninth
-/// session). The bare path keeps them unrolled: as the same loop it ran 3-12% slower (H200,
-/// fortieth session).
+/// A fused epilogue (`ep`, where it is not the identity: what the register epilogue does not
+/// take) is applied there, to those 8 pixels of one channel ([`finish_eight_nchw`]): one
+/// channel's scale and bias, the residual read at the store's own offsets, the activation's
+/// form branched once per 8 elements, and no stage held, so the mainloop is the bare one's. It
+/// costs about what the held stage does (32,128,28,28->128 3x3 bf16 on 64x128 tiles: 15.2 us
+/// bare, 19.5 with bias + ReLU, 24.7 with a residual; H200, fortieth session, BENCHMARKS.md),
+/// and not for its loads' latency: a chunk's operands load before its staging and the residual
+/// was prefetched into L2 before the tile's mainloop ([`prefetch_residual_nchw`]), and with
+/// neither it measured the same. The fused path runs a chunk's two column halves as a loop the
+/// compiler may not unroll (`opaque`): unrolled, its code made the entries' PTX 3x the bare
+/// ones' (thirty-ninth session). The bare path keeps them unrolled: as the same loop it ran
+/// 2-12% slower (fortieth session).
 ///
 /// # Safety
 /// As [`store_tile`]; the launch gave the block its configuration's shared memory, the staging
@@ -234,7 +234,8 @@ pub(super) unsafe fn store_nchw<R: NchwRows, Acc: Accumulators, M: Math>(rows: &
 /// `n0`) for [`store_nchw`] (nothing without a residual): for each of the tile's columns, each
 /// 8-row group's first element, 8 lanes a column, so that a warp's prefetch asks for 4 columns'
 /// runs of 64 pixels at once (an image's run a line or two). Called before the tile's
-/// mainloop, so the epilogue's residual loads hit L2.
+/// mainloop, so the epilogue's residual loads hit L2 (the staged store measured no faster for
+/// it, fortieth session: its time is not its loads').
 ///
 /// # Safety
 /// The residual address (where not 0) holds an output-shaped NCHW tensor in the output's type.
