@@ -259,8 +259,9 @@ pub(super) unsafe fn prefetch_residual_nchw<R: NchwRows, Acc: Accumulators>(rows
     }
 }
 
-/// The widest run [`store_eight_nchw`] and [`residual_eight_nchw`] move 8 pixels of a column
-/// in: 8, 4, 2 or 1 pixels, the largest power of 2 dividing [`NchwRows::run`].
+/// The widest run [`residual_eight_nchw`] reads 8 pixels of a column in: 8, 4, 2 or 1 pixels,
+/// the largest power of 2 dividing [`NchwRows::run`] (the rule [`store_eight_nchw`]'s branches
+/// follow; the bare store keeps its own form, the one measured).
 #[inline(always)]
 fn run_width(run: u32) -> u32 {
     if run % 8 == 0 {
