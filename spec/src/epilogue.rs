@@ -117,6 +117,15 @@ impl EpilogueArgs {
             None => false,
         }
     }
+
+    /// [`EpilogueArgs::in_registers`] on a Hopper kernel whose output is NCHW where
+    /// `nchw_output`, which takes no residual in registers
+    /// ([`crate::hopper::residual_in_registers`]): the kernels' rule, and through
+    /// `Config::epilogue_in_registers_with` the planner's.
+    #[inline(always)]
+    pub fn in_registers_on(&self, acc: usize, nchw_output: bool) -> bool {
+        self.in_registers(acc) && (self.residual == 0 || crate::hopper::residual_in_registers(nchw_output))
+    }
 }
 
 #[cfg(test)]

@@ -73,7 +73,7 @@
 //!   tile whole, as two m64 blocks (BM = 128) or one (BM = 64), and the mainloops take turns
 //!   ([`ping_pong`]).
 
-use convrs_spec::hopper::{fuses_epilogue, plane_rows, residual_in_registers, ring_stage_bytes, thread_accumulators, Math as Spec, BARRIER_BYTES, BLOCK_M, NCHW_STAGING_BYTES, PINGPONG_MAX_ACC, PLANE_ROW_SHIFTERS, WARPGROUP, WGMMA_M};
+use convrs_spec::hopper::{fuses_epilogue, plane_rows, ring_stage_bytes, thread_accumulators, Math as Spec, BARRIER_BYTES, BLOCK_M, NCHW_STAGING_BYTES, PINGPONG_MAX_ACC, PLANE_ROW_SHIFTERS, WARPGROUP, WGMMA_M};
 use convrs_spec::split_k;
 use convrs_spec::EpilogueArgs;
 
@@ -362,7 +362,7 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
     // A piecewise linear epilogue runs on the accumulators (`finish_in_registers`; a thread
     // holds N / 2), then the bare store does. An NCHW output applies any other in its staged
     // store (`epilogue::store_nchw`), with no stage held.
-    let regs = fuses && !sh.ep.is_identity() && sh.ep.in_registers(thread_accumulators(false, BM, Acc::N)) && (sh.ep.residual == 0 || residual_in_registers(O::Y_NCHW));
+    let regs = fuses && !sh.ep.is_identity() && sh.ep.in_registers_on(thread_accumulators(false, BM, Acc::N), O::Y_NCHW);
     // What the store applies: nothing after the register epilogue.
     let stored = ConvShape { ep: if regs { EpilogueArgs::NONE } else { sh.ep }, ..*sh };
     // With im2col copies and 16-bit outputs each tile's last stores go under the next tile's
@@ -515,7 +515,7 @@ unsafe fn ping_pong<O: Operands, Acc: Accumulators, const STAGES: usize, M: Math
     // piecewise linear one on the accumulators (a thread holds N / 2 a block), any other through
     // the held stage, or under NCHW output in the staged store (`epilogue::store_nchw`).
     let fused = !sh.ep.is_identity();
-    let regs = fused && sh.ep.in_registers(thread_accumulators(true, BM, Acc::N)) && (sh.ep.residual == 0 || residual_in_registers(O::Y_NCHW));
+    let regs = fused && sh.ep.in_registers_on(thread_accumulators(true, BM, Acc::N), O::Y_NCHW);
     let hold = fused && !regs && !O::Y_NCHW;
     // What the store applies: nothing after the register epilogue.
     let stored = ConvShape { ep: if regs { EpilogueArgs::NONE } else { sh.ep }, ..*sh };
