@@ -410,6 +410,21 @@ pub unsafe fn ld_shared_u32x2(addr: u32) -> [u32; 2] {
     [a, b]
 }
 
+/// Loads four 32-bit words from shared memory as one 16-byte access.
+///
+/// # Safety
+/// As [`ld_shared_f32`], with `addr` 16-byte aligned and valid for 16 bytes.
+#[inline(always)]
+pub unsafe fn ld_shared_u32x4(addr: u32) -> [u32; 4] {
+    let (a, b, c, d): (u32, u32, u32, u32);
+    // SAFETY: the caller guarantees the address is valid, 16-byte aligned shared memory.
+    unsafe {
+        asm!("ld.shared.v4.b32 {{{a}, {b}, {c}, {d}}}, [{p}];", a = out(reg32) a, b = out(reg32) b, c = out(reg32) c, d = out(reg32) d, p = in(reg32) addr,
+            options(pure, readonly, nostack))
+    };
+    [a, b, c, d]
+}
+
 /// Stores the low 16 bits of `v` to shared memory.
 ///
 /// # Safety
@@ -453,6 +468,20 @@ pub unsafe fn cp_async_4(dst: u32, src: *const f32, src_bytes: u32) {
     // SAFETY: the caller guarantees both addresses; the instruction writes only `dst`'s 4 bytes.
     unsafe {
         asm!("cp.async.ca.shared.global [{d}], [{s}], 4, {n};", d = in(reg32) dst, s = in(reg64) src, n = in(reg32) src_bytes,
+            options(nostack))
+    };
+}
+
+/// Starts an asynchronous 8-byte copy global -> shared that reads `src_bytes` (0 or 8) bytes of
+/// `src` and zero-fills the rest.
+///
+/// # Safety
+/// `dst` and `src` are 8-byte aligned; otherwise as [`cp_async_4`].
+#[inline(always)]
+pub unsafe fn cp_async_8(dst: u32, src: *const f32, src_bytes: u32) {
+    // SAFETY: the caller guarantees both addresses; the instruction writes only `dst`'s 8 bytes.
+    unsafe {
+        asm!("cp.async.ca.shared.global [{d}], [{s}], 8, {n};", d = in(reg32) dst, s = in(reg64) src, n = in(reg32) src_bytes,
             options(nostack))
     };
 }

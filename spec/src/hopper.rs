@@ -161,14 +161,16 @@ macro_rules! hopper_configs {
             (Planes,     PingPong,   1,       64,  64, 8, wgmma_nchw1x1_pingpong_m64_64x64k64, wgmma_nchw1x1_pingpong_m64_bf16_64x64k64)
             // Step 16: steps 7, 10 and 12 writing NCHW: NHWC input (an NCHW caller's one
             // transpose), each output channel's pixels stored into its plane, so the caller's
-            // output needs no transpose. Bare convolutions only (the plans refuse epilogues).
-            (WsTmaNchw,  Persistent, 1,      128, 128, 6, wgmma_ws_tma_persistent_to_nchw_128x128k64, wgmma_ws_tma_persistent_to_nchw_bf16_128x128k64)
+            // output needs no transpose. The 128x128, 128x64 ping-pong and 64x128 rings are a
+            // stage shorter than their NHWC twins' so that the residual slots fit beside them
+            // (`nchw_residual_slot_bytes`).
+            (WsTmaNchw,  Persistent, 1,      128, 128, 5, wgmma_ws_tma_persistent_to_nchw_128x128k64, wgmma_ws_tma_persistent_to_nchw_bf16_128x128k64)
             (WsTmaNchw,  Persistent, 1,      128,  64, 8, wgmma_ws_tma_persistent_to_nchw_128x64k64, wgmma_ws_tma_persistent_to_nchw_bf16_128x64k64)
             (WsTmaNchw,  Persistent, 1,      128,  32, 8, wgmma_ws_tma_persistent_to_nchw_128x32k64, wgmma_ws_tma_persistent_to_nchw_bf16_128x32k64)
             (WsTmaNchw,  PingPong,   1,      128, 128, 6, wgmma_ws_tma_pingpong_to_nchw_128x128k64, wgmma_ws_tma_pingpong_to_nchw_bf16_128x128k64)
-            (WsTmaNchw,  PingPong,   1,      128,  64, 8, wgmma_ws_tma_pingpong_to_nchw_128x64k64, wgmma_ws_tma_pingpong_to_nchw_bf16_128x64k64)
+            (WsTmaNchw,  PingPong,   1,      128,  64, 7, wgmma_ws_tma_pingpong_to_nchw_128x64k64, wgmma_ws_tma_pingpong_to_nchw_bf16_128x64k64)
             (WsTmaNchw,  PingPong,   1,       64, 256, 5, wgmma_ws_tma_pingpong_m64_to_nchw_64x256k64, wgmma_ws_tma_pingpong_m64_to_nchw_bf16_64x256k64)
-            (WsTmaNchw,  PingPong,   1,       64, 128, 8, wgmma_ws_tma_pingpong_m64_to_nchw_64x128k64, wgmma_ws_tma_pingpong_m64_to_nchw_bf16_64x128k64)
+            (WsTmaNchw,  PingPong,   1,       64, 128, 7, wgmma_ws_tma_pingpong_m64_to_nchw_64x128k64, wgmma_ws_tma_pingpong_m64_to_nchw_bf16_64x128k64)
             (WsTmaNchw,  PingPong,   1,       64,  64, 8, wgmma_ws_tma_pingpong_m64_to_nchw_64x64k64, wgmma_ws_tma_pingpong_m64_to_nchw_bf16_64x64k64)
             (WsTmaNchw,  PingPong,   1,       64,  32, 8, wgmma_ws_tma_pingpong_m64_to_nchw_64x32k64, wgmma_ws_tma_pingpong_m64_to_nchw_bf16_64x32k64)
             // Step 17: NCHW data, any filter at stride 1, read as it is: per 64-channel chunk,
@@ -476,6 +478,23 @@ impl Producer {
 /// memory: each of the 8 consumer warps stages 16 rows of [`ROW_BYTES`] (a chunk of 32 fp32
 /// columns) there, to store them down the columns into the NCHW planes.
 pub const NCHW_STAGING_BYTES: usize = 8 * 16 * ROW_BYTES;
+
+/// Bytes of the [`Producer::WsTmaNchw`] kernels' residual slots for `bm x bn` tiles (under
+/// `ping_pong` each consumer warpgroup its own tile): each consumer thread copies the NCHW
+/// residual its staged store will read (8 pixels of one channel a 16-byte slot, 16-bit data)
+/// into slots of its own before the tile's mainloop, by `cp.async`, so the loads land under the
+/// mainloop. The slots lie after the ring's barriers, where the launch gives the bytes
+/// ([`Config::smem_bytes_with_nchw_slots`]); without them the store loads the residual itself.
+pub const fn nchw_residual_slot_bytes(ping_pong: bool, bm: usize, bn: usize) -> usize {
+    (if ping_pong { 2 * bm } else { bm }) * bn * 2
+}
+
+/// Whether pixels of one plane in runs of `run_width` (the largest power of 2 up to 8 dividing
+/// the runs, `NchwRows::run` in the kernels) can be copied into the NCHW residual slots: 4, 8
+/// or 16 bytes a copy (`cp.async`), so runs of 2 pixels or more.
+pub const fn nchw_slots_copy(run_width: usize) -> bool {
+    run_width >= 2
+}
 
 /// Pixels of one plane-map copy ([`Producer::Planes`]): one 128-byte swizzle row of 16-bit
 /// data. A tile `bn` pixels wide is `bn / 64` copies. (fp32 copies, [`Producer::PlanePixels`],
@@ -839,6 +858,19 @@ impl Config {
     /// stages, for a launch that passes a residual map.
     pub const fn smem_bytes_with_residual(&self) -> usize {
         self.smem_bytes() - BARRIER_BYTES + residual_region_bytes(self.block_m(), self.bn, self.residual_buffers())
+    }
+
+    /// Whether its entries take the NCHW residual slots ([`nchw_residual_slot_bytes`]): the
+    /// 16-bit [`Producer::WsTmaNchw`] configurations without a split, for an epilogue with a
+    /// residual in the staged store.
+    pub const fn takes_nchw_slots(&self) -> bool {
+        matches!(self.policy.producer, Producer::WsTmaNchw) && matches!(self.policy.math, Math::Half) && !self.policy.split_k()
+    }
+
+    /// [`Config::smem_bytes`] with the NCHW residual slots, for a launch with a residual in the
+    /// staged store that has the room.
+    pub const fn smem_bytes_with_nchw_slots(&self) -> usize {
+        self.smem_bytes() + nchw_residual_slot_bytes(self.policy.ping_pong(), self.block_m(), self.bn)
     }
 
     /// The most registers a thread may have for the block to fit the register file: the

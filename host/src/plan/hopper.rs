@@ -8,7 +8,7 @@
 //! lowest predicted time. The cost model is `wmma_nhwc`'s wave model (`plan::model`) with one
 //! rate per configuration ([`RATES`]), fitted to the H100.
 
-use convrs_spec::hopper::{patch_geometry, plane_gemm, plane_pixel_rows, PatchGeometry, plane_row_pitch, plane_rows, Config, Math, Policy, Producer, Schedule, BLOCK_M, CONFIGS};
+use convrs_spec::hopper::{nchw_slots_copy, patch_geometry, plane_gemm, plane_pixel_rows, PatchGeometry, plane_row_pitch, plane_rows, Config, Math, Policy, Producer, Schedule, BLOCK_M, CONFIGS};
 use convrs_spec::split_k;
 
 use super::tensor_core::gemm_m;
@@ -427,7 +427,15 @@ fn plan_folding(desc: &KernelDesc, problem: &Conv2d, dtype: DType, device: &Devi
     // A register epilogue's residual by TMA where the tile takes it (`Config::takes_residual_map`).
     let in_registers = |c: &Config| c.epilogue_in_registers_with(act, p.epilogue.bias, p.epilogue.residual);
     let by_tma = |c: &Config| p.epilogue.residual && c.takes_residual_map() && in_registers(c);
-    let shared = |c: &Config| if by_tma(c) { c.smem_bytes_with_residual() } else { c.smem_bytes() };
+    // An NCHW output's residual in the staged store, copied into each thread's slots before
+    // the mainloop where the block has the room (`convrs_spec::hopper::nchw_residual_slot_bytes`;
+    // the kernel checks the bytes it is given and loads the residual itself without them).
+    let (oh, ow) = p.output_hw();
+    let runs = [8, 4, 2, 1].into_iter().find(|w| (oh * ow) % w == 0).unwrap_or(1);
+    let slots = |c: &Config| {
+        p.epilogue.residual && c.takes_nchw_slots() && !in_registers(c) && nchw_slots_copy(runs) && c.smem_bytes_with_nchw_slots() <= device.smem_per_block as usize
+    };
+    let shared = |c: &Config| if by_tma(c) { c.smem_bytes_with_residual() } else if slots(c) { c.smem_bytes_with_nchw_slots() } else { c.smem_bytes() };
     let fits = |c: &&Config| {
         shared(c) <= device.smem_per_block as usize && tiles(c, m, n) <= i32::MAX as usize && (p.epilogue.is_none() || c.fuses_epilogue()) && within_groups(c) && accurate(c)
     };
@@ -1226,6 +1234,32 @@ mod tests {
             let nhwc = crate::select::choose(&q, DType::F16, Layout::Nhwc, &d).unwrap();
             assert!(!nhwc.pick.name().ends_with("_to_nchw"), "{q}: {}", nhwc.pick.name());
         }
+    }
+
+    /// Step 16's launches with a residual in the staged store ask for the residual slots
+    /// where the block has the room and the output's planes run 2 pixels or more (the copies'
+    /// 4-byte least); without a residual, or on odd planes, the staging alone.
+    #[test]
+    fn nchw_output_residual_asks_for_the_slots_where_they_fit() {
+        let d = DeviceModel::named("h100").unwrap();
+        let residual = "bias+residual+relu".parse::<crate::Epilogue>().unwrap();
+        let mut with_slots = 0;
+        for name in ["wgmma_ws_tma_persistent_to_nchw", "wgmma_ws_tma_pingpong_to_nchw", "wgmma_ws_tma_pingpong_m64_to_nchw"] {
+            let k = algo(name).kernel().unwrap();
+            // Planes of 784, 196 and 98 pixels (runs of 8, 4 and 2), then 49 (runs of 1).
+            for (c, h, w, kout, slots) in [(64, 28, 28, 64, true), (128, 28, 28, 256, true), (128, 14, 14, 128, true), (64, 7, 14, 64, true), (256, 7, 7, 256, false)] {
+                let p = Conv2d::new(8, c, h, w, kout, 3, 3).with_pad(1);
+                let plan = k.plan(&p.with_epilogue(residual), DType::F16, &d).unwrap();
+                let bare = k.plan(&p, DType::F16, &d).unwrap();
+                let config = by_entry(plan.kernel);
+                let fits = config.smem_bytes_with_nchw_slots() <= d.smem_per_block as usize;
+                let expect = if slots && fits { config.smem_bytes_with_nchw_slots() } else { config.smem_bytes() };
+                assert_eq!(plan.shared_bytes as usize, expect, "{name} {p}");
+                assert_eq!(by_entry(bare.kernel).smem_bytes(), bare.shared_bytes as usize, "{name} {p}");
+                with_slots += (slots && fits) as usize;
+            }
+        }
+        assert!(with_slots >= 6, "{with_slots}");
     }
 
     /// An NCHW caller's residual costs a transpose into an NHWC kernel's output layout, and

@@ -32,6 +32,7 @@ pub mod math;
 pub mod multistage;
 pub mod nchw_out;
 pub mod nchw_patch;
+pub mod nchw_residual;
 pub mod plane_rows;
 pub mod planes;
 pub mod producer;

@@ -57,15 +57,16 @@ pub(super) unsafe fn for_each_eight<Acc: Accumulators, M: Math>(acc: &Acc, q: u3
 ///
 /// # Safety
 /// `y` and `sh` as the kernel requires; each (row, column) of the output is written by one
-/// thread of one CTA. Every lane of the warp calls it together (shuffles).
+/// thread of one CTA. Every lane of the warp calls it together (shuffles). `slot` as for
+/// [`store_nchw`] (0 but for NCHW output).
 #[inline(always)]
-pub(super) unsafe fn store_tile<O: Operands, Acc: Accumulators, M: Math>(sh: &ConvShape, y: *mut f32, acc: &Acc, m0: u32, n0: u32, cw: u32, tid: u32) {
+pub(super) unsafe fn store_tile<O: Operands, Acc: Accumulators, M: Math>(sh: &ConvShape, y: *mut f32, acc: &Acc, m0: u32, n0: u32, cw: u32, tid: u32, slot: u32) {
     let (warp, lane) = ((tid % WG) / 32, tid % 32);
     let q = lane % 4;
     let row0 = m0 + cw * 64 + warp * 16 + lane / 4;
     if O::Y_NCHW {
         // SAFETY: as this function's; the whole warp.
-        unsafe { store_nchw::<_, Acc, M>(&NhwcToNchw::rows(sh), &sh.ep, y, acc, m0, n0, cw, tid) };
+        unsafe { store_nchw::<_, Acc, M>(&NhwcToNchw::rows(sh), &sh.ep, y, acc, m0, n0, cw, tid, slot) };
     } else if M::SPEC == Spec::Half && sh.y_bits == 16 && O::PLANES && !O::PLANE_ROWS {
         // SAFETY: as this function's; the whole warp. `O` is `Planes` (the only layout of
         // NCHW planes that is not NCHW rows).
@@ -145,6 +146,9 @@ pub(super) trait NchwRows {
     fn sixteen(&self) -> bool;
     /// Output channels, K (the epilogue's per-channel vectors hold K values).
     fn channels(&self) -> u32;
+    /// Whether the bare store takes runs shorter than 8 pixels along the planes
+    /// ([`store_nchw_runs`]).
+    const ALONG_PLANES: bool;
 }
 
 /// [`store_tile`] into an NCHW output (`rows`: [`NhwcToNchw`]'s, whose rows are the NHWC
@@ -175,10 +179,11 @@ pub(super) trait NchwRows {
 ///
 /// # Safety
 /// As [`store_tile`]; the launch gave the block its configuration's shared memory, the staging
-/// included; `ep`'s addresses as [`finish_eight_nchw`] requires.
+/// included; `ep`'s addresses as [`finish_eight_nchw`] requires; `slot`, where not 0, this
+/// thread's NCHW residual slots (`super::nchw_residual`), copied for this tile and block.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-pub(super) unsafe fn store_nchw<R: NchwRows, Acc: Accumulators, M: Math>(rows: &R, ep: &EpilogueArgs, y: *mut f32, acc: &Acc, m0: u32, n0: u32, cw: u32, tid: u32) {
+pub(super) unsafe fn store_nchw<R: NchwRows, Acc: Accumulators, M: Math>(rows: &R, ep: &EpilogueArgs, y: *mut f32, acc: &Acc, m0: u32, n0: u32, cw: u32, tid: u32, slot: u32) {
     let (warp, lane) = ((tid % WG) / 32, tid % 32);
     let first = cw * 64 + warp * 16;
     // This warp's 16 rows of the staging: consumer warps are the block's warps 4 to 11 (`cw` is
@@ -193,6 +198,14 @@ pub(super) unsafe fn store_nchw<R: NchwRows, Acc: Accumulators, M: Math>(rows: &
     // SAFETY (both): this warp's rows of the staging, written before; 4-byte aligned.
     let read = |v: u32| -> [f32; 8] { core::array::from_fn(|i| unsafe { ld_shared_f32(unit(8 * half + i as u32, v / 4) + (v % 4) * 4) }) };
     if ep.is_identity() {
+        // SAFETY (each): as this function's; the whole warp.
+        match run_width(rows.run()) {
+            _ if !R::ALONG_PLANES => {}
+            8 => {}
+            4 => return unsafe { store_nchw_runs::<R, Acc, M, 4>(rows, y, acc, m0 + first, n0, staged, lane) },
+            2 => return unsafe { store_nchw_runs::<R, Acc, M, 2>(rows, y, acc, m0 + first, n0, staged, lane) },
+            _ => return unsafe { store_nchw_runs::<R, Acc, M, 1>(rows, y, acc, m0 + first, n0, staged, lane) },
+        }
         unroll!(8: Acc::N / CHUNK, c => {
             // SAFETY: this warp's 16 rows of the staging.
             unsafe { stage_chunk(acc, c, staged, lane) };
@@ -209,10 +222,15 @@ pub(super) unsafe fn store_nchw<R: NchwRows, Acc: Accumulators, M: Math>(rows: &
     }
     // Decoded once a tile (uniform), not per 8 elements.
     let act = Activation::of(ep);
+    if slot != 0 {
+        // This thread's residual copies (`nchw_residual::copy_residual`), its own to read.
+        super::nchw_residual::landed();
+    }
     unroll!(8: Acc::N / CHUNK, c => {
         let col = |k: u32| n0 + (CHUNK * c) as u32 + lane / 2 + 16 * k;
-        // SAFETY: the caller's contract on `ep`.
-        let (o0, o1) = unsafe { (operands_eight_nchw::<R, M>(rows, ep, row, col(0), base), operands_eight_nchw::<R, M>(rows, ep, row, col(1), base)) };
+        let j = 2 * c as u32;
+        // SAFETY: the caller's contract on `ep` and `slot`.
+        let (o0, o1) = unsafe { (operands_eight_nchw::<R, M>(rows, ep, row, col(0), base, slot, j), operands_eight_nchw::<R, M>(rows, ep, row, col(1), base, slot, j + 1)) };
         // SAFETY: this warp's 16 rows of the staging.
         unsafe { stage_chunk(acc, c, staged, lane) };
         sync_warp();
@@ -228,6 +246,78 @@ pub(super) unsafe fn store_nchw<R: NchwRows, Acc: Accumulators, M: Math>(rows: &
         }
         sync_warp();
     });
+}
+
+/// [`store_nchw`]'s bare store where the runs are shorter than 8 pixels (`W` = 4, 2 or 1,
+/// [`run_width`]): a warp's 16 staged rows of a chunk leave along the planes, each store of the
+/// warp `2 W` channels of 16 consecutive rows, a lane `W` pixels of one channel (lanes
+/// `16 / W` apart take the next channel). Stored down the columns as for runs of 8, a warp
+/// store wrote `W` pixels in each of 32 places of 16 planes: on 7x7 planes (runs of 1) each
+/// element its own partial sector, and step 16 took 27.1 us bare where its NHWC twin takes
+/// 17.3 (32,512,7,7->512 3x3; H200, fortieth session). Here a warp store writes `2 W` runs of
+/// 32 bytes (16-bit; fp32: 64), each lane's place found once a tile.
+///
+/// # Safety
+/// As [`store_nchw`]; `first` is this warp's first row of the tile, `staged` its 16 rows of
+/// the staging; every lane of the warp calls it.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn store_nchw_runs<R: NchwRows, Acc: Accumulators, M: Math, const W: usize>(rows: &R, y: *mut f32, acc: &Acc, first: u32, n0: u32, staged: u32, lane: u32) {
+    let lanes = (16 / W) as u32;
+    let (g, s) = (lane % lanes, lane / lanes);
+    // W rows from a multiple of W: one image's (W divides the run), aligned, inside or not whole.
+    let row = first + W as u32 * g;
+    let (base, plane) = (rows.row_base(row), rows.plane());
+    unroll!(8: Acc::N / CHUNK, c => {
+        // SAFETY: this warp's 16 rows of the staging.
+        unsafe { stage_chunk(acc, c, staged, lane) };
+        sync_warp();
+        let mut i = 0;
+        while i < 32 / (2 * W as u32) {
+            let v = 2 * W as u32 * i + s;
+            let col = n0 + (CHUNK * c) as u32 + v;
+            // SAFETY: this warp's rows of the staging, written before; 4-byte aligned.
+            let x: [f32; W] = core::array::from_fn(|t| unsafe { ld_shared_f32(staged_unit(staged, W as u32 * g + t as u32, v / 4) + (v % 4) * 4) });
+            if rows.inside(row, col) {
+                // SAFETY: the run lies in the output, in one plane, aligned to its bytes; these
+                // elements this thread's alone.
+                unsafe { store_run::<M, W>(y, base + col * plane, rows.sixteen(), &x) };
+            }
+            i = opaque(i + 1);
+        }
+        // Every lane's reads before the next chunk's writes.
+        sync_warp();
+    });
+}
+
+/// Stores `W` consecutive output elements `x` (`W` = 4, 2 or 1) at element offset `at` of `y`,
+/// rounded to `M`'s 16-bit type where `sixteen`, else fp32, in one store.
+///
+/// # Safety
+/// The elements lie in the output, `at` a multiple of `W`; no other thread writes them.
+#[inline(always)]
+unsafe fn store_run<M: Math, const W: usize>(y: *mut f32, at: u32, sixteen: bool, x: &[f32; W]) {
+    let at = at as usize;
+    let x: [f32; 4] = core::array::from_fn(|t| if t < W { x[t] } else { 0.0 });
+    // SAFETY (each): as the caller guarantees; `W` elements from a multiple of `W` are aligned
+    // to the store's size.
+    unsafe {
+        if sixteen {
+            let y = (y as *mut u16).add(at);
+            match W {
+                4 => store_global_f32x2(y as *mut f32, f32::from_bits(pack::<M>(x[0], x[1])), f32::from_bits(pack::<M>(x[2], x[3]))),
+                2 => store_global_u32(y as *mut u32, pack::<M>(x[0], x[1])),
+                _ => store_global_u16(y, pack::<M>(x[0], 0.0) as u16),
+            }
+        } else {
+            let y = y.add(at);
+            match W {
+                4 => store_global_f32x4(y, F32x4([x[0], x[1], x[2], x[3]])),
+                2 => store_global_f32x2(y, x[0], x[1]),
+                _ => store_global_f32(y, x[0]),
+            }
+        }
+    }
 }
 
 /// Prefetches into L2 the NCHW residual of consumer warpgroup `cw`'s rows of the tile at (`m0`,
@@ -259,11 +349,11 @@ pub(super) unsafe fn prefetch_residual_nchw<R: NchwRows, Acc: Accumulators>(rows
     }
 }
 
-/// The widest run [`residual_eight_nchw`] reads 8 pixels of a column in: 8, 4, 2 or 1 pixels,
-/// the largest power of 2 dividing [`NchwRows::run`] (the rule [`store_eight_nchw`]'s branches
-/// follow; the bare store keeps its own form, the one measured).
+/// The widest run [`residual_eight_nchw`] reads 8 pixels of a column in, and [`store_nchw_runs`]
+/// stores a lane's pixels in: 8, 4, 2 or 1 pixels, the largest power of 2 dividing
+/// [`NchwRows::run`] (the rule [`store_eight_nchw`]'s branches follow).
 #[inline(always)]
-fn run_width(run: u32) -> u32 {
+pub(super) fn run_width(run: u32) -> u32 {
     if run % 8 == 0 {
         8
     } else if run % 4 == 0 {
@@ -292,14 +382,15 @@ pub(super) struct Operands8 {
 /// `ep`'s scale and bias (where not 0) hold K fp32 values, its residual (where not 0) an
 /// output-shaped NCHW tensor in the output's type, aligned as the output.
 #[inline(always)]
-unsafe fn operands_eight_nchw<R: NchwRows, M: Math>(rows: &R, ep: &EpilogueArgs, row: u32, col: u32, base: u32) -> Operands8 {
+#[allow(clippy::too_many_arguments)]
+unsafe fn operands_eight_nchw<R: NchwRows, M: Math>(rows: &R, ep: &EpilogueArgs, row: u32, col: u32, base: u32, slot: u32, j: u32) -> Operands8 {
     // SAFETY: a channel below K, as the caller guarantees the vectors.
     let e = unsafe { Epilogue::of(ep, col.min(rows.channels() - 1)) };
     let mut add = [e.add(); 8];
     if ep.residual != 0 {
         let beta = f32::from_bits(ep.beta);
-        // SAFETY: as the caller guarantees the residual.
-        let r = unsafe { residual_eight_nchw::<R, M>(rows, ep.residual, row, col, base) };
+        // SAFETY: as the caller guarantees the residual, or its copy in this thread's slots.
+        let r = unsafe { if slot != 0 { super::nchw_residual::slot_eight(slot, j, M::BF16) } else { residual_eight_nchw::<R, M>(rows, ep.residual, row, col, base) } };
         unroll!(8: 8, i => { add[i] = fma(beta, r[i], add[i]) });
     }
     Operands8 { mul: e.mul(), add }
@@ -607,7 +698,7 @@ pub(super) unsafe fn residual_ahead<O: Operands, Acc: Accumulators, M: Math>(sh:
 }
 
 /// Columns of a chunk of [`store_fused`]: one [`ROW_BYTES`] row of fp32 values.
-const CHUNK: usize = ROW_BYTES / 4;
+pub(super) const CHUNK: usize = ROW_BYTES / 4;
 
 /// The shared address of 16-byte unit `u` of row `r` of a warp's staging at `staged`
 /// ([`ROW_BYTES`]-byte rows, the units swizzled by the row so that both the pairs written by

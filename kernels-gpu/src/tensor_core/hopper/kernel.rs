@@ -84,6 +84,7 @@ use super::nchw_out::NhwcToNchw;
 use super::plane_rows::{init_landed, produce_plane_rows};
 use super::planes::{produce_plane_pixels, produce_planes};
 use super::producer::{group_channels, produce_cp_async, produce_tma};
+use super::nchw_residual;
 use super::residual::ResidualTiles;
 use super::scheduler::Tiles;
 use super::split_k::Split;
@@ -251,6 +252,9 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
     let ring_end = smem + (STAGES * stage) as u32;
     let residual = ResidualTiles::<Acc, BM>::of::<O, M>(&sh, IM2COL && PERSISTENT && CLUSTER == 1 && !SPLIT, PINGPONG, ring_end, STAGES * stage);
     let after_ring = residual.map_or((BARRIER_BYTES + staging) as u32, |r| r.region_bytes());
+    // NCHW output's residual slots, where the launch gives their room (`nchw_residual`); each
+    // path takes them only for an epilogue in the staged store.
+    let slots = if O::Y_NCHW && !SPLIT && matches!(M::SPEC, Spec::Half) { nchw_residual::slots_of(&NhwcToNchw::rows(&sh), &sh.ep, true, PINGPONG, BM, Acc::N, ring_end, raw) } else { 0 };
     if block_dim_x() != 3 * WG as i32 || dynamic_smem_bytes() + raw < ring_end + after_ring {
         trap();
     }
@@ -350,7 +354,7 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
     unsafe { setmaxnreg_inc_224() };
     if PINGPONG {
         // SAFETY: the whole warpgroup, for the tiles the producer fills; the caller's contract.
-        unsafe { ping_pong::<O, Acc, STAGES, M, BM>(&sh, y, ring, tiles, ktiles, residual, cw, tid) };
+        unsafe { ping_pong::<O, Acc, STAGES, M, BM>(&sh, y, ring, tiles, ktiles, residual, slots, cw, tid) };
         return;
     }
     let mut tiles = tiles;
@@ -376,6 +380,8 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
     let defer = if O::PLANES || O::Y_NCHW { false } else { defer };
     // Any other fused epilogue holds each tile's last stage for its staging (`store_fused`).
     let hold = fuses && !O::Y_NCHW && !sh.ep.is_identity() && !regs;
+    // The staged NCHW store's residual in this thread's slots (not under split-K: 0 there).
+    let slot = if fuses && !regs { nchw_residual::lane_slot(slots, Acc::N, cw, tid) } else { 0 };
     let mut pending = Pending::NONE;
     // The CTA's tiles so far (the residual buffers' uses).
     let mut t = 0u32;
@@ -385,7 +391,11 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
         // Split-K keeps every warp in its meeting; 3xTF32 computes it anyway (the branch around
         // its register fragments measured 144 bytes of spills in ptxas).
         let idle = !SPLIT && !matches!(M::SPEC, Spec::Tf32x3) && !O::block_in(&sh, m0 + cw * 64, n0);
-        if O::Y_NCHW && !idle {
+        if O::Y_NCHW && !idle && slot != 0 {
+            // SAFETY: the caller's contract (the residual is output-shaped, NCHW, 16-bit); this
+            // thread's slots, whose last tile's reads are done (its stores used them).
+            unsafe { nchw_residual::copy_residual(Acc::N, &NhwcToNchw::rows(sh), &sh.ep, m0, n0, cw, slot, tid) };
+        } else if O::Y_NCHW && !idle {
             // SAFETY: the caller's contract (the residual is output-shaped, NCHW).
             unsafe { prefetch_residual_nchw::<_, Acc>(&NhwcToNchw::rows(sh), &sh.ep, m0, n0, cw, tid) };
         } else if (hold || regs) && !idle && residual.is_none() {
@@ -439,7 +449,7 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
                     if hold {
                         store_fused::<O, Acc, M>(&sh, y, &acc, m0, n0, cw, tid, ring.stage_addr(at.prev_stage::<STAGES>()));
                     } else {
-                        store_tile::<O, Acc, M>(&stored, y, &acc, m0, n0, cw, tid);
+                        store_tile::<O, Acc, M>(&stored, y, &acc, m0, n0, cw, tid, 0);
                     }
                 }
             }
@@ -457,7 +467,7 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
             unsafe { store_fused::<O, Acc, M>(&sh, y, &acc, m0, n0, cw, tid, ring.stage_addr(at.prev_stage::<STAGES>())) };
         } else if !idle {
             // SAFETY: the caller's contract; this CTA's tile.
-            unsafe { store_tile::<O, Acc, M>(&stored, y, &acc, m0, n0, cw, tid) };
+            unsafe { store_tile::<O, Acc, M>(&stored, y, &acc, m0, n0, cw, tid, slot) };
         }
         if hold {
             // The staging's generic-proxy writes before the producer's next copies into the
@@ -506,6 +516,7 @@ unsafe fn ping_pong<O: Operands, Acc: Accumulators, const STAGES: usize, M: Math
     mut tiles: Tiles,
     ktiles: i32,
     residual: Option<ResidualTiles<Acc, BM>>,
+    slots: u32,
     cw: u32,
     tid: u32,
 ) {
@@ -517,6 +528,9 @@ unsafe fn ping_pong<O: Operands, Acc: Accumulators, const STAGES: usize, M: Math
     let fused = !sh.ep.is_identity();
     let regs = fused && sh.ep.in_registers_on(thread_accumulators(true, BM, Acc::N), O::Y_NCHW);
     let hold = fused && !regs && !O::Y_NCHW;
+    // The staged NCHW store's residual in this thread's slots, a pair for its two blocks.
+    let blocks = (BM / WGMMA_M) as u32;
+    let slot = |b: u32| if fused && !regs { nchw_residual::lane_slot(slots, Acc::N, nchw_residual::slot_key(true, blocks, b, tid), tid) } else { 0 };
     // What the store applies: nothing after the register epilogue.
     let stored = ConvShape { ep: if regs { EpilogueArgs::NONE } else { sh.ep }, ..*sh };
     let mut at = Position::START;
@@ -534,6 +548,15 @@ unsafe fn ping_pong<O: Operands, Acc: Accumulators, const STAGES: usize, M: Math
                 prefetch_residual::<O, Acc, M>(sh, m0, n0, 0, tid);
                 if second {
                     prefetch_residual::<O, Acc, M>(sh, m0, n0, 1, tid);
+                }
+            }
+        } else if O::Y_NCHW && slot(0) != 0 {
+            // SAFETY: as above (an NCHW residual, 16-bit); this thread's slots, whose last
+            // tile's reads are done (its stores used them).
+            unsafe {
+                nchw_residual::copy_residual(Acc::N, &NhwcToNchw::rows(sh), &sh.ep, m0, n0, 0, slot(0), tid);
+                if second {
+                    nchw_residual::copy_residual(Acc::N, &NhwcToNchw::rows(sh), &sh.ep, m0, n0, 1, slot(1), tid);
                 }
             }
         } else if O::Y_NCHW {
@@ -612,9 +635,9 @@ unsafe fn ping_pong<O: Operands, Acc: Accumulators, const STAGES: usize, M: Math
                     }
                     _ => {}
                 }
-                store_tile::<O, Acc, M>(&stored, y, &acc.0, m0, n0, 0, tid);
+                store_tile::<O, Acc, M>(&stored, y, &acc.0, m0, n0, 0, tid, slot(0));
                 if second {
-                    store_tile::<O, Acc, M>(&stored, y, &acc.1, m0, n0, 1, tid);
+                    store_tile::<O, Acc, M>(&stored, y, &acc.1, m0, n0, 1, tid, slot(1));
                 }
             }
         }

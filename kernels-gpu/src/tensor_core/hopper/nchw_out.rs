@@ -22,6 +22,7 @@ pub struct NhwcToNchw;
 pub(super) struct PixelRows<'a>(&'a ConvShape);
 
 impl NchwRows for PixelRows<'_> {
+    const ALONG_PLANES: bool = true;
     #[inline(always)]
     fn row_base(&self, row: u32) -> u32 {
         NhwcToNchw::row_base(self.0, row)

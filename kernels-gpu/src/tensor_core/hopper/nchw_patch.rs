@@ -164,6 +164,9 @@ struct PatchRows {
 }
 
 impl NchwRows for PatchRows {
+    /// Not yet: with it ptxas spilled 16 bytes on the 128x128 entries, and step 17's short
+    /// runs (Q not a multiple of 8) were not measured.
+    const ALONG_PLANES: bool = false;
     #[inline(always)]
     fn row_base(&self, row: u32) -> u32 {
         let f = row - self.m0;
@@ -494,6 +497,6 @@ unsafe fn consume_patches<Acc: Accumulators, const STAGES: usize, M: Math>(sh: &
         }
         // SAFETY: the whole warp; the caller's contract (the staging at the end of the block's
         // shared memory, this tile's elements this thread's alone).
-        unsafe { store_nchw::<PatchRows, Acc, M>(&rows, &sh.ep, y, &acc, m0, n0, cw, tid) };
+        unsafe { store_nchw::<PatchRows, Acc, M>(&rows, &sh.ep, y, &acc, m0, n0, cw, tid, 0) };
     }
 }
