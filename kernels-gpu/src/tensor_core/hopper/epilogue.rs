@@ -226,11 +226,22 @@ pub(super) unsafe fn store_nchw<R: NchwRows, Acc: Accumulators, M: Math>(rows: &
         // This thread's residual copies (`nchw_residual::copy_residual`), its own to read.
         super::nchw_residual::landed();
     }
+    let col = |c: usize, k: u32| n0 + (CHUNK * c) as u32 + lane / 2 + 16 * k;
+    // Each chunk's scale and bias load ahead of the chunk before's stores: loaded with their
+    // own chunk, behind the stores before them (which may alias them), their latency came once a
+    // chunk. (All chunks' at once spilled 28-100 bytes on the 128-accumulator tiles.)
+    // SAFETY (both): a channel below K, as the caller guarantees the vectors.
+    let load = |c: usize| unsafe { [Epilogue::of(ep, col(c, 0).min(rows.channels() - 1)), Epilogue::of(ep, col(c, 1).min(rows.channels() - 1))] };
+    let mut next = load(0);
     unroll!(8: Acc::N / CHUNK, c => {
-        let col = |k: u32| n0 + (CHUNK * c) as u32 + lane / 2 + 16 * k;
+        let e = next;
+        if c + 1 < Acc::N / CHUNK {
+            next = load(c + 1);
+        }
+        let col = |k: u32| col(c, k);
         let j = 2 * c as u32;
         // SAFETY: the caller's contract on `ep` and `slot`.
-        let (o0, o1) = unsafe { (operands_eight_nchw::<R, M>(rows, ep, row, col(0), base, slot, j), operands_eight_nchw::<R, M>(rows, ep, row, col(1), base, slot, j + 1)) };
+        let (o0, o1) = unsafe { (operands_eight_nchw::<R, M>(rows, ep, e[0], row, col(0), base, slot, j), operands_eight_nchw::<R, M>(rows, ep, e[1], row, col(1), base, slot, j + 1)) };
         // SAFETY: this warp's 16 rows of the staging.
         unsafe { stage_chunk(acc, c, staged, lane) };
         sync_warp();
@@ -375,17 +386,16 @@ pub(super) struct Operands8 {
 /// The fused epilogue's operands for output pixels `row..row + 8` of channel `col` (`base`
 /// the [`NchwRows::row_base`] of `row`, as for [`store_eight_nchw`]): alpha times the channel's
 /// scale, and its bias plus beta times each pixel's residual, in [`finish_eight`]'s operations
-/// (so the same fp32 values as the NHWC kernels'). A column past K reads channel K - 1's factors
-/// (its elements are never stored).
+/// (so the same fp32 values as the NHWC kernels'); `e` the channel's factors, loaded by the
+/// caller (a column past K reads channel K - 1's: its elements are never stored). The residual
+/// comes from this thread's slot `j` where `slot` is not 0.
 ///
 /// # Safety
-/// `ep`'s scale and bias (where not 0) hold K fp32 values, its residual (where not 0) an
-/// output-shaped NCHW tensor in the output's type, aligned as the output.
+/// `ep`'s residual (where not 0) an output-shaped NCHW tensor in the output's type, aligned as
+/// the output; `slot` as [`store_nchw`] requires.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn operands_eight_nchw<R: NchwRows, M: Math>(rows: &R, ep: &EpilogueArgs, row: u32, col: u32, base: u32, slot: u32, j: u32) -> Operands8 {
-    // SAFETY: a channel below K, as the caller guarantees the vectors.
-    let e = unsafe { Epilogue::of(ep, col.min(rows.channels() - 1)) };
+unsafe fn operands_eight_nchw<R: NchwRows, M: Math>(rows: &R, ep: &EpilogueArgs, e: Epilogue, row: u32, col: u32, base: u32, slot: u32, j: u32) -> Operands8 {
     let mut add = [e.add(); 8];
     if ep.residual != 0 {
         let beta = f32::from_bits(ep.beta);
