@@ -6,7 +6,8 @@
 # PART: jit, tests (gpu_epilogue and gpu_wgmma restricted to steps 16 and 17, then TESTS),
 # sanitize (the slots path, runs of 8, 4 and 2 pixels, and the short-run bare store), ab
 # (`convrs run`, bf16, NCHW, kernel alone: step 16 bare, with bias + ReLU and with bias +
-# residual + ReLU on both bundles, and the NHWC twins), suites (SETS fused from NCHW).
+# residual + ReLU on both bundles, and the NHWC twins), ab2 (s41b against s41a and s41m), suites
+# (SETS fused from NCHW).
 source benchmarks/2026-11-28-h100-fold/steps.sh
 export CUDA_CACHE_MAXSIZE=4294967296
 export BUNDLE=${BUNDLE:-target/gpu-s41a}
@@ -31,6 +32,16 @@ ab)
     done
   done
   step ab-twin MODE=runs RUN_DTYPE=bf16 RUN_LAYOUT=nchw "RUN_SHAPES=$AB" WIDTHS="-" "RUN_ALGOS=auto wgmma_ws_tma_pingpong_m64 wgmma_ws_tma_persistent" "RUN_ARGS=--epilogue bias+residual+relu";;
+ab2)
+  # The second build (s41b: each chunk's scale and bias loaded ahead of the chunk before's
+  # stores) against s41a, with a residual; then s41b with bias + SiLU (the staged store, no
+  # residual) against s41m.
+  for bb in s41b s41a; do
+    BUNDLE=target/gpu-$bb step "ab2-$bb-res" MODE=runs RUN_DTYPE=bf16 RUN_LAYOUT=nchw "RUN_SHAPES=$AB" WIDTHS="-" "RUN_ALGOS=wgmma_ws_tma_pingpong_m64_to_nchw wgmma_ws_tma_persistent_to_nchw" "RUN_ARGS=--epilogue bias+residual+relu"
+  done
+  for bb in s41b s41m; do
+    BUNDLE=target/gpu-$bb step "ab2-$bb-silu" MODE=runs RUN_DTYPE=bf16 RUN_LAYOUT=nchw "RUN_SHAPES=$AB" WIDTHS="-" "RUN_ALGOS=wgmma_ws_tma_pingpong_m64_to_nchw" "RUN_ARGS=--epilogue bias+silu"
+  done;;
 suites)
   SUITE_ALGOS="${SUITE_ALGOS:-$N}" SUITE_ARGS=" " END=$(( ${END:-570} - SECONDS )) bash benchmarks/2026-11-29-h200-s38/s38.sh suites;;
 esac
