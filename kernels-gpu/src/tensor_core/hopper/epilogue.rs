@@ -166,16 +166,18 @@ pub(super) trait NchwRows {
 ///
 /// A fused epilogue (`ep`, where it is not the identity: what the register epilogue does not
 /// take) is applied there, to those 8 pixels of one channel ([`finish_eight_nchw`]): one
-/// channel's scale and bias, the residual read at the store's own offsets, the activation's
-/// form branched once per 8 elements, and no stage held, so the mainloop is the bare one's. It
-/// costs about what the held stage does (32,128,28,28->128 3x3 bf16 on 64x128 tiles: 15.2 us
-/// bare, 19.5 with bias + ReLU, 24.7 with a residual; H200, fortieth session, BENCHMARKS.md),
-/// and not for its loads' latency: a chunk's operands load before its staging and the residual
-/// was prefetched into L2 before the tile's mainloop ([`prefetch_residual_nchw`]), and with
-/// neither it measured the same. The fused path runs a chunk's two column halves as a loop the
-/// compiler may not unroll (`opaque`): unrolled, its code made the entries' PTX 3x the bare
-/// ones' (thirty-ninth session). The bare path keeps them unrolled: as the same loop it ran
-/// 2-12% slower (fortieth session).
+/// channel's scale and bias (each chunk's loaded ahead of the chunk before's stores), the
+/// residual from this thread's shared-memory slots (`slot`, copied before the tile's mainloop:
+/// `super::nchw_residual`) or else read at the store's own offsets (prefetched into L2 before
+/// the mainloop, [`prefetch_residual_nchw`]), the activation's form branched once per 8
+/// elements, and no stage held, so the mainloop is the bare one's. With a residual it still
+/// costs 2-6 us over the bare store where the runs are 8 pixels, and far more where they are
+/// shorter, for its stores go down the columns (17-41 us on a strided 1x1 layer with 14x14
+/// planes; BENCHMARKS.md, forty-first session). The fused path runs a chunk's two
+/// column halves as a loop the compiler may not unroll (`opaque`): unrolled, its code made the
+/// entries' PTX 3x the bare ones' (thirty-ninth session). The bare path keeps them unrolled: as
+/// the same loop it ran 2-12% slower (fortieth session); where the runs are shorter than 8
+/// pixels it stores along the planes ([`store_nchw_runs`]).
 ///
 /// # Safety
 /// As [`store_tile`]; the launch gave the block its configuration's shared memory, the staging
