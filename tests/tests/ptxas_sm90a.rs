@@ -90,7 +90,14 @@ fn wgmma_entries_hold_their_policy_and_nothing_else_is_in_the_module() {
                     assert!(count(load) >= 1, "{name}: the NCHW store's residual loads ({load})");
                 }
             }
-            assert_eq!(count("cp.async.cg.shared.global") >= 1, !by_tma, "{name}: cp.async activations");
+            // Step 16's residual slots come by cp.async too (`hopper/nchw_residual.rs`): 16-byte
+            // copies (.cg) where the runs are 8 pixels, 8- and 4-byte ones (.ca) else, each
+            // thread waiting for its own.
+            let slots = c.takes_nchw_slots();
+            assert_eq!(count("cp.async.cg.shared.global") >= 1, !by_tma || slots, "{name}: cp.async activations or residual slots");
+            if slots {
+                assert!(count("cp.async.ca.shared.global") >= 2 && count("cp.async.wait_group 0") >= 1, "{name}: the residual slots' short copies and wait");
+            }
             assert_eq!(count("cp.async.bulk.tensor.4d.shared::cluster.global.im2col") >= 1, by_tma && !planes && !patch, "{name}: im2col TMA");
             if p.math == Math::Half {
                 let transposed = body.lines().filter(|l| l.contains("wgmma.mma_async") && l.trim_end().ends_with(", 0, 1;")).count();

@@ -185,6 +185,8 @@ pub(super) trait NchwRows {
 /// thread's NCHW residual slots (`super::nchw_residual`), copied for this tile and block.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
+// (`unroll!`'s last copy of the chunk loop assigns `next` for a chunk past the tile's: unread.)
+#[allow(unused_assignments)]
 pub(super) unsafe fn store_nchw<R: NchwRows, Acc: Accumulators, M: Math>(rows: &R, ep: &EpilogueArgs, y: *mut f32, acc: &Acc, m0: u32, n0: u32, cw: u32, tid: u32, slot: u32) {
     let (warp, lane) = ((tid % WG) / 32, tid % 32);
     let first = cw * 64 + warp * 16;

@@ -254,7 +254,7 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
     let after_ring = residual.map_or((BARRIER_BYTES + staging) as u32, |r| r.region_bytes());
     // NCHW output's residual slots, where the launch gives their room (`nchw_residual`); each
     // path takes them only for an epilogue in the staged store.
-    let slots = if O::Y_NCHW && !SPLIT && matches!(M::SPEC, Spec::Half) { nchw_residual::slots_of(&NhwcToNchw::rows(&sh), &sh.ep, true, PINGPONG, BM, Acc::N, ring_end, raw) } else { 0 };
+    let slots = if O::Y_NCHW && !SPLIT && matches!(M::SPEC, Spec::Half) { nchw_residual::slots_of(&NhwcToNchw::rows(&sh), &sh.ep, PINGPONG, BM, Acc::N, ring_end, raw) } else { 0 };
     if block_dim_x() != 3 * WG as i32 || dynamic_smem_bytes() + raw < ring_end + after_ring {
         trap();
     }

@@ -10,9 +10,9 @@
 //! H200, fortieth session); an L2 prefetch before the mainloop did not help.
 //!
 //! Layout: slot j (chunk j / 2, half j % 2) of thread t (of its warpgroup) of key b at
-//! `slots + ((b * J + j) * 128 + t) * 16`, J = BN / 16 slots a thread (tiles BN wide); the key is the consumer
-//! warpgroup's block of the tile (`cw`), under ping-pong its warpgroup's blocks apart
-//! ([`slot_key`]). A warp's 32 slots of one j are 512 contiguous bytes: no bank conflicts.
+//! `slots + ((b * J + j) * 128 + t) * 16`, J = BN / 16 slots a thread (tiles BN wide); the key
+//! is the consumer warpgroup's block of the tile (`cw`), under ping-pong its warpgroup's blocks
+//! apart ([`slot_key`]). A warp's 32 slots of one j are 512 contiguous bytes: no bank conflicts.
 
 use convrs_spec::hopper::{nchw_residual_slot_bytes, nchw_slots_copy, BARRIER_BYTES, NCHW_STAGING_BYTES, WARPGROUP};
 use convrs_spec::EpilogueArgs;
@@ -24,15 +24,15 @@ use crate::prelude::*;
 const WG: u32 = WARPGROUP as u32;
 
 /// The slots' shared address for a launch with ring end `ring_end` (its dynamic shared memory
-/// from the shared window address `raw`), or 0 where it has none: a residual, 16-bit data, a
-/// staged epilogue (`staged`), runs of 2 pixels or more, and room given between the ring's
-/// barriers and the NCHW staging.
+/// from the shared window address `raw`), or 0 where it has none: a residual, 16-bit data, runs
+/// of 2 pixels or more, and room given between the ring's barriers and the NCHW staging. (The
+/// callers take them only for an epilogue in the staged store.)
 #[inline(always)]
-pub(super) fn slots_of<R: NchwRows>(rows: &R, ep: &EpilogueArgs, staged: bool, ping_pong: bool, bm: usize, bn: usize, ring_end: u32, raw: u32) -> u32 {
+pub(super) fn slots_of<R: NchwRows>(rows: &R, ep: &EpilogueArgs, ping_pong: bool, bm: usize, bn: usize, ring_end: u32, raw: u32) -> u32 {
     let bytes = nchw_residual_slot_bytes(ping_pong, bm, bn) as u32;
     let start = ring_end + BARRIER_BYTES as u32;
     let room = raw + dynamic_smem_bytes() >= start + bytes + NCHW_STAGING_BYTES as u32;
-    if staged && ep.residual != 0 && rows.sixteen() && nchw_slots_copy(run_width(rows.run()) as usize) && room {
+    if ep.residual != 0 && rows.sixteen() && nchw_slots_copy(run_width(rows.run()) as usize) && room {
         start
     } else {
         0
