@@ -489,11 +489,25 @@ pub const fn nchw_residual_slot_bytes(ping_pong: bool, bm: usize, bn: usize) -> 
     (if ping_pong { 2 * bm } else { bm }) * bn * 2
 }
 
-/// Whether pixels of one plane in runs of `run_width` (the largest power of 2 up to 8 dividing
-/// the runs, `NchwRows::run` in the kernels) can be copied into the NCHW residual slots: 4, 8
-/// or 16 bytes a copy (`cp.async`), so runs of 2 pixels or more.
-pub const fn nchw_slots_copy(run_width: usize) -> bool {
-    run_width >= 2
+/// The widest run of pixels the NCHW stores and their residual reads take in planes whose
+/// runs are `run` pixels (`NchwRows::run` in the kernels; step 16's: P*Q): 8, 4, 2 or 1, the
+/// largest power of 2 up to 8 dividing it.
+pub const fn run_width(run: u32) -> u32 {
+    if run % 8 == 0 {
+        8
+    } else if run % 4 == 0 {
+        4
+    } else if run % 2 == 0 {
+        2
+    } else {
+        1
+    }
+}
+
+/// Whether planes whose runs are `run` pixels ([`run_width`]) can be copied into the NCHW
+/// residual slots: 4, 8 or 16 bytes a copy (`cp.async`), so runs of 2 pixels or more.
+pub const fn nchw_slots_copy(run: u32) -> bool {
+    run_width(run) >= 2
 }
 
 /// Pixels of one plane-map copy ([`Producer::Planes`]): one 128-byte swizzle row of 16-bit

@@ -431,9 +431,9 @@ fn plan_folding(desc: &KernelDesc, problem: &Conv2d, dtype: DType, device: &Devi
     // the mainloop where the block has the room (`convrs_spec::hopper::nchw_residual_slot_bytes`;
     // the kernel checks the bytes it is given and loads the residual itself without them).
     let (oh, ow) = p.output_hw();
-    let runs = [8, 4, 2, 1].into_iter().find(|w| (oh * ow) % w == 0).unwrap_or(1);
+    let copies = u32::try_from(oh * ow).is_ok_and(nchw_slots_copy);
     let slots = |c: &Config| {
-        p.epilogue.residual && c.takes_nchw_slots() && !in_registers(c) && nchw_slots_copy(runs) && c.smem_bytes_with_nchw_slots() <= device.smem_per_block as usize
+        p.epilogue.residual && c.takes_nchw_slots() && !in_registers(c) && copies && c.smem_bytes_with_nchw_slots() <= device.smem_per_block as usize
     };
     let shared = |c: &Config| if by_tma(c) { c.smem_bytes_with_residual() } else if slots(c) { c.smem_bytes_with_nchw_slots() } else { c.smem_bytes() };
     let fits = |c: &&Config| {

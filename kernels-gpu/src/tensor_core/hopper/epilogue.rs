@@ -366,7 +366,9 @@ pub(super) unsafe fn prefetch_residual_nchw<R: NchwRows, Acc: Accumulators>(rows
 
 /// The widest run [`residual_eight_nchw`] reads 8 pixels of a column in, and [`store_nchw_runs`]
 /// stores a lane's pixels in: 8, 4, 2 or 1 pixels, the largest power of 2 dividing
-/// [`NchwRows::run`] (the rule [`store_eight_nchw`]'s branches follow).
+/// [`NchwRows::run`] (the rule [`store_eight_nchw`]'s branches follow). The same rule as
+/// `convrs_spec::hopper::run_width`, which the planner and `super::nchw_residual` read: called
+/// from here it moved the sm_90a PTX, which was not GPU-tested (forty-first session).
 #[inline(always)]
 pub(super) fn run_width(run: u32) -> u32 {
     if run % 8 == 0 {

@@ -32,7 +32,7 @@ pub(super) fn slots_of<R: NchwRows>(rows: &R, ep: &EpilogueArgs, ping_pong: bool
     let bytes = nchw_residual_slot_bytes(ping_pong, bm, bn) as u32;
     let start = ring_end + BARRIER_BYTES as u32;
     let room = raw + dynamic_smem_bytes() >= start + bytes + NCHW_STAGING_BYTES as u32;
-    if ep.residual != 0 && rows.sixteen() && nchw_slots_copy(run_width(rows.run()) as usize) && room {
+    if ep.residual != 0 && rows.sixteen() && nchw_slots_copy(rows.run()) && room {
         start
     } else {
         0
