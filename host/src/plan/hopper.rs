@@ -8,7 +8,7 @@
 //! lowest predicted time. The cost model is `wmma_nhwc`'s wave model (`plan::model`) with one
 //! rate per configuration ([`RATES`]), fitted to the H100.
 
-use convrs_spec::hopper::{nchw_slots_copy, patch_geometry, plane_gemm, plane_pixel_rows, PatchGeometry, plane_row_pitch, plane_rows, Config, Math, Policy, Producer, Schedule, BLOCK_M, CONFIGS};
+use convrs_spec::hopper::{nchw_slots_copy, patch_geometry, run_width, plane_gemm, plane_pixel_rows, PatchGeometry, plane_row_pitch, plane_rows, Config, Math, Policy, Producer, Schedule, BLOCK_M, CONFIGS};
 use convrs_spec::split_k;
 
 use super::tensor_core::gemm_m;
@@ -226,6 +226,7 @@ fn cost(c: &Config, d: &DeviceModel, m: usize, n: usize, ch: usize, taps: usize,
         // ahead on the 3x3 layer, where ping-pong measured 21.9 us against step 7's 45.6 at
         // 128x128 (128x64 not measured with the copy). Until step 7's fused suite is measured.
         Residual::Loaded | Residual::ByTma if staged.is_none() => residual_us(c, d, (m * n) as f64 * live, waves(d, blocks, bps, |b| b), rate * macs / macs_per_sm_us),
+        Residual::InNchwStore { run } => nchw_store_residual_us(c, waves(d, blocks, bps, |b| b), run),
         _ => 0.0,
     };
     LAUNCH_US + rate * macs_per_sm / macs_per_sm_us + memory_us(d, out) + split + staging + residual
@@ -241,7 +242,40 @@ enum Residual {
     Loaded,
     /// Copied into shared memory by a producer thread (`Config::takes_residual_map`).
     ByTma,
+    /// Read by step 16's staged NCHW store itself (no slots: `Config::takes_nchw_slots`, or
+    /// no room for them, or runs of 1 pixel), on planes whose runs are `run` pixels
+    /// (`convrs_spec::hopper::run_width`).
+    InNchwStore { run: u32 },
 }
+
+/// What step 16's staged NCHW store adds for reading the residual itself (no slots) on `c`
+/// with `tiles` tiles on the busiest SM, on planes in runs of `run` pixels: per tile and per 8
+/// pixels of a column a thread finishes ([`Config::bn`] / 16 of them), [`NCHW_SHORT_RUN_US`]
+/// (runs of 2 and 4) or [`NCHW_ONE_RUN_US`] (runs of 1), under ping-pong on half the tiles
+/// (its warpgroups take turns). Runs of 8 read 16 bytes a column and the staged charge covers
+/// them.
+fn nchw_store_residual_us(c: &Config, tiles: f64, run: u32) -> f64 {
+    let per = match run_width(run) {
+        8 => return 0.0,
+        1 => NCHW_ONE_RUN_US,
+        _ => NCHW_SHORT_RUN_US,
+    };
+    let serial = if c.policy.ping_pong() { (tiles / 2.0).max(1.0) } else { tiles };
+    serial * (c.bn / 16) as f64 * per
+}
+
+/// [`nchw_store_residual_us`]'s charge on runs of 2 and 4 pixels, microseconds a tile's 8
+/// pixels of a thread's column. Fitted on the H200 (BENCHMARKS.md, forty-first session; bf16,
+/// bias + residual + ReLU): step 12's 64x256 tile, which has no room for the slots, measured
+/// 15.8-17.4 us over the model with one tile an SM (32,256,14,14->256 3x3 and
+/// 32,1024,14,14->256 1x1, runs of 4) and 26.4 us with three (32,512,28,28->1024 1x1 s2): 1.0-1.1
+/// a tile's 16. The tiles with slots measured within 2.5 us of the model on the same layers.
+const NCHW_SHORT_RUN_US: f64 = 1.1;
+
+/// As [`NCHW_SHORT_RUN_US`] on runs of 1 pixel (odd P*Q: 7x7 planes, which have no slots), each
+/// of the 8 pixels read apart: on 32,512,7,7->512 3x3 (one tile an SM) step 7's 128x64 tile
+/// measured 11.9 us over the model (3.0 a tile's 4) and step 12's 64x128 16.1 (2.0 a tile's 8).
+const NCHW_ONE_RUN_US: f64 = 2.5;
 
 /// What the register epilogue's residual adds to `c` on `d` for `outputs` output elements,
 /// `tiles` a busy SM's tiles, each mainloop `mainloop_us`: its bytes (in the input's type), and
@@ -466,8 +500,10 @@ fn plan_folding(desc: &KernelDesc, problem: &Conv2d, dtype: DType, device: &Devi
     // linear one runs on the accumulators (`Config::epilogue_in_registers`), as cheap as the
     // bare store but for a residual's reads (`residual_us`).
     let staged = |c: &Config| (!p.epilogue.is_none() && !in_registers(c)).then_some(p.epilogue.residual);
+    let in_nchw_store = |c: &Config| staged(c).is_some() && matches!(policy.producer, Producer::WsTmaNchw) && !slots(c);
     let residual = |c: &Config| match (p.epilogue.residual, by_tma(c)) {
         (false, _) => Residual::None,
+        (true, false) if in_nchw_store(c) => Residual::InNchwStore { run: u32::try_from(oh * ow).unwrap_or(1) },
         (true, false) => Residual::Loaded,
         (true, true) => Residual::ByTma,
     };
@@ -1260,6 +1296,40 @@ mod tests {
             }
         }
         assert!(with_slots >= 6, "{with_slots}");
+    }
+
+    /// A residual the staged NCHW store reads itself on short runs is charged per tile
+    /// ([`nchw_store_residual_us`]): on the three 14x14-output layers where step 12's 64x256
+    /// tile (no room for the slots) measured 1.7-2.1x step 7's 128x128 with slots (bf16, bias +
+    /// residual + ReLU; H200, forty-first session: 57.5/37.4/31.3 us against 33.9/20.9/15.0),
+    /// step 12 plans a tile with slots, and an NCHW caller's Auto takes neither step 12 writing
+    /// NCHW nor its 64x256 tile. Runs of 8 are not charged.
+    #[test]
+    fn short_runs_charge_the_residual_the_nchw_store_reads_itself() {
+        let d = DeviceModel::named("h200").unwrap();
+        let residual = "bias+residual+relu".parse::<crate::Epilogue>().unwrap();
+        let m64 = algo("wgmma_ws_tma_pingpong_m64_to_nchw");
+        for p in [
+            Conv2d::new(32, 512, 28, 28, 1024, 1, 1).with_stride(2),
+            Conv2d::new(32, 256, 14, 14, 256, 3, 3).with_pad(1),
+            Conv2d::new(32, 1024, 14, 14, 256, 1, 1),
+        ] {
+            let q = p.with_epilogue(residual);
+            let plan = m64.kernel().unwrap().plan(&q, DType::BF16, &d).unwrap();
+            let c = by_entry(plan.kernel);
+            assert_eq!(plan.shared_bytes as usize, c.smem_bytes_with_nchw_slots(), "{p}: {}", plan.kernel);
+            let pick = crate::select::choose(&q, DType::BF16, Layout::Nchw, &d).unwrap().pick;
+            assert_ne!(pick, m64, "{p}");
+            // Without a residual the 64x256 tile is step 12's own choice on two of them.
+            let bare = m64.kernel().unwrap().plan(&p.with_epilogue("bias+silu".parse().unwrap()), DType::BF16, &d).unwrap();
+            assert!(by_entry(bare.kernel).bn >= c.bn, "{p}");
+        }
+        let tile = |bn| CONFIGS.iter().find(|c| c.policy.producer == Producer::WsTmaNchw && c.block_m() == 64 && c.bn == bn).unwrap();
+        // One tile an SM, 16 of a thread's 8-pixel columns: 1.1 us each on runs of 4 (and 2), 2.5 on runs of 1.
+        assert!((nchw_store_residual_us(tile(256), 1.0, 196) - 16.0 * NCHW_SHORT_RUN_US).abs() < 1e-9);
+        assert!((nchw_store_residual_us(tile(256), 1.0, 98) - 16.0 * NCHW_SHORT_RUN_US).abs() < 1e-9);
+        assert!((nchw_store_residual_us(tile(128), 1.0, 49) - 8.0 * NCHW_ONE_RUN_US).abs() < 1e-9);
+        assert_eq!(nchw_store_residual_us(tile(256), 3.0, 784), 0.0);
     }
 
     /// An NCHW caller's residual costs a transpose into an NHWC kernel's output layout, and
