@@ -504,6 +504,16 @@ pub const fn run_width(run: u32) -> u32 {
     }
 }
 
+/// Whether step 16's staged NCHW store may apply a fused epilogue along the planes where the
+/// runs are shorter than 8 pixels (`epilogue::store_nchw_runs_fused` in the kernels) on tiles
+/// `bm x bn` (`ping_pong`: [`Policy::ping_pong`]): where a consumer thread holds fewer than 128
+/// accumulators ([`thread_accumulators`]). Beside 128 (step 12's 64x256, step 10's 128x128)
+/// ptxas spilled 12-16 bytes; those tiles have no room for the residual slots either. Where it
+/// may not, or a residual has no slots, the fused store goes down the columns.
+pub const fn nchw_store_runs(ping_pong: bool, bm: usize, bn: usize) -> bool {
+    thread_accumulators(ping_pong, bm, bn) < 128
+}
+
 /// Whether planes whose runs are `run` pixels ([`run_width`]) can be copied into the NCHW
 /// residual slots: 4, 8 or 16 bytes a copy (`cp.async`), so runs of 2 pixels or more.
 pub const fn nchw_slots_copy(run: u32) -> bool {

@@ -8,7 +8,7 @@
 //! lowest predicted time. The cost model is `wmma_nhwc`'s wave model (`plan::model`) with one
 //! rate per configuration ([`RATES`]), fitted to the H100.
 
-use convrs_spec::hopper::{nchw_slots_copy, patch_geometry, run_width, plane_gemm, plane_pixel_rows, PatchGeometry, plane_row_pitch, plane_rows, Config, Math, Policy, Producer, Schedule, BLOCK_M, CONFIGS};
+use convrs_spec::hopper::{nchw_slots_copy, nchw_store_runs, patch_geometry, run_width, plane_gemm, plane_pixel_rows, PatchGeometry, plane_row_pitch, plane_rows, Config, Math, Policy, Producer, Schedule, BLOCK_M, CONFIGS};
 use convrs_spec::split_k;
 
 use super::tensor_core::gemm_m;
@@ -194,7 +194,7 @@ const MAX_SPLITS: usize = 32;
 /// [`M64_FUSED`]), or a residual read by the register epilogue if `residual` ([`residual_us`]).
 /// fp32 rows run at the tf32 peak, half the fp16 one, and 3xTF32 three products a step.
 #[allow(clippy::too_many_arguments)]
-fn cost(c: &Config, d: &DeviceModel, m: usize, n: usize, ch: usize, taps: usize, splits: usize, live: f64, staged: Option<bool>, residual: Residual) -> f64 {
+fn cost(c: &Config, d: &DeviceModel, m: usize, n: usize, ch: usize, taps: usize, splits: usize, live: f64, staged: Option<bool>, residual: Residual, columns: Option<Columns>) -> f64 {
     let bps = blocks_per_sm(d, c.threads(), registers(c), c.smem_bytes()) as f64;
     let blocks = (tiles(c, m, n) * splits) as f64;
     let kc = c.k_tile();
@@ -226,10 +226,10 @@ fn cost(c: &Config, d: &DeviceModel, m: usize, n: usize, ch: usize, taps: usize,
         // ahead on the 3x3 layer, where ping-pong measured 21.9 us against step 7's 45.6 at
         // 128x128 (128x64 not measured with the copy). Until step 7's fused suite is measured.
         Residual::Loaded | Residual::ByTma if staged.is_none() => residual_us(c, d, (m * n) as f64 * live, waves(d, blocks, bps, |b| b), rate * macs / macs_per_sm_us),
-        Residual::InNchwStore { run } => nchw_store_residual_us(c, waves(d, blocks, bps, |b| b), run),
         _ => 0.0,
     };
-    LAUNCH_US + rate * macs_per_sm / macs_per_sm_us + memory_us(d, out) + split + staging + residual
+    let columns = columns.map_or(0.0, |k| nchw_columns_us(c, waves(d, blocks, bps, |b| b), k));
+    LAUNCH_US + rate * macs_per_sm / macs_per_sm_us + memory_us(d, out) + split + staging + residual + columns
 }
 
 /// How a fused epilogue's residual reaches the kernel, for [`cost`].
@@ -242,30 +242,35 @@ enum Residual {
     Loaded,
     /// Copied into shared memory by a producer thread (`Config::takes_residual_map`).
     ByTma,
-    /// Read by step 16's staged NCHW store itself (no slots: `Config::takes_nchw_slots`, or
-    /// no room for them, or runs of 1 pixel), on planes whose runs are `run` pixels
-    /// (`convrs_spec::hopper::run_width`).
-    InNchwStore { run: u32 },
 }
 
-/// What step 16's staged NCHW store adds for reading the residual itself (no slots) on `c`
-/// with `tiles` tiles on the busiest SM, on planes in runs of `run` pixels: per tile and per 8
-/// pixels of a column a thread finishes ([`Config::bn`] / 16 of them), [`NCHW_SHORT_RUN_US`]
-/// (runs of 2 and 4) or [`NCHW_ONE_RUN_US`] (runs of 1), under ping-pong on half the tiles
-/// (its warpgroups take turns). Runs of 8 read 16 bytes a column and the staged charge covers
-/// them.
-fn nchw_store_residual_us(c: &Config, tiles: f64, run: u32) -> f64 {
-    let per = match run_width(run) {
-        8 => return 0.0,
-        1 => NCHW_ONE_RUN_US,
-        _ => NCHW_SHORT_RUN_US,
+/// Step 16's staged NCHW store going down the columns on planes whose runs are shorter than 8
+/// pixels (`run`, `convrs_spec::hopper::run_width`), for [`cost`]: where its fused epilogue may
+/// not take them along the planes (`convrs_spec::hopper::nchw_store_runs`), or reads a residual
+/// itself (no slots: none copied at runs of 1, or no room), `residual` whether it does.
+#[derive(Clone, Copy)]
+struct Columns {
+    run: u32,
+    residual: bool,
+}
+
+/// What [`Columns`] adds on `c` with `tiles` tiles on the busiest SM: per tile and per 8 pixels
+/// of a column a thread finishes ([`Config::bn`] / 16 of them), [`NCHW_SHORT_RUN_US`] (a
+/// residual on runs of 2 and 4), [`NCHW_ONE_RUN_US`] (on runs of 1) or [`NCHW_COLUMNS_US`] (no
+/// residual), under ping-pong on half the tiles (its warpgroups take turns).
+fn nchw_columns_us(c: &Config, tiles: f64, k: Columns) -> f64 {
+    let per = match (run_width(k.run), k.residual) {
+        (8, _) => return 0.0,
+        (1, true) => NCHW_ONE_RUN_US,
+        (_, true) => NCHW_SHORT_RUN_US,
+        (_, false) => NCHW_COLUMNS_US,
     };
     let serial = if c.policy.ping_pong() { (tiles / 2.0).max(1.0) } else { tiles };
     serial * (c.bn / 16) as f64 * per
 }
 
-/// [`nchw_store_residual_us`]'s charge on runs of 2 and 4 pixels, microseconds a tile's 8
-/// pixels of a thread's column. Fitted on the H200 (BENCHMARKS.md, forty-first session; bf16,
+/// [`nchw_columns_us`]'s charge for a residual on runs of 2 and 4 pixels, microseconds a tile's
+/// 8 pixels of a thread's column. Fitted on the H200 (BENCHMARKS.md, forty-first session; bf16,
 /// bias + residual + ReLU): step 12's 64x256 tile, which has no room for the slots, measured
 /// 15.8-17.4 us over the model with one tile an SM (32,256,14,14->256 3x3 and
 /// 32,1024,14,14->256 1x1, runs of 4) and 26.4 us with three (32,512,28,28->1024 1x1 s2): 1.0-1.1
@@ -276,6 +281,13 @@ const NCHW_SHORT_RUN_US: f64 = 1.1;
 /// of the 8 pixels read apart: on 32,512,7,7->512 3x3 (one tile an SM) step 7's 128x64 tile
 /// measured 11.9 us over the model (3.0 a tile's 4) and step 12's 64x128 16.1 (2.0 a tile's 8).
 const NCHW_ONE_RUN_US: f64 = 2.5;
+
+/// As [`NCHW_SHORT_RUN_US`] without a residual (bias + SiLU): step 12's 64x256 tile, which
+/// keeps the columns (`nchw_store_runs`), measured 10.2-10.3 us over the model with one tile an
+/// SM on the two 14x14 layers above, and 12.6 with three on the strided one (0.5-0.65 a tile's
+/// 16; H200, forty-second session), where step 7's 128x128 along the planes measured within
+/// 1.5 us of it.
+const NCHW_COLUMNS_US: f64 = 0.6;
 
 /// What the register epilogue's residual adds to `c` on `d` for `outputs` output elements,
 /// `tiles` a busy SM's tiles, each mainloop `mainloop_us`: its bytes (in the input's type), and
@@ -500,14 +512,19 @@ fn plan_folding(desc: &KernelDesc, problem: &Conv2d, dtype: DType, device: &Devi
     // linear one runs on the accumulators (`Config::epilogue_in_registers`), as cheap as the
     // bare store but for a residual's reads (`residual_us`).
     let staged = |c: &Config| (!p.epilogue.is_none() && !in_registers(c)).then_some(p.epilogue.residual);
-    let in_nchw_store = |c: &Config| staged(c).is_some() && matches!(policy.producer, Producer::WsTmaNchw) && !slots(c);
     let residual = |c: &Config| match (p.epilogue.residual, by_tma(c)) {
         (false, _) => Residual::None,
-        (true, false) if in_nchw_store(c) => Residual::InNchwStore { run: u32::try_from(oh * ow).unwrap_or(1) },
         (true, false) => Residual::Loaded,
         (true, true) => Residual::ByTma,
     };
-    let cost_of = |&(c, z): &(&Config, usize)| cost(c, device, m, n, group_c, p.r * p.s, z, live, staged(c), residual(c));
+    // Step 16's staged store on short runs: along the planes where the tile may and has what a
+    // residual needs (slots), else down the columns (charged).
+    let run = u32::try_from(oh * ow).unwrap_or(1);
+    let along = |c: &Config| nchw_store_runs(c.policy.ping_pong(), c.block_m(), c.bn) && (slots(c) || !p.epilogue.residual);
+    let columns = |c: &Config| {
+        (staged(c).is_some() && matches!(policy.producer, Producer::WsTmaNchw) && run_width(run) < 8 && !along(c)).then_some(Columns { run, residual: p.epilogue.residual })
+    };
+    let cost_of = |&(c, z): &(&Config, usize)| cost(c, device, m, n, group_c, p.r * p.s, z, live, staged(c), residual(c), columns(c));
     let forced = if policy.split_k() { forced_split()? } else { None };
     let choices = configs().filter(fits).flat_map(|c| splits(c).map(move |z| (c, z)));
     let choices = choices.filter(|&(c, z)| forced.is_none_or(|(bn, fz)| c.bn == bn && z == fz));
@@ -899,7 +916,7 @@ mod tests {
             ("wgmma_ws_tma_persistent_128x256k64", 155.7),
             ("wgmma_ws_tma_persistent_cluster2_128x256k64", 155.6),
         ] {
-            let ratio = cost(by_entry(entry), &d, m, 512, 256, 9, 1, 1.0, None, Residual::None) / measured_us;
+            let ratio = cost(by_entry(entry), &d, m, 512, 256, 9, 1, 1.0, None, Residual::None, None) / measured_us;
             assert!((0.9..=1.1).contains(&ratio), "{entry}: predicted/measured {ratio:.2}");
         }
         let plan = algo("wgmma_multistage").plan(&seed, DType::F16, &d).unwrap();
@@ -977,7 +994,7 @@ mod tests {
         assert_eq!(picked.to_string(), "wgmma_ws_tma_persistent");
         // The same tile's MMAs at K = 32 cost more than at K = 64 (half of them padding, and
         // the factor), though half the outputs are written; step 7's tile has no such charge.
-        let cost_at = |entry: &str, k: usize| cost(by_entry(entry), &d, 100_000, k, 64, 9, 1, 1.0, None, Residual::None);
+        let cost_at = |entry: &str, k: usize| cost(by_entry(entry), &d, 100_000, k, 64, 9, 1, 1.0, None, Residual::None, None);
         assert!(cost_at("wgmma_ws_tma_pingpong_128x64k64", 32) > cost_at("wgmma_ws_tma_pingpong_128x64k64", 64));
         assert!(cost_at("wgmma_ws_tma_persistent_128x64k64", 32) < cost_at("wgmma_ws_tma_persistent_128x64k64", 64));
     }
@@ -994,7 +1011,7 @@ mod tests {
         // tile (measured on the H200, thirty-fifth session).
         let c = by_entry("wgmma_ws_tma_persistent_128x64k64");
         let (m, n) = (three.output_len() / three.k, three.k);
-        let step7 = |r| cost(c, &d, m, n, three.c, 9, 1, 1.0, None, r);
+        let step7 = |r| cost(c, &d, m, n, three.c, 9, 1, 1.0, None, r, None);
         let bytes = memory_us(&d, (three.output_len() * 2) as f64);
         assert!(step7(Residual::Loaded) > step7(Residual::None) + bytes + 1.0, "{} {}", step7(Residual::Loaded), step7(Residual::None));
         // The tiles that take it by TMA: the map and its buffers; under ping-pong its bytes alone,
@@ -1005,7 +1022,7 @@ mod tests {
             assert!(c.takes_residual_map() && fused.residual_map_rows == Some(bm), "{fused:?}");
             assert_eq!(fused.shared_bytes as usize, c.smem_bytes_with_residual());
             let (m, taps) = (p.output_len() / p.k, p.r * p.s);
-            let with = |r| cost(c, &d, m, p.k, p.c, taps, 1, 1.0, None, r);
+            let with = |r| cost(c, &d, m, p.k, p.c, taps, 1, 1.0, None, r, None);
             let bytes = memory_us(&d, (p.output_len() * 2) as f64);
             assert!((fused.predicted_us - with(Residual::ByTma)).abs() < 1e-9, "{a}");
             if c.policy.ping_pong() {
@@ -1326,10 +1343,36 @@ mod tests {
         }
         let tile = |bn| CONFIGS.iter().find(|c| c.policy.producer == Producer::WsTmaNchw && c.block_m() == 64 && c.bn == bn).unwrap();
         // One tile an SM, 16 of a thread's 8-pixel columns: 1.1 us each on runs of 4 (and 2), 2.5 on runs of 1.
-        assert!((nchw_store_residual_us(tile(256), 1.0, 196) - 16.0 * NCHW_SHORT_RUN_US).abs() < 1e-9);
-        assert!((nchw_store_residual_us(tile(256), 1.0, 98) - 16.0 * NCHW_SHORT_RUN_US).abs() < 1e-9);
-        assert!((nchw_store_residual_us(tile(128), 1.0, 49) - 8.0 * NCHW_ONE_RUN_US).abs() < 1e-9);
-        assert_eq!(nchw_store_residual_us(tile(256), 3.0, 784), 0.0);
+        let k = |run, residual| Columns { run, residual };
+        assert!((nchw_columns_us(tile(256), 1.0, k(196, true)) - 16.0 * NCHW_SHORT_RUN_US).abs() < 1e-9);
+        assert!((nchw_columns_us(tile(256), 1.0, k(98, true)) - 16.0 * NCHW_SHORT_RUN_US).abs() < 1e-9);
+        assert!((nchw_columns_us(tile(128), 1.0, k(49, true)) - 8.0 * NCHW_ONE_RUN_US).abs() < 1e-9);
+        assert!((nchw_columns_us(tile(256), 1.0, k(49, false)) - 16.0 * NCHW_COLUMNS_US).abs() < 1e-9);
+        assert_eq!(nchw_columns_us(tile(256), 3.0, k(784, true)), 0.0);
+    }
+
+    /// Without a residual, the staged NCHW store on short runs is charged where it goes down the
+    /// columns: step 12's 64x256 tile (no fused runs along the planes beside 128 accumulators),
+    /// which measured 1.5-1.8x step 7's 128x128 with bias + SiLU on 32,256,14,14->256 3x3 and
+    /// 32,1024,14,14->256 1x1 (27.0/21.0 us against 17.6/11.6; H200, forty-second session).
+    /// Step 12 plans a narrower tile there, and Auto does not take its 64x256 tile.
+    #[test]
+    fn short_runs_charge_the_nchw_store_down_the_columns() {
+        let d = DeviceModel::named("h200").unwrap();
+        let silu = "bias+silu".parse::<crate::Epilogue>().unwrap();
+        let m64 = algo("wgmma_ws_tma_pingpong_m64_to_nchw").kernel().unwrap();
+        for p in [Conv2d::new(32, 256, 14, 14, 256, 3, 3).with_pad(1), Conv2d::new(32, 1024, 14, 14, 256, 1, 1)] {
+            let q = p.with_epilogue(silu);
+            let c = by_entry(m64.plan(&q, DType::BF16, &d).unwrap().kernel);
+            assert!(nchw_store_runs(true, c.block_m(), c.bn), "{p}: {}x{}", c.block_m(), c.bn);
+            let choice = crate::select::choose(&q, DType::BF16, Layout::Nchw, &d).unwrap();
+            let picked = choice.candidates.iter().find(|k| k.kernel.algorithm == choice.pick).unwrap();
+            let kernel = picked.outcome.as_ref().unwrap().plan.kernel;
+            assert!(!kernel.contains("m64_to_nchw_bf16_64x256"), "{p}: {kernel}");
+        }
+        // Runs of 8 are not charged: the 64x256 tile stays step 12's own pick on 28x28 planes.
+        let p = Conv2d::new(32, 128, 28, 28, 512, 3, 3).with_pad(1).with_epilogue(silu);
+        assert_eq!(by_entry(m64.plan(&p, DType::BF16, &d).unwrap().kernel).bn, 256, "{p}");
     }
 
     /// An NCHW caller's residual costs a transpose into an NHWC kernel's output layout, and

@@ -18,7 +18,7 @@ use convrs_spec::hopper::{residual_in_registers, Math as Spec, NCHW_STAGING_BYTE
 use super::math::{pack, Math};
 use super::nchw_out::NhwcToNchw;
 use crate::prelude::epilogue::{relu, residual_eight, residual_one, residual_pair, residual_pair_ahead, widen_pair, Activation, Epilogue};
-use crate::prelude::matrix::{shfl_xor, store_global_f32, store_global_f32x2, store_global_u16, store_global_v4, store_global_v4_if};
+use crate::prelude::matrix::{shfl_idx, shfl_xor, store_global_f32, store_global_f32x2, store_global_u16, store_global_v4, store_global_v4_if};
 use crate::prelude::wgmma::Accumulators;
 use crate::prelude::*;
 use crate::tensor_core::implicit_gemm::Operands;
@@ -57,16 +57,16 @@ pub(super) unsafe fn for_each_eight<Acc: Accumulators, M: Math>(acc: &Acc, q: u3
 ///
 /// # Safety
 /// `y` and `sh` as the kernel requires; each (row, column) of the output is written by one
-/// thread of one CTA. Every lane of the warp calls it together (shuffles). `slot` as for
-/// [`store_nchw`] (0 but for NCHW output).
+/// thread of one CTA. Every lane of the warp calls it together (shuffles). `slot` and `runs`
+/// as for [`store_nchw`] (0 and unread but for NCHW output).
 #[inline(always)]
-pub(super) unsafe fn store_tile<O: Operands, Acc: Accumulators, M: Math>(sh: &ConvShape, y: *mut f32, acc: &Acc, m0: u32, n0: u32, cw: u32, tid: u32, slot: u32) {
+pub(super) unsafe fn store_tile<O: Operands, Acc: Accumulators, M: Math>(sh: &ConvShape, y: *mut f32, acc: &Acc, m0: u32, n0: u32, cw: u32, tid: u32, slot: u32, runs: bool) {
     let (warp, lane) = ((tid % WG) / 32, tid % 32);
     let q = lane % 4;
     let row0 = m0 + cw * 64 + warp * 16 + lane / 4;
     if O::Y_NCHW {
         // SAFETY: as this function's; the whole warp.
-        unsafe { store_nchw::<_, Acc, M>(&NhwcToNchw::rows(sh), &sh.ep, y, acc, m0, n0, cw, tid, slot) };
+        unsafe { store_nchw::<_, Acc, M>(&NhwcToNchw::rows(sh), &sh.ep, y, acc, m0, n0, cw, tid, slot, runs) };
     } else if M::SPEC == Spec::Half && sh.y_bits == 16 && O::PLANES && !O::PLANE_ROWS {
         // SAFETY: as this function's; the whole warp. `O` is `Planes` (the only layout of
         // NCHW planes that is not NCHW rows).
@@ -171,9 +171,10 @@ pub(super) trait NchwRows {
 /// `super::nchw_residual`) or else read at the store's own offsets (prefetched into L2 before
 /// the mainloop, [`prefetch_residual_nchw`]), the activation's form branched once per 8
 /// elements, and no stage held, so the mainloop is the bare one's. With a residual it still
-/// costs 2-6 us over the bare store where the runs are 8 pixels, and far more where they are
-/// shorter, for its stores go down the columns (17-41 us on a strided 1x1 layer with 14x14
-/// planes; BENCHMARKS.md, forty-first session). The fused path runs a chunk's two
+/// costs 2-6 us over the bare store where the runs are 8 pixels. Where they are shorter it
+/// stores along the planes too ([`store_nchw_runs_fused`]) where `runs` allows and the
+/// residual, if any, is in the slots; down the columns it cost 10-41 us more on 14x14 planes
+/// (BENCHMARKS.md, forty-first and forty-second sessions). The fused path runs a chunk's two
 /// column halves as a loop the compiler may not unroll (`opaque`): unrolled, its code made the
 /// entries' PTX 3x the bare ones' (thirty-ninth session). The bare path keeps them unrolled: as
 /// the same loop it ran 2-12% slower (fortieth session); where the runs are shorter than 8
@@ -182,12 +183,15 @@ pub(super) trait NchwRows {
 /// # Safety
 /// As [`store_tile`]; the launch gave the block its configuration's shared memory, the staging
 /// included; `ep`'s addresses as [`finish_eight_nchw`] requires; `slot`, where not 0, this
-/// thread's NCHW residual slots (`super::nchw_residual`), copied for this tile and block.
+/// thread's NCHW residual slots (`super::nchw_residual`), copied for this tile and block
+/// (then in [`super::nchw_residual::copy_residual_runs`]'s mapping where the runs are shorter
+/// than 8 pixels and `runs`); `runs` whether the fused epilogue may take short runs along the
+/// planes ([`store_nchw_runs_fused`]), a constant of the instantiation.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 // (`unroll!`'s last copy of the chunk loop assigns `next` for a chunk past the tile's: unread.)
 #[allow(unused_assignments)]
-pub(super) unsafe fn store_nchw<R: NchwRows, Acc: Accumulators, M: Math>(rows: &R, ep: &EpilogueArgs, y: *mut f32, acc: &Acc, m0: u32, n0: u32, cw: u32, tid: u32, slot: u32) {
+pub(super) unsafe fn store_nchw<R: NchwRows, Acc: Accumulators, M: Math>(rows: &R, ep: &EpilogueArgs, y: *mut f32, acc: &Acc, m0: u32, n0: u32, cw: u32, tid: u32, slot: u32, runs: bool) {
     let (warp, lane) = ((tid % WG) / 32, tid % 32);
     let first = cw * 64 + warp * 16;
     // This warp's 16 rows of the staging: consumer warps are the block's warps 4 to 11 (`cw` is
@@ -229,6 +233,17 @@ pub(super) unsafe fn store_nchw<R: NchwRows, Acc: Accumulators, M: Math>(rows: &
     if slot != 0 {
         // This thread's residual copies (`nchw_residual::copy_residual`), its own to read.
         super::nchw_residual::landed();
+    }
+    // Short runs along the planes too, where the store reads no residual from global memory
+    // (per run there it would wait a load's latency; down the columns one a chunk).
+    if R::ALONG_PLANES && runs && (slot != 0 || ep.residual == 0) {
+        // SAFETY (each): as this function's; the whole warp.
+        match run_width(rows.run()) {
+            8 => {}
+            4 => return unsafe { store_nchw_runs_fused::<R, Acc, M, 4>(rows, ep, &act, y, acc, m0 + first, n0, staged, lane, slot) },
+            2 => return unsafe { store_nchw_runs_fused::<R, Acc, M, 2>(rows, ep, &act, y, acc, m0 + first, n0, staged, lane, slot) },
+            _ => return unsafe { store_nchw_runs_fused::<R, Acc, M, 1>(rows, ep, &act, y, acc, m0 + first, n0, staged, lane, slot) },
+        }
     }
     let col = |c: usize, k: u32| n0 + (CHUNK * c) as u32 + lane / 2 + 16 * k;
     // Each chunk's scale and bias load ahead of the chunk before's stores: loaded with their
@@ -293,6 +308,76 @@ unsafe fn store_nchw_runs<R: NchwRows, Acc: Accumulators, M: Math, const W: usiz
             let col = n0 + (CHUNK * c) as u32 + v;
             // SAFETY: this warp's rows of the staging, written before; 4-byte aligned.
             let x: [f32; W] = core::array::from_fn(|t| unsafe { ld_shared_f32(staged_unit(staged, W as u32 * g + t as u32, v / 4) + (v % 4) * 4) });
+            if rows.inside(row, col) {
+                // SAFETY: the run lies in the output, in one plane, aligned to its bytes; these
+                // elements this thread's alone.
+                unsafe { store_run::<M, W>(y, base + col * plane, rows.sixteen(), &x) };
+            }
+            i = opaque(i + 1);
+        }
+        // Every lane's reads before the next chunk's writes.
+        sync_warp();
+    });
+}
+
+/// [`store_nchw_runs`] with the fused epilogue (`act` decoded from `ep`), for runs shorter than
+/// 8 pixels: each lane finishes `W` pixels of one channel at a time and stores them as one run,
+/// so a warp store writes `2 W` runs of 16 pixels where down the columns it wrote `W` pixels
+/// in 32 places (step 12 with bias + residual + ReLU on 14x14 planes took 37.4 us, bare 15.3;
+/// H200, forty-first session). Lane L loads the factors of the chunk's channel L and the lanes finishing a channel take them by shuffle: a lane finishes `16 / W` channels a
+/// chunk, and loading each where used waited its latency each time. The residual comes from
+/// this thread's slots (`slot`, [`super::nchw_residual::copy_residual`] in this mapping), or
+/// there is none.
+///
+/// # Safety
+/// As [`store_nchw_runs`]; `ep`'s scale and bias as [`Epilogue::of`] requires; `slot` this
+/// thread's slots, copied for this tile and landed, or 0 and `ep` without a residual.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn store_nchw_runs_fused<R: NchwRows, Acc: Accumulators, M: Math, const W: usize>(
+    rows: &R,
+    ep: &EpilogueArgs,
+    act: &Activation,
+    y: *mut f32,
+    acc: &Acc,
+    first: u32,
+    n0: u32,
+    staged: u32,
+    lane: u32,
+    slot: u32,
+) {
+    // Lane L holds the factors of the chunk's column L.
+    const { assert!(CHUNK == 32) };
+    let lanes = (16 / W) as u32;
+    let (g, s) = (lane % lanes, lane / lanes);
+    let row = first + W as u32 * g;
+    let (base, plane) = (rows.row_base(row), rows.plane());
+    let beta = f32::from_bits(ep.beta);
+    // SAFETY: a channel below K, as the caller guarantees the vectors.
+    let load = |c: usize| unsafe { Epilogue::of(ep, (n0 + (CHUNK * c) as u32 + lane).min(rows.channels() - 1)) };
+    unroll!(8: Acc::N / CHUNK, c => {
+        // SAFETY: this warp's 16 rows of the staging.
+        unsafe { stage_chunk(acc, c, staged, lane) };
+        // Loaded after the staging frees the chunk's accumulators: loaded before it (or a chunk
+        // ahead, as `store_nchw` does), the 128-accumulator ping-pong tiles spilled 12-16 bytes.
+        let e = load(c);
+        sync_warp();
+        let mut i = 0;
+        while i < 32 / (2 * W as u32) {
+            let v = 2 * W as u32 * i + s;
+            let col = n0 + (CHUNK * c) as u32 + v;
+            // SAFETY (both): the whole warp, in uniform control flow (`i` counts alike in every lane).
+            let (mul, add) = unsafe { (f32::from_bits(shfl_idx(e.mul().to_bits(), v)), f32::from_bits(shfl_idx(e.add().to_bits(), v))) };
+            // SAFETY: this warp's rows of the staging, written before; 4-byte aligned.
+            let mut x: [f32; W] = core::array::from_fn(|t| unsafe { ld_shared_f32(staged_unit(staged, W as u32 * g + t as u32, v / 4) + (v % 4) * 4) });
+            if slot != 0 {
+                // SAFETY: this thread's slots, as the caller guarantees; the run's place in them.
+                let r = unsafe { super::nchw_residual::slot_run::<W>(slot, 2 * c as u32, i, M::BF16) };
+                unroll!(4: W, t => { x[t] = fma(x[t], mul, fma(beta, r[t], add)) });
+            } else {
+                unroll!(4: W, t => { x[t] = fma(x[t], mul, add) });
+            }
+            act.apply_all(&mut x);
             if rows.inside(row, col) {
                 // SAFETY: the run lies in the output, in one plane, aligned to its bytes; these
                 // elements this thread's alone.

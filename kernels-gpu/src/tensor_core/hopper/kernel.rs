@@ -73,7 +73,7 @@
 //!   tile whole, as two m64 blocks (BM = 128) or one (BM = 64), and the mainloops take turns
 //!   ([`ping_pong`]).
 
-use convrs_spec::hopper::{fuses_epilogue, plane_rows, ring_stage_bytes, thread_accumulators, Math as Spec, BARRIER_BYTES, BLOCK_M, NCHW_STAGING_BYTES, PINGPONG_MAX_ACC, PLANE_ROW_SHIFTERS, WARPGROUP, WGMMA_M};
+use convrs_spec::hopper::{fuses_epilogue, nchw_store_runs, plane_rows, ring_stage_bytes, thread_accumulators, Math as Spec, BARRIER_BYTES, BLOCK_M, NCHW_STAGING_BYTES, PINGPONG_MAX_ACC, PLANE_ROW_SHIFTERS, WARPGROUP, WGMMA_M};
 use convrs_spec::split_k;
 use convrs_spec::EpilogueArgs;
 
@@ -394,7 +394,7 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
         if O::Y_NCHW && !idle && slot != 0 {
             // SAFETY: the caller's contract (the residual is output-shaped, NCHW, 16-bit); this
             // thread's slots, whose last tile's reads are done (its stores used them).
-            unsafe { nchw_residual::copy_residual(Acc::N, &NhwcToNchw::rows(sh), &sh.ep, m0, n0, cw, slot, tid) };
+            unsafe { nchw_residual::copy_residual(Acc::N, &NhwcToNchw::rows(sh), &sh.ep, m0, n0, cw, slot, tid, nchw_store_runs(false, BM, Acc::N)) };
         } else if O::Y_NCHW && !idle {
             // SAFETY: the caller's contract (the residual is output-shaped, NCHW).
             unsafe { prefetch_residual_nchw::<_, Acc>(&NhwcToNchw::rows(sh), &sh.ep, m0, n0, cw, tid) };
@@ -449,7 +449,7 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
                     if hold {
                         store_fused::<O, Acc, M>(&sh, y, &acc, m0, n0, cw, tid, ring.stage_addr(at.prev_stage::<STAGES>()));
                     } else {
-                        store_tile::<O, Acc, M>(&stored, y, &acc, m0, n0, cw, tid, 0);
+                        store_tile::<O, Acc, M>(&stored, y, &acc, m0, n0, cw, tid, 0, true);
                     }
                 }
             }
@@ -467,7 +467,7 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
             unsafe { store_fused::<O, Acc, M>(&sh, y, &acc, m0, n0, cw, tid, ring.stage_addr(at.prev_stage::<STAGES>())) };
         } else if !idle {
             // SAFETY: the caller's contract; this CTA's tile.
-            unsafe { store_tile::<O, Acc, M>(&stored, y, &acc, m0, n0, cw, tid, slot) };
+            unsafe { store_tile::<O, Acc, M>(&stored, y, &acc, m0, n0, cw, tid, slot, nchw_store_runs(false, BM, Acc::N)) };
         }
         if hold {
             // The staging's generic-proxy writes before the producer's next copies into the
@@ -533,6 +533,8 @@ unsafe fn ping_pong<O: Operands, Acc: Accumulators, const STAGES: usize, M: Math
     let slot = |b: u32| if fused && !regs { nchw_residual::lane_slot(slots, Acc::N, nchw_residual::slot_key(true, blocks, b, tid), tid) } else { 0 };
     // What the store applies: nothing after the register epilogue.
     let stored = ConvShape { ep: if regs { EpilogueArgs::NONE } else { sh.ep }, ..*sh };
+    // The staged NCHW store's fused short runs along the planes, where they fit the registers.
+    let runs = nchw_store_runs(true, BM, Acc::N);
     let mut at = Position::START;
     let mut place = 0u32;
     while let Some((m0, n0)) = tiles.next::<1>() {
@@ -554,9 +556,9 @@ unsafe fn ping_pong<O: Operands, Acc: Accumulators, const STAGES: usize, M: Math
             // SAFETY: as above (an NCHW residual, 16-bit); this thread's slots, whose last
             // tile's reads are done (its stores used them).
             unsafe {
-                nchw_residual::copy_residual(Acc::N, &NhwcToNchw::rows(sh), &sh.ep, m0, n0, 0, slot(0), tid);
+                nchw_residual::copy_residual(Acc::N, &NhwcToNchw::rows(sh), &sh.ep, m0, n0, 0, slot(0), tid, runs);
                 if second {
-                    nchw_residual::copy_residual(Acc::N, &NhwcToNchw::rows(sh), &sh.ep, m0, n0, 1, slot(1), tid);
+                    nchw_residual::copy_residual(Acc::N, &NhwcToNchw::rows(sh), &sh.ep, m0, n0, 1, slot(1), tid, runs);
                 }
             }
         } else if O::Y_NCHW {
@@ -635,9 +637,9 @@ unsafe fn ping_pong<O: Operands, Acc: Accumulators, const STAGES: usize, M: Math
                     }
                     _ => {}
                 }
-                store_tile::<O, Acc, M>(&stored, y, &acc.0, m0, n0, 0, tid, slot(0));
+                store_tile::<O, Acc, M>(&stored, y, &acc.0, m0, n0, 0, tid, slot(0), runs);
                 if second {
-                    store_tile::<O, Acc, M>(&stored, y, &acc.1, m0, n0, 1, tid, slot(1));
+                    store_tile::<O, Acc, M>(&stored, y, &acc.1, m0, n0, 1, tid, slot(1), runs);
                 }
             }
         }

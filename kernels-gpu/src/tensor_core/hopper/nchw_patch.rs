@@ -497,6 +497,6 @@ unsafe fn consume_patches<Acc: Accumulators, const STAGES: usize, M: Math>(sh: &
         }
         // SAFETY: the whole warp; the caller's contract (the staging at the end of the block's
         // shared memory, this tile's elements this thread's alone).
-        unsafe { store_nchw::<PatchRows, Acc, M>(&rows, &sh.ep, y, &acc, m0, n0, cw, tid, 0) };
+        unsafe { store_nchw::<PatchRows, Acc, M>(&rows, &sh.ep, y, &acc, m0, n0, cw, tid, 0, false) };
     }
 }

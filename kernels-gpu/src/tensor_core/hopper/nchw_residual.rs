@@ -13,6 +13,9 @@
 //! `slots + ((b * J + j) * 128 + t) * 16`, J = BN / 16 slots a thread (tiles BN wide); the key
 //! is the consumer warpgroup's block of the tile (`cw`), under ping-pong its warpgroup's blocks
 //! apart ([`slot_key`]). A warp's 32 slots of one j are 512 contiguous bytes: no bank conflicts.
+//! Where the runs are shorter than 8 pixels and the store takes them along the planes, a
+//! thread's slots hold what that store's lanes finish instead ([`copy_residual_runs`]), in
+//! the same bytes.
 
 use convrs_spec::hopper::{nchw_residual_slot_bytes, nchw_slots_copy, BARRIER_BYTES, NCHW_STAGING_BYTES, WARPGROUP};
 use convrs_spec::EpilogueArgs;
@@ -55,18 +58,24 @@ pub(super) fn lane_slot(slots: u32, bn: usize, key: u32, tid: u32) -> u32 {
 /// Copies consumer warpgroup `cw`'s NCHW residual of the `bn`-wide tile at (`m0`, `n0`) into this
 /// thread's slots from `slot` ([`lane_slot`]): for each of the store's columns of this lane
 /// (column `lane / 2 + 16 k` of each [`CHUNK`]), pixels `8 (lane % 2)..+8` of the warp's 16
-/// rows, in runs of [`run_width`]; runs outside the output land as zeros.
+/// rows, in runs of [`run_width`]; runs outside the output land as zeros. Where the runs are
+/// shorter than 8 pixels and `runs` (the store's own flag, `epilogue::store_nchw`), in
+/// the mapping of the store along the planes instead ([`copy_residual_runs`]).
 ///
 /// # Safety
 /// `slot` is this thread's (the launch has the slots, [`slots_of`]); the residual holds an
 /// output-shaped NCHW tensor of 16-bit values; the slots' previous reads are done.
 #[inline(always)]
-pub(super) unsafe fn copy_residual<R: NchwRows>(bn: usize, rows: &R, ep: &EpilogueArgs, m0: u32, n0: u32, cw: u32, slot: u32, tid: u32) {
+pub(super) unsafe fn copy_residual<R: NchwRows>(bn: usize, rows: &R, ep: &EpilogueArgs, m0: u32, n0: u32, cw: u32, slot: u32, tid: u32, runs: bool) {
     let (warp, lane) = ((tid % WG) / 32, tid % 32);
     let row = m0 + cw * 64 + warp * 16 + 8 * (lane % 2);
     let base = rows.row_base(row);
     let res = ep.residual as *const u16;
     let w = run_width(rows.run());
+    if R::ALONG_PLANES && runs && w < 8 {
+        // SAFETY: as this function's.
+        return unsafe { copy_residual_runs(bn, rows, res, m0 + cw * 64 + warp * 16, n0, w, slot, lane) };
+    }
     let mut j = 0;
     while j < (bn / 16) as u32 {
         let col = n0 + CHUNK as u32 * (j / 2) + lane / 2 + 16 * (j % 2);
@@ -92,6 +101,71 @@ pub(super) unsafe fn copy_residual<R: NchwRows>(bn: usize, rows: &R, ep: &Epilog
         j += 1;
     }
     cp_async_commit();
+}
+
+/// [`copy_residual`] for runs of `w` = 4 or 2 pixels, in the mapping of the store along the
+/// planes (`epilogue::store_nchw_runs_fused`): lane `L` finishes pixels `w (L % (16 / w))..+w`
+/// of the warp's 16 rows (from `first`) in column `2 w i + L / (16 / w)` of each chunk, `i <
+/// 16 / w`; run `i` of chunk `c` lands in slot `2 c + i w / 8` at byte `2 (i w % 8)`
+/// ([`slot_run`]).
+///
+/// # Safety
+/// As [`copy_residual`], `res` the residual; `w` 4 or 2.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn copy_residual_runs<R: NchwRows>(bn: usize, rows: &R, res: *const u16, first: u32, n0: u32, w: u32, slot: u32, lane: u32) {
+    let lanes = 16 / w;
+    let (g, s) = (lane % lanes, lane / lanes);
+    let row = first + w * g;
+    let base = rows.row_base(row);
+    let mut j = 0;
+    while j < (bn / 16) as u32 {
+        let per = 8 / w;
+        let mut i = (j % 2) * per;
+        while i < (j % 2 + 1) * per {
+            let col = n0 + CHUNK as u32 * (j / 2) + 2 * w * i + s;
+            let inside = rows.inside(row, col);
+            let src = res.wrapping_add(if inside { (base + col * rows.plane()) as usize } else { 0 }) as *const f32;
+            let bytes = if inside { 2 * w } else { 0 };
+            let dst = slot + j * WG * 16 + 2 * (i * w % 8);
+            // SAFETY: inside the thread's slot j (w pixels of 2 bytes from byte 2 (i w % 8));
+            // the run lies in the residual, in one plane, aligned to its bytes (w divides the
+            // rows' offsets), or nothing is read.
+            unsafe {
+                if w == 4 {
+                    cp_async_8(dst, src, bytes)
+                } else {
+                    cp_async_4(dst, src, bytes)
+                }
+            }
+            i += 1;
+        }
+        j += 1;
+    }
+    cp_async_commit();
+}
+
+/// The `W` residual values of run `i` of the chunk whose first slot is `j` ([`copy_residual_runs`]'s
+/// layout) from this thread's first slot `slot`, once its copies landed ([`landed`]), widened
+/// from bf16 where `bf16`, else fp16. (`W` = 1 has no copies; it reads the run's 2 bytes all the
+/// same.)
+///
+/// # Safety
+/// `slot` is this thread's, filled by [`copy_residual`] for the tile, after [`landed`].
+#[inline(always)]
+pub(super) unsafe fn slot_run<const W: usize>(slot: u32, j: u32, i: u32, bf16: bool) -> [f32; W] {
+    let at = slot + (j + i * W as u32 / 8) * WG * 16 + 2 * (i * W as u32 % 8);
+    let pair = |v: u32| crate::prelude::epilogue::widen_pair([v, 0], true, bf16);
+    // SAFETY (each): as the caller guarantees; aligned to the load (a run of W from a multiple of W).
+    let v: [u32; 2] = unsafe {
+        match W {
+            4 => ld_shared_u32x2(at),
+            2 => [ld_shared_u32(at), 0],
+            _ => [ld_shared_u32(at & !3) >> (8 * (at & 2)), 0],
+        }
+    };
+    let (a, b) = (pair(v[0]), pair(v[1]));
+    core::array::from_fn(|t| [a[0], a[1], b[0], b[1]][t])
 }
 
 /// The 8 residual values of slot `j` from this thread's first slot `slot`, once its copies
