@@ -194,7 +194,7 @@ const MAX_SPLITS: usize = 32;
 /// [`M64_FUSED`]), or a residual read by the register epilogue if `residual` ([`residual_us`]).
 /// fp32 rows run at the tf32 peak, half the fp16 one, and 3xTF32 three products a step.
 #[allow(clippy::too_many_arguments)]
-fn cost(c: &Config, d: &DeviceModel, m: usize, n: usize, ch: usize, taps: usize, splits: usize, live: f64, staged: Option<bool>, residual: Residual, columns: Option<Columns>) -> f64 {
+fn cost(c: &Config, d: &DeviceModel, m: usize, n: usize, ch: usize, taps: usize, splits: usize, live: f64, staged: Option<bool>, residual: Residual, nchw: Option<NchwStore>) -> f64 {
     let bps = blocks_per_sm(d, c.threads(), registers(c), c.smem_bytes()) as f64;
     let blocks = (tiles(c, m, n) * splits) as f64;
     let kc = c.k_tile();
@@ -213,7 +213,8 @@ fn cost(c: &Config, d: &DeviceModel, m: usize, n: usize, ch: usize, taps: usize,
     // a split reduction writes and reads every slice's partial sums too.
     let out = (m * n * 4) as f64 * live;
     let split = if splits > 1 { SPLIT_US + memory_us(d, 2.0 * splits as f64 * out) } else { 0.0 };
-    let rate = if staged.is_some() && c.block_m() != BLOCK_M { rate(c) * M64_FUSED } else { rate(c) };
+    let held = nchw.is_none_or(|k| run_width(k.run) < 8);
+    let rate = if staged.is_some() && held && c.block_m() != BLOCK_M { rate(c) * M64_FUSED } else { rate(c) };
     let rate = if c.policy.ping_pong() && c.bn >= 2 * n { rate * PINGPONG_WIDE } else { rate };
     let staging = staged.map_or(0.0, |residual| if residual { 2.0 } else { 1.0 } * STAGED_US * (m * n) as f64 * live / d.sms.max(1) as f64);
     let residual = match residual {
@@ -228,7 +229,7 @@ fn cost(c: &Config, d: &DeviceModel, m: usize, n: usize, ch: usize, taps: usize,
         Residual::Loaded | Residual::ByTma if staged.is_none() => residual_us(c, d, (m * n) as f64 * live, waves(d, blocks, bps, |b| b), rate * macs / macs_per_sm_us),
         _ => 0.0,
     };
-    let columns = columns.map_or(0.0, |k| nchw_columns_us(c, waves(d, blocks, bps, |b| b), k));
+    let columns = nchw.map_or(0.0, |k| nchw_columns_us(c, waves(d, blocks, bps, |b| b), k));
     LAUNCH_US + rate * macs_per_sm / macs_per_sm_us + memory_us(d, out) + split + staging + residual + columns
 }
 
@@ -244,22 +245,32 @@ enum Residual {
     ByTma,
 }
 
-/// Step 16's staged NCHW store going down the columns on planes whose runs are shorter than 8
-/// pixels (`run`, `convrs_spec::hopper::run_width`), for [`cost`]: where its fused epilogue may
-/// not take them along the planes (`convrs_spec::hopper::nchw_store_runs`), or reads a residual
-/// itself (no slots: none copied at runs of 1, or no room), `residual` whether it does.
+/// Step 16's staged NCHW store, for [`cost`]: on planes whose runs are `run` pixels
+/// (`convrs_spec::hopper::run_width`), `columns` where it goes down the columns on runs
+/// shorter than 8 (its fused epilogue may not take them along the planes,
+/// `convrs_spec::hopper::nchw_store_runs`, or reads a residual itself: none copied at runs of
+/// 1, or no room for the slots), `residual` whether it has one.
+///
+/// On runs of 8 it holds no stage and step 12's [`M64_FUSED`] is not charged: with bias +
+/// residual + ReLU and with bias + SiLU step 12 measured 12-15% faster than step 7 there
+/// (32,128,28,28->128 3x3 20.5 against 23.2 us, 8,64,56,56->64 3x3 10.7 against 12.5; H200,
+/// forty-first and forty-second sessions), and 9-17% slower on the runs of 4 of three 14x14
+/// layers, where it stays charged.
 #[derive(Clone, Copy)]
-struct Columns {
+struct NchwStore {
     run: u32,
     residual: bool,
+    columns: bool,
 }
 
-/// What [`Columns`] adds on `c` with `tiles` tiles on the busiest SM: per tile and per 8 pixels
-/// of a column a thread finishes ([`Config::bn`] / 16 of them), [`NCHW_SHORT_RUN_US`] (a
-/// residual on runs of 2 and 4), [`NCHW_ONE_RUN_US`] (on runs of 1) or [`NCHW_COLUMNS_US`] (no
-/// residual), under ping-pong on half the tiles (its warpgroups take turns).
-fn nchw_columns_us(c: &Config, tiles: f64, k: Columns) -> f64 {
+/// What [`NchwStore`] down the columns adds on `c` with `tiles` tiles on the busiest SM: per
+/// tile and per 8 pixels of a column a thread finishes ([`Config::bn`] / 16 of them),
+/// [`NCHW_SHORT_RUN_US`] (a residual on runs of 2 and 4), [`NCHW_ONE_RUN_US`] (on runs of 1) or
+/// [`NCHW_COLUMNS_US`] (no residual), under ping-pong on half the tiles (its warpgroups take
+/// turns).
+fn nchw_columns_us(c: &Config, tiles: f64, k: NchwStore) -> f64 {
     let per = match (run_width(k.run), k.residual) {
+        _ if !k.columns => return 0.0,
         (8, _) => return 0.0,
         (1, true) => NCHW_ONE_RUN_US,
         (_, true) => NCHW_SHORT_RUN_US,
@@ -521,10 +532,10 @@ fn plan_folding(desc: &KernelDesc, problem: &Conv2d, dtype: DType, device: &Devi
     // residual needs (slots), else down the columns (charged).
     let run = u32::try_from(oh * ow).unwrap_or(1);
     let along = |c: &Config| nchw_store_runs(c.policy.ping_pong(), c.block_m(), c.bn) && (slots(c) || !p.epilogue.residual);
-    let columns = |c: &Config| {
-        (staged(c).is_some() && matches!(policy.producer, Producer::WsTmaNchw) && run_width(run) < 8 && !along(c)).then_some(Columns { run, residual: p.epilogue.residual })
+    let nchw = |c: &Config| {
+        (staged(c).is_some() && matches!(policy.producer, Producer::WsTmaNchw)).then_some(NchwStore { run, residual: p.epilogue.residual, columns: run_width(run) < 8 && !along(c) })
     };
-    let cost_of = |&(c, z): &(&Config, usize)| cost(c, device, m, n, group_c, p.r * p.s, z, live, staged(c), residual(c), columns(c));
+    let cost_of = |&(c, z): &(&Config, usize)| cost(c, device, m, n, group_c, p.r * p.s, z, live, staged(c), residual(c), nchw(c));
     let forced = if policy.split_k() { forced_split()? } else { None };
     let choices = configs().filter(fits).flat_map(|c| splits(c).map(move |z| (c, z)));
     let choices = choices.filter(|&(c, z)| forced.is_none_or(|(bn, fz)| c.bn == bn && z == fz));
@@ -1343,12 +1354,28 @@ mod tests {
         }
         let tile = |bn| CONFIGS.iter().find(|c| c.policy.producer == Producer::WsTmaNchw && c.block_m() == 64 && c.bn == bn).unwrap();
         // One tile an SM, 16 of a thread's 8-pixel columns: 1.1 us each on runs of 4 (and 2), 2.5 on runs of 1.
-        let k = |run, residual| Columns { run, residual };
+        let k = |run, residual| NchwStore { run, residual, columns: true };
         assert!((nchw_columns_us(tile(256), 1.0, k(196, true)) - 16.0 * NCHW_SHORT_RUN_US).abs() < 1e-9);
         assert!((nchw_columns_us(tile(256), 1.0, k(98, true)) - 16.0 * NCHW_SHORT_RUN_US).abs() < 1e-9);
         assert!((nchw_columns_us(tile(128), 1.0, k(49, true)) - 8.0 * NCHW_ONE_RUN_US).abs() < 1e-9);
         assert!((nchw_columns_us(tile(256), 1.0, k(49, false)) - 16.0 * NCHW_COLUMNS_US).abs() < 1e-9);
         assert_eq!(nchw_columns_us(tile(256), 3.0, k(784, true)), 0.0);
+    }
+
+    /// On runs of 8 step 16's staged store is not charged step 12's [`M64_FUSED`]
+    /// ([`NchwStore`]): an NCHW caller's Auto takes step 12 writing NCHW with a residual on
+    /// 32,128,28,28->128 3x3 and 8,64,56,56->64 3x3, where it measured 12-15% faster than step 7
+    /// (H200, forty-second session), and keeps step 7 on the 14x14 layer, where step 12
+    /// measured 18% slower (22.5 against 19.1 us).
+    #[test]
+    fn runs_of_8_do_not_charge_step_12_the_held_stage() {
+        let d = DeviceModel::named("h200").unwrap();
+        let q = |p: Conv2d| p.with_epilogue("bias+residual+relu".parse::<crate::Epilogue>().unwrap());
+        let pick = |p: Conv2d| crate::select::choose(&q(p), DType::BF16, Layout::Nchw, &d).unwrap().pick;
+        for p in [Conv2d::new(32, 128, 28, 28, 128, 3, 3).with_pad(1), Conv2d::new(8, 64, 56, 56, 64, 3, 3).with_pad(1)] {
+            assert_eq!(pick(p), algo("wgmma_ws_tma_pingpong_m64_to_nchw"), "{p}");
+        }
+        assert_eq!(pick(Conv2d::new(32, 256, 14, 14, 256, 3, 3).with_pad(1)), algo("wgmma_ws_tma_persistent_to_nchw"));
     }
 
     /// Without a residual, the staged NCHW store on short runs is charged where it goes down the
