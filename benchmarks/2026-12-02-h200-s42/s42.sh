@@ -6,7 +6,8 @@
 # to steps 16 and 17), sanitize (the new path: slots at runs of 4 and 2, no residual at runs
 # of 1), ab (`convrs run`, bf16, NCHW, kernel alone: step 16 with bias + residual + ReLU and
 # with bias + SiLU on both bundles; step 12 at 128 wide; Auto), more (gpu_caller_stream,
-# gpu_device_tensor, gpu_api), suites (SETS fused from NCHW, as the forty-first session's).
+# gpu_device_tensor, gpu_api), suites (SETS fused from NCHW, as the forty-first session's), auto
+# (Auto's runs on BUNDLE with both epilogues; target/gpu-s42b is af933c3's CLI).
 source benchmarks/2026-11-28-h100-fold/steps.sh
 export CUDA_CACHE_MAXSIZE=4294967296
 export BUNDLE=${BUNDLE:-target/gpu-s42a}
@@ -31,6 +32,11 @@ ab)
     BUNDLE=target/gpu-$bb step "ab-$bb-m64w128" MODE=runs RUN_DTYPE=bf16 RUN_LAYOUT=nchw "RUN_SHAPES=$AB" WIDTHS="128" "RUN_ALGOS=wgmma_ws_tma_pingpong_m64_to_nchw" "RUN_ARGS=--epilogue bias+residual+relu"
   done
   step ab-auto MODE=runs RUN_DTYPE=bf16 RUN_LAYOUT=nchw "RUN_SHAPES=$AB" WIDTHS="-" "RUN_ALGOS=auto" "RUN_ARGS=--epilogue bias+residual+relu";;
+auto)
+  # Auto's picks for an NCHW caller on BUNDLE (s42b: af933c3's CLI, the same PTX as s42a).
+  for epi in bias+residual+relu bias+silu; do
+    step "auto-$(basename $BUNDLE)-${epi//+/_}" MODE=runs RUN_DTYPE=bf16 RUN_LAYOUT=nchw "RUN_SHAPES=$AB" WIDTHS="-" "RUN_ALGOS=auto" "RUN_ARGS=--epilogue $epi"
+  done;;
 more)
   step tests-more MODE=tests TESTS="gpu_caller_stream gpu_device_tensor gpu_api" TEST_TIMEOUT=${TEST_TIMEOUT:-200};;
 suites)
