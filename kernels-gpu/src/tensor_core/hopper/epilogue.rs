@@ -358,8 +358,9 @@ unsafe fn store_nchw_runs_fused<R: NchwRows, Acc: Accumulators, M: Math, const W
     unroll!(8: Acc::N / CHUNK, c => {
         // SAFETY: this warp's 16 rows of the staging.
         unsafe { stage_chunk(acc, c, staged, lane) };
-        // Loaded after the staging frees the chunk's accumulators: loaded before it (or a chunk
-        // ahead, as `store_nchw` does), the 128-accumulator ping-pong tiles spilled 12-16 bytes.
+        // Loaded after the staging, once the chunk's accumulators are free. (Loaded before it
+        // or a chunk ahead, as `store_nchw` does, the 128-accumulator tiles spilled the same
+        // 12-16 bytes as here: the spill is the path's, `nchw_store_runs`. Not timed.)
         let e = load(c);
         sync_warp();
         let mut i = 0;
