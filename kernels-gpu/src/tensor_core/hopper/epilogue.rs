@@ -324,10 +324,14 @@ unsafe fn store_nchw_runs<R: NchwRows, Acc: Accumulators, M: Math, const W: usiz
 /// 8 pixels: each lane finishes `W` pixels of one channel at a time and stores them as one run,
 /// so a warp store writes `2 W` runs of 16 pixels where down the columns it wrote `W` pixels
 /// in 32 places (step 12 with bias + residual + ReLU on 14x14 planes took 37.4 us, bare 15.3;
-/// H200, forty-first session). Lane L loads the factors of the chunk's channel L and the lanes finishing a channel take them by shuffle: a lane finishes `16 / W` channels a
-/// chunk, and loading each where used waited its latency each time. The residual comes from
-/// this thread's slots (`slot`, [`super::nchw_residual::copy_residual`] in this mapping), or
-/// there is none.
+/// H200, forty-first session). Lane L loads the factors of the chunk's channel L and the lanes
+/// finishing a channel take them by shuffle: a lane finishes `16 / W` channels a chunk, and
+/// loading each where used waited its latency each time. The lane mapping (`lanes`, `g`, `s`)
+/// is [`store_nchw_runs`]'s, written out again as in `super::nchw_residual::copy_residual_runs`:
+/// one helper for the three (the staging row derived from it) moved the sm_90a PTX and spilled
+/// 12-24 bytes in the bare store of the 128-accumulator tiles (forty-second session). The
+/// residual comes from this thread's slots (`slot`, [`super::nchw_residual::copy_residual`] in
+/// this mapping), or there is none.
 ///
 /// # Safety
 /// As [`store_nchw_runs`]; `ep`'s scale and bias as [`Epilogue::of`] requires; `slot` this
