@@ -239,7 +239,8 @@ impl<T: Element, O: Element> DeviceConv<T, O> {
             if sampling == (1, 1) {
                 relayout_into(gpu, input, self.problem.input_shape(), self.input_layout, x, run.input_shape(), self.kernel.layouts.0)?;
             } else {
-                // A plane kernel's strided 1x1 layer: the input sampled on the stride's grid.
+                // A strided 1x1 layer run at stride 1 (a plane kernel's or step 16's): the input
+                // sampled on the stride's grid.
                 relayout_sampled_into(gpu, input, self.problem.input_shape(), self.input_layout, x, run.input_shape(), self.kernel.layouts.0, sampling)?;
             }
         }

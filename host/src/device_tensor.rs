@@ -21,7 +21,7 @@
 //! ```
 
 use cudarc::driver::{CudaSlice, DevicePtr, DeviceRepr, LaunchConfig, ValidAsZeroBits};
-use convrs_spec::transform::{transpose_smem_bytes, ExpandGroups, PadChannels, Relayout, Sample, SplitTf32, Transpose, BLOCK_THREADS, PAD_BLOCK_THREADS, PAD_CHANNELS, TRANSPOSE_BLOCK, TRANSPOSE_TILE};
+use convrs_spec::transform::{transpose_smem_bytes, ExpandGroups, PadChannels, Relayout, Sample, SplitTf32, Transpose, BLOCK_THREADS, PAD_BLOCK_THREADS, PAD_CHANNELS, SAMPLE_RUN, TRANSPOSE_BLOCK, TRANSPOSE_TILE};
 
 use crate::gpu::{cuda_err, KernelArgs};
 use crate::device_conv::DeviceConv;
@@ -101,7 +101,7 @@ pub fn relayout_into<T: DeviceRepr>(gpu: &Gpu, src: &CudaSlice<T>, src_dims: [us
         }
     }
     match transpose_args(src_dims, src_layout, dst_dims, dst_layout)? {
-        Some(t) => transpose_into(gpu, src, dst, &t, dst_dims[0]),
+        Some(t) => transpose_into(gpu, src, dst, &t, dst_dims[0], false),
         None => relayout_elementwise_into(gpu, src, src_dims, src_layout, dst, dst_dims, dst_layout),
     }
 }
@@ -117,8 +117,15 @@ pub fn relayout_elementwise_into<T: DeviceRepr>(gpu: &Gpu, src: &CudaSlice<T>, s
 #[allow(clippy::too_many_arguments)]
 pub fn relayout_sampled_into<T: DeviceRepr>(gpu: &Gpu, src: &CudaSlice<T>, src_dims: [usize; 4], src_layout: Layout, dst: &mut CudaSlice<T>, dst_dims: [usize; 4], dst_layout: Layout, sampling: (usize, usize)) -> Result<()> {
     let args = relayout_sampled_args(src_dims, src_layout, dst_dims, dst_layout, sampling)?;
-    if let Some(a) = sample_args(src_dims, src_layout, dst_dims, dst_layout, sampling) {
+    // The sample kernel stores 16-byte vectors: a 16-byte aligned destination (device
+    // allocations are; the check keeps that an observation).
+    if let Some(a) = sample_args(src_dims, src_layout, dst_dims, dst_layout, sampling).filter(|_| dst.device_ptr(gpu.stream()).0 % 16 == 0) {
         return sample_into(gpu, src, dst, &a);
+    }
+    if sampling != (1, 1) {
+        if let Some(t) = transpose_sampled_args(src_dims, src_layout, dst_dims, dst_layout, sampling)? {
+            return transpose_into(gpu, src, dst, &t, dst_dims[0], true);
+        }
     }
     let entry = match std::mem::size_of::<T>() {
         2 => "relayout_b16",
@@ -150,7 +157,7 @@ fn sample_args(src_dims: [usize; 4], src: Layout, dst_dims: [usize; 4], dst: Lay
     (total <= i32::MAX as usize).then(|| Sample::new(i(total), i(dst_dims[2]), i(dst_dims[3]), i(src_dims[2]), i(src_dims[3]), i(sh), i(sw)))
 }
 
-/// Enqueues the `sample` transform `a` from `src` into `dst`.
+/// Enqueues the `sample` transform `a` from `src` into `dst` (16-byte aligned: the caller checks).
 fn sample_into<T: DeviceRepr>(gpu: &Gpu, src: &CudaSlice<T>, dst: &mut CudaSlice<T>, a: &Sample) -> Result<()> {
     let entry = match std::mem::size_of::<T>() {
         2 => "sample_b16",
@@ -164,9 +171,10 @@ fn sample_into<T: DeviceRepr>(gpu: &Gpu, src: &CudaSlice<T>, dst: &mut CudaSlice
     if a.total == 0 {
         return Ok(());
     }
-    let cfg = LaunchConfig { grid_dim: ((a.total as u32).div_ceil(BLOCK_THREADS), 1, 1), block_dim: (BLOCK_THREADS, 1, 1), shared_mem_bytes: 0 };
-    // SAFETY: `dst` holds `total` elements and `src` the planes' h * w each (checked above);
-    // every sampled row y * sh and column x * sw lies inside its plane (the grid's extent).
+    let cfg = LaunchConfig { grid_dim: ((a.total as u32).div_ceil(BLOCK_THREADS * SAMPLE_RUN), 1, 1), block_dim: (BLOCK_THREADS, 1, 1), shared_mem_bytes: 0 };
+    // SAFETY: `dst` holds `total` elements, 16-byte aligned (the caller's check), and `src` the
+    // planes' h * w each (checked above); every sampled row y * sh and column x * sw lies inside
+    // its plane (the grid's extent).
     unsafe { launch_transform(gpu, entry, cfg, dst, src, &a.to_args()) }
 }
 
@@ -256,21 +264,46 @@ pub fn transpose_args(src_dims: [usize; 4], src: Layout, dst_dims: [usize; 4], d
     let t = match (src, dst) {
         (Layout::Nchw, Layout::Nhwc) => Transpose {
             rows: i(hw), cols: i(cd), src_batches: i(ns.min(nd)), valid_rows: i(hw), valid_cols: i(cs.min(cd)),
-            src_ld: i(hw), src_bs: i(cs * hw), dst_ld: i(cd), dst_bs: i(hw * cd),
+            src_ld: i(hw), src_bs: i(cs * hw), dst_ld: i(cd), dst_bs: i(hw * cd), ..Transpose::UNSAMPLED
         },
         (Layout::Nhwc, Layout::Nchw) => Transpose {
             rows: i(cd), cols: i(hw), src_batches: i(ns.min(nd)), valid_rows: i(cs.min(cd)), valid_cols: i(hw),
-            src_ld: i(cs), src_bs: i(hw * cs), dst_ld: i(hw), dst_bs: i(cd * hw),
+            src_ld: i(cs), src_bs: i(hw * cs), dst_ld: i(hw), dst_bs: i(cd * hw), ..Transpose::UNSAMPLED
         },
         _ => return Ok(None),
     };
+    Ok(tiled_transpose(t, nd))
+}
+
+/// `transpose_sampled_b16/b32`'s arguments where the copy is NCHW into NHWC sampled on a
+/// `(sh, sw)` grid (`dst_dims[2..]` its extent; N and C may grow or shrink as in
+/// [`transpose_args`]); `None` for any other pair or where the tile does not fit. Checked as
+/// [`relayout_sampled_args`] checks.
+pub fn transpose_sampled_args(src_dims: [usize; 4], src: Layout, dst_dims: [usize; 4], dst: Layout, (sh, sw): (usize, usize)) -> Result<Option<Transpose>> {
+    relayout_sampled_args(src_dims, src, dst_dims, dst, (sh, sw))?; // sizes within i32, the grid's extent
+    if (src, dst) != (Layout::Nchw, Layout::Nhwc) {
+        return Ok(None);
+    }
+    let ([ns, cs, h, w], [nd, cd, p, q]) = (src_dims, dst_dims);
+    let i = |v: usize| v as i32; // every value below is at most a tensor's length: within i32
+    let t = Transpose {
+        rows: i(p * q), cols: i(cd), src_batches: i(ns.min(nd)), valid_rows: i(p * q), valid_cols: i(cs.min(cd)),
+        src_ld: i(h * w), src_bs: i(cs * h * w), dst_ld: i(cd), dst_bs: i(p * q * cd), ..Transpose::UNSAMPLED
+    }
+    .with_sampling(i(q), i(sh * w), i(sw));
+    Ok(tiled_transpose(t, nd))
+}
+
+/// `t` where the tiled transpose takes it over `nd` destination batches: the grid fits and the
+/// tile is worth it.
+fn tiled_transpose(t: Transpose, nd: usize) -> Option<Transpose> {
     let grid_yz_fits = (t.rows as u32).div_ceil(TRANSPOSE_TILE) <= 65535 && nd <= 65535;
     // Fewer than 4 rows or columns (a 1x1 filter's KCRS -> KRSC has one row per output channel)
     // would leave at least 15/16 of each 64x64 tile idle; the element-wise kernel's reads are
     // nearly contiguous there (an NCHW caller's transforms on 1,2048,7,7 -> 512 1x1 took 4x
     // longer with the tile on the H100: BENCHMARKS.md, 2026-11-25).
     let worth_tiling = t.rows >= 4 && t.cols >= 4;
-    Ok((grid_yz_fits && worth_tiling && nd > 0).then_some(t))
+    (grid_yz_fits && worth_tiling && nd > 0).then_some(t)
 }
 
 /// `pad_channels_b16`'s arguments where the copy is NCHW of at most 8 channels into NHWC of
@@ -306,16 +339,21 @@ fn pad_channels_into<T: DeviceRepr>(gpu: &Gpu, src: &CudaSlice<T>, dst: &mut Cud
     unsafe { launch_transform(gpu, "pad_channels_b16", cfg, dst, src, &t.to_args()) }
 }
 
-/// Enqueues the transpose `t` over `batches` destination batches.
-fn transpose_into<T: DeviceRepr>(gpu: &Gpu, src: &CudaSlice<T>, dst: &mut CudaSlice<T>, t: &Transpose, batches: usize) -> Result<()> {
+/// Enqueues the transpose `t` over `batches` destination batches (`sampled`: its source rows
+/// read on the grid, `transpose_sampled_*`).
+fn transpose_into<T: DeviceRepr>(gpu: &Gpu, src: &CudaSlice<T>, dst: &mut CudaSlice<T>, t: &Transpose, batches: usize, sampled: bool) -> Result<()> {
     let bytes = std::mem::size_of::<T>();
-    let entry = match bytes {
-        2 => "transpose_b16",
-        4 => "transpose_b32",
-        n => return Err(Error::InvalidArgument(format!("no layout transform for {n}-byte elements"))),
+    let entry = match (bytes, sampled) {
+        (2, false) => "transpose_b16",
+        (4, false) => "transpose_b32",
+        (2, true) => "transpose_sampled_b16",
+        (4, true) => "transpose_sampled_b32",
+        (n, _) => return Err(Error::InvalidArgument(format!("no layout transform for {n}-byte elements"))),
     };
     let last = |b: usize, rows: usize, cols: usize, ld: usize, bs: usize| if b == 0 || rows == 0 || cols == 0 { 0 } else { (b - 1) * bs + (rows - 1) * ld + cols };
-    let need_src = last(t.src_batches as usize, t.valid_cols as usize, t.valid_rows as usize, t.src_ld as usize, t.src_bs as usize);
+    // A sampled source row ends at its last pixel's source pixel, plus one.
+    let row_len = if sampled && t.valid_rows > 0 { t.sampled_pixel(t.valid_rows - 1) as usize + 1 } else { t.valid_rows as usize };
+    let need_src = last(t.src_batches as usize, t.valid_cols as usize, row_len, t.src_ld as usize, t.src_bs as usize);
     let need_dst = last(batches, t.rows as usize, t.cols as usize, t.dst_ld as usize, t.dst_bs as usize);
     if src.len() < need_src {
         return Err(Error::BufferSize { tensor: "layout transform source", expected: need_src, got: src.len() });
@@ -423,6 +461,25 @@ mod tests {
         }
         assert!(sample_args(t.dims(), Layout::Nchw, [2, 4, 3, 4], Layout::Nchw, (2, 2)).is_none()); // C padded
         assert!(sample_args(t.dims(), Layout::Nhwc, [2, 3, 3, 4], Layout::Nchw, (2, 2)).is_none());
+        // The sampled transpose's tile (NCHW -> NHWC), replayed element by element: the host's
+        // sampling, with N and C grown (zeros) or cropped. The source is 4 channels of 6 x 9
+        // pixels, so the grid's rows skip whole rows and its columns whole pixels.
+        let t = Tensor::from_fn([2, 4, 6, 9], Layout::Nchw, |n, c, h, w| (((n * 10 + c) * 10 + h) * 10 + w) as f32).unwrap();
+        for (stride, dims) in [((2, 2), [2, 4, 3, 5]), ((2, 3), [3, 8, 3, 3]), ((3, 1), [2, 4, 2, 9]), ((1, 2), [2, 6, 6, 5])] {
+            let a = transpose_sampled_args(t.dims(), Layout::Nchw, dims, Layout::Nhwc, stride).unwrap().unwrap();
+            let mut data = vec![f32::NAN; dims.iter().product()];
+            for b in 0..dims[0] as i32 {
+                for y in 0..a.rows {
+                    for x in 0..a.cols {
+                        data[a.dest(b, y, x) as usize] = a.source_sampled(b, y, x).map_or(0.0, |s| t.data()[s as usize]);
+                    }
+                }
+            }
+            assert_eq!(data, t.sampled_padded(dims, Layout::Nhwc, stride).unwrap().data(), "every {stride:?} into {dims:?}");
+        }
+        // Only NCHW -> NHWC; the destination must be the grid's extent.
+        assert!(transpose_sampled_args(t.dims(), Layout::Nhwc, [2, 4, 3, 5], Layout::Nchw, (2, 2)).unwrap().is_none());
+        assert!(transpose_sampled_args(t.dims(), Layout::Nchw, [2, 4, 3, 4], Layout::Nhwc, (2, 2)).is_err());
     }
 
     #[test]

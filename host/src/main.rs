@@ -528,7 +528,7 @@ fn run_typed<T: Element, O: Element>(gpu: &Gpu, algo: Algorithm, p: &Conv2d, tim
         println!("runs zero-padded to N={} C={} K={} (the kernel needs multiples; the padding is dropped from the output)", r.n, r.c, r.k);
     }
     if p.sampling(r) != (1, 1) {
-        println!("runs at stride 1 on the input sampled on the stride's grid ({}x{} pixels; the kernel reads whole pixel planes)", r.h, r.w);
+        println!("runs at stride 1 on the input sampled on the stride's grid ({}x{} pixels, sampled as the input is converted to the kernel's layout)", r.h, r.w);
     }
     if plan.fold_w {
         println!("runs {}", fold_note(r, &plan.kernel_problem(r)?));

@@ -323,9 +323,10 @@ impl KernelDesc {
     /// ([`crate::groups::run_groups`]: the filter expanded, block diagonal); a dense one (or
     /// one merged all the way to G = 1) with N, C and K rounded up to its
     /// [`KernelDesc::multiples`] (the extra images and channels are zeros on the way in and
-    /// dropped on the way out). For the NCHW plane kernels (stride 1 only), a strided 1x1 layer
-    /// without padding is its [`Conv2d::subsampled`] problem: the input sampled on the stride's
-    /// grid on the way in ([`Conv2d::sampling`]), the output the same.
+    /// dropped on the way out). For the NCHW plane kernels (stride 1 only) and step 16 (NHWC in,
+    /// NCHW out: its caller's input is transposed anyway), a strided 1x1 layer without padding
+    /// is its [`Conv2d::subsampled`] problem: the input sampled on the stride's grid on the way
+    /// in ([`Conv2d::sampling`]), the output the same.
     ///
     /// ```
     /// use convrs::registry::by_name;
@@ -334,14 +335,17 @@ impl KernelDesc {
     /// assert_eq!(by_name("wgmma_ws_tma_persistent").unwrap().run_problem(&p), p.with_groups(4));
     /// let s = Conv2d::new(8, 256, 56, 56, 128, 1, 1).with_stride(2); // ResNet's downsampling 1x1
     /// assert_eq!(by_name("wgmma_nchw1x1_persistent_tf32").unwrap().run_problem(&s), Conv2d::new(8, 256, 28, 28, 128, 1, 1));
+    /// assert_eq!(by_name("wgmma_ws_tma_persistent_to_nchw").unwrap().run_problem(&s), Conv2d::new(8, 256, 28, 28, 128, 1, 1));
     /// assert_eq!(by_name("wgmma_ws_tma_persistent_tf32").unwrap().run_problem(&s), s); // reads strides itself
     /// ```
     pub fn run_problem(&self, p: &Conv2d) -> Conv2d {
         let up = |v: usize, m: usize| v.div_ceil(m.max(1)).saturating_mul(m.max(1));
         // The NCHW plane kernels read whole pixel planes, stride 1: a strided 1x1 layer runs on
         // its input sampled on the stride's grid (the sampling done with the layout conversion).
+        // So does step 16 (NHWC in, NCHW out): its caller holds NCHW, so its input is transposed
+        // anyway, and the sampled transpose writes a quarter of the bytes at stride 2.
         let p = &match self.algorithm {
-            Algorithm::Wgmma(policy) if policy.producer.nchw_planes() => p.subsampled().unwrap_or(*p),
+            Algorithm::Wgmma(policy) if policy.producer.nchw_planes() || policy.producer == convrs_spec::hopper::Producer::WsTmaNchw => p.subsampled().unwrap_or(*p),
             _ => *p,
         };
         let p = match self.algorithm {

@@ -4,7 +4,8 @@
 //!    `convrs_spec::transform::source_offset`, which the host's tests replay.
 //! 2. `transpose`: the pairs that are a batched transpose (NCHW <-> NHWC), through a padded
 //!    shared-memory tile so that both sides are read and written a warp-wide run at a time;
-//!    the index math is `convrs_spec::transform::Transpose`.
+//!    the index math is `convrs_spec::transform::Transpose`. `transpose_sampled` reads NCHW
+//!    planes on a stride's grid as it goes (a strided 1x1 layer's input for an NHWC kernel).
 //! 3. `pad_channels`: NCHW -> NHWC for at most 8 channels padded to 8 (16-bit), one thread and
 //!    one 16-byte store per pixel; `convrs_spec::transform::PadChannels`.
 //! 4. `split_tf32`: an fp32 filter into the TF32 high parts and remainders the 3xTF32 kernels
@@ -12,15 +13,15 @@
 //! 5. `expand_groups`: a grouped KRSC filter as the filter of fewer, wider groups, block
 //!    diagonal; `convrs_spec::transform::ExpandGroups`.
 //! 6. `sample`: NCHW planes sampled on a stride's grid (a strided 1x1 layer's input for the
-//!    stride-1 plane kernels), one thread per destination element, divisions by multiplication;
-//!    `convrs_spec::transform::Sample`.
+//!    stride-1 plane kernels), a run of `SAMPLE_RUN` destination elements a thread, divisions by
+//!    multiplication; `convrs_spec::transform::Sample`.
 
 use convrs_spec::transform::{
-    source_offset, transpose_smem_bytes, ExpandGroups, PadChannels, Relayout, Sample, SplitTf32, Transpose, BLOCK_THREADS, PAD_BLOCK_THREADS, PAD_CHANNELS, TRANSPOSE_BLOCK,
-    TRANSPOSE_TILE,
+    source_offset, transpose_smem_bytes, ExpandGroups, PadChannels, Relayout, Sample, SplitTf32, Transpose, BLOCK_THREADS, PAD_BLOCK_THREADS, PAD_CHANNELS, SAMPLE_RUN,
+    TRANSPOSE_BLOCK, TRANSPOSE_TILE,
 };
 
-use crate::prelude::matrix::tf32_rna;
+use crate::prelude::matrix::{store_global_v4, tf32_rna};
 use crate::prelude::*;
 
 /// Copies destination element `blockIdx.x * BLOCK_THREADS + threadIdx.x` from its source
@@ -48,6 +49,11 @@ trait Word: Copy + Default {
     /// # Safety
     /// As [`ld_shared_u16`] for this size.
     unsafe fn ld_shared(addr: u32) -> Self;
+    /// Stores `v` at `p` in 16-byte vectors.
+    ///
+    /// # Safety
+    /// `p` is 16-byte aligned, and its `SAMPLE_RUN` elements are valid and this thread's alone.
+    unsafe fn store_run(p: *mut Self, v: [Self; SAMPLE_RUN as usize]);
 }
 
 impl Word for u16 {
@@ -59,6 +65,11 @@ impl Word for u16 {
         // SAFETY: the caller's guarantee, passed on.
         unsafe { ld_shared_u16(addr) as u16 }
     }
+    unsafe fn store_run(p: *mut Self, v: [Self; SAMPLE_RUN as usize]) {
+        let pair = |i: usize| v[2 * i] as u32 | (v[2 * i + 1] as u32) << 16;
+        // SAFETY: the caller's guarantee: 8 elements of 2 bytes, one aligned 16-byte vector.
+        unsafe { store_global_v4(p as *mut u32, [pair(0), pair(1), pair(2), pair(3)]) }
+    }
 }
 
 impl Word for u32 {
@@ -69,6 +80,13 @@ impl Word for u32 {
     unsafe fn ld_shared(addr: u32) -> Self {
         // SAFETY: the caller's guarantee, passed on.
         unsafe { ld_shared_u32(addr) }
+    }
+    unsafe fn store_run(p: *mut Self, v: [Self; SAMPLE_RUN as usize]) {
+        // SAFETY: the caller's guarantee: 8 elements of 4 bytes, two aligned 16-byte vectors.
+        unsafe {
+            store_global_v4(p, [v[0], v[1], v[2], v[3]]);
+            store_global_v4(p.add(4), [v[4], v[5], v[6], v[7]]);
+        }
     }
 }
 
@@ -89,6 +107,26 @@ const PER_THREAD: usize = ROWS_PER_THREAD * COLS_PER_THREAD;
 /// `t.source` gives; the two do not overlap.
 #[inline(always)]
 unsafe fn transpose<T: Word>(dst: *mut T, src: *const T, t: Transpose) {
+    // SAFETY: the caller's guarantee, passed on.
+    unsafe { transpose_tile::<T, false>(dst, src, t) }
+}
+
+/// [`transpose`] reading source rows on the sampling grid (`Transpose::source_sampled`).
+///
+/// # Safety
+/// As [`transpose`], with every offset `t.source_sampled` gives inside `src`.
+#[inline(always)]
+unsafe fn transpose_sampled<T: Word>(dst: *mut T, src: *const T, t: Transpose) {
+    // SAFETY: the caller's guarantee, passed on.
+    unsafe { transpose_tile::<T, true>(dst, src, t) }
+}
+
+/// The transpose's tile, its source rows read as they are or, `SAMPLED`, on the grid.
+///
+/// # Safety
+/// As [`transpose`] (`SAMPLED`: [`transpose_sampled`]).
+#[inline(always)]
+unsafe fn transpose_tile<T: Word, const SAMPLED: bool>(dst: *mut T, src: *const T, t: Transpose) {
     let size = core::mem::size_of::<T>() as u32;
     let row_bytes = transpose_smem_bytes(size) / TRANSPOSE_TILE;
     let tile = TRANSPOSE_TILE as i32;
@@ -101,7 +139,8 @@ unsafe fn transpose<T: Word>(dst: *mut T, src: *const T, t: Transpose) {
     for i in 0..ROWS_PER_THREAD {
         for j in 0..COLS_PER_THREAD {
             let (r, c) = (ty + (i as i32) * TRANSPOSE_BLOCK.1 as i32, tx + (j as i32) * 32);
-            if let Some(s) = t.source(b, y0 + c, x0 + r) {
+            let s = if SAMPLED { t.source_sampled(b, y0 + c, x0 + r) } else { t.source(b, y0 + c, x0 + r) };
+            if let Some(s) = s {
                 // SAFETY: `t.source` gives offsets inside `src`, as the caller guarantees.
                 v[i * COLS_PER_THREAD + j] = unsafe { *src.add(s as usize) };
             }
@@ -219,18 +258,42 @@ unsafe fn expand_groups<T: Copy + Default>(dst: *mut T, src: *const T, e: Expand
     unsafe { *dst.add(o as usize) = e.source(o).map_or(T::default(), |s| *src.add(s as usize)) };
 }
 
-/// Copies destination element `blockIdx.x * BLOCK_THREADS + threadIdx.x` from the sampling
-/// grid.
+/// Copies destination elements `SAMPLE_RUN` times `blockIdx.x * BLOCK_THREADS + threadIdx.x`
+/// and the `SAMPLE_RUN - 1` after it from the sampling grid: the run's loads all in flight
+/// together, then one store of 16-byte vectors (elementwise in a last partial run). One
+/// element a thread kept too few bytes in flight to reach the memory's rate.
 ///
 /// # Safety
-/// `dst` holds `a.total` elements, `src` every source element they sample; the two do not
-/// overlap.
+/// `dst` is 16-byte aligned and holds `a.total` elements, `src` every source element they
+/// sample; the two do not overlap.
 #[inline(always)]
-unsafe fn sample<T: Copy>(dst: *mut T, src: *const T, a: Sample) {
-    let o = block_x() * BLOCK_THREADS as i32 + thread_x();
-    let Some(s) = a.source(o) else { return };
-    // SAFETY: o < total and s in `src`, as the caller guarantees.
-    unsafe { *dst.add(o as usize) = *src.add(s as usize) };
+unsafe fn sample<T: Word>(dst: *mut T, src: *const T, a: Sample) {
+    let run = SAMPLE_RUN as i32;
+    let o0 = (block_x() * BLOCK_THREADS as i32 + thread_x()) * run;
+    if o0 >= a.total {
+        return;
+    }
+    let mut v = [T::default(); SAMPLE_RUN as usize];
+    for (i, e) in v.iter_mut().enumerate() {
+        if let Some(s) = a.source(o0 + i as i32) {
+            // SAFETY: o0 + i < total and s in `src`, as the caller guarantees.
+            *e = unsafe { *src.add(s as usize) };
+        }
+    }
+    if o0 + run <= a.total {
+        // SAFETY: the run lies in `dst` and is this thread's; o0 is a multiple of SAMPLE_RUN,
+        // so its address is 16-byte aligned (dst is, and a run is 16 or 32 bytes).
+        unsafe { T::store_run(dst.add(o0 as usize), v) };
+    } else {
+        // Every index tested against the run's end, not a loop bound from it: a bound would
+        // index `v` at run time and put it on the stack.
+        for (i, &e) in v.iter().enumerate() {
+            if o0 + (i as i32) < a.total {
+                // SAFETY: o0 + i < total: inside `dst`, this thread's alone.
+                unsafe { *dst.add(o0 as usize + i) = e };
+            }
+        }
+    }
 }
 
 transform_entry!(relayout_fields, relayout_b16, u16, Relayout, relayout);
@@ -239,6 +302,8 @@ transform_entry!(expand_groups_fields, expand_groups_b32, u32, ExpandGroups, exp
 transform_entry!(relayout_fields, relayout_b32, u32, Relayout, relayout);
 transform_entry!(transpose_fields, transpose_b16, u16, Transpose, transpose);
 transform_entry!(transpose_fields, transpose_b32, u32, Transpose, transpose);
+transform_entry!(transpose_fields, transpose_sampled_b16, u16, Transpose, transpose_sampled);
+transform_entry!(transpose_fields, transpose_sampled_b32, u32, Transpose, transpose_sampled);
 transform_entry!(pad_channels_fields, pad_channels_b16, u16, PadChannels, pad_channels);
 transform_entry!(split_tf32_fields, split_tf32, u32, SplitTf32, split);
 transform_entry!(sample_fields, sample_b16, u16, Sample, sample);

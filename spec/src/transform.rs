@@ -9,6 +9,8 @@
 //! 2. `transpose_b16` / `transpose_b32` do the pairs that are a batched matrix transpose (NCHW <->
 //!    NHWC, KCRS -> KRSC) through a shared-memory tile, so reads and writes are both coalesced:
 //!    the path a caller holding NCHW tensors takes to and from the NHWC kernels.
+//!    `transpose_sampled_b16` / `_b32` take NCHW to NHWC sampled on a stride's grid (a strided
+//!    1x1 layer's input for the NHWC kernels run at stride 1).
 //!
 //! 3. `pad_channels_b16` does NCHW -> NHWC for 16-bit tensors of at most 8 channels padded to 8
 //!    (first layers), a 16-byte store per pixel: the tile would be 7/8 idle there.
@@ -114,7 +116,12 @@ macro_rules! transpose_fields {
             src_ld "Source elements between consecutive source rows (= destination columns).",
             src_bs "Source elements between batches.",
             dst_ld "Destination elements between rows.",
-            dst_bs "Destination elements between batches."
+            dst_bs "Destination elements between batches.",
+            q "The sampled entries' destination pixels a sampled row (the rest read source row `y` as row `y`: `i32::MAX` makes the mapping the identity).",
+            q_m "FastDiv multiplier of q (its bits).",
+            q_s "FastDiv shift of q.",
+            row_step "The sampled entries' source elements between sampled rows (the stride's rows times W).",
+            col_step "The sampled entries' source elements between sampled columns (the stride's columns)."
         }
     };
 }
@@ -125,10 +132,23 @@ crate::transpose_fields!(declare_args, [
     /// one per image (channel rows of H*W pixels become pixel rows of C channels), NHWC ->
     /// NCHW the other way, KCRS filters -> KRSC per output channel; growing the channel count
     /// or the batch zero-fills, shrinking it crops.
+    ///
+    /// The sampled entries (`transpose_sampled_b16/b32`) read NCHW planes on a stride's grid as
+    /// they transpose them: destination pixel `y` is source pixel
+    /// [`sampled_pixel(y)`](Transpose::sampled_pixel), so a strided 1x1 layer's NHWC input is
+    /// its stride-1 problem's (the host's `Conv2d::subsampled`): at stride 2 a quarter of the
+    /// bytes written, and the rows between the grid's never read.
     Transpose
 ]);
 
 impl Transpose {
+    /// Every field zero but the sampling, which is the identity (`with_sampling(i32::MAX, 0,
+    /// 1)`: the fields the unsampled entries take and ignore): the base of a transpose's
+    /// literal, `Transpose { rows, .., ..Transpose::UNSAMPLED }`.
+    pub const UNSAMPLED: Transpose =
+        Transpose { rows: 0, cols: 0, src_batches: 0, valid_rows: 0, valid_cols: 0, src_ld: 0, src_bs: 0, dst_ld: 0, dst_bs: 0, q: 0, q_m: 0, q_s: 0, row_step: 0, col_step: 0 }
+            .with_sampling(i32::MAX, 0, 1);
+
     /// The source offset destination element (b, y, x) copies, or `None` where it is zero.
     #[inline(always)]
     pub fn source(&self, b: i32, y: i32, x: i32) -> Option<i32> {
@@ -144,7 +164,34 @@ impl Transpose {
     pub fn dest(&self, b: i32, y: i32, x: i32) -> i32 {
         b * self.dst_bs + y * self.dst_ld + x
     }
+
+    /// This transpose reading source row `y` (a pixel, for NCHW -> NHWC) of the sampled rows:
+    /// destination pixels `q` a sampled row, the grid's rows `row_step` source elements apart
+    /// and its columns `col_step`.
+    pub const fn with_sampling(self, q: i32, row_step: i32, col_step: i32) -> Transpose {
+        let f = FastDiv::new(q as u32);
+        Transpose { q, q_m: f.m as i32, q_s: f.s as i32, row_step, col_step, ..self }
+    }
+
+    /// Where `y`'s row starts in a sampled entry's source row: sampled row `y / q`, column
+    /// `y % q` (for `y` of at most `i32::MAX - 1`; `q = i32::MAX` is the identity).
+    #[inline(always)]
+    pub fn sampled_pixel(&self, y: i32) -> i32 {
+        let row = FastDiv { m: self.q_m as u32, s: self.q_s as u32 }.div(y as u32) as i32;
+        row * self.row_step + (y - row * self.q) * self.col_step
+    }
+
+    /// [`source`](Transpose::source) of the sampled entries: source row `sampled_pixel(y)`.
+    #[inline(always)]
+    pub fn source_sampled(&self, b: i32, y: i32, x: i32) -> Option<i32> {
+        if b < self.src_batches && y < self.valid_rows && x < self.valid_cols {
+            Some(b * self.src_bs + x * self.src_ld + self.sampled_pixel(y))
+        } else {
+            None
+        }
+    }
 }
+
 
 /// Calls `$callback! { $ctx... field "doc", ... }` with the `i32` arguments `split_tf32` takes
 /// after its destination and source pointers, in order.
@@ -224,12 +271,16 @@ macro_rules! sample_fields {
     };
 }
 
+/// Destination elements one `sample` thread copies: 16 bytes of 16-bit elements (one vector
+/// store; 32-bit elements two).
+pub const SAMPLE_RUN: u32 = 8;
+
 crate::sample_fields!(declare_args, [
     /// NCHW planes sampled on a `(sh, sw)` grid into NCHW planes of `p x q`: destination
     /// element (plane, y, x) is source (plane, y * sh, x * sw). The input of a strided 1x1
-    /// layer run at stride 1 (`Conv2d::subsampled` on the host). One thread per destination
-    /// element, consecutive threads consecutive elements (coalesced stores; each warp's loads
-    /// span `sw` times as many bytes), its row and plane found by [`FastDiv`]: the general
+    /// layer run at stride 1 (`Conv2d::subsampled` on the host). A thread copies
+    /// [`SAMPLE_RUN`] consecutive destination elements (16-byte stores; each warp's loads span
+    /// `sw` times as many bytes), each one's row and plane found by [`FastDiv`]: the general
     /// relayout's three integer divisions an element made that kernel bound by its index
     /// arithmetic here (11 us for 8,256,56,56 at stride 2 on an H100).
     Sample
@@ -385,7 +436,7 @@ mod tests {
     fn a_transpose_pads_and_crops() {
         // Source: 1 batch of 3 rows x 5 columns (row stride 5); destination: 2 batches of 4 rows
         // x 4 columns (row stride 4); destination (b, y, x) = source (b, x, y) for x < 3, y < 4.
-        let t = Transpose { rows: 4, cols: 4, src_batches: 1, valid_rows: 4, valid_cols: 3, src_ld: 5, src_bs: 15, dst_ld: 4, dst_bs: 16 };
+        let t = Transpose { rows: 4, cols: 4, src_batches: 1, valid_rows: 4, valid_cols: 3, src_ld: 5, src_bs: 15, dst_ld: 4, dst_bs: 16, ..Transpose::UNSAMPLED };
         assert_eq!(t.source(0, 0, 0), Some(0));
         assert_eq!(t.source(0, 1, 0), Some(1)); // along a source row
         assert_eq!(t.source(0, 0, 2), Some(10)); // the third source row
@@ -394,6 +445,27 @@ mod tests {
         assert_eq!(t.source(1, 0, 0), None); // a second batch does not exist: zero
         assert_eq!(t.dest(1, 2, 3), 16 + 8 + 3);
         assert_eq!(transpose_smem_bytes(2), 64 * 132);
+        // Unsampled, the sampled entries' mapping is the identity.
+        for y in [0, 1, 3, 1000, i32::MAX - 1] {
+            assert_eq!(t.sampled_pixel(y), y);
+        }
+        assert_eq!(t.source_sampled(0, 3, 2), t.source(0, 3, 2));
+    }
+
+    #[test]
+    fn a_sampled_transpose_reads_the_grid() {
+        // NCHW 2 channels of 5 x 7 pixels sampled every (2, 3): 3 x 3 pixels, NHWC.
+        let (h, w, sh, sw) = (5, 7, 2, 3);
+        let (p, q) = (3, 3);
+        let t = Transpose { rows: p * q, cols: 2, src_batches: 1, valid_rows: p * q, valid_cols: 2, src_ld: h * w, src_bs: 2 * h * w, dst_ld: 2, dst_bs: 2 * p * q, ..Transpose::UNSAMPLED }
+            .with_sampling(q, sh * w, sw);
+        for y in 0..p * q {
+            let (py, qx) = (y / q, y % q);
+            for c in 0..2 {
+                assert_eq!(t.source_sampled(0, y, c), Some(c * h * w + py * sh * w + qx * sw), "pixel {y}, channel {c}");
+            }
+        }
+        assert_eq!(t.source_sampled(0, p * q, 0), None);
     }
 
     #[test]

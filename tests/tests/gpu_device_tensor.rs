@@ -325,36 +325,45 @@ fn on_the_callers_tensors(gpu: &Gpu, algo: Algorithm, cases: &[(Conv2d, (bool, b
     }
 }
 
-/// The sampled transform (a plane kernel's strided 1x1 layer reads its input on the stride's
+/// The sampled transform (a strided 1x1 layer run at stride 1 reads its input on the stride's
 /// grid) copies exactly what the host's sampling picks, into a NaN-poisoned buffer, with N and C
-/// zero-padded.
+/// zero-padded: into NCHW (the `sample` kernel, or the element-wise relayout where N or C grow)
+/// and into NHWC (from NCHW the sampled transpose, from NHWC the element-wise relayout).
 #[test]
 fn sampled_relayout_copies_exactly() {
     let Some(gpu) = gpu_or_skip("sampled_relayout_copies_exactly") else { return };
-    let t = Tensor::from_fn([3, 5, 9, 7], Layout::Nchw, |n, c, h, w| (((n * 10 + c) * 10 + h) * 10 + w) as f32).unwrap();
-    for from in [Layout::Nchw, Layout::Nhwc] {
-        let src = t.to_layout(from).unwrap();
-        let d = DeviceTensor::upload(&gpu, &src).unwrap();
-        // Padded N or C (the element-wise relayout), and NCHW to NCHW as it is (the `sample`
-        // kernel: runs of 4 along rows of 4, 3 and 7 elements).
-        for (stride, dims) in [((2, 2), [3, 8, 5, 4]), ((3, 2), [4, 5, 3, 4]), ((2, 2), [3, 5, 5, 4]), ((3, 3), [3, 5, 3, 3]), ((2, 1), [3, 5, 5, 7])] {
-            let mut dst = gpu.alloc_zeros::<f32>(dims.iter().product()).unwrap();
-            gpu.poison(&mut dst).unwrap();
-            relayout_sampled_into(&gpu, d.data(), src.dims(), from, &mut dst, dims, Layout::Nchw, stride).unwrap();
-            assert_eq!(gpu.download(&dst).unwrap(), t.sampled_padded(dims, Layout::Nchw, stride).unwrap().data(), "{from} every {stride:?}");
+    let small = Tensor::from_fn([3, 5, 9, 7], Layout::Nchw, |n, c, h, w| (((n * 10 + c) * 10 + h) * 10 + w) as f32).unwrap();
+    // Runs of 4 along rows of 4, 3 and 7 elements; N, C or neither padded.
+    let small_cases = [((2, 2), [3, 8, 5, 4]), ((3, 2), [4, 5, 3, 4]), ((2, 2), [3, 5, 5, 4]), ((3, 3), [3, 5, 3, 3]), ((2, 1), [3, 5, 5, 7])];
+    // The sampled transpose over several 64 x 64 tiles each way: 300 pixels, 72 channels (70
+    // and 2 of zeros), the last tile partial in both.
+    let large = Tensor::from_fn([2, 70, 30, 40], Layout::Nchw, |n, c, h, w| (((n * 71 + c) * 31 + h) * 41 + w) as f32).unwrap();
+    let large_cases = [((2, 2), [2, 72, 15, 20]), ((3, 2), [2, 70, 10, 20])];
+    for (t, cases) in [(&small, &small_cases[..]), (&large, &large_cases[..])] {
+        for from in [Layout::Nchw, Layout::Nhwc] {
+            let src = t.to_layout(from).unwrap();
+            let d = DeviceTensor::upload(&gpu, &src).unwrap();
             let (th, dh) = (t.map(f16::from_f32), DeviceTensor::upload(&gpu, &src.map(f16::from_f32)).unwrap());
-            let mut dst = gpu.alloc_zeros::<f16>(dims.iter().product()).unwrap();
-            gpu.poison(&mut dst).unwrap();
-            relayout_sampled_into(&gpu, dh.data(), src.dims(), from, &mut dst, dims, Layout::Nchw, stride).unwrap();
-            assert!(same_bits(&gpu.download(&dst).unwrap(), th.sampled_padded(dims, Layout::Nchw, stride).unwrap().data()), "f16 {from} every {stride:?}");
+            for &(stride, dims) in cases {
+                for to in [Layout::Nchw, Layout::Nhwc] {
+                    let mut dst = gpu.alloc_zeros::<f32>(dims.iter().product()).unwrap();
+                    gpu.poison(&mut dst).unwrap();
+                    relayout_sampled_into(&gpu, d.data(), src.dims(), from, &mut dst, dims, to, stride).unwrap();
+                    assert_eq!(gpu.download(&dst).unwrap(), t.sampled_padded(dims, to, stride).unwrap().data(), "{from} -> {to} every {stride:?} into {dims:?}");
+                    let mut dst = gpu.alloc_zeros::<f16>(dims.iter().product()).unwrap();
+                    gpu.poison(&mut dst).unwrap();
+                    relayout_sampled_into(&gpu, dh.data(), src.dims(), from, &mut dst, dims, to, stride).unwrap();
+                    assert!(same_bits(&gpu.download(&dst).unwrap(), th.sampled_padded(dims, to, stride).unwrap().data()), "f16 {from} -> {to} every {stride:?} into {dims:?}");
+                }
+            }
         }
     }
 }
 
-/// Strided 1x1 layers without padding through the NCHW plane kernels (stride 1 only): they run
-/// on the input sampled on the stride's grid, by the device transform for an NCHW caller
-/// (`DeviceConv`) and by the host for `conv2d`, against the f64 reference on the caller's
-/// problem.
+/// Strided 1x1 layers without padding through the NCHW plane kernels (stride 1 only) and step 16
+/// (NHWC in, NCHW out): they run on the input sampled on the stride's grid, by the device
+/// transform for an NCHW caller (`DeviceConv`: the `sample` kernel, or the sampled transpose)
+/// and by the host for `conv2d`, against the f64 reference on the caller's problem.
 #[test]
 fn plane_kernels_run_strided_1x1_layers_on_the_sampled_input() {
     let Some(gpu) = convrs_tests::hopper_or_skip("plane_kernels_run_strided_1x1_layers_on_the_sampled_input") else { return };
@@ -362,10 +371,11 @@ fn plane_kernels_run_strided_1x1_layers_on_the_sampled_input() {
         Conv2d::new(2, 64, 16, 12, 40, 1, 1).with_stride(2),                  // 8 x 6 sampled pixels
         Conv2d { stride: (2, 3), ..Conv2d::new(3, 40, 15, 17, 24, 1, 1) },      // 8 x 6, per-axis strides
     ];
-    let kernels = convrs_tests::kernels(|k| matches!(k.algorithm, Algorithm::Wgmma(p) if p.producer.nchw_planes()));
-    // Every plane kernel in both types, or (CONVRS_TEST_KERNELS) those of them named, maybe none.
+    let kernels = convrs_tests::kernels(|k| matches!(k.algorithm, Algorithm::Wgmma(p) if p.producer.nchw_planes() || p.producer == convrs_spec::hopper::Producer::WsTmaNchw));
+    // Every plane kernel and step 16 in both types, or (CONVRS_TEST_KERNELS) those of them
+    // named, maybe none.
     if convrs_tests::kernels_only().is_none() {
-        assert!(kernels.len() >= 4, "{kernels:?}");
+        assert!(kernels.len() >= 10, "{kernels:?}");
     }
     for (algo, dtype) in kernels {
         for p in &shapes {
