@@ -187,9 +187,48 @@ fn transform_bandwidth() {
         ("input 1,512,20,20 NCHW->NHWC", [1, 512, 20, 20], Layout::Nchw, [1, 512, 20, 20], Layout::Nhwc, 2),
         ("filter 512,2048,1,1 KCRS->KRSC (element-wise both)", [512, 2048, 1, 1], Layout::Nchw, [512, 2048, 1, 1], Layout::Nhwc, 2),
     ];
-    println!("| transform | bytes | transpose ms | GB/s | relayout ms | GB/s |");
+    transform_table(&gpu, &cases.map(|(name, sd, sl, dd, dl, size)| (name, sd, sl, dd, dl, size, (1, 1))));
+}
+
+/// Dev measurement (run with --ignored on a GPU): the sampled transforms of strided 1x1 layers
+/// (`sample` into NCHW, the sampled transpose into NHWC), against the whole input's transform
+/// the NHWC kernels read at the stride. Bytes counted: the sampled rows read (a 16-bit row of
+/// the grid reads all of its sectors) plus the destination written.
+#[test]
+#[ignore]
+fn sampled_transform_bandwidth() {
+    let Some(gpu) = gpu_or_skip("sampled_transform_bandwidth") else { return };
+    transform_table(&gpu, &[
+        ("input 32,256,56,56 NCHW->NHWC every (2, 2)", [32, 256, 56, 56], Layout::Nchw, [32, 256, 28, 28], Layout::Nhwc, 2, (2, 2)),
+        ("input 32,512,28,28 NCHW->NHWC every (2, 2)", [32, 512, 28, 28], Layout::Nchw, [32, 512, 14, 14], Layout::Nhwc, 2, (2, 2)),
+        ("input 32,1024,14,14 NCHW->NHWC every (2, 2)", [32, 1024, 14, 14], Layout::Nchw, [32, 1024, 7, 7], Layout::Nhwc, 2, (2, 2)),
+        ("input 8,256,56,56 NCHW->NHWC every (2, 2) fp32", [8, 256, 56, 56], Layout::Nchw, [8, 256, 28, 28], Layout::Nhwc, 4, (2, 2)),
+        ("input 32,256,56,56 NCHW->NCHW every (2, 2) (sample)", [32, 256, 56, 56], Layout::Nchw, [32, 256, 28, 28], Layout::Nchw, 2, (2, 2)),
+        ("input 32,512,28,28 NCHW->NCHW every (2, 2) (sample)", [32, 512, 28, 28], Layout::Nchw, [32, 512, 14, 14], Layout::Nchw, 2, (2, 2)),
+    ]);
+}
+
+/// One table row a case (name, source dims and layout, destination dims and layout, element
+/// bytes, sampling): unsampled, the tiled transform against the element-wise relayout; sampled,
+/// the sampled transform against the whole source's (unsampled) transform into `dl`.
+type Case = (&'static str, [usize; 4], Layout, [usize; 4], Layout, usize, (usize, usize));
+fn transform_table(gpu: &Gpu, cases: &[Case]) {
+    println!("| transform | bytes | transform ms | GB/s | relayout (sampled: the whole input's transform) ms | GB/s |");
     println!("|---|---|---|---|---|---|");
-    for (name, sd, sl, dd, dl, size) in cases {
+    for &(name, sd, sl, dd, dl, size, sampling) in cases {
+        if sampling != (1, 1) {
+            let (ns, nd) = (sd.iter().product::<usize>() / sampling.0, dd.iter().product::<usize>());
+            let bytes = (ns + nd) * size;
+            let whole_bytes = 2 * sd.iter().product::<usize>() * size;
+            let sets = (256usize << 20).div_ceil(whole_bytes).clamp(1, 64);
+            let (t, w) = if size == 2 {
+                (time_sampled::<f16>(gpu, sd, sl, dd, dl, sets, sampling), time_one::<f16>(gpu, sd, sl, sd, dl, sets, false))
+            } else {
+                (time_sampled::<f32>(gpu, sd, sl, dd, dl, sets, sampling), time_one::<f32>(gpu, sd, sl, sd, dl, sets, false))
+            };
+            println!("| {name} | {bytes} | {t:.4} | {:.0} | {w:.4} | {:.0} |", bytes as f64 / (t * 1e-3) / 1e9, whole_bytes as f64 / (w * 1e-3) / 1e9);
+            continue;
+        }
         let (ns, nd) = (sd.iter().product::<usize>(), dd.iter().product::<usize>());
         let bytes = (ns + nd) * size;
         let sets = (256usize << 20).div_ceil(bytes).clamp(1, 64);
@@ -201,6 +240,13 @@ fn transform_bandwidth() {
         let gbs = |ms: f64| bytes as f64 / (ms * 1e-3) / 1e9;
         println!("| {name} | {bytes} | {:.4} | {:.0} | {:.4} | {:.0} |", times[0], gbs(times[0]), times[1], gbs(times[1]));
     }
+}
+
+fn time_sampled<T: Element>(gpu: &Gpu, sd: [usize; 4], sl: Layout, dd: [usize; 4], dl: Layout, sets: usize, sampling: (usize, usize)) -> f64 {
+    let srcs: Vec<_> = (0..sets).map(|i| gpu.upload(&vec![T::from_f32(i as f32); sd.iter().product()]).unwrap()).collect();
+    let mut dsts: Vec<_> = (0..sets).map(|_| gpu.alloc_zeros::<T>(dd.iter().product()).unwrap()).collect();
+    let t = convrs::timing::time_runs(gpu, convrs::timing::TimingConfig::new(3, 20), |i| relayout_sampled_into(gpu, &srcs[i % sets], sd, sl, &mut dsts[i % sets], dd, dl, sampling)).unwrap();
+    t.median_ms
 }
 
 fn time_one<T: Element>(
