@@ -171,7 +171,8 @@ fn sample_into<T: DeviceRepr>(gpu: &Gpu, src: &CudaSlice<T>, dst: &mut CudaSlice
     if a.total == 0 {
         return Ok(());
     }
-    let cfg = LaunchConfig { grid_dim: ((a.total as u32).div_ceil(BLOCK_THREADS * SAMPLE_RUN), 1, 1), block_dim: (BLOCK_THREADS, 1, 1), shared_mem_bytes: 0 };
+    let bytes = std::mem::size_of::<T>() as u32;
+    let cfg = LaunchConfig { grid_dim: ((a.total as u32).div_ceil(BLOCK_THREADS * SAMPLE_RUN), 1, 1), block_dim: (BLOCK_THREADS, 1, 1), shared_mem_bytes: BLOCK_THREADS * SAMPLE_RUN * bytes };
     // SAFETY: `dst` holds `total` elements, 16-byte aligned (the caller's check), and `src` the
     // planes' h * w each (checked above); every sampled row y * sh and column x * sw lies inside
     // its plane (the grid's extent).

@@ -13,8 +13,9 @@
 //! 5. `expand_groups`: a grouped KRSC filter as the filter of fewer, wider groups, block
 //!    diagonal; `convrs_spec::transform::ExpandGroups`.
 //! 6. `sample`: NCHW planes sampled on a stride's grid (a strided 1x1 layer's input for the
-//!    stride-1 plane kernels), a run of `SAMPLE_RUN` destination elements a thread, divisions by
-//!    multiplication; `convrs_spec::transform::Sample`.
+//!    stride-1 plane kernels), loads coalesced along a warp's elements, 16-byte stores of a
+//!    `SAMPLE_RUN` elements a lane through shared memory, divisions by multiplication;
+//!    `convrs_spec::transform::Sample`.
 
 use convrs_spec::transform::{
     source_offset, transpose_smem_bytes, ExpandGroups, PadChannels, Relayout, Sample, SplitTf32, Transpose, BLOCK_THREADS, PAD_BLOCK_THREADS, PAD_CHANNELS, SAMPLE_RUN,
@@ -49,11 +50,12 @@ trait Word: Copy + Default {
     /// # Safety
     /// As [`ld_shared_u16`] for this size.
     unsafe fn ld_shared(addr: u32) -> Self;
-    /// Stores `v` at `p` in 16-byte vectors.
+    /// Copies `SAMPLE_RUN` elements from shared memory at `addr` to `p`, in 16-byte vectors.
     ///
     /// # Safety
-    /// `p` is 16-byte aligned, and its `SAMPLE_RUN` elements are valid and this thread's alone.
-    unsafe fn store_run(p: *mut Self, v: [Self; SAMPLE_RUN as usize]);
+    /// `addr` is 16-byte aligned shared memory holding them; `p` is 16-byte aligned, and its
+    /// `SAMPLE_RUN` elements are valid and this thread's alone.
+    unsafe fn copy_run(p: *mut Self, addr: u32);
 }
 
 impl Word for u16 {
@@ -65,10 +67,9 @@ impl Word for u16 {
         // SAFETY: the caller's guarantee, passed on.
         unsafe { ld_shared_u16(addr) as u16 }
     }
-    unsafe fn store_run(p: *mut Self, v: [Self; SAMPLE_RUN as usize]) {
-        let pair = |i: usize| v[2 * i] as u32 | (v[2 * i + 1] as u32) << 16;
+    unsafe fn copy_run(p: *mut Self, addr: u32) {
         // SAFETY: the caller's guarantee: 8 elements of 2 bytes, one aligned 16-byte vector.
-        unsafe { store_global_v4(p as *mut u32, [pair(0), pair(1), pair(2), pair(3)]) }
+        unsafe { store_global_v4(p as *mut u32, ld_shared_u32x4(addr)) }
     }
 }
 
@@ -81,11 +82,11 @@ impl Word for u32 {
         // SAFETY: the caller's guarantee, passed on.
         unsafe { ld_shared_u32(addr) }
     }
-    unsafe fn store_run(p: *mut Self, v: [Self; SAMPLE_RUN as usize]) {
+    unsafe fn copy_run(p: *mut Self, addr: u32) {
         // SAFETY: the caller's guarantee: 8 elements of 4 bytes, two aligned 16-byte vectors.
         unsafe {
-            store_global_v4(p, [v[0], v[1], v[2], v[3]]);
-            store_global_v4(p.add(4), [v[4], v[5], v[6], v[7]]);
+            store_global_v4(p, ld_shared_u32x4(addr));
+            store_global_v4(p.add(4), ld_shared_u32x4(addr + 16));
         }
     }
 }
@@ -258,39 +259,51 @@ unsafe fn expand_groups<T: Copy + Default>(dst: *mut T, src: *const T, e: Expand
     unsafe { *dst.add(o as usize) = e.source(o).map_or(T::default(), |s| *src.add(s as usize)) };
 }
 
-/// Copies destination elements `SAMPLE_RUN` times `blockIdx.x * BLOCK_THREADS + threadIdx.x`
-/// and the `SAMPLE_RUN - 1` after it from the sampling grid: the run's loads all in flight
-/// together, then one store of 16-byte vectors (elementwise in a last partial run). One
-/// element a thread kept too few bytes in flight to reach the memory's rate.
+/// Copies the `32 * SAMPLE_RUN` destination elements of each warp from the sampling grid: load
+/// `i` of lane `L` reads element `32 i + L` of the warp's (consecutive lanes consecutive
+/// elements, the run's loads all in flight together), each lands in the warp's slice of shared
+/// memory, and lane `L` stores elements `SAMPLE_RUN L ..` as 16-byte vectors (element by
+/// element in a last partial run). One element a thread kept too few bytes in flight to reach
+/// the memory's rate; a run of consecutive elements a thread made each load a warp-wide gather.
 ///
 /// # Safety
-/// `dst` is 16-byte aligned and holds `a.total` elements, `src` every source element they
-/// sample; the two do not overlap.
+/// Launched with `BLOCK_THREADS` threads and `SAMPLE_RUN * BLOCK_THREADS * size_of::<T>()` bytes
+/// of dynamic shared memory; `dst` is 16-byte aligned and holds `a.total` elements, `src` every
+/// source element they sample; the two do not overlap.
 #[inline(always)]
 unsafe fn sample<T: Word>(dst: *mut T, src: *const T, a: Sample) {
-    let run = SAMPLE_RUN as i32;
-    let o0 = (block_x() * BLOCK_THREADS as i32 + thread_x()) * run;
-    if o0 >= a.total {
+    let (run, size) = (SAMPLE_RUN as i32, core::mem::size_of::<T>() as u32);
+    let (lane, warp) = (thread_x() % 32, thread_x() / 32);
+    let base = (block_x() * BLOCK_THREADS as i32 + warp * 32) * run;
+    let slice = dynamic_smem_u32() + (warp * 32 * run) as u32 * size;
+    if base >= a.total {
         return;
     }
     let mut v = [T::default(); SAMPLE_RUN as usize];
     for (i, e) in v.iter_mut().enumerate() {
-        if let Some(s) = a.source(o0 + i as i32) {
-            // SAFETY: o0 + i < total and s in `src`, as the caller guarantees.
+        if let Some(s) = a.source(base + i as i32 * 32 + lane) {
+            // SAFETY: the element is below total and s in `src`, as the caller guarantees.
             *e = unsafe { *src.add(s as usize) };
         }
     }
+    for (i, &e) in v.iter().enumerate() {
+        // SAFETY: inside the warp's slice (32 * SAMPLE_RUN elements); each slot this lane's.
+        unsafe { T::st_shared(slice + (i as u32 * 32 + lane as u32) * size, e) };
+    }
+    sync_warp();
+    let o0 = base + lane * run;
+    let mine = slice + (lane * run) as u32 * size;
     if o0 + run <= a.total {
-        // SAFETY: the run lies in `dst` and is this thread's; o0 is a multiple of SAMPLE_RUN,
-        // so its address is 16-byte aligned (dst is, and a run is 16 or 32 bytes).
-        unsafe { T::store_run(dst.add(o0 as usize), v) };
+        // SAFETY: the run lies in `dst` and is this lane's; o0 is a multiple of SAMPLE_RUN, so
+        // its address is 16-byte aligned (dst is, and a run is 16 or 32 bytes), and so is
+        // `mine` (the dynamic shared memory is, and each lane's run is 16 or 32 bytes).
+        unsafe { T::copy_run(dst.add(o0 as usize), mine) };
     } else {
-        // Every index tested against the run's end, not a loop bound from it: a bound would
-        // index `v` at run time and put it on the stack.
-        for (i, &e) in v.iter().enumerate() {
-            if o0 + (i as i32) < a.total {
-                // SAFETY: o0 + i < total: inside `dst`, this thread's alone.
-                unsafe { *dst.add(o0 as usize + i) = e };
+        for i in 0..run {
+            if o0 + i < a.total {
+                // SAFETY: o0 + i < total: inside `dst`, this lane's alone; its slot was
+                // written before the warp's barrier.
+                unsafe { *dst.add((o0 + i) as usize) = T::ld_shared(mine + i as u32 * size) };
             }
         }
     }
