@@ -7,7 +7,9 @@
 # (gpu_device_tensor whole, then its two bandwidth tests), sanitize (the sampled transpose and
 # `sample` under step 16 and step 15 from NCHW), strided (the strided-1x1 suite from NCHW, bf16,
 # bias + residual + ReLU, on BUNDLE), suites (resnet50 fused from NCHW, as the forty-second
-# session's).
+# session's), planes (the layers a plane kernel takes after `sample`, on BUNDLES; target/gpu-s43b
+# is 0d2e2b6's CLI: `sample` through shared memory; TESTBIN=target/gpu-s43t2 its
+# gpu_device_tensor).
 source benchmarks/2026-11-28-h100-fold/steps.sh
 export CUDA_CACHE_MAXSIZE=4294967296
 export BUNDLE=${BUNDLE:-target/gpu-s43a}
@@ -18,12 +20,12 @@ case $part in
 jit)
   BUNDLES=${BUNDLES:-$BUNDLE} bash benchmarks/2026-11-29-h200-s38/s38.sh jit;;
 tests)
-  t=$(mktemp -d); tar -C $t -xJf target/gpu-s43t/tests.tar.xz
+  t=$(mktemp -d); tar -C $t -xJf ${TESTBIN:-target/gpu-s43t}/tests.tar.xz
   mkdir -p $R/w/tests
   export CONVRS_REQUIRE_GPU=1 CONVRS_REQUIRE_HOPPER=1
   timeout ${TEST_TIMEOUT:-200} $t/gpu_device_tensor > $R/w/tests/gpu_device_tensor.log 2>&1; echo "gpu_device_tensor rc=$?"
   grep -E "^test |test result|panicked|FAILED" $R/w/tests/gpu_device_tensor.log | tail -30
-  timeout 150 $t/gpu_device_tensor --ignored --nocapture sampled_transform_bandwidth transform_bandwidth > $R/w/tests/bandwidth.log 2>&1; echo "bandwidth rc=$?"
+  timeout 150 $t/gpu_device_tensor --ignored --nocapture --test-threads 1 sampled_transform_bandwidth transform_bandwidth > $R/w/tests/bandwidth.log 2>&1; echo "bandwidth rc=$?"
   grep -E "^\||test result|panicked" $R/w/tests/bandwidth.log
   pack;;
 sanitize)
@@ -35,6 +37,17 @@ strided)
   for bb in ${BUNDLES:-$BUNDLE}; do
     BUNDLE=$bb step "strided-$(basename $bb)-${PART//\//of}" MODE=bench "ALGOS=${STRIDED_ALGOS:-$A1 $S16}" "BENCH_SETS=dev/suites/strided-1x1.csv:bf16:${PART:-}" BENCH_TIMEOUT=${BENCH_TIMEOUT:-280} \
       "BENCH_ARGS=--epilogue ${EPI:-bias+residual+relu} --pytorch $([ $(basename $bb) = gpu-s43o ] && echo off || echo auto)"
+  done;;
+planes)
+  # The strided 1x1 layers whose NCHW caller takes a plane kernel after `sample`, as `--shape`s
+  # (gpu.sh's bench always names a suite, so convrs runs here).
+  for bb in ${BUNDLES:-$BUNDLE}; do
+    b=$(mktemp -d); tar -C $b -xJf $bb/payload.tar.xz
+    (eval "$(sed -n '/^torch_cudnn=/,/^fi$/p' $bb/run-gpu.sh)"; export CONVRS_COMMIT=$(cat $bb/commit.txt)
+     timeout ${BENCH_TIMEOUT:-200} $b/convrs bench --dtype bf16 --runs 20 --warmup 3 --search-seconds 1 $(for a in ${STRIDED_ALGOS:-$A1}; do printf -- '--algo %s ' $a; done) \
+       --epilogue ${EPI:-bias+residual+relu} --pytorch off --stride 2 --shape 8,64,56,56,256,1,1 --shape 16,64,56,56,256,1,1 --shape 8,256,56,56,128,1,1 --shape 16,256,56,56,128,1,1 --shape 32,256,56,56,512,1,1 \
+       --json $R/w/planes-$(basename $bb).json > $R/w/planes-$(basename $bb).md 2>&1; echo "planes $bb rc=$?")
+    xz $R/w/planes-$(basename $bb).json; pack
   done;;
 suites)
   BUNDLE=$BUNDLE bash benchmarks/2026-12-01-h200-s41/s41.sh suites;;
