@@ -21,7 +21,7 @@
 //! ```
 
 use cudarc::driver::{CudaSlice, DevicePtr, DeviceRepr, LaunchConfig, ValidAsZeroBits};
-use convrs_spec::transform::{transpose_smem_bytes, ExpandGroups, PadChannels, Relayout, Sample, SplitTf32, Transpose, BLOCK_THREADS, PAD_BLOCK_THREADS, PAD_CHANNELS, SAMPLE_RUN, TRANSPOSE_BLOCK, TRANSPOSE_TILE};
+use convrs_spec::transform::{sample_smem_bytes, transpose_smem_bytes, ExpandGroups, PadChannels, Relayout, Sample, SplitTf32, Transpose, BLOCK_THREADS, PAD_BLOCK_THREADS, PAD_CHANNELS, SAMPLE_RUN, TRANSPOSE_BLOCK, TRANSPOSE_TILE};
 
 use crate::gpu::{cuda_err, KernelArgs};
 use crate::device_conv::DeviceConv;
@@ -171,8 +171,8 @@ fn sample_into<T: DeviceRepr>(gpu: &Gpu, src: &CudaSlice<T>, dst: &mut CudaSlice
     if a.total == 0 {
         return Ok(());
     }
-    let bytes = std::mem::size_of::<T>() as u32;
-    let cfg = LaunchConfig { grid_dim: ((a.total as u32).div_ceil(BLOCK_THREADS * SAMPLE_RUN), 1, 1), block_dim: (BLOCK_THREADS, 1, 1), shared_mem_bytes: BLOCK_THREADS * SAMPLE_RUN * bytes };
+    let smem = sample_smem_bytes(std::mem::size_of::<T>() as u32);
+    let cfg = LaunchConfig { grid_dim: ((a.total as u32).div_ceil(BLOCK_THREADS * SAMPLE_RUN), 1, 1), block_dim: (BLOCK_THREADS, 1, 1), shared_mem_bytes: smem };
     // SAFETY: `dst` holds `total` elements, 16-byte aligned (the caller's check), and `src` the
     // planes' h * w each (checked above); every sampled row y * sh and column x * sw lies inside
     // its plane (the grid's extent).

@@ -340,12 +340,8 @@ impl KernelDesc {
     /// ```
     pub fn run_problem(&self, p: &Conv2d) -> Conv2d {
         let up = |v: usize, m: usize| v.div_ceil(m.max(1)).saturating_mul(m.max(1));
-        // The NCHW plane kernels read whole pixel planes, stride 1: a strided 1x1 layer runs on
-        // its input sampled on the stride's grid (the sampling done with the layout conversion).
-        // So does step 16 (NHWC in, NCHW out): its caller holds NCHW, so its input is transposed
-        // anyway, and the sampled transpose writes a quarter of the bytes at stride 2.
         let p = &match self.algorithm {
-            Algorithm::Wgmma(policy) if policy.producer.nchw_planes() || policy.producer == convrs_spec::hopper::Producer::WsTmaNchw => p.subsampled().unwrap_or(*p),
+            Algorithm::Wgmma(policy) if policy.producer.samples_strided_1x1() => p.subsampled().unwrap_or(*p),
             _ => *p,
         };
         let p = match self.algorithm {

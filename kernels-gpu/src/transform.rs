@@ -267,8 +267,8 @@ unsafe fn expand_groups<T: Copy + Default>(dst: *mut T, src: *const T, e: Expand
 /// the memory's rate; a run of consecutive elements a thread made each load a warp-wide gather.
 ///
 /// # Safety
-/// Launched with `BLOCK_THREADS` threads and `SAMPLE_RUN * BLOCK_THREADS * size_of::<T>()` bytes
-/// of dynamic shared memory; `dst` is 16-byte aligned and holds `a.total` elements, `src` every
+/// Launched with `BLOCK_THREADS` threads and `sample_smem_bytes(size_of::<T>())` bytes of
+/// dynamic shared memory; `dst` is 16-byte aligned and holds `a.total` elements, `src` every
 /// source element they sample; the two do not overlap.
 #[inline(always)]
 unsafe fn sample<T: Word>(dst: *mut T, src: *const T, a: Sample) {

@@ -472,6 +472,15 @@ impl Producer {
     pub const fn nchw_planes(self) -> bool {
         matches!(self, Producer::Planes | Producer::PlanePixels)
     }
+
+    /// Whether it runs a strided 1x1 layer without padding as the stride-1 layer of its input
+    /// sampled on the stride's grid, the sampling done by the input's conversion: the plane
+    /// kernels (stride 1 only), and [`Producer::WsTmaNchw`] (NHWC in, NCHW out: its caller holds
+    /// NCHW, so the input is transposed anyway, and the sampled transpose writes a quarter of
+    /// the bytes at stride 2).
+    pub const fn samples_strided_1x1(self) -> bool {
+        self.nchw_planes() || matches!(self, Producer::WsTmaNchw)
+    }
 }
 
 /// Bytes of the [`Producer::WsTmaNchw`] kernels' staging, the last of the block's dynamic shared

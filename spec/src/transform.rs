@@ -152,8 +152,15 @@ impl Transpose {
     /// The source offset destination element (b, y, x) copies, or `None` where it is zero.
     #[inline(always)]
     pub fn source(&self, b: i32, y: i32, x: i32) -> Option<i32> {
+        self.source_at(b, y, x, |y| y)
+    }
+
+    /// The source offset of destination element (b, y, x) whose source row starts `at(y)`
+    /// elements into its source row, or `None` where it is zero.
+    #[inline(always)]
+    fn source_at(&self, b: i32, y: i32, x: i32, at: impl Fn(i32) -> i32) -> Option<i32> {
         if b < self.src_batches && y < self.valid_rows && x < self.valid_cols {
-            Some(b * self.src_bs + x * self.src_ld + y)
+            Some(b * self.src_bs + x * self.src_ld + at(y))
         } else {
             None
         }
@@ -184,14 +191,9 @@ impl Transpose {
     /// [`source`](Transpose::source) of the sampled entries: source row `sampled_pixel(y)`.
     #[inline(always)]
     pub fn source_sampled(&self, b: i32, y: i32, x: i32) -> Option<i32> {
-        if b < self.src_batches && y < self.valid_rows && x < self.valid_cols {
-            Some(b * self.src_bs + x * self.src_ld + self.sampled_pixel(y))
-        } else {
-            None
-        }
+        self.source_at(b, y, x, |y| self.sampled_pixel(y))
     }
 }
-
 
 /// Calls `$callback! { $ctx... field "doc", ... }` with the `i32` arguments `split_tf32` takes
 /// after its destination and source pointers, in order.
@@ -274,6 +276,12 @@ macro_rules! sample_fields {
 /// Destination elements one `sample` thread copies: 16 bytes of 16-bit elements (one vector
 /// store; 32-bit elements two).
 pub const SAMPLE_RUN: u32 = 8;
+
+/// Shared memory of a `sample` block for `elem_bytes`-byte elements: each warp stages its
+/// `32 * SAMPLE_RUN` elements (`BLOCK_THREADS` threads a block).
+pub const fn sample_smem_bytes(elem_bytes: u32) -> u32 {
+    BLOCK_THREADS * SAMPLE_RUN * elem_bytes
+}
 
 crate::sample_fields!(declare_args, [
     /// NCHW planes sampled on a `(sh, sw)` grid into NCHW planes of `p x q`: destination

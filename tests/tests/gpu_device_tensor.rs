@@ -216,46 +216,45 @@ fn transform_table(gpu: &Gpu, cases: &[Case]) {
     println!("| transform | bytes | transform ms | GB/s | relayout (sampled: the whole input's transform) ms | GB/s |");
     println!("|---|---|---|---|---|---|");
     for &(name, sd, sl, dd, dl, size, sampling) in cases {
-        if sampling != (1, 1) {
-            let (ns, nd) = (sd.iter().product::<usize>() / sampling.0, dd.iter().product::<usize>());
-            let bytes = (ns + nd) * size;
-            let whole_bytes = 2 * sd.iter().product::<usize>() * size;
-            let sets = (256usize << 20).div_ceil(whole_bytes).clamp(1, 64);
-            let (t, w) = if size == 2 {
-                (time_sampled::<f16>(gpu, sd, sl, dd, dl, sets, sampling), time_one::<f16>(gpu, sd, sl, sd, dl, sets, false))
-            } else {
-                (time_sampled::<f32>(gpu, sd, sl, dd, dl, sets, sampling), time_one::<f32>(gpu, sd, sl, sd, dl, sets, false))
-            };
-            println!("| {name} | {bytes} | {t:.4} | {:.0} | {w:.4} | {:.0} |", bytes as f64 / (t * 1e-3) / 1e9, whole_bytes as f64 / (w * 1e-3) / 1e9);
-            continue;
-        }
         let (ns, nd) = (sd.iter().product::<usize>(), dd.iter().product::<usize>());
-        let bytes = (ns + nd) * size;
-        let sets = (256usize << 20).div_ceil(bytes).clamp(1, 64);
-        let mut times = Vec::new();
-        for elementwise in [false, true] {
-            let t = if size == 2 { time_one::<f16>(&gpu, sd, sl, dd, dl, sets, elementwise) } else { time_one::<f32>(&gpu, sd, sl, dd, dl, sets, elementwise) };
-            times.push(t);
-        }
-        let gbs = |ms: f64| bytes as f64 / (ms * 1e-3) / 1e9;
-        println!("| {name} | {bytes} | {:.4} | {:.0} | {:.4} | {:.0} |", times[0], gbs(times[0]), times[1], gbs(times[1]));
+        // Each column: the transform, its destination dims, and the bytes it moves.
+        let columns = if sampling == (1, 1) {
+            [(How::Tiled, dd, (ns + nd) * size), (How::Elementwise, dd, (ns + nd) * size)]
+        } else {
+            [(How::Sampled(sampling), dd, (ns / sampling.0 + nd) * size), (How::Tiled, sd, 2 * ns * size)]
+        };
+        let sets = (256usize << 20).div_ceil(columns.iter().map(|c| c.2).max().unwrap()).clamp(1, 64);
+        let [a, b] = columns.map(|(how, dims, bytes)| {
+            let ms = if size == 2 { time_one::<f16>(gpu, sd, sl, dims, dl, sets, how) } else { time_one::<f32>(gpu, sd, sl, dims, dl, sets, how) };
+            (ms, bytes as f64 / (ms * 1e-3) / 1e9)
+        });
+        println!("| {name} | {} | {:.4} | {:.0} | {:.4} | {:.0} |", columns[0].2, a.0, a.1, b.0, b.1);
     }
 }
 
-fn time_sampled<T: Element>(gpu: &Gpu, sd: [usize; 4], sl: Layout, dd: [usize; 4], dl: Layout, sets: usize, sampling: (usize, usize)) -> f64 {
-    let srcs: Vec<_> = (0..sets).map(|i| gpu.upload(&vec![T::from_f32(i as f32); sd.iter().product()]).unwrap()).collect();
-    let mut dsts: Vec<_> = (0..sets).map(|_| gpu.alloc_zeros::<T>(dd.iter().product()).unwrap()).collect();
-    let t = convrs::timing::time_runs(gpu, convrs::timing::TimingConfig::new(3, 20), |i| relayout_sampled_into(gpu, &srcs[i % sets], sd, sl, &mut dsts[i % sets], dd, dl, sampling)).unwrap();
-    t.median_ms
+/// Which transform `time_one` times.
+#[derive(Clone, Copy)]
+enum How {
+    /// `relayout_into`: the tiled kernels where they apply.
+    Tiled,
+    /// `relayout_elementwise_into`.
+    Elementwise,
+    /// `relayout_sampled_into` on this grid.
+    Sampled((usize, usize)),
 }
 
-fn time_one<T: Element>(
-    gpu: &Gpu, sd: [usize; 4], sl: Layout, dd: [usize; 4], dl: Layout, sets: usize, elementwise: bool,
-) -> f64 {
+fn time_one<T: Element>(gpu: &Gpu, sd: [usize; 4], sl: Layout, dd: [usize; 4], dl: Layout, sets: usize, how: How) -> f64 {
     let srcs: Vec<_> = (0..sets).map(|i| gpu.upload(&vec![T::from_f32(i as f32); sd.iter().product()]).unwrap()).collect();
     let mut dsts: Vec<_> = (0..sets).map(|_| gpu.alloc_zeros::<T>(dd.iter().product()).unwrap()).collect();
-    let f = if elementwise { relayout_elementwise_into::<T> } else { relayout_into::<T> };
-    let t = convrs::timing::time_runs(&gpu, convrs::timing::TimingConfig::new(3, 20), |i| f(gpu, &srcs[i % sets], sd, sl, &mut dsts[i % sets], dd, dl)).unwrap();
+    let t = convrs::timing::time_runs(gpu, convrs::timing::TimingConfig::new(3, 20), |i| {
+        let (src, dst) = (&srcs[i % sets], &mut dsts[i % sets]);
+        match how {
+            How::Tiled => relayout_into(gpu, src, sd, sl, dst, dd, dl),
+            How::Elementwise => relayout_elementwise_into(gpu, src, sd, sl, dst, dd, dl),
+            How::Sampled(grid) => relayout_sampled_into(gpu, src, sd, sl, dst, dd, dl, grid),
+        }
+    })
+    .unwrap();
     t.median_ms
 }
 
@@ -417,7 +416,7 @@ fn plane_kernels_run_strided_1x1_layers_on_the_sampled_input() {
         Conv2d::new(2, 64, 16, 12, 40, 1, 1).with_stride(2),                  // 8 x 6 sampled pixels
         Conv2d { stride: (2, 3), ..Conv2d::new(3, 40, 15, 17, 24, 1, 1) },      // 8 x 6, per-axis strides
     ];
-    let kernels = convrs_tests::kernels(|k| matches!(k.algorithm, Algorithm::Wgmma(p) if p.producer.nchw_planes() || p.producer == convrs_spec::hopper::Producer::WsTmaNchw));
+    let kernels = convrs_tests::kernels(|k| matches!(k.algorithm, Algorithm::Wgmma(p) if p.producer.samples_strided_1x1()));
     // Every plane kernel and step 16 in both types, or (CONVRS_TEST_KERNELS) those of them
     // named, maybe none.
     if convrs_tests::kernels_only().is_none() {
