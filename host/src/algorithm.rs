@@ -62,6 +62,12 @@ pub enum Algorithm {
     /// chunks (NHWC, KRSC, NHWK; fp16 or bf16). Any C whose patch fits in shared memory; K a
     /// multiple of 8 (others run zero-padded).
     WmmaPatch,
+    /// Family 3, step 2d: `WmmaPatch` on the layouts an NCHW caller holds, with no transposes
+    /// around it (NCHW input, KCRS filter, NKPQ output; fp16 or bf16): the reduction runs in the
+    /// KCRS filter's order, the patch is copied plane by plane, and the output is staged
+    /// transposed and written in runs of pixels of one channel. Any C whose patch fits in
+    /// shared memory, any K.
+    WmmaPatchNchw,
     /// Family 3 on Hopper (compute capability 9.0 only): `WmmaNhwc`'s implicit GEMM with the
     /// warpgroup MMA `wgmma.mma_async` (sm_90a; fp16 or bf16 in, fp32 accumulate), under one of
     /// the policies of `convrs_spec::hopper` (how the tiles reach shared memory, how the output

@@ -294,7 +294,7 @@ impl KernelDesc {
     pub fn fuses_epilogue(&self) -> bool {
         match self.algorithm {
             Algorithm::Wgmma(p) => p.fuses_epilogue(),
-            Algorithm::DepthwiseNchw | Algorithm::DepthwiseNhwc | Algorithm::DepthwiseNhwcStrip | Algorithm::DepthwiseNchwStrip | Algorithm::DepthwiseNhwcTile | Algorithm::WmmaSmallC | Algorithm::WmmaPatch => true,
+            Algorithm::DepthwiseNchw | Algorithm::DepthwiseNhwc | Algorithm::DepthwiseNhwcStrip | Algorithm::DepthwiseNchwStrip | Algorithm::DepthwiseNhwcTile | Algorithm::WmmaSmallC | Algorithm::WmmaPatch | Algorithm::WmmaPatchNchw => true,
             _ => false,
         }
     }

@@ -18,7 +18,7 @@ pub use crate::plan::{Family, KernelDesc};
 use crate::Algorithm;
 
 /// The kernels before the Hopper family, each written out.
-const LISTED: [KernelDesc; 15] = [
+const LISTED: [KernelDesc; 16] = [
     plan::direct::naive::KERNEL,
     plan::direct::smem::KERNEL,
     plan::tiled::hwcn::KERNEL,
@@ -29,6 +29,7 @@ const LISTED: [KernelDesc; 15] = [
     plan::tensor_core::nhwc_f32::TF32X3,
     plan::tensor_core::small_c::KERNEL,
     plan::tensor_core::patch::KERNEL,
+    plan::tensor_core::patch::KERNEL_NCHW,
     plan::depthwise::NCHW,
     plan::depthwise::NHWC,
     plan::depthwise::STRIP,

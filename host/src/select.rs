@@ -253,6 +253,8 @@ mod tests {
         let c = choose(&first, DType::F16, Layout::Nhwc, &d).unwrap();
         assert_eq!(c.pick.name(), "wmma_patch");
         assert_eq!(c.estimate().unwrap().padded, None);
+        // Held in NCHW: the same kernel on NCHW data, with no transposes around it.
+        assert_eq!(choose(&first, DType::BF16, Layout::Nchw, &d).unwrap().pick.name(), "wmma_patch_nchw");
         // fp16 on a problem that fits 32-bit indexing only unpadded (8e8 input and 4e8 output
         // elements; 3.2e9 with C or K padded to 8): no kernel takes it (C = 2 is not depthwise),
         // and the error lists every reason.

@@ -18,17 +18,19 @@
 
 use crate::ConvShape;
 
-/// Calls `$callback! { $ctx... (fp16_entry, bf16_entry, fp16_c8_entry, bf16_c8_entry, BN) ... }`,
-/// one row per compiled tile; the `c8` entries copy in 16-byte units and take C multiples of 8
-/// only, the others copy value by value and take any C.
+/// Calls `$callback! { $ctx... (fp16_entry, bf16_entry, fp16_c8_entry, bf16_c8_entry,
+/// fp16_nchw_entry, bf16_nchw_entry, BN) ... }`, one row per compiled tile; the `c8` entries
+/// copy in 16-byte units and take C multiples of 8 only, the others copy value by value and take
+/// any C. The `nchw` entries read NCHW input and a KCRS filter and write NCHW output
+/// (`wmma_patch_nchw`), copying value by value.
 #[macro_export]
 macro_rules! patch_tiles {
     ($callback:path $(, $ctx:tt)*) => {
         $callback! { $($ctx)*
             // K <= 32 (speech front ends: K = 16, 32).
-            (wmma_patch_128x32, wmma_patch_bf16_128x32, wmma_patch_128x32c8, wmma_patch_bf16_128x32c8, 32)
+            (wmma_patch_128x32, wmma_patch_bf16_128x32, wmma_patch_128x32c8, wmma_patch_bf16_128x32c8, wmma_patch_nchw_128x32, wmma_patch_nchw_bf16_128x32, 32)
             // K = 64 (image networks' first layers) and above.
-            (wmma_patch_128x64, wmma_patch_bf16_128x64, wmma_patch_128x64c8, wmma_patch_bf16_128x64c8, 64)
+            (wmma_patch_128x64, wmma_patch_bf16_128x64, wmma_patch_128x64c8, wmma_patch_bf16_128x64c8, wmma_patch_nchw_128x64, wmma_patch_nchw_bf16_128x64, 64)
         }
     };
 }
@@ -59,18 +61,24 @@ pub struct Tile {
     pub fp16_c8: &'static str,
     /// The bf16 entry point for C a multiple of 8.
     pub bf16_c8: &'static str,
+    /// The fp16 entry point on NCHW data (any C).
+    pub fp16_nchw: &'static str,
+    /// The bf16 entry point on NCHW data (any C).
+    pub bf16_nchw: &'static str,
     /// Block tile columns (GEMM N = output channels).
     pub bn: usize,
 }
 
 macro_rules! declare {
-    ($(($fp16:ident, $bf16:ident, $fp16_c8:ident, $bf16_c8:ident, $bn:literal))*) => {
+    ($(($fp16:ident, $bf16:ident, $fp16_c8:ident, $bf16_c8:ident, $fp16_nchw:ident, $bf16_nchw:ident, $bn:literal))*) => {
         /// Every compiled tile, in the kernels' declaration order.
         pub const TILES: [Tile; [$($bn),*].len()] = [$(Tile {
             fp16: stringify!($fp16),
             bf16: stringify!($bf16),
             fp16_c8: stringify!($fp16_c8),
             bf16_c8: stringify!($bf16_c8),
+            fp16_nchw: stringify!($fp16_nchw),
+            bf16_nchw: stringify!($bf16_nchw),
             bn: $bn,
         }),*];
     };
@@ -84,6 +92,15 @@ impl Tile {
             (true, false) => self.bf16,
             (false, true) => self.fp16_c8,
             (true, true) => self.bf16_c8,
+        }
+    }
+
+    /// The entry on NCHW data (KCRS filter, NCHW output) for bf16 data (or fp16).
+    pub const fn entry_nchw(&self, bf16: bool) -> &'static str {
+        if bf16 {
+            self.bf16_nchw
+        } else {
+            self.fp16_nchw
         }
     }
 }
@@ -207,6 +224,18 @@ pub const fn stage_pitch(bn: usize, out_bytes: u32) -> u32 {
     bn as u32 * out_bytes + 16
 }
 
+/// Bytes per row of the NCHW entries' staged output tile, which is transposed (a row per output
+/// channel, its [`BLOCK_M`] pixels contiguous, so 8 of them leave in one 16-byte store): the
+/// pixels and 16 bytes more, so a fragment store's 4 channels x 8 pixels fall in distinct banks.
+/// It fits where the untransposed stage does ([`Geometry::smem_bytes`]).
+pub const fn stage_nchw_pitch(out_bytes: u32) -> u32 {
+    BLOCK_M as u32 * out_bytes + 16
+}
+
+/// Output pixels of one channel an NCHW entry's thread stores at once (16 bytes of 16-bit
+/// values, two 16-byte stores of fp32).
+pub const NCHW_RUN: u32 = 8;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -248,5 +277,15 @@ mod tests {
             assert!(g.smem_bytes(t.bn, 3) >= g.patch_at(t.bn) + (2 * g.patch_len(3)).max(BLOCK_M as u32 * stage_pitch(t.bn, 4)));
         }
         assert_eq!(stage_pitch(64, 2) % 16, 0);
+        for t in TILES {
+            for ob in [2, 4] {
+                // The transposed stage fits in the region sized for the other; its runs are
+                // 16-byte aligned, and a fragment store's channels 2 apart land 8 banks apart.
+                assert!(t.bn as u32 * stage_nchw_pitch(ob) <= BLOCK_M as u32 * stage_pitch(t.bn, 4));
+                assert_eq!(stage_nchw_pitch(ob) % 16, 0);
+                assert_eq!((2 * stage_nchw_pitch(ob) / 4) % 32, 8);
+            }
+        }
+        assert_eq!(MIN_TQ as u32 % NCHW_RUN, 0, "a run must not cross a tile row");
     }
 }

@@ -1,4 +1,4 @@
-//! GPU tests of `wmma_patch` on fp16 and bf16 data (step 2b's reduction over taps and channels,
+//! GPU tests of `wmma_patch` and `wmma_patch_nchw` (the same kernel on NCHW data) on fp16 and bf16 data (step 2b's reduction over taps and channels,
 //! operands from a shared-memory patch of the input, output staged in shared memory) against
 //! the f64 CPU reference on the same rounded inputs, both output types, NaN-poisoned outputs.
 //! Without a GPU each test announces that it was skipped.
@@ -6,7 +6,7 @@
 use convrs::{Algorithm, Conv2d, DType};
 use convrs_tests::{check_shapes_both_outputs, gpu_or_skip, property_test_gpu};
 
-const ALGOS: [(Algorithm, DType); 2] = [(Algorithm::WmmaPatch, DType::F16), (Algorithm::WmmaPatch, DType::BF16)];
+const ALGOS: [(Algorithm, DType); 4] = [(Algorithm::WmmaPatch, DType::F16), (Algorithm::WmmaPatch, DType::BF16), (Algorithm::WmmaPatchNchw, DType::F16), (Algorithm::WmmaPatchNchw, DType::BF16)];
 
 /// Random problems with every C from 1 (no multiple required) and K a multiple of 8.
 #[test]
@@ -40,6 +40,25 @@ fn patch_matches_cpu_on_named_shapes() {
     ];
     for (algo, dtype) in ALGOS {
         check_shapes_both_outputs(&gpu, algo, dtype, &shapes, 17);
+    }
+}
+
+/// The NCHW entries' own corners: K not a multiple of 8 (a channel tile's last columns past
+/// K), output rows whose runs of 8 pixels are ragged or unaligned (Q = 9, 13, 20: the run at a
+/// row's end, and runs starting off a 16-byte boundary, go value by value), a 7x7 stride-2 first
+/// layer at Q = 112 (every run whole), C = 16 (the NHWC kernel's 16-byte copies; here plane rows).
+#[test]
+fn patch_nchw_matches_cpu_on_its_corners() {
+    let Some(gpu) = gpu_or_skip("patch_nchw_matches_cpu_on_its_corners") else { return };
+    let shapes = [
+        Conv2d::new(2, 3, 19, 17, 12, 3, 3).with_pad(1).with_stride(2), // K = 12, Q = 9
+        Conv2d::new(3, 2, 13, 13, 70, 3, 3).with_pad(1),                // K = 70: 3 tiles of 32, Q = 13
+        Conv2d::new(1, 4, 9, 20, 8, 3, 3).with_pad(1),                  // Q = 20: runs off 16-byte boundaries
+        Conv2d::new(1, 3, 224, 224, 64, 7, 7).with_pad(3).with_stride(2), // ResNet's first layer
+        Conv2d::new(2, 16, 12, 40, 24, 3, 3).with_pad(1),               // C = 16
+    ];
+    for dtype in [DType::F16, DType::BF16] {
+        check_shapes_both_outputs(&gpu, Algorithm::WmmaPatchNchw, dtype, &shapes, 23);
     }
 }
 

@@ -121,8 +121,8 @@ fn bounds(name: &str) -> Option<Bounds> {
         use convrs_spec::depthwise::{TILE_MIN_BLOCKS, TILE_THREADS};
         return Some(Bounds { threads: TILE_THREADS, cluster: 1, blocks: TILE_MIN_BLOCKS });
     }
-    const PATCH: [(&str, usize); 4] = [("wmma_patch_128x32", 0), ("wmma_patch_bf16_128x32", 0), ("wmma_patch_128x64", 1), ("wmma_patch_bf16_128x64", 1)];
-    PATCH.iter().find(|(prefix, _)| name.starts_with(prefix)).map(|&(_, i)| Bounds {
+    use convrs_spec::patch::TILES;
+    TILES.iter().position(|t| [t.fp16, t.bf16, t.fp16_c8, t.bf16_c8, t.fp16_nchw, t.bf16_nchw].contains(&name)).map(|i| Bounds {
         threads: convrs_spec::patch::THREADS as u32,
         cluster: 1,
         blocks: convrs_spec::patch::MIN_BLOCKS[i],
@@ -214,6 +214,9 @@ mod tests {
         }
         assert_eq!(bounds("wgmma_ws_unknown"), None);
         assert_eq!(bounds("wmma_patch_bf16_128x64").map(|b| b.blocks), Some(convrs_spec::patch::MIN_BLOCKS[1]));
+        assert_eq!(bounds("wmma_patch_128x32c8").map(|b| b.blocks), Some(convrs_spec::patch::MIN_BLOCKS[0]));
+        assert_eq!(bounds("wmma_patch_nchw_bf16_128x32").map(|b| b.blocks), Some(convrs_spec::patch::MIN_BLOCKS[0]));
+        assert_eq!(bounds("wmma_patch_128x6"), None);
     }
 
     #[test]

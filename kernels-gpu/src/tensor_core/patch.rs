@@ -42,29 +42,41 @@
 //! sizes its batches to what is left of the patch and spends no work on values it does not
 //! copy.
 //!
+//! # NCHW (`wmma_patch_nchw_*`)
+//!
+//! The same reduction on the layouts an NCHW caller holds, with no transposes around it: the
+//! reduction index runs kr = (c*R + r)*S + s, so the KCRS filter is the filter tile as it is, and
+//! the patch is C planes of `ph` rows x `pw` pixels, each plane row one contiguous run of x (so
+//! the copy reads whole image rows). A row's window origin and a tap's offset stay two byte
+//! offsets into the patch, now along the planes, so the k-steps are the value-by-value ones
+//! above. The output tile is staged transposed, a row per channel, and leaves in runs of
+//! [`NCHW_RUN`] pixels of one channel (16-byte stores where the run is whole and aligned, value
+//! by value at a ragged row end); a fused epilogue's residual is read the same way.
+//!
 //! Geometry and shared layout: `convrs_spec::patch`.
 
-use convrs_spec::patch::{stage_pitch, Geometry, K_STEP, THREADS};
+use convrs_spec::patch::{stage_nchw_pitch, stage_pitch, Geometry, BLOCK_M, K_STEP, NCHW_RUN, THREADS};
+use convrs_spec::transform::FastDiv;
 
 use super::implicit_gemm::divmod;
 use super::small_c::{mma_columns, MAX_N8};
-use crate::prelude::epilogue::{residual_eight, Activation, Epilogue};
-use crate::prelude::matrix::{ldmatrix_x4, pack_16x2, store_global_v4};
+use crate::prelude::epilogue::{residual_eight, residual_one, Activation, Epilogue};
+use crate::prelude::matrix::{ldmatrix_x4, pack_16x2, store_global_f32, store_global_u16, store_global_v4};
 use crate::prelude::*;
 
 const T: u32 = THREADS as u32;
 
 /// The kernel; see the module docs. Output-channel tile `BN`, bf16 data if `BF16`, copies in
-/// units of `V` values (1, or 8 for C a multiple of 8).
+/// units of `V` values (1, or 8 for C a multiple of 8), NCHW data if `NCHW` (then V = 1).
 ///
 /// # Safety
 /// `x`, `w`, `y` hold N*H*W*C, K*R*S*C and N*P*Q*K elements (y of `sh.y_bits` bits) in NHWC,
-/// KRSC, NHWK; K is a multiple of 8; every index of `sh` fits in `i32`; launched with
-/// [`THREADS`] threads, a multiple of `ceil(K / BN)` blocks and `Geometry::smem_bytes` of
-/// dynamic shared memory.
+/// KRSC, NHWK (NCHW, KCRS, NKPQ if `NCHW`); K is a multiple of 8 unless `NCHW`; every index of
+/// `sh` fits in `i32`; launched with [`THREADS`] threads, a multiple of `ceil(K / BN)` blocks and
+/// `Geometry::smem_bytes` of dynamic shared memory.
 #[inline(always)]
-pub unsafe fn conv<const BN: usize, const BF16: bool, const V: usize>(x: *const u16, w: *const u16, y: *mut f32, sh: ConvShape) {
-    const { assert!((BN == 32 || BN == 64) && (V == 1 || V == 8)) };
+pub unsafe fn conv<const BN: usize, const BF16: bool, const V: usize, const NCHW: bool>(x: *const u16, w: *const u16, y: *mut f32, sh: ConvShape) {
+    const { assert!((BN == 32 || BN == 64) && (V == 1 || V == 8) && !(NCHW && V == 8)) };
     let g = Geometry::of(&sh);
     let n_tiles = (sh.k as u32).div_ceil(BN as u32);
     if block_dim_x() != THREADS as i32 || dynamic_smem_bytes() < g.smem_bytes(BN, sh.c) || grid_dim_x() as u32 % n_tiles != 0 || sh.c % V as i32 != 0 {
@@ -85,7 +97,11 @@ pub unsafe fn conv<const BN: usize, const BF16: bool, const V: usize>(x: *const 
     // first tile's first barrier.
     unsafe {
         copy_filter::<V>(&filter_rows, g.kpad as u32, BN as u32, tid);
-        fill_table(&sh, &g, table, tid);
+        if NCHW {
+            fill_table_nchw(&sh, &g, table, tid);
+        } else {
+            fill_table(&sh, &g, table, tid);
+        }
     }
     let (warp, lane) = (tid / 32, tid % 32);
     // The window origins in the patch of the A rows this thread reads: V = 1, its fragment
@@ -96,14 +112,24 @@ pub unsafe fn conv<const BN: usize, const BF16: bool, const V: usize>(x: *const 
         unroll!(4: 2, h => {
             let m = warp * 32 + 16 * i as u32 + if V == 8 { lane % 16 } else { lane / 4 + 8 * h as u32 };
             let (tp, tq) = g.row_col(m);
-            rows[i][h] = patch + 2 * ((tp as i32 * sh.stride_h * g.pw + tq as i32 * sh.stride_w) * sh.c) as u32;
+            let pixel = tp as i32 * sh.stride_h * g.pw + tq as i32 * sh.stride_w;
+            // NCHW: the origin in the first channel's plane (the table steps the planes).
+            rows[i][h] = patch + 2 * (if NCHW { pixel } else { pixel * sh.c }) as u32;
         });
     });
+    let ph = FastDiv::new(g.ph as u32);
     let mut tile = first;
     loop {
         let patch_rows = PatchRows::new(x, &sh, &g, patch, tile);
         // SAFETY: the patch region is free (the previous tile's last barrier); the caller's x.
-        unsafe { copy_all::<V, _>(&patch_rows, (g.pw * sh.c) as u32, g.ph as u32, tid) };
+        unsafe {
+            if NCHW {
+                let planes = PlaneRows { at: patch_rows, rows: g.ph as u32, ph, c: sh.c };
+                copy_all::<1, _>(&planes, g.pw as u32, (g.ph * sh.c) as u32, tid);
+            } else {
+                copy_all::<V, _>(&patch_rows, (g.pw * sh.c) as u32, g.ph as u32, tid);
+            }
+        }
         sync_threads();
         let mut acc = [[[0f32; 4]; MAX_N8]; 2];
         let mut ks = 0;
@@ -118,11 +144,13 @@ pub unsafe fn conv<const BN: usize, const BF16: bool, const V: usize>(x: *const 
         let fused = !sh.ep.is_identity();
         // SAFETY: every read of the patch is before the barrier; the stage is the patch region
         // (sized for fp32, which a fused epilogue stages whatever the output's type).
-        unsafe { stage::<BN, BF16>(&acc, patch, sh.y_bits == 16 && !fused, warp, lane) };
+        unsafe { stage::<BN, BF16, NCHW>(&acc, patch, sh.y_bits == 16 && !fused, warp, lane) };
         sync_threads();
         // SAFETY: the stage is published; the caller's y (and epilogue operands).
         unsafe {
-            if fused {
+            if NCHW {
+                store_nchw_tile::<BN, BF16>(y, &sh, &g, patch, patch_rows.o, n0, fused, tid);
+            } else if fused {
                 store_fused_tile::<BN, BF16>(y, &sh, &g, patch, patch_rows.o, n0, tid);
             } else {
                 store_tile::<BN>(y, &sh, &g, patch, patch_rows.o, n0, tid);
@@ -180,6 +208,7 @@ impl Rows for FilterRows {
 /// The input under an output tile: ph rows of pw pixels x C values from `x[n][p0*stride_h -
 /// pad_h][q0*stride_w - pad_w][0]` on, zeros outside the image (each a contiguous run of x),
 /// stored without gaps, so the copy's `idx`-th value goes to shared value `idx`.
+#[derive(Clone, Copy)]
 struct PatchRows {
     x: *const u16,
     o: Origin,
@@ -189,6 +218,9 @@ struct PatchRows {
     h: i32,
     wc: i32,
     at: u32,
+    /// The first input column, and W (what [`PlaneRows`] reads).
+    iw0: i32,
+    w: i32,
 }
 
 impl PatchRows {
@@ -199,8 +231,8 @@ impl PatchRows {
         // SAFETY: as above.
         let (n, tp_i) = unsafe { divmod(rest, g.tiles_p as u32) };
         let o = Origin { n: n as i32, p0: tp_i as i32 * g.tp, q0: tq_i as i32 * g.tq };
-        let (ih0, col0) = (o.p0 * sh.stride_h - sh.pad_h, (o.q0 * sh.stride_w - sh.pad_w) * sh.c);
-        PatchRows { x, o, ih0, col0, h: sh.h, wc: sh.w * sh.c, at }
+        let (ih0, iw0) = (o.p0 * sh.stride_h - sh.pad_h, o.q0 * sh.stride_w - sh.pad_w);
+        PatchRows { x, o, ih0, col0: iw0 * sh.c, h: sh.h, wc: sh.w * sh.c, at, iw0, w: sh.w }
     }
 }
 
@@ -215,6 +247,31 @@ impl Rows for PatchRows {
     #[inline(always)]
     fn dst(&self, _: u32, _: u32, idx: u32) -> u32 {
         self.at + 2 * idx
+    }
+}
+
+/// The NCHW input under an output tile: C planes of ph rows of pw values, patch row
+/// `c*ph + i` from `x[n][c][ih0 + i][iw0..]`, zeros outside the image, stored without gaps.
+struct PlaneRows {
+    at: PatchRows,
+    /// The patch's rows per plane, and the division by them.
+    rows: u32,
+    ph: FastDiv,
+    c: i32,
+}
+
+impl Rows for PlaneRows {
+    #[inline(always)]
+    fn src(&self, r: u32, e: u32) -> Option<*const u16> {
+        let a = &self.at;
+        let c = self.ph.div(r);
+        let (ih, iw) = (a.ih0 + (r - c * self.rows) as i32, a.iw0 + e as i32);
+        ((ih as u32) < a.h as u32 && (iw as u32) < a.w as u32).then(|| a.x.wrapping_add((((a.o.n * self.c + c as i32) * a.h + ih) * a.w + iw) as u32 as usize))
+    }
+
+    #[inline(always)]
+    fn dst(&self, _: u32, _: u32, idx: u32) -> u32 {
+        self.at.at + 2 * idx
     }
 }
 
@@ -349,6 +406,32 @@ unsafe fn fill_table(sh: &ConvShape, g: &Geometry, table: u32, tid: u32) {
     }
 }
 
+/// [`fill_table`] for the NCHW entries: kr < R*S*C is channel c, tap (r, s) with kr = (c*R +
+/// r)*S + s (the KCRS filter's order), at byte offset 2*(c*ph*pw + r*dil_h*pw + s*dil_w) from
+/// the row's window origin in channel 0's plane of the patch.
+///
+/// # Safety
+/// As [`fill_table`].
+#[inline(always)]
+unsafe fn fill_table_nchw(sh: &ConvShape, g: &Geometry, table: u32, tid: u32) {
+    let rsc = (sh.r * sh.s * sh.c) as u32;
+    let mut kr = tid;
+    while kr < g.kpad as u32 {
+        let off = if kr < rsc {
+            // SAFETY: R*S, S >= 1.
+            let (c, tap) = unsafe { divmod(kr, (sh.r * sh.s) as u32) };
+            // SAFETY: as above.
+            let (r, s) = unsafe { divmod(tap, sh.s as u32) };
+            2 * (c as i32 * g.ph * g.pw + r as i32 * sh.dil_h * g.pw + s as i32 * sh.dil_w) as u32
+        } else {
+            0
+        };
+        // SAFETY: entry kr < kpad of this block's table.
+        unsafe { st_shared_u32(table + 4 * kr, off) };
+        kr += T;
+    }
+}
+
 /// One k-step of 16: the warp's 32 rows times all BN columns. A's fragment values come from the
 /// patch at `rows[i][h] + table[kr]` (m16n8k16's A fragment: row lane/4 (+8), reduction indices
 /// 2*(lane%4) (+1, +8, +9)), B's by `ldmatrix` from the filter rows. With C a multiple of 8
@@ -389,22 +472,39 @@ unsafe fn multiply<const BN: usize, const BF16: bool, const V: usize>(acc: &mut 
 }
 
 /// The accumulators into the stage: tile row `32*warp + 16i + lane/4` (+8), columns
-/// `8j + 2*(lane%4)` (+1), rounded to 16 bits if `half`.
+/// `8j + 2*(lane%4)` (+1), rounded to 16 bits if `half`; transposed if `NCHW` (a stage row per
+/// column, [`stage_nchw_pitch`]).
 ///
 /// # Safety
 /// `stage` is this block's stage region, which nobody reads until the next barrier.
 #[inline(always)]
-unsafe fn stage<const BN: usize, const BF16: bool>(acc: &[[[f32; 4]; MAX_N8]; 2], stage: u32, half: bool, warp: u32, lane: u32) {
+unsafe fn stage<const BN: usize, const BF16: bool, const NCHW: bool>(acc: &[[[f32; 4]; MAX_N8]; 2], stage: u32, half: bool, warp: u32, lane: u32) {
     let ob = if half { 2 } else { 4 };
     let pitch = stage_pitch(BN, ob);
+    let tpitch = stage_nchw_pitch(ob);
     unroll!(4: 2, i => {
         let row = warp * 32 + 16 * i as u32 + lane / 4;
         unroll!(8: BN / 8, j => {
             let at = stage + row * pitch + (8 * j as u32 + 2 * (lane % 4)) * ob;
             let a = &acc[i][j];
-            // SAFETY: inside the stage (row + 8 < 128, column + 1 < BN).
+            // SAFETY: inside the stage (row + 8 < 128, column + 1 < BN; the transposed stage
+            // fits in the same region, `stage_nchw_pitch`).
             unsafe {
-                if half {
+                if NCHW {
+                    let at = stage + (8 * j as u32 + 2 * (lane % 4)) * tpitch + row * ob;
+                    if half {
+                        let (lo, hi) = (pack_16x2::<BF16>(a[0], a[1]), pack_16x2::<BF16>(a[2], a[3]));
+                        st_shared_u16(at, lo & 0xffff);
+                        st_shared_u16(at + tpitch, lo >> 16);
+                        st_shared_u16(at + 8 * ob, hi & 0xffff);
+                        st_shared_u16(at + tpitch + 8 * ob, hi >> 16);
+                    } else {
+                        st_shared_u32(at, a[0].to_bits());
+                        st_shared_u32(at + tpitch, a[1].to_bits());
+                        st_shared_u32(at + 8 * ob, a[2].to_bits());
+                        st_shared_u32(at + tpitch + 8 * ob, a[3].to_bits());
+                    }
+                } else if half {
                     st_shared_u32(at, pack_16x2::<BF16>(a[0], a[1]));
                     st_shared_u32(at + 8 * pitch, pack_16x2::<BF16>(a[2], a[3]));
                 } else {
@@ -506,13 +606,107 @@ unsafe fn store_fused_tile<const BN: usize, const BF16: bool>(y: *mut f32, sh: &
     }
 }
 
+/// The staged tile (transposed, [`stage`] with `NCHW`) to the NKPQ output: each unit is a run of
+/// [`NCHW_RUN`] tile rows (consecutive pixels of one output row: tile rows are at least that
+/// wide) of one channel, consecutive threads on consecutive runs of a channel. `fused`: the
+/// stage holds fp32 sums and the epilogue (`ConvShape::ep`) finishes each run, its residual (NCHW
+/// like y) read beside the store. A run wholly inside Q whose first element is 16-byte aligned
+/// leaves in 16-byte stores, others value by value; pixels past P or Q and channels past K are
+/// skipped.
+///
+/// # Safety
+/// The stage holds this tile, published; `y` holds the NKPQ output of `sh`, and the epilogue's
+/// addresses K fp32 channels and an NKPQ residual in y's type.
+#[inline(always)]
+unsafe fn store_nchw_tile<const BN: usize, const BF16: bool>(y: *mut f32, sh: &ConvShape, g: &Geometry, stage: u32, o: Origin, n0: u32, fused: bool, tid: u32) {
+    const RUNS: u32 = BLOCK_M as u32 / NCHW_RUN;
+    let ep = &sh.ep;
+    let half = sh.y_bits == 16;
+    // The stage's element width: 16-bit outputs staged rounded unless fused.
+    let sb = if half && !fused { 2 } else { 4 };
+    let pitch = stage_nchw_pitch(sb);
+    let act = Activation::of(ep);
+    let mut unit = tid;
+    while unit < BN as u32 * RUNS {
+        let (col, run) = (unit / RUNS, unit % RUNS);
+        let k = n0 + col;
+        let (tp, tq) = g.row_col(run * NCHW_RUN);
+        let (p, q) = (o.p0 + tp as i32, o.q0 + tq as i32);
+        if k < sh.k as u32 && p < sh.p && q < sh.q {
+            let at = stage + col * pitch + run * NCHW_RUN * sb;
+            let off = (((o.n * sh.k + k as i32) * sh.p + p) * sh.q + q) as u32 as usize;
+            let whole = q + NCHW_RUN as i32 <= sh.q && off % NCHW_RUN as usize == 0;
+            // SAFETY (the whole block): a staged run (16-byte aligned: the pitch and the run's
+            // bytes are multiples of 16); y[n][k][p][q..q + 8] is inside y and this tile's alone
+            // where `whole` (aligned: off is a multiple of 8), and value t where q + t < Q.
+            unsafe {
+                if sb == 2 {
+                    let v = ld_shared_u32x4(at);
+                    if whole {
+                        store_global_v4((y as *mut u16).add(off) as *mut u32, v);
+                    } else {
+                        unroll!(8: 8, t => {
+                            if q + (t as i32) < sh.q {
+                                store_global_u16((y as *mut u16).add(off + t), (v[t / 2] >> (16 * (t % 2))) as u16);
+                            }
+                        });
+                    }
+                } else {
+                    let (a, b) = (ld_shared_f32x4(at).0, ld_shared_f32x4(at + 16).0);
+                    let mut v = [a[0], a[1], a[2], a[3], b[0], b[1], b[2], b[3]];
+                    if fused {
+                        let e = Epilogue::of(ep, k);
+                        let mut r = [0.0; 8];
+                        if ep.residual != 0 {
+                            if whole {
+                                r = residual_eight(ep.residual, off, half, BF16);
+                            } else {
+                                unroll!(8: 8, t => {
+                                    if q + (t as i32) < sh.q {
+                                        r[t] = residual_one(ep.residual, off + t, half, BF16);
+                                    }
+                                });
+                            }
+                        }
+                        unroll!(8: 8, t => {
+                            v[t] = e.affine(ep, v[t], r[t]);
+                        });
+                        act.apply_all(&mut v);
+                    }
+                    if half && whole {
+                        let packed = [pack_16x2::<BF16>(v[0], v[1]), pack_16x2::<BF16>(v[2], v[3]), pack_16x2::<BF16>(v[4], v[5]), pack_16x2::<BF16>(v[6], v[7])];
+                        store_global_v4((y as *mut u16).add(off) as *mut u32, packed);
+                    } else if whole {
+                        let out = y.add(off);
+                        store_global_f32x4(out, F32x4([v[0], v[1], v[2], v[3]]));
+                        store_global_f32x4(out.add(4), F32x4([v[4], v[5], v[6], v[7]]));
+                    } else {
+                        unroll!(8: 8, t => {
+                            if q + (t as i32) < sh.q {
+                                if half {
+                                    store_global_u16((y as *mut u16).add(off + t), (pack_16x2::<BF16>(v[t], 0.0) & 0xffff) as u16);
+                                } else {
+                                    store_global_f32(y.add(off + t), v[t]);
+                                }
+                            }
+                        });
+                    }
+                }
+            }
+        }
+        unit += T;
+    }
+}
+
 macro_rules! entries {
-    ($(($fp16:ident, $bf16:ident, $fp16_c8:ident, $bf16_c8:ident, $bn:literal))*) => {
+    ($(($fp16:ident, $bf16:ident, $fp16_c8:ident, $bf16_c8:ident, $fp16_nchw:ident, $bf16_nchw:ident, $bn:literal))*) => {
         $(
-            $crate::conv_kernel!(fn $fp16(x: *const u16, w: *const u16, y: *mut f32) => $crate::tensor_core::patch::conv::<$bn, false, 1>);
-            $crate::conv_kernel!(fn $bf16(x: *const u16, w: *const u16, y: *mut f32) => $crate::tensor_core::patch::conv::<$bn, true, 1>);
-            $crate::conv_kernel!(fn $fp16_c8(x: *const u16, w: *const u16, y: *mut f32) => $crate::tensor_core::patch::conv::<$bn, false, 8>);
-            $crate::conv_kernel!(fn $bf16_c8(x: *const u16, w: *const u16, y: *mut f32) => $crate::tensor_core::patch::conv::<$bn, true, 8>);
+            $crate::conv_kernel!(fn $fp16(x: *const u16, w: *const u16, y: *mut f32) => $crate::tensor_core::patch::conv::<$bn, false, 1, false>);
+            $crate::conv_kernel!(fn $bf16(x: *const u16, w: *const u16, y: *mut f32) => $crate::tensor_core::patch::conv::<$bn, true, 1, false>);
+            $crate::conv_kernel!(fn $fp16_c8(x: *const u16, w: *const u16, y: *mut f32) => $crate::tensor_core::patch::conv::<$bn, false, 8, false>);
+            $crate::conv_kernel!(fn $bf16_c8(x: *const u16, w: *const u16, y: *mut f32) => $crate::tensor_core::patch::conv::<$bn, true, 8, false>);
+            $crate::conv_kernel!(fn $fp16_nchw(x: *const u16, w: *const u16, y: *mut f32) => $crate::tensor_core::patch::conv::<$bn, false, 1, true>);
+            $crate::conv_kernel!(fn $bf16_nchw(x: *const u16, w: *const u16, y: *mut f32) => $crate::tensor_core::patch::conv::<$bn, true, 1, true>);
         )*
     };
 }

@@ -8,6 +8,10 @@
 //! charges, per output tile and SM, the warp instructions it issues (the patch copy, the k-steps,
 //! the staged stores) or, if larger, the round trips to memory its copies wait on, spread over
 //! the resident blocks; and the output write at the device's bandwidth if that is larger still.
+//!
+//! `wmma_patch_nchw` is the same kernel on the layouts an NCHW caller holds (NCHW input, KCRS
+//! filter, NKPQ output, no transposes around it): the patch is copied plane by plane and the
+//! output leaves in runs of pixels of one channel, so K needs no multiple.
 
 use convrs_spec::patch::{self as spec, stage_pitch, Geometry, BLOCK_M, K_STEP, THREADS};
 
@@ -32,8 +36,9 @@ const ROUND_TRIP_US: f64 = 0.8;
 /// The fraction of the memory bandwidth the 16-byte output stores reach.
 const STORE_EFFICIENCY: f64 = 0.85;
 
-/// The registry's name (one kernel for both element types).
+/// The registry's names (one kernel for both element types): NHWC, and NCHW.
 const NAME: &str = "wmma_patch";
+const NAME_NCHW: &str = "wmma_patch_nchw";
 
 /// Shared bytes of tile `i` for `p`, computed without overflow (None: beyond any device).
 fn smem_bytes_checked(p: &Conv2d, bn: usize) -> Option<u64> {
@@ -91,11 +96,11 @@ fn cost(d: &DeviceModel, i: usize, p: &Conv2d, g: &Geometry, out_bytes: usize) -
     LAUNCH_US + setup + compute.max(write)
 }
 
-fn plan_typed(problem: &Conv2d, device: &DeviceModel, bf16: bool) -> Result<LaunchPlan> {
+fn plan_typed(problem: &Conv2d, device: &DeviceModel, bf16: bool, nchw: bool) -> Result<LaunchPlan> {
     problem.validate()?;
     let p = problem;
-    let name = NAME;
-    if p.k % 8 != 0 {
+    let name = if nchw { NAME_NCHW } else { NAME };
+    if !nchw && p.k % 8 != 0 {
         return Err(Error::Unsupported { algorithm: name, reason: format!("K = {} must be a multiple of 8: the output is written in 16-byte chunks", p.k) });
     }
     let limit = device.smem_per_block as u64;
@@ -113,21 +118,27 @@ fn plan_typed(problem: &Conv2d, device: &DeviceModel, bf16: bool) -> Result<Laun
     let t = &spec::TILES[i];
     let smem = g.smem_bytes(t.bn, p.c as i32);
     let (blocks, _) = grid(device, i, &g, p.k, smem);
-    Ok(LaunchPlan::new(t.entry(bf16, p.c), (blocks as u32, 1, 1), (THREADS as u32, 1, 1), smem, if bf16 { DType::BF16 } else { DType::F16 }, cost_of(&i)))
+    let entry = if nchw { t.entry_nchw(bf16) } else { t.entry(bf16, p.c) };
+    Ok(LaunchPlan::new(entry, (blocks as u32, 1, 1), (THREADS as u32, 1, 1), smem, if bf16 { DType::BF16 } else { DType::F16 }, cost_of(&i)))
 }
 
 pub fn plan(problem: &Conv2d, device: &DeviceModel) -> Result<LaunchPlan> {
-    plan_typed(problem, device, false)
+    plan_typed(problem, device, false, false)
 }
 
 /// The plan of the bf16 entries.
 pub fn plan_bf16(problem: &Conv2d, device: &DeviceModel) -> Result<LaunchPlan> {
-    plan_typed(problem, device, true)
+    plan_typed(problem, device, true, false)
+}
+
+/// The plan of the NCHW entries (bf16 data if `bf16`, else fp16).
+pub fn plan_nchw(problem: &Conv2d, device: &DeviceModel, bf16: bool) -> Result<LaunchPlan> {
+    plan_typed(problem, device, bf16, true)
 }
 
 /// Every entry point the plans can name.
 pub fn kernel_names() -> Vec<&'static str> {
-    spec::TILES.iter().flat_map(|t| [t.fp16, t.bf16, t.fp16_c8, t.bf16_c8]).collect()
+    spec::TILES.iter().flat_map(|t| [t.fp16, t.bf16, t.fp16_c8, t.bf16_c8, t.fp16_nchw, t.bf16_nchw]).collect()
 }
 
 /// The registry's entry.
@@ -141,6 +152,19 @@ pub const KERNEL: KernelDesc = KernelDesc {
     multiples: (1, 1, 8),
     precision: crate::Precision::Fma,
     planner: |_, p, dtype, d| if dtype == DType::BF16 { plan_bf16(p, d) } else { plan(p, d) },
+};
+
+/// The registry's entry for the NCHW entries.
+pub const KERNEL_NCHW: KernelDesc = KernelDesc {
+    algorithm: Algorithm::WmmaPatchNchw,
+    name: NAME_NCHW,
+    family: Family::TensorCore,
+    summary: "family 3 step 2d: step 2c on NCHW data as it is (the patch copied plane by plane, the output staged transposed and stored in runs of pixels)",
+    dtypes: &[DType::F16, DType::BF16],
+    layouts: (Layout::Nchw, Layout::Nchw, Layout::Nchw),
+    multiples: (1, 1, 1),
+    precision: crate::Precision::Fma,
+    planner: |_, p, dtype, d| plan_nchw(p, d, dtype == DType::BF16),
 };
 
 #[cfg(test)]
@@ -162,7 +186,12 @@ mod tests {
         assert_eq!(pw.grid.0 as usize % 136usize.div_ceil(bn), 0, "{pw:?}");
         // One tile: one block per output-channel tile.
         assert_eq!(plan(&Conv2d::new(1, 1, 1, 1, 8, 1, 1), &d).unwrap().grid.0, 1);
-        assert_eq!(kernel_names().len(), 8);
+        assert_eq!(kernel_names().len(), 12);
+        // NCHW: the same tiles and grid, its own entries, and K needs no multiple of 8.
+        let n = plan_nchw(&first, &d, true).unwrap();
+        assert_eq!((n.grid, n.shared_bytes), (plan_bf16(&first, &d).unwrap().grid, pl.shared_bytes));
+        assert!(n.kernel.starts_with("wmma_patch_nchw_bf16_128x"), "{n:?}");
+        assert!(plan_nchw(&Conv2d::new(1, 3, 16, 16, 12, 3, 3), &d, false).is_ok());
         // C a multiple of 8: the entries that copy 16 bytes at a time.
         assert!(plan(&Conv2d::new(16, 16, 24, 240, 32, 3, 3).with_pad(1), &d).unwrap().kernel.ends_with("c8"));
     }
