@@ -256,12 +256,18 @@ mod tests {
         // Held in NCHW: the same kernel on NCHW data, with no transposes around it.
         assert_eq!(choose(&first, DType::BF16, Layout::Nchw, &d).unwrap().pick.name(), "wmma_patch_nchw");
         // fp16 on a problem that fits 32-bit indexing only unpadded (8e8 input and 4e8 output
-        // elements; 3.2e9 with C or K padded to 8): no kernel takes it (C = 2 is not depthwise),
-        // and the error lists every reason.
+        // elements; 3.2e9 with C or K padded to 8): only `wmma_patch_nchw` takes it (any K; C = 2
+        // is not depthwise), and every other kernel says why not.
         let huge = Conv2d::new(1, 2, 20000, 20000, 1, 1, 1);
         huge.validate().unwrap();
-        let e = choose(&huge, DType::F16, Layout::Nhwc, &d).unwrap_err().to_string();
-        assert!(e.contains("wmma_nhwc: ") && e.contains("wmma_nhwcnc: ") && e.contains("wmma_smallc: ") && e.contains("direct_smem: reads fp32"), "{e}");
+        let c = choose(&huge, DType::F16, Layout::Nhwc, &d).unwrap();
+        assert_eq!(c.pick.name(), "wmma_patch_nchw");
+        let why = |name: &str| c.candidates.iter().find(|k| k.kernel.name == name).and_then(|k| k.outcome.as_ref().err().cloned()).unwrap_or_default();
+        assert!(why("wmma_nhwc").contains("32-bit index") && why("wmma_smallc").contains("32-bit index") && why("direct_smem").contains("reads fp32"), "{c:?}");
+        // With C = 8 the input itself (3.2e9 elements) is past 32-bit indexing: refused before
+        // any kernel is planned.
+        let e = choose(&Conv2d { c: 8, ..huge }, DType::F16, Layout::Nhwc, &d).unwrap_err().to_string();
+        assert!(e.contains("the input has 3200000000 elements"), "{e}");
     }
 
     #[test]
