@@ -4,7 +4,8 @@
 # PART: jit (`convrs info`: the fresh machine's JIT, into the CUDA cache the rest reads), patch
 # (gpu_patch whole), epilogue (gpu_epilogue's `other_epilogues` tests: every non-Hopper fusing
 # kernel), sanitize (wmma_patch_nchw under memcheck, racecheck, synccheck), bench (the few-channel
-# first layers, NCHW caller against the NCHW baselines, EPI and DTYPES).
+# first layers, NCHW caller against the NCHW baselines, EPI and DTYPES), resnet50 (SETS of
+# "dtype:part", bias + residual + ReLU, the NCHW caller's kernels and both `wmma_patch` entries).
 source benchmarks/2026-11-28-h100-fold/steps.sh
 export CUDA_CACHE_MAXSIZE=4294967296
 export BUNDLE=${BUNDLE:-target/gpu-s44a}
@@ -38,6 +39,13 @@ bench)
       grep -E "from NCHW|NCHW caller" $R/w/bench-$dt-${EPI:-bare}-$n.md | head -8
       xz $R/w/bench-$dt-${EPI:-bare}-$n.json; pack
     done
+  done;;
+resnet50)
+  A=""; for a in wgmma_ws_tma_persistent wgmma_ws_tma_pingpong wgmma_ws_tma_pingpong_m64 wmma_patch wmma_patch_nchw wgmma_nchw_rows_persistent wgmma_ws_tma_persistent_to_nchw wgmma_ws_tma_pingpong_to_nchw wgmma_ws_tma_pingpong_m64_to_nchw wgmma_nchw_patch_persistent wgmma_nchw1x1_persistent wgmma_nchw1x1_pingpong_m64 wgmma_nchw1x1_pingpong; do A="$A --algo $a"; done
+  for set in ${SETS:-bf16:1/2}; do
+    IFS=: read dt p <<< "$set"; n=resnet50-$dt-p${p/\//of}
+    timeout ${BENCH_TIMEOUT:-250} $b/convrs bench --suite resnet50 --part $p --dtype $dt --runs 20 --warmup 3 --search-seconds 1 $A --epilogue bias+residual+relu --pytorch auto --json $R/w/$n.json > $R/w/$n.md 2>$R/w/$n.err
+    echo "$n rc=$?"; grep -E "geomean" $R/w/$n.md | head -3; xz $R/w/$n.json; pack
   done;;
 esac
 done
