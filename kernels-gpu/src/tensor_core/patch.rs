@@ -97,11 +97,7 @@ pub unsafe fn conv<const BN: usize, const BF16: bool, const V: usize, const NCHW
     // first tile's first barrier.
     unsafe {
         copy_filter::<V>(&filter_rows, g.kpad as u32, BN as u32, tid);
-        if NCHW {
-            fill_table_nchw(&sh, &g, table, tid);
-        } else {
-            fill_table(&sh, &g, table, tid);
-        }
+        fill_table::<NCHW>(&sh, &g, table, tid);
     }
     let (warp, lane) = (tid / 32, tid % 32);
     // The window origins in the patch of the A rows this thread reads: V = 1, its fragment
@@ -382,49 +378,31 @@ unsafe fn copy_filter<const V: usize>(rows: &FilterRows, len: u32, n_rows: u32, 
 
 /// The offset table: for kr < R*S*C with (r, s, c) its tap and channel, the byte offset of
 /// `x[ih0 + r*dil_h][iw0 + s*dil_w][c]` from `x[ih0][iw0][0]` in the patch; 0 past R*S*C (the
-/// filter is zero there).
+/// filter is zero there). NHWC: kr = (r*S + s)*C + c, the offset 2*((r*dil_h*pw + s*dil_w)*C +
+/// c). `NCHW`: kr = (c*R + r)*S + s (the KCRS filter's order), the offset 2*(c*ph*pw +
+/// r*dil_h*pw + s*dil_w) from the row's window origin in channel 0's plane.
 ///
 /// # Safety
 /// `table` is this block's table region.
 #[inline(always)]
-unsafe fn fill_table(sh: &ConvShape, g: &Geometry, table: u32, tid: u32) {
+unsafe fn fill_table<const NCHW: bool>(sh: &ConvShape, g: &Geometry, table: u32, tid: u32) {
     let rsc = (sh.r * sh.s * sh.c) as u32;
     let mut kr = tid;
     while kr < g.kpad as u32 {
-        let off = if kr < rsc {
-            // SAFETY: C, S >= 1.
-            let (tap, c) = unsafe { divmod(kr, sh.c as u32) };
-            // SAFETY: as above.
-            let (r, s) = unsafe { divmod(tap, sh.s as u32) };
-            2 * ((r as i32 * sh.dil_h * g.pw + s as i32 * sh.dil_w) * sh.c + c as i32) as u32
-        } else {
+        let off = if kr >= rsc {
             0
-        };
-        // SAFETY: entry kr < kpad of this block's table.
-        unsafe { st_shared_u32(table + 4 * kr, off) };
-        kr += T;
-    }
-}
-
-/// [`fill_table`] for the NCHW entries: kr < R*S*C is channel c, tap (r, s) with kr = (c*R +
-/// r)*S + s (the KCRS filter's order), at byte offset 2*(c*ph*pw + r*dil_h*pw + s*dil_w) from
-/// the row's window origin in channel 0's plane of the patch.
-///
-/// # Safety
-/// As [`fill_table`].
-#[inline(always)]
-unsafe fn fill_table_nchw(sh: &ConvShape, g: &Geometry, table: u32, tid: u32) {
-    let rsc = (sh.r * sh.s * sh.c) as u32;
-    let mut kr = tid;
-    while kr < g.kpad as u32 {
-        let off = if kr < rsc {
+        } else if NCHW {
             // SAFETY: R*S, S >= 1.
             let (c, tap) = unsafe { divmod(kr, (sh.r * sh.s) as u32) };
             // SAFETY: as above.
             let (r, s) = unsafe { divmod(tap, sh.s as u32) };
             2 * (c as i32 * g.ph * g.pw + r as i32 * sh.dil_h * g.pw + s as i32 * sh.dil_w) as u32
         } else {
-            0
+            // SAFETY: C, S >= 1.
+            let (tap, c) = unsafe { divmod(kr, sh.c as u32) };
+            // SAFETY: as above.
+            let (r, s) = unsafe { divmod(tap, sh.s as u32) };
+            2 * ((r as i32 * sh.dil_h * g.pw + s as i32 * sh.dil_w) * sh.c + c as i32) as u32
         };
         // SAFETY: entry kr < kpad of this block's table.
         unsafe { st_shared_u32(table + 4 * kr, off) };
