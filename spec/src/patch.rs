@@ -95,6 +95,11 @@ impl Tile {
         }
     }
 
+    /// All six entry points of the tile (what the host lists and the linker bounds).
+    pub const fn entries(&self) -> [&'static str; 6] {
+        [self.fp16, self.bf16, self.fp16_c8, self.bf16_c8, self.fp16_nchw, self.bf16_nchw]
+    }
+
     /// The entry on NCHW data (KCRS filter, NCHW output) for bf16 data (or fp16).
     pub const fn entry_nchw(&self, bf16: bool) -> &'static str {
         if bf16 {

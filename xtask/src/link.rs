@@ -122,7 +122,7 @@ fn bounds(name: &str) -> Option<Bounds> {
         return Some(Bounds { threads: TILE_THREADS, cluster: 1, blocks: TILE_MIN_BLOCKS });
     }
     use convrs_spec::patch::TILES;
-    TILES.iter().position(|t| [t.fp16, t.bf16, t.fp16_c8, t.bf16_c8, t.fp16_nchw, t.bf16_nchw].contains(&name)).map(|i| Bounds {
+    TILES.iter().position(|t| t.entries().contains(&name)).map(|i| Bounds {
         threads: convrs_spec::patch::THREADS as u32,
         cluster: 1,
         blocks: convrs_spec::patch::MIN_BLOCKS[i],

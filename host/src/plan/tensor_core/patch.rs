@@ -138,7 +138,7 @@ pub fn plan_nchw(problem: &Conv2d, device: &DeviceModel, bf16: bool) -> Result<L
 
 /// Every entry point the plans can name.
 pub fn kernel_names() -> Vec<&'static str> {
-    spec::TILES.iter().flat_map(|t| [t.fp16, t.bf16, t.fp16_c8, t.bf16_c8, t.fp16_nchw, t.bf16_nchw]).collect()
+    spec::TILES.iter().flat_map(|t| t.entries()).collect()
 }
 
 /// The registry's entry.
