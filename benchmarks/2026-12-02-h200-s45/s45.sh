@@ -1,23 +1,20 @@
 # Device script of the forty-fifth session, run from the repository root:
 # `bash benchmarks/2026-12-02-h200-s45/s45.sh PART...` with BUNDLE (default target/gpu-s45a).
-# PART: jit (`convrs info`: the fresh machine's JIT; the driver's cache is kept in
-# $OUT/jc.tar.xz, and a bundle's jc.tar.xz, where present, is unpacked first so a fresh machine
-# need not JIT again), ab (the NCHW-output kernels against their NHWC twins, bare and with
-# bias + residual + ReLU, on SHAPES; cuDNN and PyTorch beside), ncu (NCU: "algo|shape|epilogue"
-# ';'-separated, one profile each), tests (TESTS binaries, TEST_FILTER), sanitize (SAN:
-# "algo|dtype|shape args" ';'-separated, layout nhwc).
+# PART: jit (`convrs info`: the fresh machine's JIT, into the CUDA cache the rest reads), ab (the
+# NCHW-output kernels against their NHWC twins, bare and with bias + residual + ReLU, on SHAPES;
+# cuDNN and PyTorch beside), ncu (NCU: "algo|shape|epilogue" ';'-separated, one profile each).
+# (The session's calls also carried the first machine's JIT cache to the next ones, through
+# CUDA_CACHE_PATH; it saved nothing, BENCHMARKS.md, and is left out here.)
 source benchmarks/2026-11-28-h100-fold/steps.sh
 export BUNDLE=${BUNDLE:-target/gpu-s45a}
-export CUDA_CACHE_PATH=/tmp/jc CUDA_CACHE_MAXSIZE=4294967296
+export CUDA_CACHE_MAXSIZE=4294967296
 b=$(mktemp -d); tar -C $b -xJf $BUNDLE/payload.tar.xz
 eval "$(sed -n '/^torch_cudnn=/,/^fi$/p' $BUNDLE/run-gpu.sh)"
 export CONVRS_COMMIT=$(cat $BUNDLE/commit.txt) CONVRS_REQUIRE_GPU=1 CONVRS_REQUIRE_HOPPER=1
-[ -f $BUNDLE/jc.tar.xz ] && [ ! -d /tmp/jc ] && tar -C /tmp -xJf $BUNDLE/jc.tar.xz && echo "jit cache unpacked: $(du -sh /tmp/jc | cut -f1)"
 for part in "$@"; do
 case $part in
 jit)
-  s=$(date +%s); timeout 280 $b/convrs info > $R/w/jit.txt 2>&1; echo "jit rc=$? $(( $(date +%s) - s )) s"; pack
-  du -sh /tmp/jc; [ -f $BUNDLE/jc.tar.xz ] || (tar -C /tmp -cf - jc | xz -3 -T16 > $OUT/jc.tar.xz; ls -la $OUT/jc.tar.xz);;
+  s=$(date +%s); timeout 280 $b/convrs info > $R/w/jit.txt 2>&1; echo "jit rc=$? $(( $(date +%s) - s )) s"; pack;;
 ab)
   A=""; for a in ${ALGOS:-wgmma_ws_tma_persistent wgmma_ws_tma_pingpong_m64 wgmma_ws_tma_persistent_to_nchw wgmma_ws_tma_pingpong_m64_to_nchw wgmma_nchw1x1_persistent wgmma_nchw1x1_pingpong_m64}; do A="$A --algo $a"; done
   S=""; for s in ${SHAPES:-32,64,56,56,256,1,1 32,128,28,28,512,1,1 32,256,14,14,1024,1,1 32,512,7,7,2048,1,1}; do S="$S --shape $s"; done
@@ -45,21 +42,5 @@ ncu)
     grep -E "Duration|DRAM Through|Memory Throughput|Compute \(SM\)|Warp Cycles Per Issued|No Eligible|L2 Hit|Stall|stall" $R/w/ncu-$tag.txt | head -14
     pack
   done;;
-tests)
-  for t in $TESTS; do
-    timeout ${TEST_TIMEOUT:-240} $b/tests/$t ${TEST_FILTER:-} --test-threads 1 > $R/w/$t.log 2>&1; echo "$t rc=$?"
-    grep -E "^test |test result|panicked|FAILED|random problems checked" $R/w/$t.log | tail -30; pack
-  done;;
-sanitize)
-  san=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer)
-  IFS=';' read -ra specs <<< "$SAN"
-  for spec in "${specs[@]}"; do
-    IFS='|' read algo dt shape <<< "$spec"
-    for tool in memcheck racecheck synccheck; do
-      timeout 120 $san --tool $tool --error-exitcode 99 $b/convrs run --algo $algo --dtype $dt --shape $shape --runs 1 --timing events >> $R/w/sanitize.log 2>&1
-      echo "sanitize $algo $dt [$shape] $tool rc=$?"
-    done
-  done
-  grep -E "ERROR SUMMARY|RACECHECK SUMMARY" $R/w/sanitize.log | sort | uniq -c; pack;;
 esac
 done
