@@ -57,16 +57,24 @@ pub(super) unsafe fn for_each_eight<Acc: Accumulators, M: Math>(acc: &Acc, q: u3
 ///
 /// # Safety
 /// `y` and `sh` as the kernel requires; each (row, column) of the output is written by one
-/// thread of one CTA. Every lane of the warp calls it together (shuffles). `slot` and `runs`
-/// as for [`store_nchw`] (0 and unread but for NCHW output).
+/// thread of one CTA. Every lane of the warp calls it together (shuffles), and where `group`
+/// every thread of the warpgroup (then an NCHW store may read back the warpgroup's rows,
+/// [`store_nchw_wide`]). `slot` and `runs` as for [`store_nchw`] (0 and unread but for NCHW
+/// output).
 #[inline(always)]
-pub(super) unsafe fn store_tile<O: Operands, Acc: Accumulators, M: Math>(sh: &ConvShape, y: *mut f32, acc: &Acc, m0: u32, n0: u32, cw: u32, tid: u32, slot: u32, runs: bool) {
+pub(super) unsafe fn store_tile<O: Operands, Acc: Accumulators, M: Math>(sh: &ConvShape, y: *mut f32, acc: &Acc, m0: u32, n0: u32, cw: u32, tid: u32, slot: u32, runs: bool, group: bool) {
     let (warp, lane) = ((tid % WG) / 32, tid % 32);
     let q = lane % 4;
     let row0 = m0 + cw * 64 + warp * 16 + lane / 4;
     if O::Y_NCHW {
-        // SAFETY: as this function's; the whole warp.
-        unsafe { store_nchw::<_, Acc, M>(&NhwcToNchw::rows(sh), &sh.ep, y, acc, m0, n0, cw, tid, slot, runs) };
+        // The warpgroup reads its 64 rows back together where the runs may go along the planes
+        // (`store_nchw_wide`, which spilled on the 128-accumulator tiles) and it calls together.
+        // SAFETY (both): as this function's; the whole warpgroup where `group`.
+        if runs && group {
+            unsafe { store_nchw_wide::<_, Acc, M>(&NhwcToNchw::rows(sh), &sh.ep, y, acc, m0, n0, cw, tid, slot, runs) };
+        } else {
+            unsafe { store_nchw::<_, Acc, M>(&NhwcToNchw::rows(sh), &sh.ep, y, acc, m0, n0, cw, tid, slot, runs) };
+        }
     } else if M::SPEC == Spec::Half && sh.y_bits == 16 && O::PLANES && !O::PLANE_ROWS {
         // SAFETY: as this function's; the whole warp. `O` is `Planes` (the only layout of
         // NCHW planes that is not NCHW rows).
@@ -276,6 +284,131 @@ pub(super) unsafe fn store_nchw<R: NchwRows, Acc: Accumulators, M: Math>(rows: &
         }
         sync_warp();
     });
+}
+
+/// [`store_nchw`] with the warpgroup's 64 rows read back together, where the runs are 8 pixels:
+/// each warp stages its 16 rows of a chunk as there, and after the warpgroup's barrier
+/// ([`staged_sync`]) thread t of the warpgroup takes column t/8 (and t/8 + 16) of the chunk,
+/// rows 8*(t%8) to 8*(t%8)+7 ([`group_unit`]'s layout), so a warp store writes 64 pixels
+/// (128 bytes, 16-bit) in each of 4 planes. (Read back by each warp from its own 16 rows, a
+/// warp store writes 32 bytes in each of 16 planes: step 16 took 1.5-1.8x its NHWC twin's
+/// time bare on 56x56 and 28x28 planes; H200, forty-fifth session.) Shorter runs leave as
+/// [`store_nchw`]'s do, warp by warp. Taken where the runs may go along the planes
+/// (`convrs_spec::hopper::nchw_store_runs`, under 128 accumulators a thread): on the
+/// 128-accumulator tiles the same code in [`store_nchw`] spilled 8-28 bytes in ptxas however
+/// its addresses were written (forty-sixth and forty-seventh sessions).
+///
+/// # Safety
+/// As [`store_nchw`], `slot` copied in its wide mapping (`super::nchw_residual::copy_residual`
+/// with `RUNS`); all 128 threads of the warpgroup call it together.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+#[allow(unused_assignments)]
+pub(super) unsafe fn store_nchw_wide<R: NchwRows, Acc: Accumulators, M: Math>(rows: &R, ep: &EpilogueArgs, y: *mut f32, acc: &Acc, m0: u32, n0: u32, cw: u32, tid: u32, slot: u32, runs: bool) {
+    let (warp, lane, t) = ((tid % WG) / 32, tid % 32, tid % WG);
+    let first = cw * 64 + warp * 16;
+    // The warpgroup's 64 rows of the staging (consumer warpgroups are the block's 1 and 2), and
+    // this warp's 16 of them.
+    let group = dynamic_smem_u32() + dynamic_smem_bytes() - NCHW_STAGING_BYTES as u32 + (tid / WG - 1) * 64 * ROW_BYTES as u32;
+    let staged = group + warp * 16 * ROW_BYTES as u32;
+    // This thread's 8 rows of the tile (`8 (t % 8)` of the staging) and its column.
+    let (r0, v0) = (8 * (t % 8), t / 8);
+    let row = m0 + cw * 64 + r0;
+    let base = rows.row_base(row);
+    // Unit u of staging row r0 + i at `at + i * ROW_BYTES + (u ^ i ^ r0 / 8) * 16` ([`group_unit`], r0 a multiple of 8).
+    let at = group + r0 * ROW_BYTES as u32;
+    // SAFETY (both): the warpgroup's rows of the staging, written before its barrier; 4-byte aligned.
+    let read = |v: u32| -> [f32; 8] { core::array::from_fn(|i| unsafe { ld_shared_f32(at + i as u32 * ROW_BYTES as u32 + ((v / 4) ^ i as u32 ^ (t % 8)) * 16 + (v % 4) * 4) }) };
+    // Chunk `c` staged by each warp, then read by the warpgroup.
+    // SAFETY (both): this warp's 16 rows of the staging; the whole warpgroup (the caller's contract).
+    let stage = |c: usize| unsafe {
+        stage_chunk_with(acc, c, lane, |r, u| group_unit(group, 16 * warp + r, u));
+        staged_sync(tid);
+    };
+    if ep.is_identity() {
+        // SAFETY (each): as this function's; the whole warp.
+        match run_width(rows.run()) {
+            _ if !R::ALONG_PLANES => {}
+            8 => {}
+            4 => return unsafe { store_nchw_runs::<R, Acc, M, 4>(rows, y, acc, m0 + first, n0, staged, lane) },
+            2 => return unsafe { store_nchw_runs::<R, Acc, M, 2>(rows, y, acc, m0 + first, n0, staged, lane) },
+            _ => return unsafe { store_nchw_runs::<R, Acc, M, 1>(rows, y, acc, m0 + first, n0, staged, lane) },
+        }
+        unroll!(8: Acc::N / CHUNK, c => {
+            stage(c);
+            unroll!(4: 2, k => {
+                let v = v0 + 16 * k as u32;
+                // SAFETY: the caller's contract; these elements this thread's alone.
+                unsafe { store_eight_nchw::<R, M>(rows, y, &read(v), row, n0 + (CHUNK * c) as u32 + v, base) };
+            });
+            // Every thread's reads before the next chunk's writes.
+            // SAFETY: the whole warpgroup (the caller's contract).
+            unsafe { staged_sync(tid) };
+        });
+        return;
+    }
+    let act = Activation::of(ep);
+    if slot != 0 {
+        super::nchw_residual::landed();
+    }
+    if R::ALONG_PLANES && runs && (slot != 0 || ep.residual == 0) {
+        // SAFETY (each): as this function's; the whole warp.
+        match run_width(rows.run()) {
+            8 => {}
+            4 => return unsafe { store_nchw_runs_fused::<R, Acc, M, 4>(rows, ep, &act, y, acc, m0 + first, n0, staged, lane, slot) },
+            2 => return unsafe { store_nchw_runs_fused::<R, Acc, M, 2>(rows, ep, &act, y, acc, m0 + first, n0, staged, lane, slot) },
+            _ => return unsafe { store_nchw_runs_fused::<R, Acc, M, 1>(rows, ep, &act, y, acc, m0 + first, n0, staged, lane, slot) },
+        }
+    }
+    // As in [`store_nchw`]: each chunk's scale and bias a chunk ahead, the halves a loop.
+    let col = |c: usize, k: u32| n0 + (CHUNK * c) as u32 + v0 + 16 * k;
+    // SAFETY (both): a channel below K, as the caller guarantees the vectors.
+    let load = |c: usize| unsafe { [Epilogue::of(ep, col(c, 0).min(rows.channels() - 1)), Epilogue::of(ep, col(c, 1).min(rows.channels() - 1))] };
+    let mut next = load(0);
+    unroll!(8: Acc::N / CHUNK, c => {
+        let e = next;
+        if c + 1 < Acc::N / CHUNK {
+            next = load(c + 1);
+        }
+        let col = |k: u32| col(c, k);
+        let j = 2 * c as u32;
+        // SAFETY: the caller's contract on `ep` and `slot`.
+        let (o0, o1) = unsafe { (operands_eight_nchw::<R, M>(rows, ep, e[0], row, col(0), base, slot, j), operands_eight_nchw::<R, M>(rows, ep, e[1], row, col(1), base, slot, j + 1)) };
+        stage(c);
+        let mut k = 0;
+        while k < 2 {
+            let pick = |a: f32, b: f32| if k == 0 { a } else { b };
+            let o = Operands8 { mul: pick(o0.mul, o1.mul), add: core::array::from_fn(|i| pick(o0.add[i], o1.add[i])) };
+            let x = finish_eight_nchw(&act, read(v0 + 16 * k), &o);
+            // SAFETY: the caller's contract; these elements this thread's alone.
+            unsafe { store_eight_nchw::<R, M>(rows, y, &x, row, col(k), base) };
+            k = opaque(k + 1);
+        }
+        // SAFETY: the whole warpgroup (every thread's reads before the next chunk's writes).
+        unsafe { staged_sync(tid) };
+    });
+}
+
+/// [`store_nchw_wide`]'s barrier over its staging: consumer warpgroup `tid / WG - 1`'s (each
+/// warp stages its 16 rows, every thread reads 8 rows of the 64). Named barriers 1 and 2 are
+/// the ping-pong order's (`super::kernel`), 0 the block's.
+///
+/// # Safety
+/// All 128 threads of the warpgroup call it together.
+#[inline(always)]
+unsafe fn staged_sync(tid: u32) {
+    // SAFETY: as the caller guarantees.
+    unsafe { crate::prelude::mbarrier::named_sync(3 + tid / WG - 1, WG) };
+}
+
+/// The shared address of 16-byte unit `u` of row `r` of a warpgroup's 64-row NCHW staging at
+/// `group` ([`store_nchw`] where `wide`): [`staged_unit`]'s rows, the units swizzled by the row
+/// and its 8-row group, so that both a warp's writes of 8 consecutive rows ([`stage_chunk`])
+/// and a load of row `8a + i` of one column by 8 threads (`a` = 0..7) take the fewest
+/// wavefronts. (By the row alone, those 8 loads are one bank's: 8 wavefronts each.)
+#[inline(always)]
+fn group_unit(group: u32, r: u32, u: u32) -> u32 {
+    group + r * ROW_BYTES as u32 + (u ^ ((r ^ (r >> 3)) % 8)) * 16
 }
 
 /// [`store_nchw`]'s bare store where the runs are shorter than 8 pixels (`W` = 4, 2 or 1,
@@ -829,6 +962,26 @@ unsafe fn stage_chunk<Acc: Accumulators>(acc: &Acc, c: usize, staged: u32, lane:
             let r = lane / 4 + 8 * e as u32;
             // SAFETY: this warp's rows of the staging; 8-byte aligned.
             unsafe { st_shared_f32x2(staged_unit(staged, r, 2 * t as u32 + q / 2) + (q % 2) * 8, acc[i], acc[i + 1]) };
+        });
+    });
+}
+
+/// [`stage_chunk`] into any layout of the rows: 16-byte unit `u` of row `r` at `unit(r, u)`
+/// ([`group_unit`]'s for [`store_nchw_wide`]). (Through it, [`stage_chunk`]'s own callers
+/// spilled 8-16 bytes on the 128-accumulator ping-pong tiles: its addresses joined by `or`.)
+///
+/// # Safety
+/// `unit` gives 16 [`ROW_BYTES`]-byte rows of shared memory that only this warp writes now
+/// (and no other thread reads until a barrier), 16-byte aligned; every lane of the warp calls it.
+#[inline(always)]
+unsafe fn stage_chunk_with<Acc: Accumulators>(acc: &Acc, c: usize, lane: u32, unit: impl Fn(u32, u32) -> u32) {
+    let q = lane % 4;
+    unroll!(4: CHUNK / 8, t => {
+        unroll!(4: 2, e => {
+            let i = 4 * (CHUNK / 8 * c + t) + 2 * e;
+            let r = lane / 4 + 8 * e as u32;
+            // SAFETY: this warp's rows of the staging; 8-byte aligned.
+            unsafe { st_shared_f32x2(unit(r, 2 * t as u32 + q / 2) + (q % 2) * 8, acc[i], acc[i + 1]) };
         });
     });
 }

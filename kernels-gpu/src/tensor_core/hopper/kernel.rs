@@ -394,7 +394,12 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
         if O::Y_NCHW && !idle && slot != 0 {
             // SAFETY: the caller's contract (the residual is output-shaped, NCHW, 16-bit); this
             // thread's slots, whose last tile's reads are done (its stores used them).
-            unsafe { nchw_residual::copy_residual(Acc::N, &NhwcToNchw::rows(sh), &sh.ep, m0, n0, cw, slot, tid, nchw_store_runs(false, BM, Acc::N)) };
+            unsafe {
+                match nchw_store_runs(false, BM, Acc::N) {
+                    true => nchw_residual::copy_residual::<_, true>(Acc::N, &NhwcToNchw::rows(sh), &sh.ep, m0, n0, cw, slot, tid),
+                    false => nchw_residual::copy_residual::<_, false>(Acc::N, &NhwcToNchw::rows(sh), &sh.ep, m0, n0, cw, slot, tid),
+                }
+            };
         } else if O::Y_NCHW && !idle {
             // SAFETY: the caller's contract (the residual is output-shaped, NCHW).
             unsafe { prefetch_residual_nchw::<_, Acc>(&NhwcToNchw::rows(sh), &sh.ep, m0, n0, cw, tid) };
@@ -449,7 +454,7 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
                     if hold {
                         store_fused::<O, Acc, M>(&sh, y, &acc, m0, n0, cw, tid, ring.stage_addr(at.prev_stage::<STAGES>()));
                     } else {
-                        store_tile::<O, Acc, M>(&stored, y, &acc, m0, n0, cw, tid, 0, true);
+                        store_tile::<O, Acc, M>(&stored, y, &acc, m0, n0, cw, tid, 0, true, false);
                     }
                 }
             }
@@ -467,7 +472,7 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
             unsafe { store_fused::<O, Acc, M>(&sh, y, &acc, m0, n0, cw, tid, ring.stage_addr(at.prev_stage::<STAGES>())) };
         } else if !idle {
             // SAFETY: the caller's contract; this CTA's tile.
-            unsafe { store_tile::<O, Acc, M>(&stored, y, &acc, m0, n0, cw, tid, slot, nchw_store_runs(false, BM, Acc::N)) };
+            unsafe { store_tile::<O, Acc, M>(&stored, y, &acc, m0, n0, cw, tid, slot, nchw_store_runs(false, BM, Acc::N), true) };
         }
         if hold {
             // The staging's generic-proxy writes before the producer's next copies into the
@@ -556,9 +561,13 @@ unsafe fn ping_pong<O: Operands, Acc: Accumulators, const STAGES: usize, M: Math
             // SAFETY: as above (an NCHW residual, 16-bit); this thread's slots, whose last
             // tile's reads are done (its stores used them).
             unsafe {
-                nchw_residual::copy_residual(Acc::N, &NhwcToNchw::rows(sh), &sh.ep, m0, n0, 0, slot(0), tid, runs);
+                let copy = |b: u32| match runs {
+                    true => nchw_residual::copy_residual::<_, true>(Acc::N, &NhwcToNchw::rows(sh), &sh.ep, m0, n0, b, slot(b), tid),
+                    false => nchw_residual::copy_residual::<_, false>(Acc::N, &NhwcToNchw::rows(sh), &sh.ep, m0, n0, b, slot(b), tid),
+                };
+                copy(0);
                 if second {
-                    nchw_residual::copy_residual(Acc::N, &NhwcToNchw::rows(sh), &sh.ep, m0, n0, 1, slot(1), tid, runs);
+                    copy(1);
                 }
             }
         } else if O::Y_NCHW {
@@ -637,9 +646,9 @@ unsafe fn ping_pong<O: Operands, Acc: Accumulators, const STAGES: usize, M: Math
                     }
                     _ => {}
                 }
-                store_tile::<O, Acc, M>(&stored, y, &acc.0, m0, n0, 0, tid, slot(0), runs);
+                store_tile::<O, Acc, M>(&stored, y, &acc.0, m0, n0, 0, tid, slot(0), runs, true);
                 if second {
-                    store_tile::<O, Acc, M>(&stored, y, &acc.1, m0, n0, 1, tid, slot(1), runs);
+                    store_tile::<O, Acc, M>(&stored, y, &acc.1, m0, n0, 1, tid, slot(1), runs, true);
                 }
             }
         }

@@ -34,7 +34,7 @@
 
 use convrs_spec::hopper::{b_tile_bytes, patch_geometry, PatchLayout, BLOCK_M, K_TILE, NCHW_STAGING_BYTES, PATCH_BYTES, PATCH_LANDING_BYTES, PATCH_TRANSPOSERS, PLANE_BOX_PIXELS, ROW_BYTES, WARPGROUP};
 
-use super::epilogue::{prefetch_residual_nchw, store_nchw, NchwRows};
+use super::epilogue::{prefetch_residual_nchw, store_nchw_wide, NchwRows};
 use super::math::Math;
 use super::scheduler::Tiles;
 use crate::prelude::matrix::{ldmatrix_x4_trans, stmatrix_x4};
@@ -495,8 +495,8 @@ unsafe fn consume_patches<Acc: Accumulators, const STAGES: usize, M: Math>(sh: &
                 mbar_arrive(bars.patch_empty(hb));
             }
         }
-        // SAFETY: the whole warp; the caller's contract (the staging at the end of the block's
-        // shared memory, this tile's elements this thread's alone).
-        unsafe { store_nchw::<PatchRows, Acc, M>(&rows, &sh.ep, y, &acc, m0, n0, cw, tid, 0, false) };
+        // SAFETY: the whole warpgroup; the caller's contract (the staging at the end of the
+        // block's shared memory, this tile's elements this thread's alone).
+        unsafe { store_nchw_wide::<PatchRows, Acc, M>(&rows, &sh.ep, y, &acc, m0, n0, cw, tid, 0, false) };
     }
 }

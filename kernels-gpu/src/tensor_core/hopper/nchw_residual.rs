@@ -56,19 +56,24 @@ pub(super) fn lane_slot(slots: u32, bn: usize, key: u32, tid: u32) -> u32 {
 }
 
 /// Copies consumer warpgroup `cw`'s NCHW residual of the `bn`-wide tile at (`m0`, `n0`) into this
-/// thread's slots from `slot` ([`lane_slot`]): for each of the store's columns of this lane
-/// (column `lane / 2 + 16 k` of each [`CHUNK`]), pixels `8 (lane % 2)..+8` of the warp's 16
-/// rows, in runs of [`run_width`]; runs outside the output land as zeros. Where the runs are
-/// shorter than 8 pixels and `runs` (the store's own flag, `epilogue::store_nchw`), in
-/// the mapping of the store along the planes instead ([`copy_residual_runs`]).
+/// thread's slots from `slot` ([`lane_slot`]): for each of the store's columns of this thread
+/// (its read-back's, `epilogue::store_nchw`: where `runs`, which step 16 passes as the store's
+/// `wide`, column `t / 8 + 16 k` of each [`CHUNK`] and pixels `8 (t % 8)..+8` of the
+/// warpgroup's 64 rows for thread t of the warpgroup; else column `L / 2 + 16 k` and pixels
+/// `8 (L % 2)..+8` of the warp's 16 for lane L), in runs of [`run_width`]; runs outside the
+/// output land as zeros. Where the runs are shorter than 8 pixels and `runs`, in the mapping
+/// of the store along the planes instead ([`copy_residual_runs`]).
 ///
 /// # Safety
 /// `slot` is this thread's (the launch has the slots, [`slots_of`]); the residual holds an
 /// output-shaped NCHW tensor of 16-bit values; the slots' previous reads are done.
 #[inline(always)]
-pub(super) unsafe fn copy_residual<R: NchwRows>(bn: usize, rows: &R, ep: &EpilogueArgs, m0: u32, n0: u32, cw: u32, slot: u32, tid: u32, runs: bool) {
+pub(super) unsafe fn copy_residual<R: NchwRows, const RUNS: bool>(bn: usize, rows: &R, ep: &EpilogueArgs, m0: u32, n0: u32, cw: u32, slot: u32, tid: u32) {
+    let runs = RUNS;
     let (warp, lane) = ((tid % WG) / 32, tid % 32);
-    let row = m0 + cw * 64 + warp * 16 + 8 * (lane % 2);
+    // The store's read-back: its first row and its column of each half chunk.
+    let row = if runs { m0 + cw * 64 + 8 * (tid % WG % 8) } else { m0 + cw * 64 + warp * 16 + 8 * (lane % 2) };
+    let v0 = if runs { tid % WG / 8 } else { lane / 2 };
     let base = rows.row_base(row);
     let res = ep.residual as *const u16;
     let w = run_width(rows.run());
@@ -78,7 +83,7 @@ pub(super) unsafe fn copy_residual<R: NchwRows>(bn: usize, rows: &R, ep: &Epilog
     }
     let mut j = 0;
     while j < (bn / 16) as u32 {
-        let col = n0 + CHUNK as u32 * (j / 2) + lane / 2 + 16 * (j % 2);
+        let col = n0 + CHUNK as u32 * (j / 2) + v0 + 16 * (j % 2);
         let dst = slot + j * WG * 16;
         let mut s = 0;
         while s < 8 {
