@@ -17,7 +17,7 @@ jit)
 tests)
   step tests-s16 MODE=tests CONVRS_TEST_KERNELS="${S16// /,},$S17" TESTS="gpu_epilogue gpu_wgmma" TEST_TIMEOUT=${TEST_TIMEOUT:-240};;
 sanitize)
-  step sanitize-wide MODE=sanitize SAN_LAYOUT=nchw SAN_SPECS="wgmma_ws_tma_pingpong_m64_to_nchw:bf16:fma:2,64,12,12,136,3,3 --pad 1 --epilogue bias+residual+relu;wgmma_ws_tma_persistent_to_nchw:fp16:fma:3,40,14,14,72,3,3 --pad 1 --epilogue scale+bias+residual+silu;wgmma_ws_tma_pingpong_m64_to_nchw:fp16:fma:2,64,9,10,72,1,1;wgmma_nchw_patch_persistent:bf16:fma:2,16,17,19,40,3,3 --pad 1 --epilogue bias+relu;wgmma_ws_tma_persistent_to_nchw:bf16:fma:2,64,16,16,72,1,1";;
+  step sanitize-wide MODE=sanitize SAN_LAYOUT=nchw SAN_SPECS="wgmma_ws_tma_pingpong_m64_to_nchw:bf16:fma:2,64,12,12,136,3,3 --pad 1 --epilogue bias+residual+relu;wgmma_ws_tma_persistent_to_nchw:fp16:fma:3,40,14,14,72,3,3 --pad 1 --epilogue scale+bias+residual+silu;wgmma_ws_tma_pingpong_m64_to_nchw:fp16:fma:2,64,9,10,72,1,1;wgmma_nchw_patch_persistent:bf16:fma:2,16,16,19,40,3,3 --pad 1 --epilogue bias+relu;wgmma_ws_tma_persistent_to_nchw:bf16:fma:2,64,16,16,72,1,1";;
 ab)
   for bb in ${ABB:-s47a s47m}; do
     BUNDLE=target/gpu-$bb TAG=$bb bash benchmarks/2026-12-02-h200-s45/s45.sh ab
