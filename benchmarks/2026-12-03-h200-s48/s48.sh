@@ -2,7 +2,9 @@
 # `bash benchmarks/2026-12-03-h200-s48/s48.sh PART...` with BUNDLE (default target/gpu-s48a).
 # PART: jit; ncu (NCU: "algo|shape|epilogue" ';'-separated, one profile each, with shared-memory
 # wavefronts and conflicts, L2 write requests and every stall reason); san17 (step 17 under
-# memcheck, racecheck and synccheck on a problem its plan takes); resnet50 (s44.sh's, SETS).
+# memcheck, racecheck and synccheck on a problem its plan takes); resnet50 (s44.sh's, SETS);
+# tests (gpu_epilogue on the Hopper kernels whose stagings moved, gpu_wgmma on steps 16 and 17),
+# sanitize (the stagings bare, fused, wide, narrow and short runs), ab (s45's ab on ABB bundles).
 source benchmarks/2026-11-28-h100-fold/steps.sh
 export BUNDLE=${BUNDLE:-target/gpu-s48a}
 export CUDA_CACHE_MAXSIZE=4294967296
@@ -35,6 +37,16 @@ san17)
     done
   done
   grep -E "ERROR SUMMARY|RACECHECK SUMMARY" $R/w/san17.log | sort | uniq -c; pack;;
+tests)
+  S16=wgmma_ws_tma_persistent_to_nchw,wgmma_ws_tma_pingpong_to_nchw,wgmma_ws_tma_pingpong_m64_to_nchw,wgmma_nchw_patch_persistent
+  step tests-ep MODE=tests CONVRS_TEST_KERNELS=$S16,wgmma_ws_tma_persistent,wgmma_ws_tma_pingpong,wgmma_ws_tma_pingpong_m64,wgmma_ws_tma_splitk TESTS=gpu_epilogue TEST_TIMEOUT=${TEST_TIMEOUT:-200}
+  step tests-wg MODE=tests CONVRS_TEST_KERNELS=$S16 TESTS=gpu_wgmma TEST_TIMEOUT=${TEST_TIMEOUT:-200};;
+sanitize)
+  step sanitize MODE=sanitize SAN_LAYOUT=nchw SAN_SPECS="wgmma_ws_tma_pingpong_m64_to_nchw:bf16:fma:2,64,12,12,136,3,3 --pad 1 --epilogue bias+residual+relu;wgmma_ws_tma_persistent_to_nchw:fp16:fma:3,40,14,14,72,3,3 --pad 1 --epilogue scale+bias+residual+silu;wgmma_ws_tma_persistent_to_nchw:bf16:fma:2,64,16,16,72,1,1;wgmma_ws_tma_pingpong_to_nchw:bf16:fma:2,64,7,7,72,1,1 --epilogue bias+residual+relu;wgmma_ws_tma_persistent:fp16:fma:2,40,13,11,72,3,3 --pad 1 --epilogue bias+residual+gelu";;
+ab)
+  for bb in ${ABB:-s48b s48a}; do
+    BUNDLE=target/gpu-$bb TAG=$bb bash benchmarks/2026-12-02-h200-s45/s45.sh ab
+  done;;
 resnet50)
   bash benchmarks/2026-12-02-h200-s44/s44.sh resnet50;;
 esac

@@ -315,10 +315,10 @@ pub(super) unsafe fn store_nchw_wide<R: NchwRows, Acc: Accumulators, M: Math>(ro
     let (r0, v0) = (8 * (t % 8), t / 8);
     let row = m0 + cw * 64 + r0;
     let base = rows.row_base(row);
-    // Unit u of staging row r0 + i at `at + i * ROW_BYTES + (u ^ i ^ r0 / 8) * 16` ([`group_unit`], r0 a multiple of 8).
+    // Unit u of staging row r0 + i at `at + i * ROW_BYTES + (u ^ 2 (i % 4) ^ r0 / 8) * 16` ([`group_unit`], r0 a multiple of 8).
     let at = group + r0 * ROW_BYTES as u32;
     // SAFETY (both): the warpgroup's rows of the staging, written before its barrier; 4-byte aligned.
-    let read = |v: u32| -> [f32; 8] { core::array::from_fn(|i| unsafe { ld_shared_f32(at + i as u32 * ROW_BYTES as u32 + ((v / 4) ^ i as u32 ^ (t % 8)) * 16 + (v % 4) * 4) }) };
+    let read = |v: u32| -> [f32; 8] { core::array::from_fn(|i| unsafe { ld_shared_f32(at + i as u32 * ROW_BYTES as u32 + ((v / 4) ^ ((i as u32 & 3) << 1) ^ (t % 8)) * 16 + (v % 4) * 4) }) };
     // Chunk `c` staged by each warp, then read by the warpgroup.
     // SAFETY (both): this warp's 16 rows of the staging; the whole warpgroup (the caller's contract).
     let stage = |c: usize| unsafe {
@@ -402,13 +402,15 @@ unsafe fn staged_sync(tid: u32) {
 }
 
 /// The shared address of 16-byte unit `u` of row `r` of a warpgroup's 64-row NCHW staging at
-/// `group` ([`store_nchw`] where `wide`): [`staged_unit`]'s rows, the units swizzled by the row
-/// and its 8-row group, so that both a warp's writes of 8 consecutive rows ([`stage_chunk`])
-/// and a load of row `8a + i` of one column by 8 threads (`a` = 0..7) take the fewest
-/// wavefronts. (By the row alone, those 8 loads are one bank's: 8 wavefronts each.)
+/// `group` ([`store_nchw_wide`]): [`staged_unit`]'s rows, the units swizzled by `2 (r % 4)`
+/// and the row's 8-row group, so that both a warp's writes ([`stage_chunk_with`]: each
+/// half-warp 4 consecutive rows' 32-byte pieces, in distinct pairs of units, as for
+/// [`staged_unit`]) and a load of row `8a + i` of one column by 8 threads (`a` = 0..7, in 8
+/// distinct units) take the fewest wavefronts. (By the row alone, those 8 loads are one bank's:
+/// 8 wavefronts each; by `r ^ (r >> 3)`, rows 2k and 2k+1 shared a pair: 4.2 wavefronts a store.)
 #[inline(always)]
 fn group_unit(group: u32, r: u32, u: u32) -> u32 {
-    group + r * ROW_BYTES as u32 + (u ^ ((r ^ (r >> 3)) % 8)) * 16
+    group + r * ROW_BYTES as u32 + (u ^ (((r & 3) << 1) ^ ((r >> 3) & 7))) * 16
 }
 
 /// [`store_nchw`]'s bare store where the runs are shorter than 8 pixels (`W` = 4, 2 or 1,
@@ -947,6 +949,21 @@ fn staged_unit(staged: u32, r: u32, u: u32) -> u32 {
     staged + r * ROW_BYTES as u32 + (u ^ (r % 8)) * 16
 }
 
+/// [`staged_unit`] for [`store_fused`], swizzled linearly in bits 0-2 of the row (they flip
+/// units by 3, 4 and 2): then an 8-byte store's half-warp (4 consecutive rows' 32-byte pieces)
+/// meets distinct pairs of units, 2 wavefronts, where keyed by `r % 8` rows 2k and 2k + 1
+/// share a pair and a store takes 4 (4.2 measured on [`stage_chunk`]'s; ncu, step 16 bare,
+/// 32,64,56,56->256; H200, forty-eighth session); the read-back's vectors take 4 either way
+/// (a quarter-warp reads two rows; `dev/staging_banks.py`). [`store_nchw`] keeps
+/// [`staged_unit`]: through this swizzle the 128-accumulator ping-pong `_to_nchw` entries
+/// spilled 12 bytes (and, keyed by bit 3 too, which also takes its column loads in 1
+/// wavefront, not 2, 12-32 bytes on three 128-accumulator entries).
+#[inline(always)]
+fn fused_unit(staged: u32, r: u32, u: u32) -> u32 {
+    let swizzle = (3 * (r & 1)) ^ (2 * (r & 2)) ^ ((r >> 1) & 2);
+    staged + r * ROW_BYTES as u32 + (u ^ swizzle) * 16
+}
+
 /// Writes chunk `c` ([`CHUNK`] columns) of a warp's 16 accumulator rows into its staging at
 /// `staged`: row r of the chunk in row r, as fp32, [`staged_unit`]'s layout.
 ///
@@ -1014,7 +1031,7 @@ pub(super) unsafe fn store_fused<O: Operands, Acc: Accumulators, M: Math>(sh: &C
     let (warp, lane) = ((tid % WG) / 32, tid % 32);
     let rows = cw * 64 + warp * 16;
     let staged = a_tile + rows * ROW_BYTES as u32;
-    let unit = |r: u32, u: u32| staged_unit(staged, r, u);
+    let unit = |r: u32, u: u32| fused_unit(staged, r, u);
     // Decoded once a tile, not in the loop (its table lookup and jump were a dependent chain
     // in every iteration).
     let act = Activation::of(&sh.ep);
