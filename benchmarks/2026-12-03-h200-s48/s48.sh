@@ -42,7 +42,7 @@ tests)
   step tests-ep MODE=tests CONVRS_TEST_KERNELS=$S16,wgmma_ws_tma_persistent,wgmma_ws_tma_pingpong,wgmma_ws_tma_pingpong_m64,wgmma_ws_tma_splitk TESTS=gpu_epilogue TEST_TIMEOUT=${TEST_TIMEOUT:-200}
   step tests-wg MODE=tests CONVRS_TEST_KERNELS=$S16 TESTS=gpu_wgmma TEST_TIMEOUT=${TEST_TIMEOUT:-200};;
 sanitize)
-  step sanitize MODE=sanitize SAN_LAYOUT=nchw SAN_SPECS="wgmma_ws_tma_pingpong_m64_to_nchw:bf16:fma:2,64,12,12,136,3,3 --pad 1 --epilogue bias+residual+relu;wgmma_ws_tma_persistent_to_nchw:fp16:fma:3,40,14,14,72,3,3 --pad 1 --epilogue scale+bias+residual+silu;wgmma_ws_tma_persistent_to_nchw:bf16:fma:2,64,16,16,72,1,1;wgmma_ws_tma_pingpong_to_nchw:bf16:fma:2,64,7,7,72,1,1 --epilogue bias+residual+relu;wgmma_ws_tma_persistent:fp16:fma:2,40,13,11,72,3,3 --pad 1 --epilogue bias+residual+gelu";;
+  step sanitize MODE=sanitize SAN_LAYOUT=nchw SAN_SPECS="${SAN:-wgmma_ws_tma_pingpong_m64_to_nchw:bf16:fma:2,64,12,12,136,3,3 --pad 1 --epilogue bias+residual+relu;wgmma_ws_tma_persistent_to_nchw:fp16:fma:3,40,14,14,72,3,3 --pad 1 --epilogue scale+bias+residual+silu;wgmma_ws_tma_persistent:fp16:fma:2,40,13,11,72,3,3 --pad 1 --epilogue bias+residual+gelu}";;
 ab)
   for bb in ${ABB:-s48b s48a}; do
     BUNDLE=target/gpu-$bb TAG=$bb bash benchmarks/2026-12-02-h200-s45/s45.sh ab
