@@ -151,6 +151,24 @@ pub unsafe fn stmatrix_x4(addr: u32, v: [u32; 4]) {
     };
 }
 
+/// [`stmatrix_x4`] transposed (`.trans`): the 16 bytes at lane `8i + r`'s address get column
+/// `r` of matrix i, so from an accumulator fragment whose rows are pixels and columns channels
+/// each 16-byte row stored is one channel's 8 pixels.
+///
+/// # Safety
+/// As [`stmatrix_x4`].
+#[inline(always)]
+pub unsafe fn stmatrix_x4_trans(addr: u32, v: [u32; 4]) {
+    // SAFETY: as the caller guarantees.
+    unsafe {
+        asm!(
+            "stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [{p}], {{{r0}, {r1}, {r2}, {r3}}};",
+            p = in(reg32) addr, r0 = in(reg32) v[0], r1 = in(reg32) v[1], r2 = in(reg32) v[2], r3 = in(reg32) v[3],
+            options(nostack)
+        )
+    };
+}
+
 /// Stores one `f32` to global memory.
 ///
 /// # Safety

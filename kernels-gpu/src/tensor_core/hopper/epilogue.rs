@@ -18,7 +18,7 @@ use convrs_spec::hopper::{residual_in_registers, Math as Spec, NCHW_STAGING_BYTE
 use super::math::{pack, Math};
 use super::nchw_out::NhwcToNchw;
 use crate::prelude::epilogue::{relu, residual_eight, residual_one, residual_pair, residual_pair_ahead, widen_pair, Activation, Epilogue};
-use crate::prelude::matrix::{shfl_idx, shfl_xor, store_global_f32, store_global_f32x2, store_global_u16, store_global_v4, store_global_v4_if};
+use crate::prelude::matrix::{shfl_idx, shfl_xor, stmatrix_x4_trans, store_global_f32, store_global_f32x2, store_global_u16, store_global_v4, store_global_v4_if};
 use crate::prelude::wgmma::Accumulators;
 use crate::prelude::*;
 use crate::tensor_core::implicit_gemm::Operands;
@@ -157,6 +157,9 @@ pub(super) trait NchwRows {
     /// Whether the bare store takes runs shorter than 8 pixels along the planes
     /// ([`store_nchw_runs`]).
     const ALONG_PLANES: bool;
+    /// Whether the warpgroup-wide bare 16-bit store stages the rounded outputs transposed
+    /// ([`store_nchw_matrix`]) where the runs are 8 pixels.
+    const MATRIX: bool;
 }
 
 /// [`store_tile`] into an NCHW output (`rows`: [`NhwcToNchw`]'s, whose rows are the NHWC
@@ -334,6 +337,10 @@ pub(super) unsafe fn store_nchw_wide<R: NchwRows, Acc: Accumulators, M: Math>(ro
             2 => return unsafe { store_nchw_runs::<R, Acc, M, 2>(rows, y, acc, m0 + first, n0, staged, lane) },
             _ => return unsafe { store_nchw_runs::<R, Acc, M, 1>(rows, y, acc, m0 + first, n0, staged, lane) },
         }
+        if R::MATRIX && rows.sixteen() && rows.run() % 8 == 0 {
+            // SAFETY: as this function's; the whole warpgroup; whole 16-byte runs of 8 pixels.
+            return unsafe { store_nchw_matrix::<R, Acc, M>(rows, y, acc, m0, n0, cw, tid, group) };
+        }
         unroll!(8: Acc::N / CHUNK, c => {
             stage(c);
             unroll!(4: 2, k => {
@@ -385,6 +392,64 @@ pub(super) unsafe fn store_nchw_wide<R: NchwRows, Acc: Accumulators, M: Math>(ro
             k = opaque(k + 1);
         }
         // SAFETY: the whole warpgroup (every thread's reads before the next chunk's writes).
+        unsafe { staged_sync(tid) };
+    });
+}
+
+/// [`store_nchw_wide`]'s bare 16-bit store where the runs are 8 pixels: the accumulators are
+/// rounded first and staged transposed by `stmatrix.trans`, each stored row one channel's 8
+/// pixels (16 bytes), so the warpgroup's staging holds 64 channels of its 64 rows at a time
+/// (a round), read back as 16-byte vectors: thread t takes octet t % 8 of the rows and channels
+/// t/8 + 16k, a warp store 128 bytes in each of 4 planes as before. Per 8 outputs a thread
+/// issues one store to shared memory and one load, where staged as fp32 ([`stage_chunk_with`],
+/// [`store_nchw_wide`]'s fused path) it issued 4 and 8; and a round is 64 channels, not 32, so
+/// half the barriers. Channel c's octet o lies at unit `o ^ (c % 8)` of staging row c: the 8
+/// rows of a matrix and a quarter-warp's 8 octets of one channel each meet 8 distinct units.
+///
+/// # Safety
+/// As [`store_nchw_wide`], `rows.run()` a multiple of 8 and 16-bit outputs; `group` the
+/// warpgroup's 64 [`ROW_BYTES`]-byte rows of the staging, which no other thread touches.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn store_nchw_matrix<R: NchwRows, Acc: Accumulators, M: Math>(rows: &R, y: *mut f32, acc: &Acc, m0: u32, n0: u32, cw: u32, tid: u32, group: u32) {
+    let (warp, lane, t) = ((tid % WG) / 32, tid % 32, tid % WG);
+    let unit = |c: u32, o: u32| group + c * ROW_BYTES as u32 + (o ^ (c % 8)) * 16;
+    // Channels a round: the staging's rows, or the tile's.
+    const ROUND: usize = ROW_BYTES / 2;
+    let round = if Acc::N < ROUND { Acc::N } else { ROUND };
+    // This lane gives matrix lane / 8 its row lane % 8: the channel's place in the matrix's
+    // 8-channel group, and the matrix's octet of rows (its warp's first or second 8).
+    let (m, ci) = (lane / 8, lane % 8);
+    let o_w = 2 * warp + m % 2;
+    // The read-back: this thread's octet of the rows and its first channel of a round.
+    let (o, c0) = (t % 8, t / 8);
+    let row = m0 + cw * 64 + 8 * o;
+    let (base, plane) = (rows.row_base(row), rows.plane());
+    let y = y as *mut u16;
+    unroll!(4: Acc::N / round, g => {
+        // Column groups 2s and 2s + 1 of the round, each in its two octets of rows.
+        unroll!(4: round / 16, s => {
+            let j = round / 8 * g + 2 * s;
+            let v = [pack::<M>(acc[4 * j], acc[4 * j + 1]), pack::<M>(acc[4 * j + 2], acc[4 * j + 3]), pack::<M>(acc[4 * j + 4], acc[4 * j + 5]), pack::<M>(acc[4 * j + 6], acc[4 * j + 7])];
+            // SAFETY: the warpgroup's staging, a 16-byte unit of it (its reads of the round
+            // before ended at the barrier below); the whole warp.
+            unsafe { stmatrix_x4_trans(unit(8 * (2 * s as u32 + m / 2) + ci, o_w), v) };
+        });
+        // SAFETY: the whole warpgroup (the caller's contract).
+        unsafe { staged_sync(tid) };
+        unroll!(4: round / 16, k => {
+            let c = c0 + 16 * k as u32;
+            // SAFETY: the staging, written before the barrier; 16-byte aligned.
+            let v = unsafe { ld_shared_u32x4(unit(c, o)) };
+            let col = n0 + (round * g) as u32 + c;
+            if rows.inside(row, col) {
+                // SAFETY: the 8 pixels lie in the output, in one image's plane (the run a
+                // multiple of 8), 16-byte aligned; this thread's alone.
+                unsafe { store_global_v4(y.add((base + col * plane) as usize) as *mut u32, v) };
+            }
+        });
+        // Every thread's reads before the next round's writes.
+        // SAFETY: the whole warpgroup.
         unsafe { staged_sync(tid) };
     });
 }

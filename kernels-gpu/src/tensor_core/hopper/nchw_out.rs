@@ -23,6 +23,7 @@ pub(super) struct PixelRows<'a>(&'a ConvShape);
 
 impl NchwRows for PixelRows<'_> {
     const ALONG_PLANES: bool = true;
+    const MATRIX: bool = true;
     #[inline(always)]
     fn row_base(&self, row: u32) -> u32 {
         NhwcToNchw::row_base(self.0, row)

@@ -167,6 +167,8 @@ impl NchwRows for PatchRows {
     /// Not yet: with it ptxas spilled 16 bytes on the 128x128 entries, and step 17's short
     /// runs (Q not a multiple of 8) were not measured.
     const ALONG_PLANES: bool = false;
+    /// Not yet: with it ptxas spilled 4-16 bytes on the 128x128 entries (forty-eighth session).
+    const MATRIX: bool = false;
     #[inline(always)]
     fn row_base(&self, row: u32) -> u32 {
         let f = row - self.m0;
