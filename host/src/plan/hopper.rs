@@ -142,6 +142,21 @@ fn rate(c: &Config) -> f64 {
     RATES.iter().find(|(e, _)| *e == c.entries[0]).map_or(f64::NAN, |r| r.1)
 }
 
+/// The rate of `c`'s NHWC twin: its first entry's name without `_to_nchw` (NaN for entries
+/// without one).
+fn twin_rate(c: &Config) -> f64 {
+    let twin = c.entries[0].replacen("_to_nchw", "", 1);
+    RATES.iter().find(|(e, _)| *e == twin).map_or(f64::NAN, |r| r.1)
+}
+
+/// Step 16's rate over its NHWC twin's where its bare 16-bit store stages the rounded outputs
+/// transposed (`store_nchw_matrix` in the kernels: runs of 8 pixels, tiles under 128
+/// accumulators a thread, no epilogue staged): 0.98 of step 7's time, the median of the 11
+/// deepbench bf16 layers of part 1/3 with P*Q a multiple of 8 (0.91-1.01), where the other 16
+/// took 1.15 (1.01-1.31; H200, BENCHMARKS.md, forty-eighth session); taken as 1. The RATES
+/// rows above stay for the fp32 staging (a staged epilogue, short runs, 128 accumulators).
+const NCHW_MATRIX: f64 = 1.0;
+
 /// Step 12's rate factor under a fused epilogue. Its warpgroups take turns at the mainloop, so
 /// a tile's epilogue runs on one warpgroup (4 warps) where step 7 runs both blocks' at once (8
 /// warps). The epilogue is bound by each warp's dependent latency (notes/epilogue.md), so it
@@ -194,7 +209,7 @@ const MAX_SPLITS: usize = 32;
 /// [`M64_FUSED`]), or a residual read by the register epilogue if `residual` ([`residual_us`]).
 /// fp32 rows run at the tf32 peak, half the fp16 one, and 3xTF32 three products a step.
 #[allow(clippy::too_many_arguments)]
-fn cost(c: &Config, d: &DeviceModel, m: usize, n: usize, ch: usize, taps: usize, splits: usize, live: f64, staged: Option<bool>, residual: Residual, nchw: Option<NchwStore>) -> f64 {
+fn cost(c: &Config, d: &DeviceModel, m: usize, n: usize, ch: usize, taps: usize, splits: usize, live: f64, staged: Option<bool>, residual: Residual, nchw: Option<NchwStore>, matrix: bool) -> f64 {
     let bps = blocks_per_sm(d, c.threads(), registers(c), c.smem_bytes()) as f64;
     let blocks = (tiles(c, m, n) * splits) as f64;
     let kc = c.k_tile();
@@ -214,7 +229,8 @@ fn cost(c: &Config, d: &DeviceModel, m: usize, n: usize, ch: usize, taps: usize,
     let out = (m * n * 4) as f64 * live;
     let split = if splits > 1 { SPLIT_US + memory_us(d, 2.0 * splits as f64 * out) } else { 0.0 };
     let held = nchw.is_none_or(|k| run_width(k.run) < 8);
-    let rate = if staged.is_some() && held && c.block_m() != BLOCK_M { rate(c) * M64_FUSED } else { rate(c) };
+    let base = if matrix { twin_rate(c) * NCHW_MATRIX } else { rate(c) };
+    let rate = if staged.is_some() && held && c.block_m() != BLOCK_M { base * M64_FUSED } else { base };
     let rate = if c.policy.ping_pong() && c.bn >= 2 * n { rate * PINGPONG_WIDE } else { rate };
     let staging = staged.map_or(0.0, |residual| if residual { 2.0 } else { 1.0 } * STAGED_US * (m * n) as f64 * live / d.sms.max(1) as f64);
     let residual = match residual {
@@ -535,7 +551,12 @@ fn plan_folding(desc: &KernelDesc, problem: &Conv2d, dtype: DType, device: &Devi
     let nchw = |c: &Config| {
         (staged(c).is_some() && matches!(policy.producer, Producer::WsTmaNchw)).then_some(NchwStore { run, residual: p.epilogue.residual, columns: run_width(run) < 8 && !along(c) })
     };
-    let cost_of = |&(c, z): &(&Config, usize)| cost(c, device, m, n, group_c, p.r * p.s, z, live, staged(c), residual(c), nchw(c));
+    // Step 16's bare 16-bit store stages transposed on runs of 8 pixels ([`NCHW_MATRIX`]); the
+    // NCHW caller's outputs are 16-bit (`KernelDesc::plan_writing`).
+    let matrix = |c: &Config| {
+        matches!(policy.producer, Producer::WsTmaNchw) && matches!(policy.math, Math::Half) && run_width(run) == 8 && nchw_store_runs(c.policy.ping_pong(), c.block_m(), c.bn) && staged(c).is_none()
+    };
+    let cost_of = |&(c, z): &(&Config, usize)| cost(c, device, m, n, group_c, p.r * p.s, z, live, staged(c), residual(c), nchw(c), matrix(c));
     let forced = if policy.split_k() { forced_split()? } else { None };
     let choices = configs().filter(fits).flat_map(|c| splits(c).map(move |z| (c, z)));
     let choices = choices.filter(|&(c, z)| forced.is_none_or(|(bn, fz)| c.bn == bn && z == fz));
@@ -927,7 +948,7 @@ mod tests {
             ("wgmma_ws_tma_persistent_128x256k64", 155.7),
             ("wgmma_ws_tma_persistent_cluster2_128x256k64", 155.6),
         ] {
-            let ratio = cost(by_entry(entry), &d, m, 512, 256, 9, 1, 1.0, None, Residual::None, None) / measured_us;
+            let ratio = cost(by_entry(entry), &d, m, 512, 256, 9, 1, 1.0, None, Residual::None, None, false) / measured_us;
             assert!((0.9..=1.1).contains(&ratio), "{entry}: predicted/measured {ratio:.2}");
         }
         let plan = algo("wgmma_multistage").plan(&seed, DType::F16, &d).unwrap();
@@ -1005,7 +1026,7 @@ mod tests {
         assert_eq!(picked.to_string(), "wgmma_ws_tma_persistent");
         // The same tile's MMAs at K = 32 cost more than at K = 64 (half of them padding, and
         // the factor), though half the outputs are written; step 7's tile has no such charge.
-        let cost_at = |entry: &str, k: usize| cost(by_entry(entry), &d, 100_000, k, 64, 9, 1, 1.0, None, Residual::None, None);
+        let cost_at = |entry: &str, k: usize| cost(by_entry(entry), &d, 100_000, k, 64, 9, 1, 1.0, None, Residual::None, None, false);
         assert!(cost_at("wgmma_ws_tma_pingpong_128x64k64", 32) > cost_at("wgmma_ws_tma_pingpong_128x64k64", 64));
         assert!(cost_at("wgmma_ws_tma_persistent_128x64k64", 32) < cost_at("wgmma_ws_tma_persistent_128x64k64", 64));
     }
@@ -1022,7 +1043,7 @@ mod tests {
         // tile (measured on the H200, thirty-fifth session).
         let c = by_entry("wgmma_ws_tma_persistent_128x64k64");
         let (m, n) = (three.output_len() / three.k, three.k);
-        let step7 = |r| cost(c, &d, m, n, three.c, 9, 1, 1.0, None, r, None);
+        let step7 = |r| cost(c, &d, m, n, three.c, 9, 1, 1.0, None, r, None, false);
         let bytes = memory_us(&d, (three.output_len() * 2) as f64);
         assert!(step7(Residual::Loaded) > step7(Residual::None) + bytes + 1.0, "{} {}", step7(Residual::Loaded), step7(Residual::None));
         // The tiles that take it by TMA: the map and its buffers; under ping-pong its bytes alone,
@@ -1033,7 +1054,7 @@ mod tests {
             assert!(c.takes_residual_map() && fused.residual_map_rows == Some(bm), "{fused:?}");
             assert_eq!(fused.shared_bytes as usize, c.smem_bytes_with_residual());
             let (m, taps) = (p.output_len() / p.k, p.r * p.s);
-            let with = |r| cost(c, &d, m, p.k, p.c, taps, 1, 1.0, None, r, None);
+            let with = |r| cost(c, &d, m, p.k, p.c, taps, 1, 1.0, None, r, None, false);
             let bytes = memory_us(&d, (p.output_len() * 2) as f64);
             assert!((fused.predicted_us - with(Residual::ByTma)).abs() < 1e-9, "{a}");
             if c.policy.ping_pong() {
@@ -1298,6 +1319,32 @@ mod tests {
             let nhwc = crate::select::choose(&q, DType::F16, Layout::Nhwc, &d).unwrap();
             assert!(!nhwc.pick.name().ends_with("_to_nchw"), "{q}: {}", nhwc.pick.name());
         }
+    }
+
+    /// Step 16's bare 16-bit store on runs of 8 pixels (tiles under 128 accumulators) is
+    /// modelled at its NHWC twin's time on the same tile ([`NCHW_MATRIX`]); on 14x14 planes
+    /// (runs of 4) the fp32 staging's rate (step 7's 1.23) stays, and so does a staged
+    /// residual's charge.
+    #[test]
+    fn nchw_output_on_whole_runs_is_modelled_at_the_twins_rate() {
+        let d = DeviceModel::named("h200").unwrap();
+        let plan = |name: &str, p: &Conv2d| algo(name).kernel().unwrap().plan(p, DType::BF16, &d).unwrap();
+        let p = Conv2d::new(32, 64, 56, 56, 256, 1, 1);
+        let (nchw, twin) = (plan("wgmma_ws_tma_persistent_to_nchw", &p), plan("wgmma_ws_tma_persistent", &p));
+        // The twin may take 128x256, which step 16 does not have: within that tile's rate.
+        assert!(nchw.predicted_us <= twin.predicted_us * 1.3, "{} vs {}", nchw.predicted_us, twin.predicted_us);
+        let residual = plan("wgmma_ws_tma_persistent_to_nchw", &p.with_epilogue("bias+residual+relu".parse::<crate::Epilogue>().unwrap()));
+        assert!(residual.predicted_us > nchw.predicted_us * 1.2, "{} vs {}", residual.predicted_us, nchw.predicted_us);
+        let same_tile = |p: &Conv2d| {
+            let nchw = plan("wgmma_ws_tma_persistent_to_nchw", p);
+            let bn = by_entry(nchw.kernel).bn;
+            let twin = cost(CONFIGS.iter().find(|c| c.policy.name() == "wgmma_ws_tma_persistent" && c.bn == bn).unwrap(), &d, p.n * p.output_hw().0 * p.output_hw().1, p.k, p.c, 1, 1, 1.0, None, Residual::None, None, false);
+            nchw.predicted_us / twin
+        };
+        assert!((same_tile(&p) - 1.0).abs() < 1e-9, "{}", same_tile(&p));
+        let short = Conv2d::new(32, 256, 14, 14, 1024, 1, 1);
+        // (Its MMA time at 1.23 the twin's; the launch and memory terms the same.)
+        assert!(same_tile(&short) > 1.05, "{}", same_tile(&short));
     }
 
     /// Step 16's launches with a residual in the staged store ask for the residual slots
