@@ -17,7 +17,7 @@
 //! | 13 | `wgmma_nchw1x1_persistent_[3x]tf32` ([`planes`]) | step 9 on fp32 data, the other way round: the pixels as A through registers (tf32 takes K-major shared operands only), the filter as B |
 //! | 14 | `wgmma_nchw_rows_persistent` ([`plane_rows`]) | step 9 for any filter at column stride 1: the columns output rows, one tiled copy of an input row a (tap, chunk) from a 16-byte boundary, shifted into the B tile by the producer warpgroup; no transform of the activations |
 //! | 15 | `wgmma_nchw1x1_pingpong_m64` ([`planes`]) | step 9 on step 12's 64-row ping-pong tiles: K rounded up to 64 rows an image, not 128; one warpgroup's stores under the other's mainloop |
-//! | 16 | `wgmma_ws_tma_{persistent,pingpong,pingpong_m64}_to_nchw` ([`nchw_out`]) | steps 7, 10 and 12 storing the output NCHW: an NCHW caller's output transpose goes |
+//! | 16 | `wgmma_ws_tma_{persistent,pingpong,pingpong_m64}_to_nchw` ([`nchw_out`]) | steps 7, 10 and 12 storing the output NCHW: an NCHW caller's output transpose goes; the bare 16-bit store on whole 8-pixel runs staged transposed by `stmatrix.trans` |
 //! | 17 | `wgmma_nchw_patch_persistent` ([`nchw_patch`]) | NCHW data, any filter at stride 1: a chunk's input rows land once, the producer warpgroup transposes them into a K-major patch, and each tap's A operand is the patch from a row offset; NCHW out as step 16; no transform |
 //! | 18 | `wgmma_nchw1x1_pingpong` ([`planes`]) | step 9 on step 10's ping-pong tiles: 128 output channels a warpgroup's tile, its stores under the other's mainloop |
 //!
