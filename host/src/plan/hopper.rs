@@ -139,14 +139,18 @@ pub const RATES: [(&str, f64); 69] = [
 
 /// The rate of configuration `c` ([`RATES`]; every configuration has one, checked below).
 fn rate(c: &Config) -> f64 {
-    RATES.iter().find(|(e, _)| *e == c.entries[0]).map_or(f64::NAN, |r| r.1)
+    entry_rate(c.entries[0])
+}
+
+/// The [`RATES`] row of entry `entry` (NaN where there is none).
+fn entry_rate(entry: &str) -> f64 {
+    RATES.iter().find(|(e, _)| *e == entry).map_or(f64::NAN, |r| r.1)
 }
 
 /// The rate of `c`'s NHWC twin: its first entry's name without `_to_nchw` (NaN for entries
 /// without one).
 fn twin_rate(c: &Config) -> f64 {
-    let twin = c.entries[0].replacen("_to_nchw", "", 1);
-    RATES.iter().find(|(e, _)| *e == twin).map_or(f64::NAN, |r| r.1)
+    entry_rate(&c.entries[0].replacen("_to_nchw", "", 1))
 }
 
 /// Step 16's rate over its NHWC twin's where its bare 16-bit store stages the rounded outputs

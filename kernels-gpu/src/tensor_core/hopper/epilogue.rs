@@ -413,7 +413,8 @@ pub(super) unsafe fn store_nchw_wide<R: NchwRows, Acc: Accumulators, M: Math>(ro
 #[allow(clippy::too_many_arguments)]
 unsafe fn store_nchw_matrix<R: NchwRows, Acc: Accumulators, M: Math>(rows: &R, y: *mut f32, acc: &Acc, m0: u32, n0: u32, cw: u32, tid: u32, group: u32) {
     let (warp, lane, t) = ((tid % WG) / 32, tid % 32, tid % WG);
-    let unit = |c: u32, o: u32| group + c * ROW_BYTES as u32 + (o ^ (c % 8)) * 16;
+    // Channel c's octets in staging row c, [`staged_unit`]'s swizzle by the row.
+    let unit = |c: u32, o: u32| staged_unit(group, c, o);
     // Channels a round: the staging's rows, or the tile's.
     const ROUND: usize = ROW_BYTES / 2;
     let round = if Acc::N < ROUND { Acc::N } else { ROUND };
