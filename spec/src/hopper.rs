@@ -523,6 +523,17 @@ pub const fn nchw_store_runs(ping_pong: bool, bm: usize, bn: usize) -> bool {
     thread_accumulators(ping_pong, bm, bn) < 128
 }
 
+/// Whether step 16's bare 16-bit store on runs of 8 pixels stages the rounded outputs
+/// transposed (`epilogue::store_nchw_matrix` in the kernels, which reads back no fp32 values)
+/// on a tile whose blocks are `bn` wide, `runs` its [`nchw_store_runs`]: through the
+/// warpgroup-wide store where `runs`, and on blocks 256 wide (128 accumulators a thread: step
+/// 12's 64x256, step 7's 128x256). The 128x128 ping-pong tiles (two blocks of 128 a
+/// warpgroup) spilled 12-16 bytes with it, so they keep the fp32 staging. The kernels and the
+/// host's planner (its `NCHW_MATRIX` rate) both ask this.
+pub const fn nchw_store_transposed(runs: bool, bn: usize) -> bool {
+    runs || bn >= 256
+}
+
 /// Whether planes whose runs are `run` pixels ([`run_width`]) can be copied into the NCHW
 /// residual slots: 4, 8 or 16 bytes a copy (`cp.async`), so runs of 2 pixels or more.
 pub const fn nchw_slots_copy(run: u32) -> bool {

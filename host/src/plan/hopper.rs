@@ -8,7 +8,7 @@
 //! lowest predicted time. The cost model is `wmma_nhwc`'s wave model (`plan::model`) with one
 //! rate per configuration ([`RATES`]), fitted to the H100.
 
-use convrs_spec::hopper::{nchw_slots_copy, nchw_store_runs, patch_geometry, run_width, plane_gemm, plane_pixel_rows, PatchGeometry, plane_row_pitch, plane_rows, Config, Math, Policy, Producer, Schedule, BLOCK_M, CONFIGS};
+use convrs_spec::hopper::{nchw_slots_copy, nchw_store_runs, nchw_store_transposed, patch_geometry, run_width, plane_gemm, plane_pixel_rows, PatchGeometry, plane_row_pitch, plane_rows, Config, Math, Policy, Producer, Schedule, BLOCK_M, CONFIGS};
 use convrs_spec::split_k;
 
 use super::tensor_core::gemm_m;
@@ -154,11 +154,13 @@ fn twin_rate(c: &Config) -> f64 {
 }
 
 /// Step 16's rate over its NHWC twin's where its bare 16-bit store stages the rounded outputs
-/// transposed (`store_nchw_matrix` in the kernels: runs of 8 pixels, tiles under 128
-/// accumulators a thread, no epilogue staged): 0.98 of step 7's time, the median of the 11
-/// deepbench bf16 layers of part 1/3 with P*Q a multiple of 8 (0.91-1.01), where the other 16
-/// took 1.15 (1.01-1.31; H200, BENCHMARKS.md, forty-eighth session); taken as 1. The RATES
-/// rows above stay for the fp32 staging (a staged epilogue, short runs, 128 accumulators).
+/// transposed (`store_nchw_matrix` in the kernels: runs of 8 pixels, tiles where
+/// `convrs_spec::hopper::nchw_store_transposed` holds, no epilogue staged): 0.98 of step 7's
+/// time, the median of the 11 deepbench bf16 layers of part 1/3 with P*Q a multiple of 8
+/// (0.91-1.01), where the other 16 took 1.15 (1.01-1.31; H200, forty-eighth session); step
+/// 12's 64x256 tiles 0.99-1.00 of theirs on 56x56 and 28x28 1x1 layers (forty-ninth session;
+/// BENCHMARKS.md); taken as 1. The RATES rows above stay for the fp32 staging (a staged
+/// epilogue, short runs, the 128x128 ping-pong tiles).
 const NCHW_MATRIX: f64 = 1.0;
 
 /// Step 12's rate factor under a fused epilogue. Its warpgroups take turns at the mainloop, so
@@ -558,7 +560,7 @@ fn plan_folding(desc: &KernelDesc, problem: &Conv2d, dtype: DType, device: &Devi
     // Step 16's bare 16-bit store stages transposed on runs of 8 pixels ([`NCHW_MATRIX`]); the
     // NCHW caller's outputs are 16-bit (`KernelDesc::plan_writing`).
     let matrix = |c: &Config| {
-        matches!(policy.producer, Producer::WsTmaNchw) && matches!(policy.math, Math::Half) && run_width(run) == 8 && nchw_store_runs(c.policy.ping_pong(), c.block_m(), c.bn) && staged(c).is_none()
+        matches!(policy.producer, Producer::WsTmaNchw) && matches!(policy.math, Math::Half) && run_width(run) == 8 && nchw_store_transposed(nchw_store_runs(c.policy.ping_pong(), c.block_m(), c.bn), c.bn) && staged(c).is_none()
     };
     let cost_of = |&(c, z): &(&Config, usize)| cost(c, device, m, n, group_c, p.r * p.s, z, live, staged(c), residual(c), nchw(c), matrix(c));
     let forced = if policy.split_k() { forced_split()? } else { None };
@@ -1339,16 +1341,22 @@ mod tests {
         assert!(nchw.predicted_us <= twin.predicted_us * 1.3, "{} vs {}", nchw.predicted_us, twin.predicted_us);
         let residual = plan("wgmma_ws_tma_persistent_to_nchw", &p.with_epilogue("bias+residual+relu".parse::<crate::Epilogue>().unwrap()));
         assert!(residual.predicted_us > nchw.predicted_us * 1.2, "{} vs {}", residual.predicted_us, nchw.predicted_us);
-        let same_tile = |p: &Conv2d| {
-            let nchw = plan("wgmma_ws_tma_persistent_to_nchw", p);
+        // Step 16's prediction over its twin's cost on the tile it took, and that tile's width.
+        let same_tile_of = |twin: &str, p: &Conv2d| {
+            let nchw = plan(&format!("{twin}_to_nchw"), p);
             let bn = by_entry(nchw.kernel).bn;
-            let twin = cost(CONFIGS.iter().find(|c| c.policy.name() == "wgmma_ws_tma_persistent" && c.bn == bn).unwrap(), &d, p.n * p.output_hw().0 * p.output_hw().1, p.k, p.c, 1, 1, 1.0, None, Residual::None, None, false);
-            nchw.predicted_us / twin
+            let config = CONFIGS.iter().find(|c| c.policy.name() == twin && c.bn == bn).unwrap();
+            (nchw.predicted_us / cost(config, &d, p.n * p.output_hw().0 * p.output_hw().1, p.k, p.c, 1, 1, 1.0, None, Residual::None, None, false), bn)
         };
+        let same_tile = |p: &Conv2d| same_tile_of("wgmma_ws_tma_persistent", p).0;
         assert!((same_tile(&p) - 1.0).abs() < 1e-9, "{}", same_tile(&p));
         let short = Conv2d::new(32, 256, 14, 14, 1024, 1, 1);
         // (Its MMA time at 1.23 the twin's; the launch and memory terms the same.)
         assert!(same_tile(&short) > 1.05, "{}", same_tile(&short));
+        // Step 12's 64x256 blocks stage transposed too (128 accumulators a thread, but 256 wide).
+        let (m64, bn) = same_tile_of("wgmma_ws_tma_pingpong_m64", &p);
+        assert_eq!(bn, 256, "the model's tile for {p}");
+        assert!((m64 - 1.0).abs() < 1e-9, "{m64}");
     }
 
     /// Step 16's launches with a residual in the staged store ask for the residual slots

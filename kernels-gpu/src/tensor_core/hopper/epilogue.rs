@@ -13,7 +13,7 @@ use core::arch::asm;
 
 use convrs_spec::epilogue::{Act, IN_REGISTERS_MAX_ACC};
 use convrs_spec::EpilogueArgs;
-use convrs_spec::hopper::{residual_in_registers, Math as Spec, NCHW_STAGING_BYTES, ROW_BYTES, WARPGROUP};
+use convrs_spec::hopper::{nchw_store_transposed, residual_in_registers, Math as Spec, NCHW_STAGING_BYTES, ROW_BYTES, WARPGROUP};
 
 use super::math::{pack, Math};
 use super::nchw_out::NhwcToNchw;
@@ -70,8 +70,14 @@ pub(super) unsafe fn store_tile<O: Operands, Acc: Accumulators, M: Math>(sh: &Co
         // The warpgroup reads its 64 rows back together where the runs may go along the planes
         // (`store_nchw_wide`, which spilled on the 128-accumulator tiles) and it calls together.
         // SAFETY (both): as this function's; the whole warpgroup where `group`.
+        let rows = NhwcToNchw::rows(sh);
         if runs && group {
-            unsafe { store_nchw_wide::<_, Acc, M>(&NhwcToNchw::rows(sh), &sh.ep, y, acc, m0, n0, cw, tid, slot, runs) };
+            unsafe { store_nchw_wide::<_, Acc, M>(&rows, &sh.ep, y, acc, m0, n0, cw, tid, slot, runs) };
+        } else if group && nchw_store_transposed(runs, Acc::N) && sh.ep.is_identity() && rows.sixteen() && rows.run() % 8 == 0 {
+            // The bare store of the 256-wide blocks (128 accumulators a thread), which spilled
+            // through `store_nchw_wide`: the transposed staging reads back no fp32 values.
+            let staging = dynamic_smem_u32() + dynamic_smem_bytes() - NCHW_STAGING_BYTES as u32 + (tid / WG - 1) * 64 * ROW_BYTES as u32;
+            unsafe { store_nchw_matrix::<_, Acc, M>(&rows, y, acc, m0, n0, cw, tid, staging) };
         } else {
             unsafe { store_nchw::<_, Acc, M>(&NhwcToNchw::rows(sh), &sh.ep, y, acc, m0, n0, cw, tid, slot, runs) };
         }
