@@ -526,8 +526,8 @@ pub const fn nchw_store_runs(ping_pong: bool, bm: usize, bn: usize) -> bool {
 /// Whether step 16's bare 16-bit store on runs of 8 pixels stages the rounded outputs
 /// transposed (`epilogue::store_nchw_matrix` in the kernels, which reads back no fp32 values)
 /// on a tile whose blocks are `bn` wide, `runs` its [`nchw_store_runs`]: through the
-/// warpgroup-wide store where `runs`, and on blocks 256 wide (128 accumulators a thread: step
-/// 12's 64x256, step 7's 128x256). The 128x128 ping-pong tiles (two blocks of 128 a
+/// warpgroup-wide store where `runs`, and on blocks 256 wide (128 accumulators a thread: the
+/// ping-pong m64 form's 64x256, the only such NCHW tile). The 128x128 ping-pong tiles (two blocks of 128 a
 /// warpgroup) spilled 12-16 bytes with it, so they keep the fp32 staging. The kernels and the
 /// host's planner (its `NCHW_MATRIX` rate) both ask this.
 pub const fn nchw_store_transposed(runs: bool, bn: usize) -> bool {
