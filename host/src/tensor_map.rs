@@ -229,29 +229,35 @@ impl InputMapKey {
 pub(crate) struct PlaneMapKey {
     /// The NCHW input's device address.
     pub address: u64,
-    /// H*W, C, N.
+    /// H*W, C, N (g H*W, C/g, N where `groups` = g channel planes make a row).
     pub dims: [u64; 3],
+    /// Channel planes a row of the map.
+    pub groups: u32,
     pub dtype: DType,
 }
 
 impl PlaneMapKey {
+    /// For 16-bit data whose H*W is not a multiple of 8 (only `Producer::Planes` plans ask for
+    /// those), the rows are `g` channel planes end to end
+    /// (`convrs_spec::hopper::plane_channel_groups`): {g H*W, C/g, N}.
     pub fn new(address: u64, problem: &Conv2d, dtype: DType) -> Self {
         let p = problem;
-        PlaneMapKey { address, dims: [(p.h * p.w) as u64, p.c as u64, p.n as u64], dtype }
+        let g = if dtype.size() == 2 { convrs_spec::hopper::plane_channel_groups(p.h * p.w) } else { 1 };
+        PlaneMapKey { address, dims: [(g * p.h * p.w) as u64, (p.c / g) as u64, p.n as u64], groups: g as u32, dtype }
     }
 
     /// The driver's encoding: a 3-D tensor {H*W, C, N} (innermost first), boxes of {128 bytes
     /// of pixels, 128 bytes' worth of channels, 1 image}, 128-byte swizzle (the MN-major layout
     /// the kernels' B descriptors read), zeros outside the tensor (pixel and channel tails,
-    /// images past N). The byte strides must be multiples of 16: H*W is a multiple of 8 (fp32:
-    /// 4) in every plan that asks for this map.
+    /// images past N). The byte strides must be multiples of 16: the row, H*W pixels (fp32: a
+    /// multiple of 4 in every plan that asks for this map) or g channel planes of them.
     pub fn encode(&self) -> Result<[u8; 128]> {
         let size = self.dtype.size() as u64;
-        let [hw, c, _] = self.dims;
+        let [row, rows, _] = self.dims;
         // The kernels' copy: one 128-byte row of pixels (PLANE_BOX_PIXELS of 16-bit data, 32
-        // of fp32) by one k-tile of channels.
-        let boxes = [box_channels(self.dtype), box_channels(self.dtype), 1];
-        encode_tiled(self.dtype, self.address, self.dims, [size * hw, size * hw * c], boxes, false)
+        // of fp32) by one k-tile of channels, in `groups` boxes of 64 / groups rows.
+        let boxes = [box_channels(self.dtype), box_channels(self.dtype) / self.groups, 1];
+        encode_tiled(self.dtype, self.address, self.dims, [size * row, size * row * rows], boxes, false)
             .map_err(|e| Error::Cuda(format!("encoding the input's plane tensor map ({self:?}): {e}")))
     }
 }

@@ -603,6 +603,28 @@ pub const fn plane_pitch(hw: usize) -> usize {
     hw.div_ceil(PLANE_BOX_PIXELS) * PLANE_BOX_PIXELS
 }
 
+/// Channels the [`Producer::Planes`] plane map groups into one of its rows, for planes of `hw`
+/// 16-bit pixels: TMA steps from row to row in multiples of 16 bytes, so where H*W*2 bytes is
+/// not one (14x14 and 7x7 planes), the map's rows are `g` consecutive channel planes end to end
+/// (`g * hw` pixels, `g` = 8 / gcd(H*W, 8)), and a copy of 64 channels is `g` boxes, box `j`
+/// the channels `c0 + g i + j` (i < 64 / g) landing as rows `j * 64 / g + i`. The filter's
+/// channels are permuted the same way within each 64-channel k-tile
+/// ([`plane_filter_position`]). 1 where H*W is a multiple of 8.
+pub const fn plane_channel_groups(hw: usize) -> usize {
+    let mut g = 1;
+    while (g * hw) % 8 != 0 {
+        g *= 2;
+    }
+    g
+}
+
+/// Where channel `c` of a k-tile (`c` < [`K_TILE`]) lands in the B tile of a
+/// [`Producer::Planes`] copy whose map groups `g` channels ([`plane_channel_groups`]): row
+/// `(c % g) * 64 / g + c / g`; the filter's columns are permuted to match.
+pub const fn plane_filter_position(c: usize, g: usize) -> usize {
+    (c % g) * (K_TILE / g) + c / g
+}
+
 /// The GEMM of the [`Producer::Planes`] kernels on `n` images of `hw` pixels, `k` output
 /// channels, in block tiles `bm` rows high: rows output channels ([`plane_rows`]), columns
 /// every image's pixels ([`plane_pitch`] each). The host sizes the grid by it and the kernels

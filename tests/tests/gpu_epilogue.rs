@@ -149,6 +149,36 @@ fn hopper_shapes() -> Vec<Conv2d> {
     ]
 }
 
+/// The NCHW 1x1 plane kernels on planes whose H*W is not a multiple of 8 (grouped channel
+/// planes, the filter permuted, the stores in runs of 4, 2 and 1 pixels): the register
+/// epilogues they take, a residual on even planes, both output types; and what they refuse.
+#[test]
+fn hopper_grouped_planes_fuse_register_epilogues() {
+    let Some(gpu) = hopper_or_skip("hopper_grouped_planes_fuse_register_epilogues") else { return };
+    let cases = [
+        (Conv2d::new(3, 128, 14, 14, 72, 1, 1), "scale+bias+residual+relu6"),
+        (Conv2d::new(2, 192, 6, 5, 64, 1, 1), "bias+residual+leaky_relu:0.1+alpha=0.5+beta=-1"),
+        (Conv2d::new(6, 64, 7, 7, 136, 1, 1), "bias+relu"),
+        (Conv2d::new(9, 64, 3, 3, 200, 1, 1), "scale+bias"),
+    ];
+    let mut ran = 0;
+    for (algo, dtype) in fusing(true).into_iter().filter(|&(a, d)| convrs_tests::is_planes(a) && d != DType::F32) {
+        for (i, (shape, ep)) in cases.iter().enumerate() {
+            let p = shape.with_epilogue(ep.parse().unwrap());
+            for out in [Out::Input, Out::F32] {
+                let (c, tol) = check(&gpu, algo, dtype, &p, 40 + i as u64, out).unwrap_or_else(|e| panic!("{algo} ({dtype}) on {p}: {e}"));
+                assert_eq!(c.non_finite, 0, "{algo} ({dtype}) on {p} ({out:?} output): {c}");
+                assert!(c.rel_l2_err <= tol, "{algo} ({dtype}) on {p} ({out:?} output): {c} (tolerance {tol:.2e})");
+                ran += 1;
+            }
+        }
+        let odd = Conv2d::new(6, 64, 7, 7, 136, 1, 1).with_epilogue("bias+residual+relu".parse().unwrap());
+        assert!(matches!(algo.plan(&odd, dtype, gpu.model()), Err(Error::Unsupported { .. })), "{algo} took a residual on 7x7 planes");
+    }
+    assert!(ran >= 16, "only {ran} runs");
+    shout(&format!("grouped planes: {ran} fused runs checked on the GPU"));
+}
+
 /// Depthwise shapes: each compiled filter size, stride 2, a multiplier of 2, C not a multiple
 /// of 4, ragged tiles.
 fn depthwise_shapes() -> Vec<Conv2d> {

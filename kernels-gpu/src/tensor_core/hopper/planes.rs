@@ -23,12 +23,12 @@
 //! columns' divisions between the wgmmas of every k-tile, which cost 10% of the time
 //! (geomean; H100, BENCHMARKS.md, 2026-11-27, twenty-seventh session).
 
-use convrs_spec::hopper::{a_tile_bytes, b_tile_bytes, plane_gemm, plane_pitch, plane_pixel_rows, Math as Spec, BLOCK_M, K_TILE, PLANE_BOX_PIXELS, PLANE_PIXEL_COPY, ROW_BYTES, WARPGROUP};
+use convrs_spec::hopper::{a_tile_bytes, b_tile_bytes, plane_channel_groups, plane_gemm, plane_pitch, plane_pixel_rows, run_width, Math as Spec, BLOCK_M, K_TILE, PLANE_BOX_PIXELS, PLANE_PIXEL_COPY, ROW_BYTES, WARPGROUP};
 
 use super::epilogue::for_each_eight;
 use super::math::Math;
 use super::scheduler::Tiles;
-use crate::prelude::matrix::store_global_v4;
+use crate::prelude::matrix::{store_global_f32, store_global_f32x2, store_global_u16, store_global_v4};
 use crate::prelude::mbarrier::{mbar_arrive_expect_tx, setmaxnreg_dec_56, tma_load_3d};
 use crate::prelude::pipeline::{Position, Ring};
 use crate::prelude::wgmma::Accumulators;
@@ -37,8 +37,9 @@ use crate::tensor_core::implicit_gemm::{divmod, Operands};
 use crate::tensor_core::nhwc::Nhwc;
 
 /// NCHW input planes, KCRS filter (R = S = 1), NCHW output, in block tiles `BM` rows high;
-/// H*W and C multiples of 8 (the plane map's strides and the 16-byte stores), stride 1, no
-/// padding (the plan refuses the rest). Only the output addressing and the GEMM's extent are
+/// C a multiple of 8 (the filter map's stride; of 64 where H*W is not a multiple of 8, whose
+/// maps group channel planes, `plane_channel_groups`), stride 1, no padding (the plan refuses
+/// the rest). Only the output addressing and the GEMM's extent are
 /// read; the pixel-row methods describe NCHW for completeness (channels are not contiguous, so
 /// no pixel-row producer may take it).
 pub struct Planes<const BM: usize>;
@@ -110,7 +111,8 @@ impl<const BM: usize> Operands for Planes<BM> {
     fn y_channels(_sh: &ConvShape, row: u32, _col: u32) -> (u32, u32) {
         (row, row)
     }
-    /// An aligned 8-column group lies in one image, whole (H*W is a multiple of 8).
+    /// Column `col` alone; an aligned column pair lies in one image where H*W is even (the
+    /// register epilogue's pairs; the plan takes no residual on odd planes).
     #[inline(always)]
     fn y_in(sh: &ConvShape, row: u32, col: u32) -> bool {
         let (n, pixel) = Self::image_pixel(sh, col);
@@ -140,14 +142,44 @@ pub(super) unsafe fn store_tile_16<Acc: Accumulators, M: Math>(sh: &ConvShape, y
         // 64: pixel < H*W.)
         copy[s] = (n * k * hw + pixel, if n < sh.n as u32 { hw - pixel } else { 0 });
     });
+    // The widest aligned run of pixels H*W allows: planes of 14x14 store 8 bytes at a time,
+    // odd planes (7x7) one element.
+    let w = run_width(hw);
     let store = |e: u32, g: u32, v: [u32; 4]| {
         let row = row0 + 8 * e;
         let (base, inside) = copy[(g / 2) as usize];
         let at = 32 * (g % 2) + 8 * q;
-        if row < k && at < inside {
-            // SAFETY: channel row < K, pixels at..at + 8 of the copy inside its image (H*W a
-            // multiple of 8), 16-byte aligned (H*W * 2 bytes a plane); this thread's alone.
-            unsafe { store_global_v4((y as *mut u16).add((row * hw + base + at) as usize) as *mut u32, v) };
+        if row >= k || at >= inside {
+            return;
+        }
+        let p = (y as *mut u16).wrapping_add((row * hw + base + at) as usize);
+        // SAFETY (each): channel row < K, pixels at.. of the copy inside its image in runs of
+        // w (a copy starts on a multiple of 64 and H*W is a multiple of w, so `inside` is too),
+        // each aligned to its bytes (w divides H*W and the offsets); this thread's alone.
+        unsafe {
+            match w {
+                8 => store_global_v4(p as *mut u32, v),
+                4 => {
+                    store_global_f32x2(p as *mut f32, f32::from_bits(v[0]), f32::from_bits(v[1]));
+                    if at + 4 < inside {
+                        store_global_f32x2(p.add(4) as *mut f32, f32::from_bits(v[2]), f32::from_bits(v[3]));
+                    }
+                }
+                2 => {
+                    unroll!(4: 4, t => {
+                        if at + 2 * (t as u32) < inside {
+                            store_global_f32(p.add(2 * t) as *mut f32, f32::from_bits(v[t]));
+                        }
+                    });
+                }
+                _ => {
+                    unroll!(8: 8, t => {
+                        if at + (t as u32) < inside {
+                            store_global_u16(p.add(t), (v[t / 2] >> (16 * (t % 2))) as u16);
+                        }
+                    });
+                }
+            }
         }
     };
     // SAFETY: the whole warp, in uniform control flow (the caller's contract).
@@ -163,7 +195,11 @@ pub(super) const COPY_BYTES: u32 = (PLANE_BOX_PIXELS * ROW_BYTES) as u32;
 /// stage's A tile and the `bn / 64` plane copies of the tile's pixels (each of one image)
 /// into its B tile. Each tile's
 /// reduction is its `ktiles` k-tiles (C / 64 rounded up; channels past C arrive as zeros on both
-/// sides).
+/// sides). Where H*W is not a multiple of 8 (14x14, 7x7 planes) the map's rows are
+/// `plane_channel_groups` channel planes end to end, a copy that many boxes, its channel rows
+/// permuted (`plane_filter_position`, the filter's columns likewise, by the host); a copy's
+/// pixels past H*W then come from the next plane of its group (or zeros), in columns never
+/// stored, which the GEMM keeps apart from every stored column.
 ///
 /// # Safety
 /// As `produce_tma`: all 128 threads of warpgroup 0 call it together, after the barriers'
@@ -180,6 +216,11 @@ pub(super) unsafe fn produce_planes<const STAGES: usize, const BM: usize>(xmap: 
     let copies = bn / PLANE_BOX_PIXELS as u32;
     let a_bytes = a_tile_bytes(BM) as u32;
     let bytes = a_bytes + b_tile_bytes(bn as usize) as u32;
+    // The map's rows: `groups` channel planes end to end (`plane_channel_groups`, 1 where H*W
+    // is a multiple of 8), so a copy is `groups` boxes of `box_rows` channel rows each.
+    let hw = (sh.h * sh.w) as u32;
+    let groups = plane_channel_groups(hw as usize) as u32;
+    let box_rows = K_TILE as u32 / groups;
     let mut at = Position::START;
     while let Some((k0, n0)) = tiles.next::<1>() {
         // Each copy's image and first pixel (a copy past the last image reads zeros).
@@ -203,7 +244,13 @@ pub(super) unsafe fn produce_planes<const STAGES: usize, const BM: usize>(xmap: 
                 unroll!(4: 4, j => {
                     if (j as u32) < copies {
                         let (image, p) = at_copy[j];
-                        tma_load_3d(stage + a_bytes + j as u32 * COPY_BYTES, xmap, p as i32, c0, image as i32, full);
+                        // Box `b` of the copy: channels c0 + groups i + b, row b * box_rows + i.
+                        let mut b = 0;
+                        while b < groups {
+                            let to = stage + a_bytes + j as u32 * COPY_BYTES + b * box_rows * ROW_BYTES as u32;
+                            tma_load_3d(to, xmap, (b * hw + p) as i32, c0 / groups as i32, image as i32, full);
+                            b += 1;
+                        }
                     }
                 });
             }
