@@ -243,9 +243,7 @@ macro_rules! push_epilogue_args {
 /// The plan comes from [`Algorithm::plan`] (fp32 output) or
 /// [`crate::registry::KernelDesc::plan_writing`]; `T` must be the plan's input type and `O` its
 /// output type; `filter` holds [`LaunchPlan::filter_buffer_len`] elements (a 3xTF32 plan reads
-/// the filter split by [`crate::device_tensor::split_tf32`]; a plan whose
-/// [`LaunchPlan::filter_channel_groups`] is above 1 reads each k-tile's channels permuted, as
-/// [`crate::prepared::Prepared`] makes them). `workspace` must hold at least the plan's [`LaunchPlan::workspace_bytes`]
+/// the filter split by [`crate::device_tensor::split_tf32`]). `workspace` must hold at least the plan's [`LaunchPlan::workspace_bytes`]
 /// ([`Workspace::for_plan`]; [`Workspace::none`] for plans that take none) and stay
 /// allocated while the launch, or a CUDA graph that captured it, may run.
 ///

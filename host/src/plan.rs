@@ -61,12 +61,6 @@ pub struct LaunchPlan {
     /// epilogue's `residual_map`, and `shared_bytes` holds the buffers it lands in
     /// (`convrs_spec::hopper::Config::takes_residual_map`); an fp32 one is loaded by the threads.
     pub residual_map_rows: Option<u32>,
-    /// Channels of the input's plane map a row groups, `g` (1: none). Above 1 (16-bit NCHW 1x1
-    /// layers on planes whose H*W is not a multiple of 8, `convrs_spec::hopper::plane_channel_groups`)
-    /// the kernel reads the filter with each 64-channel k-tile's channels permuted
-    /// (`convrs_spec::hopper::plane_filter_position`), a buffer made from the filter at
-    /// preparation and whenever it is refilled ([`crate::prepared::Prepared`]).
-    pub filter_channel_groups: usize,
 }
 
 /// The kinds of TMA tensor map of the input a kernel may take.
@@ -102,7 +96,7 @@ impl LaunchPlan {
     /// assert_eq!((plan.filter_map_rows, plan.input_map, plan.workspace_bytes), (Some(64), Some(InputMap::Im2col { pixels: 128 }), 1 << 20));
     /// ```
     pub fn new(kernel: &'static str, grid: (u32, u32, u32), block: (u32, u32, u32), shared_bytes: u32, dtype: DType, predicted_us: f64) -> Self {
-        LaunchPlan { kernel, grid, block, shared_bytes, dtype, out_dtype: DType::F32, predicted_us, filter_map_rows: None, input_map: None, workspace_bytes: 0, split_filter: false, epilogue: crate::Epilogue::NONE, fold_w: false, residual_map_rows: None, filter_channel_groups: 1 }
+        LaunchPlan { kernel, grid, block, shared_bytes, dtype, out_dtype: DType::F32, predicted_us, filter_map_rows: None, input_map: None, workspace_bytes: 0, split_filter: false, epilogue: crate::Epilogue::NONE, fold_w: false, residual_map_rows: None }
     }
 
     /// The same plan reading the filter split for 3xTF32 ([`LaunchPlan::split_filter`]).
@@ -114,12 +108,6 @@ impl LaunchPlan {
     /// it is split for 3xTF32.
     pub fn filter_buffer_len(&self, problem: &Conv2d) -> usize {
         if self.split_filter { 2 * problem.filter_len() } else { problem.filter_len() }
-    }
-
-    /// The same plan reading the filter's channels permuted for `g` grouped channel planes
-    /// ([`LaunchPlan::filter_channel_groups`]).
-    pub fn with_filter_channel_groups(self, g: usize) -> Self {
-        LaunchPlan { filter_channel_groups: g, ..self }
     }
 
     /// The same plan computing the folded problem ([`LaunchPlan::fold_w`]).

@@ -58,10 +58,8 @@ pub struct Prepared<T: Element, O: Element = T> {
     x: CudaSlice<T>,
     /// The filter in the kernel's layout.
     w: CudaSlice<T>,
-    /// What the kernel reads instead, made from `w` at preparation and by
-    /// [`Prepared::refresh_filter`]: a 3xTF32 kernel's split ([`LaunchPlan::split_filter`]), or
-    /// the filter's channels permuted for grouped channel planes
-    /// ([`LaunchPlan::filter_channel_groups`], [`derive_filter`]).
+    /// What a 3xTF32 kernel reads instead ([`LaunchPlan::split_filter`]): `w` split, made from
+    /// it at preparation and by [`Prepared::refresh_filter`].
     w_split: Option<CudaSlice<T>>,
     y: CudaSlice<O>,
     ws: Workspace,
@@ -179,10 +177,10 @@ impl<T: Element, O: Element> Prepared<T, O> {
             return Err(Error::BufferSize { tensor: "filter", expected: run.filter_len(), got: w.len() });
         }
         let y = gpu.alloc_zeros::<O>(run.output_len())?;
-        let w_split = if plan.split_filter || plan.filter_channel_groups > 1 {
-            let mut derived = gpu.alloc_zeros::<T>(plan.filter_buffer_len(&run))?;
-            derive_filter(gpu, &plan, &run, &w, &mut derived)?;
-            Some(derived)
+        let w_split = if plan.split_filter {
+            let mut split = gpu.alloc_zeros::<T>(plan.filter_buffer_len(&run))?;
+            crate::device_tensor::split_tf32(gpu, &w, &mut split)?;
+            Some(split)
         } else {
             None
         };
@@ -225,11 +223,11 @@ impl<T: Element, O: Element> Prepared<T, O> {
     }
 
     /// Makes what the kernel reads of the filter from the filter buffer again, after a caller
-    /// refilled it ([`Prepared::operands_mut`]): the 3xTF32 split or the permuted channels (in
-    /// place: the tensor map's address stays); nothing for other kernels.
+    /// refilled it ([`Prepared::operands_mut`]): the 3xTF32 split (in place: the tensor map's
+    /// address stays); nothing for other kernels.
     pub(crate) fn refresh_filter(&mut self, gpu: &Gpu) -> Result<()> {
         match &mut self.w_split {
-            Some(derived) => derive_filter(gpu, &self.plan, &self.run, &self.w, derived),
+            Some(split) => crate::device_tensor::split_tf32(gpu, &self.w, split),
             None => Ok(()),
         }
     }
@@ -340,63 +338,5 @@ impl<R: Runnable> Runnable for Rotation<R> {
 
     fn distinct_runs(&self) -> usize {
         self.runs.len()
-    }
-}
-
-/// What `plan`'s kernel reads of the filter `w` (the run problem `run`'s, in the kernel's
-/// layout), written into `dst` on the GPU's stream: the 3xTF32 split, or where the input's
-/// plane map groups `g` channel planes ([`LaunchPlan::filter_channel_groups`]) each 64-channel
-/// k-tile's channels permuted, channel `g i + j` to `j * 64 / g + i`
-/// (`convrs_spec::hopper::plane_filter_position`). That permutation is a batched transpose of
-/// each k-tile's `64/g x g` block: the filter read as NHWC of dims `[K C / 64, g, 64 / g, 1]`
-/// and written as NCHW of the same dims (element-wise: the batches exceed a grid's z).
-fn derive_filter<T: Element>(gpu: &Gpu, plan: &LaunchPlan, run: &Conv2d, w: &CudaSlice<T>, dst: &mut CudaSlice<T>) -> Result<()> {
-    if plan.split_filter {
-        return crate::device_tensor::split_tf32(gpu, w, dst);
-    }
-    let dims = permuted_filter_dims(run, plan.filter_channel_groups)?;
-    crate::device_tensor::relayout_elementwise_into(gpu, w, dims, Layout::Nhwc, dst, dims, Layout::Nchw)
-}
-
-/// The dims under which [`derive_filter`]'s permutation is an NHWC -> NCHW relayout.
-fn permuted_filter_dims(run: &Conv2d, g: usize) -> Result<[usize; 4]> {
-    let k_tile = convrs_spec::hopper::K_TILE;
-    if g == 0 || k_tile % g != 0 || run.c % k_tile != 0 || run.r * run.s != 1 {
-        return Err(Error::InvalidArgument(format!("no channel permutation of {g} groups for {run}: it needs a 1x1 filter whose C is whole k-tiles of {k_tile}")));
-    }
-    Ok([run.k * run.c / k_tile, g, k_tile / g, 1])
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use convrs_spec::hopper::{plane_channel_groups, plane_filter_position};
-
-    /// The relayout under `permuted_filter_dims` moves each k-tile's channel `c` to
-    /// `plane_filter_position(c, g)`, where the kernel's grouped plane copies land it: replayed
-    /// on a host tensor (the device's relayout kernel follows the same offsets,
-    /// `convrs_spec::transform::source_offset`, which the transform tests check).
-    #[test]
-    fn permuted_filters_put_each_channel_where_the_grouped_copies_land_it() {
-        assert_eq!([196, 49, 784, 3136, 100, 7].map(plane_channel_groups), [2, 8, 1, 1, 2, 8]);
-        for (hw, k, c) in [(196, 3, 128), (49, 5, 64), (100, 2, 192)] {
-            let g = plane_channel_groups(hw);
-            let run = Conv2d::new(1, c, 1, hw, k, 1, 1);
-            let dims = permuted_filter_dims(&run, g).unwrap();
-            let w: Vec<u32> = (0..(k * c) as u32).collect();
-            let permuted = Tensor::new(dims, Layout::Nhwc, w).unwrap().to_layout(Layout::Nchw).unwrap().into_data();
-            for row in 0..k {
-                for ch in 0..c {
-                    let (tile, at) = (ch / 64, plane_filter_position(ch % 64, g));
-                    assert_eq!(permuted[row * c + tile * 64 + at], (row * c + ch) as u32, "H*W {hw}, row {row}, channel {ch}");
-                }
-            }
-            // The positions are a permutation of the k-tile.
-            let mut seen: Vec<usize> = (0..64).map(|ch| plane_filter_position(ch, g)).collect();
-            seen.sort();
-            assert_eq!(seen, (0..64).collect::<Vec<_>>());
-        }
-        assert!(permuted_filter_dims(&Conv2d::new(1, 72, 14, 14, 8, 1, 1), 2).is_err());
-        assert!(permuted_filter_dims(&Conv2d::new(1, 64, 14, 14, 8, 3, 3), 2).is_err());
     }
 }

@@ -239,7 +239,9 @@ pub(crate) struct PlaneMapKey {
 impl PlaneMapKey {
     /// For 16-bit data whose H*W is not a multiple of 8 (only `Producer::Planes` plans ask for
     /// those), the rows are `g` channel planes end to end
-    /// (`convrs_spec::hopper::plane_channel_groups`): {g H*W, C/g, N}.
+    /// (`convrs_spec::hopper::plane_channel_groups`): {g H*W, C/g, N}, a valid map the kernel
+    /// takes but whose boxes it never copies (it copies those planes by `cp.async`,
+    /// `convrs_spec::hopper::plane_copies_direct`).
     pub fn new(address: u64, problem: &Conv2d, dtype: DType) -> Self {
         let p = problem;
         let g = if dtype.size() == 2 { convrs_spec::hopper::plane_channel_groups(p.h * p.w) } else { 1 };

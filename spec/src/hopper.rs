@@ -603,13 +603,13 @@ pub const fn plane_pitch(hw: usize) -> usize {
     hw.div_ceil(PLANE_BOX_PIXELS) * PLANE_BOX_PIXELS
 }
 
-/// Channels the [`Producer::Planes`] plane map groups into one of its rows, for planes of `hw`
+/// Channel planes a row of the [`Producer::Planes`] plane map holds, for planes of `hw`
 /// 16-bit pixels: TMA steps from row to row in multiples of 16 bytes, so where H*W*2 bytes is
-/// not one (14x14 and 7x7 planes), the map's rows are `g` consecutive channel planes end to end
-/// (`g * hw` pixels, `g` = 8 / gcd(H*W, 8)), and a copy of 64 channels is `g` boxes, box `j`
-/// the channels `c0 + g i + j` (i < 64 / g) landing as rows `j * 64 / g + i`. The filter's
-/// channels are permuted the same way within each 64-channel k-tile
-/// ([`plane_filter_position`]). 1 where H*W is a multiple of 8.
+/// not one (14x14 planes), the map's rows are `g` planes end to end (`g * hw` pixels, `g` = 8 /
+/// gcd(H*W, 8)). Such a map is valid but no copy reads it: a tiled copy must also start its
+/// innermost dimension on 16 bytes, which the second plane of a row does not (the launch died
+/// with an illegal instruction, fiftieth session; notes/hopper.md §25 and §35), so the kernels
+/// copy those planes by `cp.async` ([`plane_copies_direct`]). 1 where H*W is a multiple of 8.
 pub const fn plane_channel_groups(hw: usize) -> usize {
     let mut g = 1;
     while (g * hw) % 8 != 0 {
@@ -618,11 +618,12 @@ pub const fn plane_channel_groups(hw: usize) -> usize {
     g
 }
 
-/// Where channel `c` of a k-tile (`c` < [`K_TILE`]) lands in the B tile of a
-/// [`Producer::Planes`] copy whose map groups `g` channels ([`plane_channel_groups`]): row
-/// `(c % g) * 64 / g + c / g`; the filter's columns are permuted to match.
-pub const fn plane_filter_position(c: usize, g: usize) -> usize {
-    (c % g) * (K_TILE / g) + c / g
+/// Whether the [`Producer::Planes`] producer copies the B tiles of planes of `hw` 16-bit pixels
+/// by `cp.async` from the input itself (all 128 producer threads, 8- or 4-byte pieces of a
+/// channel's pixels, 128 + 1 arrivals a stage) rather than by TMA: H*W not a multiple of 8.
+/// The plan takes it for even H*W (`cp.async` copies 4 bytes at least).
+pub const fn plane_copies_direct(hw: usize) -> bool {
+    hw % 8 != 0
 }
 
 /// The GEMM of the [`Producer::Planes`] kernels on `n` images of `hw` pixels, `k` output

@@ -139,12 +139,12 @@ fn wgmma_folded_column_strides_match_cpu() {
 fn plane_shapes() -> [Conv2d; 11] {
     [
     Conv2d::new(2, 256, 14, 16, 512, 1, 1),  // 224 pixels: 3.5 copies an image; K four row tiles
-    // H*W not a multiple of 8: the map's rows are 2, 4 or 8 channel planes end to end, the
-    // filter's channels permuted, the stores 8-, 4- or 2-byte runs.
-    Conv2d::new(3, 128, 14, 14, 72, 1, 1),   // 196 pixels: 2 planes a row, K ragged
-    Conv2d::new(6, 64, 7, 7, 136, 1, 1),     // 49 pixels: 8 planes a row, tiles across images
-    Conv2d::new(2, 192, 6, 5, 64, 1, 1),     // 30 pixels: 4 planes a row, 3 k-tiles
-    Conv2d::new(9, 64, 3, 3, 200, 1, 1),     // 9 pixels: 8 planes a row, 9 images in one copy each
+    // H*W even, not a multiple of 8: planes TMA cannot step, copied by cp.async in 8-byte
+    // (H*W a multiple of 4) or 4-byte pieces, the stores in runs of 4 or 2 pixels.
+    Conv2d::new(3, 128, 14, 14, 72, 1, 1),   // 196 pixels: 8-byte pieces, K ragged
+    Conv2d::new(7, 72, 14, 14, 200, 1, 1),   // C = a k-tile + 8, tiles across images
+    Conv2d::new(2, 192, 6, 5, 64, 1, 1),     // 30 pixels: 4-byte pieces, 3 k-tiles
+    Conv2d::new(5, 40, 10, 5, 136, 1, 1),    // 50 pixels, C < 64
     Conv2d::new(5, 64, 28, 28, 192, 1, 1),   // 784 pixels: 13 copies an image, tiles across images
     Conv2d::new(1, 64, 56, 56, 64, 1, 1),    // ResNet's 56x56 at batch 1, K half a row tile
     Conv2d::new(20, 40, 8, 9, 264, 1, 1),    // 72 pixels, C < 64, K = 2 tiles + 8, 20 images

@@ -8,7 +8,7 @@
 //! lowest predicted time. The cost model is `wmma_nhwc`'s wave model (`plan::model`) with one
 //! rate per configuration ([`RATES`]), fitted to the H100.
 
-use convrs_spec::hopper::{nchw_slots_copy, nchw_store_runs, nchw_store_transposed, patch_geometry, run_width, plane_channel_groups, plane_gemm, K_TILE, plane_pixel_rows, PatchGeometry, plane_row_pitch, plane_rows, Config, Math, Policy, Producer, Schedule, BLOCK_M, CONFIGS};
+use convrs_spec::hopper::{nchw_slots_copy, nchw_store_runs, nchw_store_transposed, patch_geometry, run_width, plane_copies_direct, plane_gemm, plane_pixel_rows, PatchGeometry, plane_row_pitch, plane_rows, Config, Math, Policy, Producer, Schedule, BLOCK_M, CONFIGS};
 use convrs_spec::split_k;
 
 use super::tensor_core::gemm_m;
@@ -442,9 +442,8 @@ fn plan_folding(desc: &KernelDesc, problem: &Conv2d, dtype: DType, device: &Devi
     } else {
         None
     };
-    // Planes whose H*W is not a multiple of 8 read grouped channel planes
-    // (`plane_channel_groups`), the filter's channels permuted to match.
-    let plane_groups = if planes && dtype.size() == 2 { plane_channel_groups(p.h * p.w) } else { 1 };
+    // Planes whose H*W is not a multiple of 8, which TMA cannot step, copied by `cp.async`.
+    let direct = planes && plane_copies_direct(p.h * p.w);
     if policy.producer.nchw_planes() {
         if let Some(reason) = planes_refusal(p, dtype, planes) {
             return refuse(reason);
@@ -518,9 +517,9 @@ fn plan_folding(desc: &KernelDesc, problem: &Conv2d, dtype: DType, device: &Devi
         p.epilogue.residual && c.takes_nchw_slots() && !in_registers(c) && copies && c.smem_bytes_with_nchw_slots() <= device.smem_per_block as usize
     };
     let shared = |c: &Config| if by_tma(c) { c.smem_bytes_with_residual() } else if slots(c) { c.smem_bytes_with_nchw_slots() } else { c.smem_bytes() };
-    // Grouped planes store runs of 4, 2 or 1 pixels from the registers only
+    // Planes copied by `cp.async` store runs of 4 or 2 pixels from the registers only
     // (`planes::store_tile_16`): a fused epilogue there runs in registers.
-    let grouped_fuses = |c: &Config| plane_groups == 1 || p.epilogue.is_none() || in_registers(c);
+    let grouped_fuses = |c: &Config| !direct || p.epilogue.is_none() || in_registers(c);
     let fits = |c: &&Config| {
         shared(c) <= device.smem_per_block as usize && tiles(c, m, n) <= i32::MAX as usize && (p.epilogue.is_none() || c.fuses_epilogue()) && within_groups(c) && accurate(c) && grouped_fuses(c)
     };
@@ -622,7 +621,6 @@ fn plan_folding(desc: &KernelDesc, problem: &Conv2d, dtype: DType, device: &Devi
         Producer::Multistage | Producer::WsCpAsync => plan,
     };
     let plan = if policy.math == Math::Tf32x3 { plan.with_split_filter() } else { plan };
-    let plan = plan.with_filter_channel_groups(plane_groups);
     let plan = if folded.is_some() { plan.with_fold_w() } else { plan };
     Ok(if policy.split_k() { plan.with_workspace(split_k::workspace_bytes(tiles(c, m, n), c.bn, z)) } else { plan })
 }
@@ -662,22 +660,18 @@ fn planes_refusal(p: &Conv2d, dtype: DType, grouped: bool) -> Option<String> {
         ));
     }
     let hw = p.h * p.w;
-    if grouped && dtype.size() == 2 && hw % step != 0 {
-        // The map's rows are g channel planes end to end (`plane_channel_groups`) and the
-        // filter's channels are permuted within whole k-tiles, so the k-tiles must be whole.
-        let g = plane_channel_groups(hw);
-        if p.c % K_TILE != 0 {
-            return Some(format!("C = {} must be a multiple of {K_TILE} where H*W = {hw} is not a multiple of 8: the input's plane map then reads {g} channel planes a row, and the filter's channels are permuted within whole 64-channel k-tiles", p.c));
+    if grouped && dtype.size() == 2 && plane_copies_direct(hw) {
+        // TMA cannot step these planes (H*W*2 bytes not a multiple of 16): the producer copies
+        // them by `cp.async`, 4 bytes at least, and the stores run in pieces of 4 or 2 pixels.
+        if hw % 2 != 0 {
+            return Some(format!("H*W = {hw} must be even: the input's planes, which TMA cannot step (H*W*2 bytes not a multiple of 16), are copied by cp.async in pieces of 4 bytes or more"));
         }
         let ep = &p.epilogue;
         let (act, _) = ep.activation.code();
         if !ep.is_none() && !(ep.bias && act.is_linear()) {
             return Some(format!("on planes whose H*W = {hw} is not a multiple of 8 it stores runs of {} pixels from the registers: it takes the bare convolution or an epilogue with a bias and a piecewise linear activation (on the accumulators), not {ep}", run_width(hw as u32)));
         }
-        if ep.residual && hw % 2 != 0 {
-            return Some(format!("on odd planes (H*W = {hw}) it takes no residual: the register epilogue reads the residual in pairs of pixels"));
-        }
-        return (p.c % step != 0).then(|| format!("C = {} must be a multiple of {step}", p.c));
+        return (p.c % step != 0).then(|| format!("C = {} must be a multiple of {step}: the filter map steps from output channel to output channel in C*{} bytes, which TMA needs in multiples of 16", p.c, dtype.size()));
     }
     if let Some(reason) = plane_map_refusal(p, dtype) {
         return Some(reason);
@@ -759,7 +753,7 @@ pub fn describe(policy: Policy) -> String {
         Producer::WsCpAsync => "warp-specialized: a producer warpgroup brings activations by cp.async and filters by TMA",
         Producer::WsTma => "warp-specialized: one producer thread brings activations by im2col TMA and filters by TMA",
         Producer::WsTmaNchw => "warp-specialized: one producer thread brings NHWC activations by im2col TMA and filters by TMA; the output stored NCHW (an NCHW caller's output needs no transpose) through shared memory: on tiles under 128 accumulators a thread, 16-bit outputs whose planes run in whole 8-pixel pieces are rounded first and staged transposed (stmatrix.trans, 16 bytes a channel's 8 pixels), unless the epilogue has to run there; a fused epilogue that does not run on the accumulators is applied as it is stored (the residual read NCHW)",
-        Producer::Planes => "NCHW data, 1x1: a GEMM of output channels by pixels, the images end to end (each padded to whole 64-pixel copies, a tile spanning two where it falls so); one producer thread brings the filter and, per 64 pixels, one image's channel planes by tiled TMA, no transform (planes whose H*W is not a multiple of 8, 14x14 and 7x7, read 2, 4 or 8 channel planes a map row, the filter's channels permuted once to match)",
+        Producer::Planes => "NCHW data, 1x1: a GEMM of output channels by pixels, the images end to end (each padded to whole 64-pixel copies, a tile spanning two where it falls so); one producer thread brings the filter and, per 64 pixels, one image's channel planes by tiled TMA, no transform (planes whose H*W is not a multiple of 8 but even, 14x14 say, which TMA cannot step: all 128 producer threads copy them by cp.async in 8- or 4-byte pieces, swizzled as TMA would land them)",
         Producer::PlaneRows => {
             "NCHW data, any filter at column stride 1: a GEMM per image, output channels by output rows (whole 64-pixel copies); one producer thread brings each tap's filter tile and, per 64 columns, a tiled TMA copy of the input row under them shifted by the tap from a 16-byte boundary (its zero fill the padding), which two producer warps shift into place; no transform of the activations"
         }
@@ -1172,27 +1166,22 @@ mod tests {
             (Conv2d::new(2, 64, 8, 8, 64, 3, 3).with_pad(1), "1x1 filters"),
             (Conv2d::new(2, 64, 8, 8, 64, 1, 1).with_stride(2), "stride 1"),
             (Conv2d::new(2, 64, 8, 8, 64, 1, 1).with_pad(1), "without padding"),
-            (Conv2d::new(2, 72, 7, 7, 64, 1, 1), "C = 72 must be a multiple of 64"),
+            (Conv2d::new(2, 64, 7, 7, 64, 1, 1), "H*W = 49 must be even"),
             (Conv2d::new(2, 60, 8, 8, 64, 1, 1), "C = 60"),
-            (Conv2d::new(2, 64, 7, 7, 64, 1, 1).with_epilogue("bias+residual+relu".parse().unwrap()), "odd planes"),
+            (Conv2d::new(2, 60, 14, 14, 64, 1, 1), "C = 60"),
             (Conv2d::new(2, 64, 14, 14, 64, 1, 1).with_epilogue("bias+silu".parse().unwrap()), "piecewise linear"),
         ] {
             let e = planes.plan(&q, DType::F16, &d).unwrap_err().to_string();
             assert!(e.contains(why), "{q}: {e}");
         }
-        // Planes whose H*W is not a multiple of 8 read grouped channel planes, the filter's
-        // channels permuted: 14x14 two planes a row, 7x7 eight; 28x28 none. The same steps for
-        // a register epilogue, with a residual on even planes.
-        for (hw, g) in [(14, 2), (7, 8), (28, 1)] {
-            let q = Conv2d::new(8, 256, hw, hw, 512, 1, 1);
+        // Planes whose H*W is not a multiple of 8 but even (14x14) are copied by cp.async: the
+        // bare convolution and register epilogues, a residual too.
+        for q in [Conv2d::new(8, 256, 14, 14, 512, 1, 1), Conv2d::new(8, 72, 6, 5, 40, 1, 1)] {
             for k in [planes, m64] {
-                assert_eq!(k.plan(&q, DType::BF16, &d).unwrap().filter_channel_groups, g, "{q}");
+                assert!(k.plan(&q, DType::BF16, &d).is_ok(), "{k} on {q}");
+                assert!(k.plan(&q.with_epilogue("scale+bias+residual+relu".parse().unwrap()), DType::F16, &d).is_ok(), "{k} on {q}");
             }
-            let fused = q.with_epilogue(if hw % 2 == 0 { "bias+residual+relu" } else { "bias+relu" }.parse().unwrap());
-            assert_eq!(m64.plan(&fused, DType::F16, &d).unwrap().filter_channel_groups, g, "{fused}");
         }
-        let key = crate::tensor_map::PlaneMapKey::new(0, &Conv2d::new(8, 256, 7, 7, 512, 1, 1), DType::F16);
-        assert_eq!((key.dims, key.groups), ([8 * 49, 32, 8], 8));
         assert!(planes.plan(&p, DType::F32, &d).is_err());
         // K needs no multiple: rows past K are never stored.
         assert!(planes.plan(&Conv2d::new(2, 64, 8, 8, 13, 1, 1), DType::BF16, &d).is_ok());

@@ -15,7 +15,8 @@ use crate::prelude::wgmma::{desc_sw128, fence_proxy_async_shared, Accumulators};
 /// (work that overlaps them, predicated on kt by the caller). Returns the accumulators with
 /// every wgmma retired. An `idle` warpgroup (all its rows outside the output, the same for the
 /// whole warpgroup) only waits and releases: its accumulators are never stored. Without `IM2COL` (activations written by `cp.async`, through the
-/// generic proxy) each full stage is fenced for the async proxy before the wgmmas read it.
+/// generic proxy), or where `fence` (plane B tiles so written), each full stage is fenced for
+/// the async proxy before the wgmmas read it.
 ///
 /// # Safety
 /// All 128 threads of warpgroup cw + 1 call it together (`tid` the thread's index in the block), after the barriers' initialisation,
@@ -28,6 +29,7 @@ pub(super) unsafe fn consume<Acc: Accumulators, M: Math, const STAGES: usize, co
     ktiles: i32,
     idle: bool,
     hold: bool,
+    fence: bool,
     at: &mut Position,
     mut under: impl FnMut(u32),
 ) -> Acc {
@@ -48,7 +50,7 @@ pub(super) unsafe fn consume<Acc: Accumulators, M: Math, const STAGES: usize, co
         // The A tile was written by cp.async (generic proxy) and made visible to this thread by
         // the barrier; wgmma reads it through the async proxy. (TMA writes through the async
         // proxy already.)
-        if !IM2COL {
+        if !IM2COL || fence {
             fence_proxy_async_shared();
         }
         // SAFETY: uniform control flow (every thread of the warpgroup runs every k-tile); stage

@@ -73,7 +73,7 @@
 //!   tile whole, as two m64 blocks (BM = 128) or one (BM = 64), and the mainloops take turns
 //!   ([`ping_pong`]).
 
-use convrs_spec::hopper::{fuses_epilogue, nchw_store_runs, plane_rows, ring_stage_bytes, thread_accumulators, Math as Spec, BARRIER_BYTES, BLOCK_M, NCHW_STAGING_BYTES, PINGPONG_MAX_ACC, PLANE_ROW_SHIFTERS, WARPGROUP, WGMMA_M};
+use convrs_spec::hopper::{fuses_epilogue, nchw_store_runs, plane_copies_direct, plane_rows, ring_stage_bytes, thread_accumulators, Math as Spec, BARRIER_BYTES, BLOCK_M, NCHW_STAGING_BYTES, PINGPONG_MAX_ACC, PLANE_ROW_SHIFTERS, WARPGROUP, WGMMA_M};
 use convrs_spec::split_k;
 use convrs_spec::EpilogueArgs;
 
@@ -260,12 +260,15 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
     }
     let ring = Ring::<STAGES> { smem, stage: stage as u32 };
     let tid = thread_x() as u32;
+    // NCHW 1x1 planes whose B tiles the producer copies by `cp.async` (generic proxy).
+    let direct = O::PLANES && !O::PLANE_ROWS && plane_copies_direct((sh.h * sh.w) as usize);
     if tid == 0 {
         // SAFETY: the slots after the stages are inside the launch's shared memory (checked
         // above), initialised once, before any use (the barrier below).
         // Each stage is read by both consumer warpgroups, or under ping-pong by one.
         // Under NCHW rows the shifting warps arrive on `full` too, after writing the B tile.
-        let full = if O::PLANE_ROWS { 1 + PLANE_ROW_SHIFTERS as u32 } else if IM2COL { 1 } else { WG + 1 };
+        // On planes TMA cannot step, the producer's 128 threads copy the B tiles (`cp.async`).
+        let full = if O::PLANE_ROWS { 1 + PLANE_ROW_SHIFTERS as u32 } else if IM2COL && !direct { 1 } else { WG + 1 };
         unsafe { ring.init(full, empty_arrivals::<CLUSTER>(if PINGPONG { WG } else { 2 * WG })) };
         if O::PLANE_ROWS {
             // SAFETY: as above; the third barrier array fits (`convrs_spec::hopper` checks 3 x 8 x STAGES <= BARRIER_BYTES).
@@ -333,7 +336,7 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
             if O::PLANE_ROWS {
                 produce_plane_rows::<STAGES>(xmap, wmap, &sh, ring, tiles, tid);
             } else if O::PLANES {
-                produce_planes::<STAGES, BM>(xmap, wmap, &sh, ring, tiles, ktiles, tid);
+                produce_planes::<STAGES, BM>(x, xmap, wmap, &sh, ring, tiles, ktiles, tid);
             } else if O::PIXEL_PLANES {
                 produce_plane_pixels::<STAGES>(M::SPEC, xmap, wmap, &sh, ring, tiles, ktiles, tid);
             } else if IM2COL {
@@ -410,7 +413,7 @@ unsafe fn conv<O: Operands, Acc: Accumulators, const STAGES: usize, const CLUSTE
         // SAFETY: the whole warpgroup, for every tile the producer fills; the stores as
         // `store_pending` requires (the previous tile's, this thread's part).
         let mut acc = unsafe {
-            consume::<Acc, M, STAGES, CLUSTER, IM2COL, BM>(ring, cw, tid, ktiles, idle, hold, &mut at, |kt| {
+            consume::<Acc, M, STAGES, CLUSTER, IM2COL, BM>(ring, cw, tid, ktiles, idle, hold, direct, &mut at, |kt| {
                 if defer {
                     store_pending::<O, Acc>(&sh, y, &pending, cw, tid, kt, kt + 1);
                 }
@@ -525,6 +528,8 @@ unsafe fn ping_pong<O: Operands, Acc: Accumulators, const STAGES: usize, M: Math
     cw: u32,
     tid: u32,
 ) {
+    // Planes whose B tiles the producer copies by `cp.async` (`conv`'s `direct`).
+    let direct = O::PLANES && !O::PLANE_ROWS && plane_copies_direct((sh.h * sh.w) as usize);
     // A tile of one m64 block (a constant of the instantiation: the other form compiles away).
     let one = BM == WGMMA_M;
     // Every ping-pong configuration fuses the epilogue (`fuses_epilogue`: TMA, no cluster): a
@@ -591,9 +596,9 @@ unsafe fn ping_pong<O: Operands, Acc: Accumulators, const STAGES: usize, M: Math
         // A one-block tile's second block is never stored (`second` is false).
         let acc = unsafe {
             if one {
-                TwoBlocks(consume::<Acc, M, STAGES, 1, true, BM>(ring, 0, tid, ktiles, false, hold, &mut at, |_| {}), Acc::ZERO)
+                TwoBlocks(consume::<Acc, M, STAGES, 1, true, BM>(ring, 0, tid, ktiles, false, hold, direct, &mut at, |_| {}), Acc::ZERO)
             } else {
-                consume::<TwoBlocks<Acc>, M, STAGES, 1, true, BM>(ring, 0, tid, ktiles, false, hold, &mut at, |_| {})
+                consume::<TwoBlocks<Acc>, M, STAGES, 1, true, BM>(ring, 0, tid, ktiles, false, hold, direct, &mut at, |_| {})
             }
         };
         if tiles.more() {

@@ -23,13 +23,13 @@
 //! columns' divisions between the wgmmas of every k-tile, which cost 10% of the time
 //! (geomean; H100, BENCHMARKS.md, 2026-11-27, twenty-seventh session).
 
-use convrs_spec::hopper::{a_tile_bytes, b_tile_bytes, plane_channel_groups, plane_gemm, plane_pitch, plane_pixel_rows, run_width, Math as Spec, BLOCK_M, K_TILE, PLANE_BOX_PIXELS, PLANE_PIXEL_COPY, ROW_BYTES, WARPGROUP};
+use convrs_spec::hopper::{a_tile_bytes, b_tile_bytes, plane_copies_direct, plane_gemm, plane_pitch, plane_pixel_rows, run_width, Math as Spec, BLOCK_M, K_TILE, PLANE_BOX_PIXELS, PLANE_PIXEL_COPY, ROW_BYTES, WARPGROUP};
 
 use super::epilogue::for_each_eight;
 use super::math::Math;
 use super::scheduler::Tiles;
 use crate::prelude::matrix::{store_global_f32, store_global_f32x2, store_global_u16, store_global_v4};
-use crate::prelude::mbarrier::{mbar_arrive_expect_tx, setmaxnreg_dec_56, tma_load_3d};
+use crate::prelude::mbarrier::{cp_async_mbar_arrive_noinc, mbar_arrive_expect_tx, setmaxnreg_dec_56, tma_load_3d};
 use crate::prelude::pipeline::{Position, Ring};
 use crate::prelude::wgmma::Accumulators;
 use crate::prelude::*;
@@ -195,32 +195,27 @@ pub(super) const COPY_BYTES: u32 = (PLANE_BOX_PIXELS * ROW_BYTES) as u32;
 /// stage's A tile and the `bn / 64` plane copies of the tile's pixels (each of one image)
 /// into its B tile. Each tile's
 /// reduction is its `ktiles` k-tiles (C / 64 rounded up; channels past C arrive as zeros on both
-/// sides). Where H*W is not a multiple of 8 (14x14, 7x7 planes) the map's rows are
-/// `plane_channel_groups` channel planes end to end, a copy that many boxes, its channel rows
-/// permuted (`plane_filter_position`, the filter's columns likewise, by the host); a copy's
-/// pixels past H*W then come from the next plane of its group (or zeros), in columns never
-/// stored, which the GEMM keeps apart from every stored column.
+/// sides). Where H*W is not a multiple of 8 (14x14 planes), which TMA cannot step, the B tiles
+/// come from [`copy_planes_direct`] instead.
 ///
 /// # Safety
 /// As `produce_tma`: all 128 threads of warpgroup 0 call it together, after the barriers'
-/// initialisation, with `full` expecting one arrival; `xmap` is the input's plane map and
-/// `wmap` the filter's with boxes of `BM` rows, as the kernel's contract describes.
+/// initialisation, with `full` expecting one arrival (128 + 1 where
+/// `plane_copies_direct(H*W)`); `x` is the NCHW input, `xmap` its plane map and `wmap` the
+/// filter's with boxes of `BM` rows, as the kernel's contract describes.
 #[inline(always)]
-pub(super) unsafe fn produce_planes<const STAGES: usize, const BM: usize>(xmap: *const u8, wmap: *const u8, sh: &ConvShape, ring: Ring<STAGES>, mut tiles: Tiles, ktiles: i32, tid: u32) {
+#[allow(clippy::too_many_arguments)]
+pub(super) unsafe fn produce_planes<const STAGES: usize, const BM: usize>(x: *const u16, xmap: *const u8, wmap: *const u8, sh: &ConvShape, ring: Ring<STAGES>, mut tiles: Tiles, ktiles: i32, tid: u32) {
     // SAFETY: the whole warpgroup, as in `produce_tma`.
     unsafe { setmaxnreg_dec_56() };
-    if tid != 0 {
+    let direct = plane_copies_direct((sh.h * sh.w) as usize);
+    if tid != 0 && !direct {
         return;
     }
     let bn = tiles.bn;
     let copies = bn / PLANE_BOX_PIXELS as u32;
     let a_bytes = a_tile_bytes(BM) as u32;
-    let bytes = a_bytes + b_tile_bytes(bn as usize) as u32;
-    // The map's rows: `groups` channel planes end to end (`plane_channel_groups`, 1 where H*W
-    // is a multiple of 8), so a copy is `groups` boxes of `box_rows` channel rows each.
-    let hw = (sh.h * sh.w) as u32;
-    let groups = plane_channel_groups(hw as usize) as u32;
-    let box_rows = K_TILE as u32 / groups;
+    let bytes = a_bytes + if direct { 0 } else { b_tile_bytes(bn as usize) as u32 };
     let mut at = Position::START;
     while let Some((k0, n0)) = tiles.next::<1>() {
         // Each copy's image and first pixel (a copy past the last image reads zeros).
@@ -235,30 +230,86 @@ pub(super) unsafe fn produce_planes<const STAGES: usize, const BM: usize>(xmap: 
             unsafe { ring.wait_empty(at) };
             let stage = ring.stage_addr(at.stage);
             let full = ring.full(at.stage);
-            // SAFETY: the stage is free; its A tile (1024-aligned, BM rows of 128 bytes) and B
-            // tile (`copies` copies of 8 KiB after it) receive exactly the announced bytes, the
-            // zero-filled parts of the boxes included.
-            unsafe {
-                mbar_arrive_expect_tx(full, bytes);
-                tma_load_3d(stage, wmap, c0, 0, k0 as i32, full);
-                unroll!(4: 4, j => {
-                    if (j as u32) < copies {
-                        let (image, p) = at_copy[j];
-                        // Box `b` of the copy: channels c0 + groups i + b, row b * box_rows + i.
-                        let mut b = 0;
-                        while b < groups {
-                            let to = stage + a_bytes + j as u32 * COPY_BYTES + b * box_rows * ROW_BYTES as u32;
-                            tma_load_3d(to, xmap, (b * hw + p) as i32, c0 / groups as i32, image as i32, full);
-                            b += 1;
-                        }
+            if tid == 0 {
+                // SAFETY: the stage is free; its A tile (1024-aligned, BM rows of 128 bytes) and
+                // (but where `direct`) B tile (`copies` copies of 8 KiB after it) receive
+                // exactly the announced bytes, the zero-filled parts of the boxes included.
+                unsafe {
+                    mbar_arrive_expect_tx(full, bytes);
+                    tma_load_3d(stage, wmap, c0, 0, k0 as i32, full);
+                    if !direct {
+                        unroll!(4: 4, j => {
+                            if (j as u32) < copies {
+                                let (image, p) = at_copy[j];
+                                tma_load_3d(stage + a_bytes + j as u32 * COPY_BYTES, xmap, p as i32, c0, image as i32, full);
+                            }
+                        });
                     }
-                });
+                }
+            }
+            if direct {
+                // SAFETY: the stage is free; the B tile follows the A tile; one of the 128 + 1
+                // arrivals the barrier expects.
+                unsafe {
+                    copy_planes_direct(x, sh, stage + a_bytes, &at_copy, copies, c0 as u32, tid);
+                    cp_async_mbar_arrive_noinc(full);
+                }
             }
             c0 += K_TILE as i32;
             at = at.next::<STAGES>();
             kt += 1;
         }
     }
+    // Leave no copy of this thread in flight when it exits.
+    cp_async_wait_all();
+}
+
+/// The B tile of a k-tile (channels `c0..c0 + 64`) on planes TMA cannot step (H*W*2 bytes not a
+/// multiple of 16), copied by `cp.async` from the NCHW input `x` by the 128 producer threads
+/// (`tid` < 128): each copy's 64 channel rows of 64 pixels (image and first pixel `at_copy[j]`)
+/// in pieces of 8 bytes (4 pixels, H*W a multiple of 4) or 4 (H*W even), the pieces of a row
+/// on consecutive threads, each landing at its place in the 128B-swizzled row (the layout the
+/// TMA copy gives); pixels past H*W, channels past C and images past N as zeros. The consumers
+/// fence the stage for the async proxy before their wgmmas read it.
+///
+/// # Safety
+/// `b` is the free stage's 1024-aligned B tile (`copies` copies of [`COPY_BYTES`]); `x` holds
+/// the problem's NCHW input; H*W is even.
+#[inline(always)]
+unsafe fn copy_planes_direct(x: *const u16, sh: &ConvShape, b: u32, at_copy: &[(u32, u32); 4], copies: u32, c0: u32, tid: u32) {
+    let hw = (sh.h * sh.w) as u32;
+    let (c, n) = (sh.c as u32, sh.n as u32);
+    let bytes = if hw % 4 == 0 { 8 } else { 4 };
+    let per_row = ROW_BYTES as u32 / bytes;
+    // This thread's piece of each row it copies, and its rows: `first` and every `step`-th.
+    let (k, first, step) = (tid % per_row, tid / per_row, WARPGROUP as u32 / per_row);
+    let pixel = k * bytes / 2;
+    unroll!(4: 4, j => {
+        if (j as u32) < copies {
+            let (image, p) = at_copy[j];
+            let inside = image < n && p + pixel < hw;
+            let mut r = first;
+            while r < K_TILE as u32 {
+                let ok = inside && c0 + r < c;
+                let off = if ok { ((image * c + c0 + r) * hw + p + pixel) as usize } else { 0 };
+                let unit = (k * bytes / 16) ^ (r % 8);
+                let dst = b + j as u32 * COPY_BYTES + r * ROW_BYTES as u32 + unit * 16 + (k * bytes) % 16;
+                let src = x.wrapping_add(off) as *const f32;
+                // SAFETY: dst is this piece's place in the stage's B tile, aligned to the piece;
+                // when ok, the piece's pixels lie in channel c0 + r's plane of the image (p and
+                // the piece's first pixel are multiples of its width, which divides H*W),
+                // aligned to its bytes; nothing is read otherwise.
+                unsafe {
+                    if bytes == 8 {
+                        cp_async_8(dst, src, if ok { 8 } else { 0 });
+                    } else {
+                        cp_async_4(dst, src, if ok { 4 } else { 0 });
+                    }
+                }
+                r += step;
+            }
+        }
+    });
 }
 
 /// NCHW input planes, KCRS filter (R = S = 1), NCHW output, read the other way round
