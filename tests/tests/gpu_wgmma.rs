@@ -73,12 +73,10 @@ fn wgmma_matches_cpu_on_named_shapes() {
                 assert_eq!(taken, [shapes[4], shapes[10]], "{algo}");
                 assert!(plane_shapes().iter().all(takes), "{algo} refused a plane shape");
                 taken.extend(plane_shapes());
-                // The fp32 plane kernels take H*W a multiple of 4.
-                let fp32 = dtype == DType::F32;
-                assert_eq!(pixel_plane_shapes().iter().all(takes), fp32, "{algo}");
-                if fp32 {
-                    taken.extend(pixel_plane_shapes());
-                }
+                // H*W a multiple of 4: the fp32 plane kernels by TMA, the 16-bit ones by
+                // cp.async (C zero-padded to a multiple of 8).
+                assert!(pixel_plane_shapes().iter().all(takes), "{algo} refused a pixel plane shape");
+                taken.extend(pixel_plane_shapes());
             } else if convrs_tests::is_plane_rows(algo) {
                 // W and Q multiples of 8 at column stride 1: 56x56, the per-axis values (row
                 // stride 2, column dilation 3: Q = 56 of W = 64) and the 40x40 1x1.
