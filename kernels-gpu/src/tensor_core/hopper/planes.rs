@@ -205,10 +205,33 @@ pub(super) const COPY_BYTES: u32 = (PLANE_BOX_PIXELS * ROW_BYTES) as u32;
 /// filter's with boxes of `BM` rows, as the kernel's contract describes.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-pub(super) unsafe fn produce_planes<const STAGES: usize, const BM: usize>(x: *const u16, xmap: *const u8, wmap: *const u8, sh: &ConvShape, ring: Ring<STAGES>, mut tiles: Tiles, ktiles: i32, tid: u32) {
+pub(super) unsafe fn produce_planes<const STAGES: usize, const BM: usize>(x: *const u16, xmap: *const u8, wmap: *const u8, sh: &ConvShape, ring: Ring<STAGES>, tiles: Tiles, ktiles: i32, tid: u32) {
     // SAFETY: the whole warpgroup, as in `produce_tma`.
     unsafe { setmaxnreg_dec_56() };
-    let direct = plane_copies_direct((sh.h * sh.w) as usize);
+    let hw = (sh.h * sh.w) as usize;
+    // One loop per way of copying the B tiles, so that only one way's values live in the
+    // producer's 56 registers. SAFETY: as this function's contract.
+    unsafe {
+        if !plane_copies_direct(hw) {
+            produce_planes_by::<STAGES, BM, 0>(x, xmap, wmap, sh, ring, tiles, ktiles, tid)
+        } else if hw % 4 == 0 {
+            produce_planes_by::<STAGES, BM, 8>(x, xmap, wmap, sh, ring, tiles, ktiles, tid)
+        } else {
+            produce_planes_by::<STAGES, BM, 4>(x, xmap, wmap, sh, ring, tiles, ktiles, tid)
+        }
+    }
+}
+
+/// `produce_planes`'s loop, the B tiles copied by TMA (`PIECE` 0) or by `cp.async` in pieces
+/// of `PIECE` bytes ([`copy_planes_direct`]).
+///
+/// # Safety
+/// As `produce_planes`, after its `setmaxnreg`; `PIECE` 0 where H*W is a multiple of 8, else 8
+/// where it is one of 4, else 4.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn produce_planes_by<const STAGES: usize, const BM: usize, const PIECE: u32>(x: *const u16, xmap: *const u8, wmap: *const u8, sh: &ConvShape, ring: Ring<STAGES>, mut tiles: Tiles, ktiles: i32, tid: u32) {
+    let direct = PIECE != 0;
     if tid != 0 && !direct {
         return;
     }
@@ -251,7 +274,7 @@ pub(super) unsafe fn produce_planes<const STAGES: usize, const BM: usize>(x: *co
                 // SAFETY: the stage is free; the B tile follows the A tile; one of the 128 + 1
                 // arrivals the barrier expects.
                 unsafe {
-                    copy_planes_direct(x, sh, stage + a_bytes, &at_copy, copies, c0 as u32, tid);
+                    copy_planes_direct::<PIECE>(x, sh, stage + a_bytes, &at_copy, copies, c0 as u32, tid);
                     cp_async_mbar_arrive_noinc(full);
                 }
             }
@@ -267,47 +290,65 @@ pub(super) unsafe fn produce_planes<const STAGES: usize, const BM: usize>(x: *co
 /// The B tile of a k-tile (channels `c0..c0 + 64`) on planes TMA cannot step (H*W*2 bytes not a
 /// multiple of 16), copied by `cp.async` from the NCHW input `x` by the 128 producer threads
 /// (`tid` < 128): each copy's 64 channel rows of 64 pixels (image and first pixel `at_copy[j]`)
-/// in pieces of 8 bytes (4 pixels, H*W a multiple of 4) or 4 (H*W even), the pieces of a row
-/// on consecutive threads, each landing at its place in the 128B-swizzled row (the layout the
-/// TMA copy gives); pixels past H*W, channels past C and images past N as zeros. The consumers
-/// fence the stage for the async proxy before their wgmmas read it.
+/// in pieces of `BYTES` bytes (8: 4 pixels, H*W a multiple of 4; or 4, H*W even), the pieces
+/// of a row on consecutive threads, each landing at its place in the 128B-swizzled row (the
+/// layout the TMA copy gives); pixels past H*W, channels past C and images past N as zeros.
+/// The consumers fence the stage for the async proxy before their wgmmas read it.
+///
+/// The four producer warps issue every piece of the tile themselves, one warp per scheduler,
+/// so their instructions, not bytes, bound the stage rate: until the fifty-second session this
+/// loop took the piece width at run time (divisions and a rolled loop, about 30 instructions a
+/// piece) and the 14x14 kernels ran at a third of their NHWC twins (notes/hopper.md §36). A
+/// thread's rows are `first + STEP * h + 8 * i`, so each (copy, h) has one swizzle phase and
+/// its eight pieces differ by constant strides: unrolled, a piece is a compare, two selects,
+/// an address and the copy.
 ///
 /// # Safety
 /// `b` is the free stage's 1024-aligned B tile (`copies` copies of [`COPY_BYTES`]); `x` holds
-/// the problem's NCHW input; H*W is even.
+/// the problem's NCHW input; H*W is a multiple of `BYTES / 2`; `BYTES` is 4 or 8.
 #[inline(always)]
-unsafe fn copy_planes_direct(x: *const u16, sh: &ConvShape, b: u32, at_copy: &[(u32, u32); 4], copies: u32, c0: u32, tid: u32) {
+unsafe fn copy_planes_direct<const BYTES: u32>(x: *const u16, sh: &ConvShape, b: u32, at_copy: &[(u32, u32); 4], copies: u32, c0: u32, tid: u32) {
+    // Threads per 128-byte row, rows one pass of the warpgroup covers, passes per 8 rows.
+    let per_row = ROW_BYTES as u32 / BYTES;
+    let step = WARPGROUP as u32 / per_row;
+    let passes = 8 / step;
     let hw = (sh.h * sh.w) as u32;
     let (c, n) = (sh.c as u32, sh.n as u32);
-    let bytes = if hw % 4 == 0 { 8 } else { 4 };
-    let per_row = ROW_BYTES as u32 / bytes;
-    // This thread's piece of each row it copies, and its rows: `first` and every `step`-th.
-    let (k, first, step) = (tid % per_row, tid / per_row, WARPGROUP as u32 / per_row);
-    let pixel = k * bytes / 2;
+    let (k, first) = (tid % per_row, tid / per_row);
+    let pixel = k * BYTES / 2;
+    // Channel rows of this k-tile inside C.
+    let rows = if c > c0 { c - c0 } else { 0 };
     unroll!(4: 4, j => {
         if (j as u32) < copies {
             let (image, p) = at_copy[j];
-            let inside = image < n && p + pixel < hw;
-            let mut r = first;
-            while r < K_TILE as u32 {
-                let ok = inside && c0 + r < c;
-                let off = if ok { ((image * c + c0 + r) * hw + p + pixel) as usize } else { 0 };
-                let unit = (k * bytes / 16) ^ (r % 8);
-                let dst = b + j as u32 * COPY_BYTES + r * ROW_BYTES as u32 + unit * 16 + (k * bytes) % 16;
-                let src = x.wrapping_add(off) as *const f32;
-                // SAFETY: dst is this piece's place in the stage's B tile, aligned to the piece;
-                // when ok, the piece's pixels lie in channel c0 + r's plane of the image (p and
-                // the piece's first pixel are multiples of its width, which divides H*W),
-                // aligned to its bytes; nothing is read otherwise.
-                unsafe {
-                    if bytes == 8 {
-                        cp_async_8(dst, src, if ok { 8 } else { 0 });
-                    } else {
-                        cp_async_4(dst, src, if ok { 4 } else { 0 });
+            let rows_j = if image < n && p + pixel < hw { rows } else { 0 };
+            let base = (image * c + c0) * hw + p + pixel;
+            unroll!(4: passes, h => {
+                let r0 = first + step * h as u32;
+                let dst = b + j as u32 * COPY_BYTES + r0 * ROW_BYTES as u32 + (((k * BYTES / 16) ^ (r0 % 8)) * 16) + (k * BYTES) % 16;
+                // Rows left from r0 (compared with immediates) and a running offset: the
+                // producer runs on 56 registers, and eight multiples of each would not fit.
+                let left = rows_j as i32 - r0 as i32;
+                let mut src = base + r0 * hw;
+                unroll!(8: 8, i => {
+                    let ok = left > 8 * i as i32;
+                    let off = if ok { src } else { 0 };
+                    src += 8 * hw;
+                    let at = dst + 8 * (i as u32) * ROW_BYTES as u32;
+                    let from = x.wrapping_add(off as usize) as *const f32;
+                    // SAFETY: `at` is this piece's place in the stage's B tile, aligned to the
+                    // piece; when ok, the piece's pixels lie in channel c0 + r's plane of the
+                    // image (p and the piece's first pixel are multiples of its width, which
+                    // divides H*W), aligned to its bytes; nothing is read otherwise.
+                    unsafe {
+                        if BYTES == 8 {
+                            cp_async_8(at, from, if ok { 8 } else { 0 });
+                        } else {
+                            cp_async_4(at, from, if ok { 4 } else { 0 });
+                        }
                     }
-                }
-                r += step;
-            }
+                });
+            });
         }
     });
 }
