@@ -7,6 +7,11 @@ source benchmarks/2026-11-28-h100-fold/steps.sh
 export BUNDLE=${BUNDLE:-target/gpu-s52a}
 export CUDA_CACHE_MAXSIZE=4294967296
 b=$(mktemp -d); tar -C $b -xJf $BUNDLE/payload.tar.xz
+# The newest cuDNN (PyTorch's) in process, as run-gpu.sh loads it, and the commit in the tables:
+# c1-c3 ran `convrs bench` without either (so did s49 d2-d3 through s52 c3): cuDNN 9.14 in
+# process, "commit unknown". Exported, so the parts run through s52.sh inherit them.
+eval "$(sed -n '/^torch_cudnn=/,/^fi$/p' $BUNDLE/run-gpu.sh)"
+export CONVRS_COMMIT=$(cat $BUNDLE/commit.txt)
 for part in "$@"; do
 case $part in
 resnet50)

@@ -629,6 +629,10 @@ struct BenchReport {
     commit: Option<String>,
     cudnn_version: Option<String>,
     pytorch: String,
+    /// Set where PyTorch ran a newer cuDNN than the in-process baseline's: that baseline is then
+    /// not the newest on the machine, and the tables say so.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stale_cudnn: Option<String>,
     /// The fused epilogue of every shape (`none`: bare convolutions). With one, each group's
     /// ratio is to the faster of PyTorch eager and cuDNN's fused graph (its `judgement` names
     /// which); cuDNN's bare-convolution rows are shown, not judged.
@@ -689,6 +693,13 @@ fn bench_cmd(device: usize, suites: &[Suite], algos: &[Algorithm], opts: &BenchO
     if cudnn_version.is_none() {
         eprintln!("convrs: WARNING: libcudnn was not found on the library path: the cuDNN baseline is unavailable");
     }
+    let stale_cudnn = cudnn_version.as_deref().and_then(|v| torch.newer_cudnn(v).map(|t| (v.to_string(), t)));
+    if let Some((ours, theirs)) = &stale_cudnn {
+        eprintln!(
+            "convrs: WARNING: the in-process cuDNN is {ours} but PyTorch ran cuDNN {theirs}: the cuDNN baseline is not the \
+             newest on this machine (run through run-gpu.sh, or put PyTorch's cudnn/lib first on LD_LIBRARY_PATH)"
+        );
+    }
     // The report of `suites` measured so far; `partial` says how far a run under way got.
     let report_of = |suites: Vec<SuiteReport>, partial: Option<String>| BenchReport {
         gpu: gpu.info().name.clone(),
@@ -696,6 +707,7 @@ fn bench_cmd(device: usize, suites: &[Suite], algos: &[Algorithm], opts: &BenchO
         commit: std::env::var("CONVRS_COMMIT").ok(),
         cudnn_version: cudnn_version.clone(),
         pytorch: torch.describe(),
+        stale_cudnn: stale_cudnn.as_ref().map(|(ours, theirs)| format!("in-process cuDNN {ours} is older than PyTorch's {theirs}")),
         epilogue: epilogue.to_string(),
         timing_runs: opts.timing.runs,
         programmatic_launch: gpu.programmatic_launch(),
@@ -785,6 +797,9 @@ fn print_report(report: &BenchReport, opts: &BenchOptions, all_kernels: bool) {
         if report.programmatic_launch { "programmatic" } else { "stream-ordered" },
         report.seconds
     );
+    if let Some(stale) = &report.stale_cudnn {
+        println!("\n**WARNING: {stale}: the cuDNN in-process columns are not the newest cuDNN on this machine (PyTorch's columns are).**");
+    }
     if report.epilogue != Epilogue::NONE.to_string() {
         println!(
             "\nEpilogue {} on every shape: our fused kernels, PyTorch eager and cuDNN's fused graph (the convolution, then pointwise \

@@ -60,6 +60,20 @@ impl TorchOutcome {
             TorchOutcome::NotRun(why) => format!("PyTorch NOT RUN: {why}"),
         }
     }
+
+    /// The cuDNN PyTorch ran, where it is newer than `in_process` (the one this process
+    /// loaded): the in-process baseline is then not the newest cuDNN on the machine, as the
+    /// bench's rule asks (`run-gpu.sh` puts PyTorch's copy first on the library path).
+    pub fn newer_cudnn(&self, in_process: &str) -> Option<String> {
+        let TorchOutcome::Ran { cudnn: Some(theirs), .. } = self else { return None };
+        (version_key(theirs)? > version_key(in_process)?).then(|| theirs.clone())
+    }
+}
+
+/// "9.19.0" as (9, 19, 0); None for anything else.
+fn version_key(v: &str) -> Option<(u32, u32, u32)> {
+    let mut it = v.trim().split('.').map(|x| x.parse::<u32>().ok());
+    Some((it.next()??, it.next()??, it.next().unwrap_or(Some(0))?))
 }
 
 fn key(label: &str, config: &str) -> String {
@@ -213,6 +227,18 @@ pub fn run(mode: TorchMode, device: usize, shapes: &[TorchShape], seed: u64, met
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn newer_cudnn_compares_versions_numerically() {
+        let ran = |v: Option<&str>| TorchOutcome::Ran { torch: "2.11".into(), cudnn: v.map(String::from), times: HashMap::new() };
+        assert_eq!(ran(Some("9.19.0")).newer_cudnn("9.14.0").as_deref(), Some("9.19.0"));
+        assert_eq!(ran(Some("9.19.0")).newer_cudnn("9.19.0"), None);
+        assert_eq!(ran(Some("9.9.0")).newer_cudnn("9.14.0"), None, "9.9 is older than 9.14, not newer");
+        assert_eq!(ran(Some("10.0.1")).newer_cudnn("9.19.0").as_deref(), Some("10.0.1"));
+        assert_eq!(ran(Some("?")).newer_cudnn("9.14.0"), None);
+        assert_eq!(ran(None).newer_cudnn("9.14.0"), None);
+        assert_eq!(TorchOutcome::NotRun("no torch".into()).newer_cudnn("9.14.0"), None);
+    }
 
     #[test]
     fn request_carries_per_axis_geometry() {
