@@ -4,9 +4,12 @@
 //! candidates with their predictions and every refusal's reason.
 //!
 //! Conversions are priced as one memory-bound pass per tensor whose layout differs from the
-//! kernel's or that must be padded (read and write every element at the device's bandwidth, plus
-//! a launch): what the device-side transform kernels cost, not the host conversions `conv2d` on
-//! host tensors does today. A kernel that needs N, C or K to be multiples runs the problem padded
+//! kernel's or that must be padded: a launch's fixed cost plus the bytes read and written at the
+//! rate the device-side transform kernels reach (fitted to the bench's NCHW caller rows on the
+//! H200, 2026-12-04: [`TRANSFORM_PASS_US`], [`TRANSPOSE_RATE`], [`SAMPLED_RATE`]), not the host
+//! conversions `conv2d` on host tensors does today. The filter is not priced: a caller on the
+//! device converts it once per weights ([`crate::device_conv::DeviceConv`] caches it), so it is
+//! not part of a call. A kernel that needs N, C or K to be multiples runs the problem padded
 //! with zeros ([`KernelDesc::run_problem`]), priced as the larger problem it is.
 //!
 //! ```
@@ -17,7 +20,7 @@
 //! # Ok::<(), convrs::Error>(())
 //! ```
 
-use crate::plan::model::{memory_us, LAUNCH_US};
+use crate::plan::model::memory_us;
 use crate::plan::LaunchPlan;
 use crate::registry::{KernelDesc, KERNELS};
 use crate::timing::{time_runs, TimingConfig};
@@ -65,29 +68,44 @@ impl Choice {
     }
 }
 
-/// Predicted microseconds to convert the caller's tensors (all in `user` layout; `dtype` input
-/// and filter, fp32 output, and a fused epilogue's residual like the output) to and from
-/// `kernel`'s layouts on `device`, padding them to the problem the kernel runs
-/// ([`KernelDesc::run_problem`]) where it needs that.
+/// What a transform pass costs besides its bytes, microseconds: the launch, ramp-up and drain of
+/// one more kernel in the caller's stream. Fitted with the two rates below to the NCHW caller's
+/// time minus its kernel's, over the 77 rows of resnet50 and deepbench layers whose best route
+/// from NCHW converts (H200, fp16 and bf16, the fifty-third session's runs;
+/// `dev/nchw_auto_replay.py --fit`, notes/hopper.md §38): 2.19 us, the fit 0.71-1.62x of each
+/// row's measured conversions. The old price (3 us, the peak bandwidth, and the filter every
+/// call) was up to 2.7x of them.
+pub const TRANSFORM_PASS_US: f64 = 2.2;
+/// The share of the peak memory bandwidth the tiled transposes reach on their bytes read plus
+/// written (fitted 3.78 TB/s on the H200's 4.8; large transposes measured 3.2-3.9 TB/s).
+pub const TRANSPOSE_RATE: f64 = 0.79;
+/// The same for the sampled transforms (a strided 1x1 layer's input on the stride's grid), on
+/// the grid's rows read plus the destination written: their short rows read partial sectors
+/// (fitted 1.98 TB/s; measured alone 1.7-2.9 TB/s, BENCHMARKS.md, forty-third session).
+pub const SAMPLED_RATE: f64 = 0.41;
+
+/// Predicted microseconds to convert the caller's tensors (all in `user` layout; `dtype` input,
+/// fp32 output, and a fused epilogue's residual like the output) to and from `kernel`'s layouts
+/// on `device` in one call, padding them to the problem the kernel runs
+/// ([`KernelDesc::run_problem`]) where it needs that. The filter is converted once per weights,
+/// outside the call, and is not priced.
 pub fn conversion_us(kernel: &KernelDesc, problem: &Conv2d, dtype: DType, user: Layout, device: &DeviceModel) -> f64 {
     let run = kernel.run_problem(problem);
-    let (lx, lw, ly) = kernel.layouts;
+    let (lx, _, ly) = kernel.layouts;
     // One pass reads the caller's elements and writes the kernel's (padded) ones.
-    let pass = |layout: Layout, padded: bool, elems: usize, run_elems: usize, bytes: usize| {
-        if layout == user && !padded { 0.0 } else { LAUNCH_US + memory_us(device, ((elems + run_elems) * bytes) as f64) }
+    let pass = |layout: Layout, padded: bool, elems: usize, run_elems: usize, bytes: usize, rate: f64| {
+        if layout == user && !padded { 0.0 } else { TRANSFORM_PASS_US + memory_us(device, ((elems + run_elems) * bytes) as f64) / rate }
     };
     let (grow_n, grow_c, grow_k) = (run.n != problem.n, run.c != problem.c, run.k != problem.k);
     // A subsampled input (a plane kernel's strided 1x1 layer) reads the grid's rows only; at 4
     // bytes or less an element, every sector of those rows.
     let sampling = problem.sampling(&run);
     let (sh, sampled) = (sampling.0, sampling != (1, 1));
-    let output = pass(ly, grow_n || grow_k, problem.output_len(), run.output_len(), 4);
+    let output = pass(ly, grow_n || grow_k, problem.output_len(), run.output_len(), 4, TRANSPOSE_RATE);
     // The residual goes the output's way in reverse: into the kernel's output layout.
     let residual = if problem.epilogue.residual { output } else { 0.0 };
-    pass(lx, grow_n || grow_c || sampled, problem.input_len() / sh, run.input_len(), dtype.size())
-        + pass(lw, grow_k || grow_c, problem.filter_len(), run.filter_len(), dtype.size())
-        + output
-        + residual
+    let input_rate = if sampled { SAMPLED_RATE } else { TRANSPOSE_RATE };
+    pass(lx, grow_n || grow_c || sampled, problem.input_len() / sh, run.input_len(), dtype.size(), input_rate) + output + residual
 }
 
 /// Every kernel of the registry planned for `problem` on `device`, priced for a caller holding
@@ -276,16 +294,24 @@ mod tests {
         let p = Conv2d::new(8, 64, 56, 56, 64, 3, 3).with_pad(1);
         let nhwc = crate::registry::by_name("wmma_nhwc").unwrap();
         assert_eq!(conversion_us(nhwc, &p, DType::F16, Layout::Nhwc, &d), 0.0);
-        // From NCHW: input (8*64*56*56 fp16), filter, output (fp32) each read and written once.
-        let bytes = 2.0 * (2 * p.input_len() + 2 * p.filter_len() + 4 * p.output_len()) as f64;
-        let expected = 3.0 * LAUNCH_US + bytes / 3.35e6;
+        // From NCHW: input (8*64*56*56 fp16) and output (fp32) each read and written once at
+        // 0.79 of the H100's 3350 GB/s, a pass's launch each; the filter is converted once per
+        // weights, outside the call.
+        let bytes = 2.0 * (2 * p.input_len() + 4 * p.output_len()) as f64;
+        let expected = 2.0 * 2.2 + bytes / (0.79 * 3.35e6);
         assert!((conversion_us(nhwc, &p, DType::F16, Layout::Nchw, &d) - expected).abs() < 1e-9);
-        // NHWC with C = 3: the input is padded to C = 8 (read 3 channels, write 8), the filter
-        // likewise; the output (K = 64) needs nothing.
+        // NHWC with C = 3: the input is padded to C = 8 (read 3 channels, write 8); the filter
+        // (padded likewise, once) and the output (K = 64) cost the call nothing.
         let q = Conv2d { c: 3, ..p };
-        let bytes = 2.0 * (q.input_len() + q.input_len() / 3 * 8) as f64 + 2.0 * (q.filter_len() + q.filter_len() / 3 * 8) as f64;
-        let expected = 2.0 * LAUNCH_US + bytes / 3.35e6;
+        let bytes = 2.0 * (q.input_len() + q.input_len() / 3 * 8) as f64;
+        let expected = 2.2 + bytes / (0.79 * 3.35e6);
         assert!((conversion_us(nhwc, &q, DType::F16, Layout::Nhwc, &d) - expected).abs() < 1e-9);
+        // A strided 1x1 layer's sampled input for a plane kernel: the grid's rows (half the
+        // input at stride 2) read and the quarter written, at 0.41 of the bandwidth.
+        let s = Conv2d::new(8, 256, 56, 56, 128, 1, 1).with_stride(2);
+        let planes = crate::registry::by_name("wgmma_nchw1x1_persistent").unwrap();
+        let bytes = 2.0 * (s.input_len() / 2 + s.input_len() / 4) as f64;
+        assert!((conversion_us(planes, &s, DType::F16, Layout::Nchw, &d) - (2.2 + bytes / (0.41 * 3.35e6))).abs() < 1e-9);
     }
 
     #[test]

@@ -84,7 +84,8 @@ pub const RATES: [(&str, f64); 69] = [
     ("wgmma_nchw1x1_pingpong_m64_64x128k64", 1.16 * 1.15 / 0.78),
     ("wgmma_nchw1x1_pingpong_m64_64x64k64", 1.45 * 1.15 / 0.66),
     // Step 18, NCHW planes on step 10's 128-row ping-pong tiles: step 10's rates times step 9's
-    // 1.15 (not yet fitted; not Auto-eligible until measured: `auto_eligible`).
+    // 1.15 (not fitted; measured 0.82-1.17x these predictions on the 31 1x1 layers of resnet50
+    // and deepbench it ran, H200, fifty-third session: the closest of the three plane kernels).
     ("wgmma_nchw1x1_pingpong_128x128k64", 1.05 * 1.15 / 0.78),
     ("wgmma_nchw1x1_pingpong_128x64k64", 1.05 * 1.15 / 0.66),
     // Step 16, steps 7, 10 and 12 storing NCHW through shared memory: their rates times the
@@ -567,7 +568,19 @@ fn plan_folding(desc: &KernelDesc, problem: &Conv2d, dtype: DType, device: &Devi
     let matrix = |c: &Config| {
         matches!(policy.producer, Producer::WsTmaNchw) && matches!(policy.math, Math::Half) && run_width(run) == 8 && nchw_store_transposed(nchw_store_runs(c.policy.ping_pong(), c.block_m(), c.bn), c.bn) && staged(c).is_none()
     };
-    let cost_of = |&(c, z): &(&Config, usize)| cost(c, device, m, n, group_c, p.r * p.s, z, live, staged(c), residual(c), nchw(c), matrix(c));
+    // Planes copied by `cp.async` (H*W not a multiple of 8), whose producer warpgroup is
+    // instruction-bound (notes/hopper.md §36): the measured time over the prediction there,
+    // divided by the same ratio on the TMA-copied planes, on the resnet50 and deepbench layers
+    // (H200, fifty-third session, 11 and 20 layers a kernel; notes/hopper.md §38): the
+    // cooperative step 9 1.19, step 15's 64-row tiles 1.37 (twice the copies a FLOP), step 18
+    // 1.11 (one warpgroup's epilogue under the other's copies).
+    let copied = match (direct, policy.schedule, policy.block_m) {
+        (false, _, _) => 1.0,
+        (true, Schedule::PingPong, BLOCK_M) => 1.11,
+        (true, Schedule::PingPong, _) => 1.37,
+        (true, _, _) => 1.19,
+    };
+    let cost_of = |&(c, z): &(&Config, usize)| copied * cost(c, device, m, n, group_c, p.r * p.s, z, live, staged(c), residual(c), nchw(c), matrix(c));
     let forced = if policy.split_k() { forced_split()? } else { None };
     let choices = configs().filter(fits).flat_map(|c| splits(c).map(move |z| (c, z)));
     let choices = choices.filter(|&(c, z)| forced.is_none_or(|(bn, fz)| c.bn == bn && z == fz));
@@ -633,10 +646,10 @@ fn plan_folding(desc: &KernelDesc, problem: &Conv2d, dtype: DType, device: &Devi
 /// not at all, picked it on layers where it lost (20% slower on 1,64,160,160 -> 64 3x3).
 /// `explain` lists its prediction all the same.
 pub fn auto_eligible(algorithm: Algorithm) -> bool {
-    // The patch kernel (step 17) and the 128-row plane ping-pong (step 18) run where named
-    // until they are measured.
-    let step18 = |p: Policy| p.producer == Producer::Planes && p.schedule == Schedule::PingPong && p.block_m == BLOCK_M;
-    !matches!(algorithm, Algorithm::Wgmma(p) if matches!(p.producer, Producer::PlaneRows | Producer::NchwPatch) || step18(p))
+    // The patch kernel (step 17) runs where named: it measured 1.05-2.37x its predictions
+    // (geomean 1.48) on 26 layers of resnet50 and deepbench (H200, fifty-third session), so Auto
+    // would take it where it loses.
+    !matches!(algorithm, Algorithm::Wgmma(p) if matches!(p.producer, Producer::PlaneRows | Producer::NchwPatch))
 }
 
 /// The narrowest tile among `policy`'s configurations (the merged groups of a grouped problem
@@ -1153,13 +1166,19 @@ mod tests {
         let long = Conv2d::new(32, 512, 28, 28, 256, 1, 1);
         assert_eq!(pick(&long, Layout::Nchw), planes);
         // Step 18 plans the same layers on 128-row ping-pong tiles (the plane map, 128-row
-        // filter boxes), and runs only where named.
+        // filter boxes); Auto takes it where it predicts it fastest, which is not here.
         let step18 = algo("wgmma_nchw1x1_pingpong");
         let plan = step18.plan(&long, DType::F16, &d).unwrap();
         let c = by_entry(plan.kernel);
         assert_eq!((c.block_m(), c.policy.schedule, plan.filter_map_rows, plan.input_map), (BLOCK_M, Schedule::PingPong, Some(BLOCK_M as u32), Some(crate::plan::InputMap::Planes)));
-        assert!(!auto_eligible(step18) && auto_eligible(m64));
+        assert!(auto_eligible(step18) && auto_eligible(m64));
         assert_ne!(pick(&long, Layout::Nchw), step18);
+        // On 14x14 planes (copied by cp.async) step 15's 64-row tiles pay twice the copies a
+        // FLOP: 32,1024,14,14->256 measured 17.8 us against step 9's 12.7 and step 18's 13.0
+        // (bf16, H200, fifty-third session), and Auto takes one of those two there.
+        let h200 = DeviceModel::named("h200").unwrap();
+        let fourteen = Conv2d::new(32, 1024, 14, 14, 256, 1, 1);
+        assert!([planes, step18].contains(&crate::select::choose(&fourteen, DType::BF16, Layout::Nchw, &h200).unwrap().pick));
         assert!(![planes, m64].contains(&pick(&p, Layout::Nhwc)));
         // What it refuses, with the reasons.
         for (q, why) in [
