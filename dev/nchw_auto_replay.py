@@ -6,6 +6,7 @@ caller row ran, `BINARY explain --layout NCHW` (device model CONVRS_REPLAY_MODEL
 names Auto's pick as `DeviceConv` makes it. Its caller time is estimated as its measured kernel
 time plus the conversions it needs, priced by the fit below (the bench times only the best of
 three routes from NCHW: `Bench::nchw_user`); where the pick is that route, its measured time.
+A run that timed Auto's route (`nchw_auto`) gives its time where the pick is the same.
 Prints the shapes where the estimate is over 5% above the best route, then the geomean of
 estimate over best and the count within 5%.
 
@@ -112,7 +113,12 @@ for g, route, caller in groups():
     if pick is None or pick not in kt:
         print(f"{g['precision']} {g['shape']}: Auto's pick {pick} has no measured time; skipped")
         continue
-    estimate = caller if pick == route else kt[pick] + priced(passes(g['shape'], rows[pick]))
+    # A run that timed Auto's route (`nchw_auto`) answers for the pick it made then.
+    timed = g.get('nchw_auto') or {}
+    if timed.get('timing') and timed['name'].replace(' from NCHW', '') == pick:
+        estimate = timed['timing']['median_ms'] * 1e3
+    else:
+        estimate = caller if pick == route else kt[pick] + priced(passes(g['shape'], rows[pick]))
     regrets.append(estimate / caller)
     if estimate > 1.05 * caller:
         print(f"{g['precision']} {g['shape']:36s} Auto {pick} ~{estimate:.1f} us, best route {route} {caller:.1f} us: {estimate / caller:.2f}x")

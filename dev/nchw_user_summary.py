@@ -5,6 +5,8 @@ and against our fastest NHWC kernel in the same run, then the geomean, the count
 the input's transpose to a kernel writing NCHW, or the transposes around an NHWC kernel).
 Under an epilogue (the bench's `--epilogue`), the baselines are cuDNN's fused graph and PyTorch
 eager given NCHW, as the bench judges them.
+Where the run timed Auto's route for that caller (`nchw_auto`, bundles from 2026-12-05 on), also
+Auto's geomean against the same baselines and its time over the best route's.
 Usage: python3 dev/nchw_user_summary.py FILE.json[.xz]..."""
 import json, lzma, math, sys
 
@@ -17,7 +19,7 @@ def geo(xs):
     return math.exp(sum(map(math.log, xs)) / len(xs))
 
 
-ratios, kinds, owns = [], {}, []
+ratios, kinds, owns, autos, auto_over = [], {}, [], [], []
 for path in sys.argv[1:]:
     with (lzma.open if path.endswith('.xz') else open)(path, 'rt') as f:
         groups = json.load(f)['suites'][0]['groups']
@@ -43,8 +45,15 @@ for path in sys.argv[1:]:
         if nhwc:
             owns.append(min(nhwc) / user)
         own = f"  {min(nhwc) / user:4.2f} of our NHWC {min(nhwc):6.1f}" if nhwc else ""
-        print(f"{g['shape']:36s} {user:8.1f} us  NCHW baseline {min(base):8.1f}  {r:5.2f}x{own}  [{g['nchw_user']['name']}]")
+        auto = us(g.get('nchw_auto'))
+        if auto:
+            autos.append(min(base) / auto)
+            auto_over.append(auto / user)
+        note = f"  Auto {g['nchw_auto']['name']} {auto / user:4.2f}x the best" if auto and g['nchw_auto']['name'] != name else ""
+        print(f"{g['shape']:36s} {user:8.1f} us  NCHW baseline {min(base):8.1f}  {r:5.2f}x{own}  [{name}]{note}")
 print(f"NCHW caller against the best NCHW baseline: {geo(ratios):.3f}x, {sum(r >= 1 for r in ratios)}/{len(ratios)} at or above 1.0x, {sum(r < 0.9 for r in ratios)} below 0.9x")
+if autos:
+    print(f"  Auto's route (what DeviceConv with Algorithm::Auto runs) against the best NCHW baseline: {geo(autos):.3f}x on {len(autos)} layers; over the best route: geomean {geo(auto_over):.3f}, {sum(a <= 1.05 for a in auto_over)} within 5%, worst {max(auto_over):.2f}")
 if owns:
     print(f"  our NHWC time over the caller's (issue 23 asks 0.9 or more): geomean {geo(owns):.3f}, worst {min(owns):.2f}")
 for k, v in sorted(kinds.items()):

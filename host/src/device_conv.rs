@@ -114,11 +114,7 @@ impl<T: Element, O: Element> DeviceConv<T, O> {
             plain(l, what)?;
         }
         let kernel = match algo {
-            Algorithm::Auto => {
-                let candidates = crate::select::candidates(problem, T::DTYPE, input_layout, gpu.model());
-                let pick = crate::select::pick(candidates.into_iter().filter(|c| c.kernel.on_plain_layouts()).collect(), T::DTYPE)?.pick;
-                pick.kernel().ok_or_else(|| Error::InvalidArgument("no kernel chosen".into()))?
-            }
+            Algorithm::Auto => auto_kernel(gpu.model(), problem, T::DTYPE, input_layout)?,
             a => a.kernel().filter(|k| k.on_plain_layouts()).ok_or_else(|| Error::InvalidArgument(format!("{a} cannot run on device tensors yet (its layouts are blocked)")))?,
         };
         let run = kernel.run_problem(problem);
@@ -343,4 +339,14 @@ impl<T> DerefMut for BorrowedSlice<T> {
     fn deref_mut(&mut self) -> &mut CudaSlice<T> {
         &mut self.0
     }
+}
+
+/// The kernel [`Algorithm::Auto`] runs for a caller holding `dtype` device tensors in
+/// `input_layout`: the lowest predicted total ([`crate::select::pick`]) among the kernels on
+/// plain layouts, the only ones [`DeviceConv`] runs. The bench times this route for an NCHW
+/// caller beside the fastest one (`GroupResult::nchw_auto`).
+pub fn auto_kernel(device: &crate::DeviceModel, problem: &Conv2d, dtype: crate::DType, input_layout: Layout) -> Result<&'static crate::registry::KernelDesc> {
+    let candidates = crate::select::candidates(problem, dtype, input_layout, device);
+    let pick = crate::select::pick(candidates.into_iter().filter(|c| c.kernel.on_plain_layouts()).collect(), dtype)?.pick;
+    pick.kernel().ok_or_else(|| Error::InvalidArgument("no kernel chosen".into()))
 }

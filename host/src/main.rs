@@ -99,6 +99,10 @@ by a child python3 (cudnn.benchmark on). fp32 is compared with FMA arithmetic on
 line shows the TF32 baselines, PyTorch's default for fp32 convolutions. fp16 is compared in NHWC with tensor cores.\n\
 The ratio of a row is the best baseline's median time over our kernel's. An in-process cuDNN baseline more than 5%\n\
 slower than PyTorch's is FLAGged: a bug in the baseline, not a win.\n\n\
+For fp16/bf16 (and fp32) shapes an NCHW caller's row follows: device tensors through DeviceConv, the transforms\n\
+timed, the fastest of the routes tried (the fastest kernel, the fastest on NCHW, the fastest writing NCHW, and\n\
+the kernel Auto picks for that caller), judged against cuDNN and PyTorch given NCHW; the summary also counts the\n\
+shapes where Auto's route is within 5% of that best route (what a caller who leaves the choice to convrs gets).\n\n\
 With an epilogue (--epilogue or its flags), every shape, of a suite or --shape, is the whole layer: our kernels\n\
 that fuse it run it on random operands, checked against the f64 reference with the epilogue applied; PyTorch\n\
 computes it in eager mode (conv2d, then the epilogue's elementwise calls, timed together); and cuDNN's fused\n\

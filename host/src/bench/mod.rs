@@ -505,6 +505,7 @@ impl ShapeBench<'_> {
             kernels: Vec::new(),
             heuristic_pick: heuristic_pick(p, T::DTYPE, algos, gpu.model()),
             nchw_user: None,
+            nchw_auto: None,
             nchw_user_tf32: None,
             nchw_cudnn: Vec::new(),
             nchw_cudnn_fused: Vec::new(),
@@ -594,7 +595,7 @@ impl ShapeBench<'_> {
             group.kernels.push(row?);
         }
         drop(uploaded);
-        group.nchw_user = if self.opts.nchw_caller { self.nchw_user(&group, sets, ep_sets, reference, &tolerance, progress)? } else { None };
+        (group.nchw_user, group.nchw_auto) = if self.opts.nchw_caller { self.nchw_user(&group, sets, ep_sets, reference, &tolerance, progress)? } else { (None, None) };
         if self.opts.nchw_caller && T::DTYPE == DType::F32 && (!group.tf32_cudnn.is_empty() || group.tf32_pytorch.is_some()) {
             // A caller asking for TF32: the fastest kernel at TF32 precision or better, from
             // NCHW. Where that is no TF32 kernel, the fp32 caller's row is already the answer.
@@ -635,9 +636,12 @@ impl ShapeBench<'_> {
 
     /// What a caller holding NCHW tensors on the device gets, through
     /// [`crate::device_conv::DeviceConv`]: the fastest of the fastest kernel on plain layouts,
-    /// the fastest kernel on NCHW itself (which runs on the caller's tensors, no transform) and
-    /// the fastest writing NCHW (the input's transform alone), each timed as that caller runs
-    /// it. See [`Bench::nchw_user_of`].
+    /// the fastest kernel on NCHW itself (which runs on the caller's tensors, no transform), the
+    /// fastest writing NCHW (the input's transform alone) and the kernel `Algorithm::Auto` runs
+    /// for that caller, each timed as that caller runs it; and the last of those apart (what a
+    /// caller who leaves the choice to convrs gets, which the best route may beat). See
+    /// [`Bench::nchw_user_of`].
+    #[allow(clippy::type_complexity)]
     fn nchw_user<T: Element + CudnnBaseline>(
         &self,
         group: &GroupResult,
@@ -646,25 +650,29 @@ impl ShapeBench<'_> {
         reference: &Tensor<f64>,
         tolerance: &dyn Fn(Precision) -> f64,
         progress: &mut dyn FnMut(&str),
-    ) -> Result<Option<Measurement>> {
+    ) -> Result<(Option<Measurement>, Option<Measurement>)> {
         let kernel = |m: Option<&Measurement>| m.and_then(|m| crate::registry::by_name(&m.name)).filter(|k| k.on_plain_layouts());
-        let mut best: Option<Measurement> = None;
-        // The fastest kernel (through both transposes), the fastest on NCHW as it is, and the
-        // fastest writing NCHW (through the input's transpose alone), each once.
-        let candidates = [kernel(group.best_kernel()), kernel(group.best_kernel_in(Layout::Nchw)), kernel(group.best_kernel_writing(Layout::Nchw))];
+        let precision = self.problem.precision;
+        let auto = crate::device_conv::auto_kernel(self.gpu.model(), &self.problem.with_precision(precision), T::DTYPE, Layout::Nchw).ok();
+        let (mut best, mut auto_row): (Option<Measurement>, Option<Measurement>) = (None, None);
+        // Auto's route, the fastest kernel (through both transposes), the fastest on NCHW as it
+        // is, and the fastest writing NCHW (through the input's transpose alone), each once.
+        let candidates = [auto, kernel(group.best_kernel()), kernel(group.best_kernel_in(Layout::Nchw)), kernel(group.best_kernel_writing(Layout::Nchw))];
         let mut tried: Vec<&str> = Vec::new();
         for k in candidates.into_iter().flatten() {
             if tried.contains(&k.name) {
                 continue;
             }
             tried.push(k.name);
-            let precision = self.problem.precision;
             let row = self.nchw_user_of(k, precision, sets, ep_sets, reference, tolerance(precision), progress)?;
+            if auto.is_some_and(|a| a.name == k.name) {
+                auto_row = Some(row.clone());
+            }
             if best.as_ref().is_none_or(|b| row.ms().unwrap_or(f64::INFINITY) < b.ms().unwrap_or(f64::INFINITY)) {
                 best = Some(row);
             }
         }
-        Ok(best)
+        Ok((best, auto_row))
     }
 
     /// Kernel `k` for a caller holding NCHW tensors and asking for `precision`: each timed run

@@ -129,6 +129,11 @@ pub struct GroupResult {
     /// tensors, the GPU layout transforms of input, filter and output timed with it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub nchw_user: Option<Measurement>,
+    /// The same caller's route where it leaves the choice to convrs (`Algorithm::Auto` through
+    /// `DeviceConv`: `device_conv::auto_kernel`), timed the same way; [`GroupResult::nchw_user`]
+    /// is the fastest of it and the other routes tried.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nchw_auto: Option<Measurement>,
     /// fp32 groups with TF32 baselines: the fastest kernel at TF32 precision or better run for
     /// an NCHW caller asking for TF32 (transforms timed), where that kernel is a TF32 one (else
     /// [`GroupResult::nchw_user`] answers for that caller too).
@@ -198,6 +203,7 @@ impl GroupResult {
             .chain(&mut self.tf32_cudnn_fused)
             .chain(&mut self.tf32_pytorch)
             .chain(&mut self.nchw_user)
+            .chain(&mut self.nchw_auto)
             .chain(&mut self.nchw_user_tf32)
             .chain(&mut self.nchw_cudnn)
             .chain(&mut self.nchw_cudnn_fused)
@@ -367,6 +373,12 @@ impl GroupResult {
         });
     }
 
+    /// Auto's route for an NCHW caller ([`GroupResult::nchw_auto`]) over that caller's best
+    /// route (1 = Auto took it).
+    pub fn nchw_auto_ratio(&self) -> Option<f64> {
+        Some(self.nchw_auto.as_ref()?.ms()? / self.nchw_user.as_ref()?.ms()?)
+    }
+
     /// The heuristic pick's measured time over the fastest kernel's (1 = it picked the fastest).
     pub fn heuristic_ratio(&self) -> Option<f64> {
         let pick = self.kernels.iter().find(|k| Some(&k.name) == self.heuristic_pick.as_ref())?;
@@ -446,6 +458,11 @@ pub struct Summary {
     /// against the baselines given NCHW tensors, and against the NHWC baselines.
     pub geomean_nchw_user: Option<f64>,
     pub geomean_nchw_user_vs_nhwc: Option<f64>,
+    /// Shapes where Auto's NCHW route is within 5% of the NCHW caller's best route, of those
+    /// with both ([`GroupResult::nchw_auto_ratio`]); the worst shape and its ratio.
+    pub nchw_auto_within_5pct: usize,
+    pub nchw_auto_compared: usize,
+    pub nchw_auto_worst: Option<(String, f64)>,
 }
 
 /// Per precision (in the order first seen), the suite's summary; for fp32 groups with TF32
@@ -475,6 +492,9 @@ pub fn summarize(suite: &str, groups: &[GroupResult]) -> Vec<Summary> {
                 heuristic_within_10pct: 0,
                 heuristic_compared: 0,
                 heuristic_worst: None,
+                nchw_auto_within_5pct: 0,
+                nchw_auto_compared: 0,
+                nchw_auto_worst: None,
                 ..summary_of(suite, "tf32", &of, Judge { best: GroupResult::ratio_tf32, pytorch: GroupResult::ratio_tf32_vs_pytorch, cudnn: GroupResult::ratio_tf32_vs_cudnn })
             });
         }
@@ -495,6 +515,7 @@ fn summary_of(suite: &str, prec: &str, of: &[&GroupResult], judge: Judge) -> Sum
     let geomean_of = |ratio: fn(&GroupResult) -> Option<f64>| geomean(&of.iter().filter_map(|g| ratio(g)).collect::<Vec<_>>());
     let values: Vec<f64> = ratios.iter().map(|r| r.1).collect();
     let picks: Vec<(&str, f64)> = of.iter().filter_map(|g| Some((g.shape.as_str(), g.heuristic_ratio()?))).collect();
+    let autos: Vec<(&str, f64)> = of.iter().filter_map(|g| Some((g.shape.as_str(), g.nchw_auto_ratio()?))).collect();
     Summary {
         suite: suite.into(),
         precision: prec.into(),
@@ -513,6 +534,9 @@ fn summary_of(suite: &str, prec: &str, of: &[&GroupResult], judge: Judge) -> Sum
         heuristic_worst: picks.iter().max_by(|a, b| a.1.total_cmp(&b.1)).map(|(s, r)| (s.to_string(), *r)),
         geomean_nchw_user: geomean(&of.iter().filter_map(|g| g.ratio_nchw_user()).collect::<Vec<_>>()),
         geomean_nchw_user_vs_nhwc: geomean(&of.iter().filter_map(|g| g.ratio_nchw_user_vs_nhwc()).collect::<Vec<_>>()),
+        nchw_auto_within_5pct: autos.iter().filter(|a| a.1 <= 1.05).count(),
+        nchw_auto_compared: autos.len(),
+        nchw_auto_worst: autos.iter().max_by(|a, b| a.1.total_cmp(&b.1)).map(|(s, r)| (s.to_string(), *r)),
     }
 }
 
@@ -776,14 +800,15 @@ pub fn heuristic_table(groups: &[GroupResult]) -> String {
 /// under an epilogue).
 pub fn summary_table(summaries: &[Summary]) -> String {
     let mut out = String::from(
-        "| suite | type | shapes | compared | geomean vs best baseline (caller's layout) | geomean vs PyTorch | geomean vs cuDNN in-process (fused graph under an epilogue) | at or above 1.0x | worst shape | no kernel | flagged baselines | heuristic pick within 10% | heuristic worst | geomean, NCHW user vs NCHW baselines | NCHW user vs NHWC baselines | geomean, any layout (conversion untimed) |\n\
-         | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
+        "| suite | type | shapes | compared | geomean vs best baseline (caller's layout) | geomean vs PyTorch | geomean vs cuDNN in-process (fused graph under an epilogue) | at or above 1.0x | worst shape | no kernel | flagged baselines | heuristic pick within 10% | heuristic worst | geomean, NCHW user vs NCHW baselines | NCHW user vs NHWC baselines | geomean, any layout (conversion untimed) | Auto's NCHW route within 5% of the best | Auto's NCHW route worst |\n\
+         | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
     );
     for s in summaries {
         let worst = s.worst.as_ref().map(|(shape, r)| format!("{shape} ({r:.2}x)")).unwrap_or_else(|| "-".into());
         let pick_worst = s.heuristic_worst.as_ref().map(|(shape, r)| format!("{shape} ({r:.2}x slower)")).unwrap_or_else(|| "-".into());
+        let auto_worst = s.nchw_auto_worst.as_ref().map(|(shape, r)| format!("{shape} ({r:.2}x slower)")).unwrap_or_else(|| "-".into());
         out += &format!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {worst} | {} | {} | {}/{} | {pick_worst} | {} | {} | {} |\n",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {worst} | {} | {} | {}/{} | {pick_worst} | {} | {} | {} | {}/{} | {auto_worst} |\n",
             s.suite,
             s.precision,
             s.shapes,
@@ -798,7 +823,9 @@ pub fn summary_table(summaries: &[Summary]) -> String {
             s.heuristic_compared,
             ratio_cell(s.geomean_nchw_user),
             ratio_cell(s.geomean_nchw_user_vs_nhwc),
-            ratio_cell(s.geomean_any_layout)
+            ratio_cell(s.geomean_any_layout),
+            s.nchw_auto_within_5pct,
+            s.nchw_auto_compared
         );
     }
     out
@@ -856,6 +883,7 @@ mod tests {
             kernels: kernels.iter().enumerate().map(|(i, &ms)| m(&format!("k{i}"), Some(ms), true)).collect(),
             heuristic_pick: (!kernels.is_empty()).then(|| "k0".to_string()),
             nchw_user: None,
+            nchw_auto: None,
             nchw_user_tf32: None,
             nchw_cudnn: vec![],
             nchw_cudnn_fused: vec![],
@@ -971,6 +999,25 @@ mod tests {
         assert_eq!(s.geomean_nchw_user_vs_nhwc, Some((0.5f64 * 2.0).sqrt()));
         let t = table(&[g], false);
         assert!(t.contains("fp16 NCHW user (transforms timed; baselines given NCHW) | k0 from NCHW | 4.0000 | - | 6.0000 cudnn graph | 3.0000 | 0.75x (0.50x vs NHWC)"), "{t}");
+    }
+
+    #[test]
+    fn auto_nchw_routes_are_counted_against_the_best_route() {
+        // Auto took the best route on "a" (ratio 1), a route 1.2x slower on "b", none on "c".
+        let mut a = group("a", &[1.0], 2.0, None);
+        a.nchw_user = Some(m("k0 from NCHW", Some(4.0), true));
+        a.nchw_auto = a.nchw_user.clone();
+        let mut b = group("b", &[1.0], 2.0, None);
+        b.nchw_user = Some(m("k0 from NCHW", Some(5.0), true));
+        b.nchw_auto = Some(m("k1 from NCHW", Some(6.0), true));
+        let c = group("c", &[1.0], 2.0, None);
+        assert_eq!((a.nchw_auto_ratio(), c.nchw_auto_ratio()), (Some(1.0), None));
+        assert!((b.nchw_auto_ratio().unwrap() - 1.2).abs() < 1e-12);
+        let s = &summarize("t", &[a, b, c])[0];
+        assert_eq!((s.nchw_auto_within_5pct, s.nchw_auto_compared), (1, 2));
+        assert_eq!(s.nchw_auto_worst.as_ref().map(|w| w.0.as_str()), Some("b"));
+        let t = summary_table(std::slice::from_ref(s));
+        assert!(t.contains("| 1/2 | b (1.20x slower) |"), "{t}");
     }
 
     #[test]
