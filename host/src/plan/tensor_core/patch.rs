@@ -35,6 +35,12 @@ const KSTEP_ISSUE: f64 = 40.0;
 const ROUND_TRIP_US: f64 = 0.8;
 /// The fraction of the memory bandwidth the 16-byte output stores reach.
 const STORE_EFFICIENCY: f64 = 0.85;
+/// Microseconds per million output values where the NCHW entries' output rows are not 16-byte
+/// aligned (Q not a multiple of 8): most runs of 8 pixels then leave value by value
+/// (`store_nchw_tile`). On the C = 1 and 3 layers the NCHW entry took 4.6-14 us per million
+/// values more than the NHWC one (16,1,161,700->32 5x20 s2 201 against 33 us, 8,3,108,108->64
+/// 3x3 s2 13.8 against 6.9; where Q is a multiple of 8, 1.02-1.21x; H200, s43-s53 runs; notes/hopper.md §38).
+const RAGGED_NCHW_US_PER_MVALUE: f64 = 8.0;
 
 /// The registry's names (one kernel for both element types): NHWC, and NCHW.
 const NAME: &str = "wmma_patch";
@@ -68,7 +74,7 @@ fn grid(d: &DeviceModel, i: usize, g: &Geometry, k: usize, smem: u32) -> (usize,
 }
 
 /// Modelled microseconds of tile `i` on `d` for `p` (validated, patch checked to fit).
-fn cost(d: &DeviceModel, i: usize, p: &Conv2d, g: &Geometry, out_bytes: usize) -> f64 {
+fn cost(d: &DeviceModel, i: usize, p: &Conv2d, g: &Geometry, out_bytes: usize, nchw: bool) -> f64 {
     let bn = spec::TILES[i].bn;
     let smem = g.smem_bytes(bn, p.c as i32);
     let (blocks, bps) = grid(d, i, g, p.k, smem);
@@ -93,7 +99,8 @@ fn cost(d: &DeviceModel, i: usize, p: &Conv2d, g: &Geometry, out_bytes: usize) -
     // A fused residual is read beside the stores, in the output's type.
     let streams = if p.epilogue.residual { 2 } else { 1 };
     let write = memory_us(d, (streams * out * pq.0 * pq.1 * out_bytes) as f64) / STORE_EFFICIENCY;
-    LAUNCH_US + setup + compute.max(write)
+    let ragged = if nchw && pq.1 % 8 != 0 { (out * pq.0 * pq.1) as f64 / 1e6 * RAGGED_NCHW_US_PER_MVALUE } else { 0.0 };
+    LAUNCH_US + setup + compute.max(write) + ragged
 }
 
 fn plan_typed(problem: &Conv2d, device: &DeviceModel, bf16: bool, nchw: bool) -> Result<LaunchPlan> {
@@ -107,7 +114,7 @@ fn plan_typed(problem: &Conv2d, device: &DeviceModel, bf16: bool, nchw: bool) ->
     let fits = |i: &usize| smem_bytes_checked(p, spec::TILES[*i].bn).is_some_and(|b| b <= limit);
     let g = Geometry::of(&conv_shape(p, DType::F32));
     // The output width is not part of the choice (the plans answer for fp32 outputs).
-    let cost_of = |i: &usize| cost(device, *i, p, &g, 4);
+    let cost_of = |i: &usize| cost(device, *i, p, &g, 4, nchw);
     let Some(i) = (0..spec::TILES.len()).filter(fits).min_by(|a, b| cost_of(a).total_cmp(&cost_of(b))) else {
         let need = smem_bytes_checked(p, spec::TILES[0].bn).map_or("more than 2^64".into(), |b| b.to_string());
         return Err(Error::Unsupported {
@@ -242,5 +249,25 @@ mod tests {
         // Absurd strides are refused, not overflowed.
         let far = Conv2d { stride: (1, 1 << 30), ..Conv2d::new(1, 3, 4, 1 << 30, 8, 1, 1) };
         assert!(plan(&far, &d).is_err());
+    }
+
+    /// NCHW output rows off 16-byte alignment leave value by value: the NCHW entry is charged
+    /// for it, so an NCHW caller of 16,1,161,700->32 5x20 s2 (Q = 341; measured 201 us against
+    /// the NHWC entry's 33 plus 29 of transforms, H200) gets the transforms around the NHWC
+    /// entry, and one of a 224x224 stem (Q = 112: 1.1x the NHWC entry, no transforms) the NCHW
+    /// entry still.
+    #[test]
+    fn ragged_nchw_rows_are_charged() {
+        let d = DeviceModel::named("h200").unwrap();
+        let wide = Conv2d::new(16, 1, 161, 700, 32, 5, 20).with_stride(2);
+        let (nhwc, nchw) = (plan(&wide, &d).unwrap().predicted_us, plan_nchw(&wide, &d, false).unwrap().predicted_us);
+        // 16 * 32 * 79 * 341 output values at 8 us a million on top of the NHWC entry's time.
+        let values = (16 * 32 * 79 * 341) as f64 / 1e6;
+        assert!((nchw - nhwc - 8.0 * values).abs() < 1e-6, "{nchw} {nhwc}");
+        let pick = |p: &Conv2d| crate::select::choose(p, DType::F16, Layout::Nchw, &d).unwrap().pick;
+        assert_eq!(pick(&wide), Algorithm::WmmaPatch);
+        let stem = Conv2d::new(32, 3, 224, 224, 64, 7, 7).with_pad(3).with_stride(2);
+        assert_eq!(plan(&stem, &d).unwrap().predicted_us, plan_nchw(&stem, &d, false).unwrap().predicted_us);
+        assert_eq!(pick(&stem), Algorithm::WmmaPatchNchw);
     }
 }
