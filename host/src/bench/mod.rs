@@ -664,8 +664,15 @@ impl ShapeBench<'_> {
                 continue;
             }
             tried.push(k.name);
-            let row = self.nchw_user_of(k, precision, sets, ep_sets, reference, tolerance(precision), progress)?;
-            if auto.is_some_and(|a| a.name == k.name) {
+            let is_auto = auto.is_some_and(|a| a.name == k.name);
+            let row = match self.nchw_user_of(k, precision, sets, ep_sets, reference, tolerance(precision), progress) {
+                Ok(row) => row,
+                // Auto's pick may be a kernel the run did not time (outside `--algo`): where it
+                // cannot run for this caller, the row says why and the other routes stand.
+                Err(e) if is_auto => Measurement::new(format!("{} from NCHW", k.name), k.family.name(), "NCHW", T::DTYPE.name()).not_run(e.to_string()),
+                Err(e) => return Err(e),
+            };
+            if is_auto {
                 auto_row = Some(row.clone());
             }
             if best.as_ref().is_none_or(|b| row.ms().unwrap_or(f64::INFINITY) < b.ms().unwrap_or(f64::INFINITY)) {

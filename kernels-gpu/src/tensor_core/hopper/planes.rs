@@ -307,6 +307,8 @@ unsafe fn produce_planes_by<const STAGES: usize, const BM: usize, const PIECE: u
 /// `b` is the free stage's 1024-aligned B tile (`copies` copies of [`COPY_BYTES`]); `x` holds
 /// the problem's NCHW input; H*W is a multiple of `BYTES / 2`; `BYTES` is 4 or 8.
 #[inline(always)]
+// The unrolled loop's last step advances the running offset past its use.
+#[allow(unused_assignments)]
 unsafe fn copy_planes_direct<const BYTES: u32>(x: *const u16, sh: &ConvShape, b: u32, at_copy: &[(u32, u32); 4], copies: u32, c0: u32, tid: u32) {
     // Threads per 128-byte row, rows one pass of the warpgroup covers, passes per 8 rows.
     let per_row = ROW_BYTES as u32 / BYTES;
