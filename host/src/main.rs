@@ -468,7 +468,13 @@ fn explain(device: usize, s: &ShapeArgs, dtype: DType, layout: Layout, model: Op
         let fusing: Vec<_> = convrs::registry::KERNELS.iter().filter(|k| k.fuses_epilogue()).map(|k| k.name).collect();
         println!("epilogue {}: {}, on the fp32 sums, rounded once; fused by {}", p.epilogue, formula(&p.epilogue), fusing.join(", "));
     }
-    println!("{dtype} data held in {layout}, on {} ({} SMs, {} MHz, {:.0} GB/s)\n", model.name, model.sms, model.clock_mhz, model.mem_gbps);
+    println!("{dtype} data held in {layout}, on {} ({} SMs, {} MHz, {:.0} GB/s)", model.name, model.sms, model.clock_mhz, model.mem_gbps);
+    println!(
+        "conversions: per call, the input, output and residual into and out of the kernel's layouts ({} us a pass plus its bytes at {:.0}% of the bandwidth, {:.0}% sampled); the filter is converted once per weights, not counted\n",
+        convrs::select::TRANSFORM_PASS_US,
+        100.0 * convrs::select::TRANSPOSE_RATE,
+        100.0 * convrs::select::SAMPLED_RATE
+    );
     let candidates = convrs::select::candidates(&p, dtype, layout, &model);
     let choice = convrs::select::pick(candidates.clone(), dtype);
     println!("| kernel | family | layouts | kernel us | conversions us | total us | launch |");
