@@ -468,7 +468,7 @@ unsafe fn store_nchw_matrix<R: NchwRows, Acc: Accumulators, M: Math>(rows: &R, y
 /// # Safety
 /// All 128 threads of the warpgroup call it together.
 #[inline(always)]
-unsafe fn staged_sync(tid: u32) {
+pub(super) unsafe fn staged_sync(tid: u32) {
     // SAFETY: as the caller guarantees.
     unsafe { crate::prelude::mbarrier::named_sync(3 + tid / WG - 1, WG) };
 }

@@ -538,6 +538,9 @@ unsafe fn ping_pong<O: Operands, Acc: Accumulators, const STAGES: usize, M: Math
     let fused = !sh.ep.is_identity();
     let regs = fused && sh.ep.in_registers_on(thread_accumulators(true, BM, Acc::N), O::Y_NCHW);
     let hold = fused && !regs && !O::Y_NCHW;
+    // Planes' 16-bit store staged in the tile's last stage (`planes::store_tile_staged`) where
+    // every 8-pixel run lies in one image; the stage is held for it like `hold`'s.
+    let staged = !hold && O::PLANES && !O::PLANE_ROWS && M::SPEC == Spec::Half && sh.y_bits == 16 && (sh.p * sh.q) % 8 == 0;
     // The staged NCHW store's residual in this thread's slots, a pair for its two blocks.
     let blocks = (BM / WGMMA_M) as u32;
     let slot = |b: u32| if fused && !regs { nchw_residual::lane_slot(slots, Acc::N, nchw_residual::slot_key(true, blocks, b, tid), tid) } else { 0 };
@@ -596,9 +599,9 @@ unsafe fn ping_pong<O: Operands, Acc: Accumulators, const STAGES: usize, M: Math
         // A one-block tile's second block is never stored (`second` is false).
         let acc = unsafe {
             if one {
-                TwoBlocks(consume::<Acc, M, STAGES, 1, true, BM>(ring, 0, tid, ktiles, false, hold, direct, &mut at, |_| {}), Acc::ZERO)
+                TwoBlocks(consume::<Acc, M, STAGES, 1, true, BM>(ring, 0, tid, ktiles, false, hold || staged, direct, &mut at, |_| {}), Acc::ZERO)
             } else {
-                consume::<TwoBlocks<Acc>, M, STAGES, 1, true, BM>(ring, 0, tid, ktiles, false, hold, direct, &mut at, |_| {})
+                consume::<TwoBlocks<Acc>, M, STAGES, 1, true, BM>(ring, 0, tid, ktiles, false, hold || staged, direct, &mut at, |_| {})
             }
         };
         if tiles.more() {
@@ -621,7 +624,8 @@ unsafe fn ping_pong<O: Operands, Acc: Accumulators, const STAGES: usize, M: Math
             unsafe { ring.release::<1>(stage) };
         } else {
             let mut acc = acc;
-            // SAFETY: the caller's contract; this warpgroup's tile (and the epilogue's operands).
+            // SAFETY: the caller's contract; this warpgroup's tile (and the epilogue's operands); where
+            // `staged`, the tile's last stage, which consume left held with its wgmmas retired.
             unsafe {
                 match &residual {
                     // Its residual from shared memory: the whole warpgroup, once for each of its
@@ -651,9 +655,21 @@ unsafe fn ping_pong<O: Operands, Acc: Accumulators, const STAGES: usize, M: Math
                     }
                     _ => {}
                 }
-                store_tile::<O, Acc, M>(&stored, y, &acc.0, m0, n0, 0, tid, slot(0), runs, true);
-                if second {
-                    store_tile::<O, Acc, M>(&stored, y, &acc.1, m0, n0, 1, tid, slot(1), runs, true);
+                if staged {
+                    let stage = at.prev_stage::<STAGES>();
+                    super::planes::store_tile_staged::<Acc, M>(&stored, y, &acc.0, m0, n0, 0, tid, ring.stage_addr(stage));
+                    if second {
+                        super::planes::store_tile_staged::<Acc, M>(&stored, y, &acc.1, m0, n0, 1, tid, ring.stage_addr(stage));
+                    }
+                    // As `hold`'s: the staging's writes before the producer's next copies into
+                    // the stage, then its release (every thread, once for the tile's last stage).
+                    fence_proxy_async_shared();
+                    ring.release::<1>(stage);
+                } else {
+                    store_tile::<O, Acc, M>(&stored, y, &acc.0, m0, n0, 0, tid, slot(0), runs, true);
+                    if second {
+                        store_tile::<O, Acc, M>(&stored, y, &acc.1, m0, n0, 1, tid, slot(1), runs, true);
+                    }
                 }
             }
         }

@@ -26,9 +26,9 @@
 use convrs_spec::hopper::{a_tile_bytes, b_tile_bytes, plane_copies_direct, plane_gemm, plane_pitch, plane_pixel_rows, run_width, Math as Spec, BLOCK_M, K_TILE, PLANE_BOX_PIXELS, PLANE_PIXEL_COPY, ROW_BYTES, WARPGROUP};
 
 use super::epilogue::for_each_eight;
-use super::math::Math;
+use super::math::{pack, Math};
 use super::scheduler::Tiles;
-use crate::prelude::matrix::{store_global_f32, store_global_f32x2, store_global_u16, store_global_v4};
+use crate::prelude::matrix::{stmatrix_x4, store_global_f32, store_global_f32x2, store_global_u16, store_global_v4};
 use crate::prelude::mbarrier::{cp_async_mbar_arrive_noinc, mbar_arrive_expect_tx, setmaxnreg_dec_56, tma_load_3d};
 use crate::prelude::pipeline::{Position, Ring};
 use crate::prelude::wgmma::Accumulators;
@@ -184,6 +184,70 @@ pub(super) unsafe fn store_tile_16<Acc: Accumulators, M: Math>(sh: &ConvShape, y
     };
     // SAFETY: the whole warp, in uniform control flow (the caller's contract).
     unsafe { for_each_eight::<Acc, M>(acc, q, store) };
+}
+
+/// `Planes`' bare 16-bit store through shared memory, for ping-pong tiles on planes whose H*W
+/// is a multiple of 8 (every 8-pixel run in one image): each warp stages its 16 rows of block
+/// `block` whole by `stmatrix` (a row is one output channel, already contiguous along the
+/// pixels, so no transpose), then reads back one row (256 columns; 128-wide tiles: two rows) a
+/// warp load and stores it as 512 contiguous bytes. [`store_tile_16`] trades the pieces by
+/// shuffles instead, and a warp store wrote 64 bytes in each of 8 planes: on 32,128,28,28->512
+/// step 15 issued 1.73x the instructions of its NHWC twin and took 1.85x its time (ncu, H200,
+/// fifty-third session; notes/hopper.md §37). Unit `u` of staged row `r` lies at unit
+/// `u ^ (r % 8)`: a matrix's 8 rows and a row's 32 units each meet 8 distinct bank groups.
+///
+/// # Safety
+/// As [`store_tile_16`], H*W a multiple of 8; `stage` is the tile's last stage (at least
+/// `64 * Acc::N * 2` bytes, 16-byte aligned), held by this warpgroup, every wgmma that read it
+/// retired; the whole warpgroup calls it together.
+#[inline(always)]
+pub(super) unsafe fn store_tile_staged<Acc: Accumulators, M: Math>(sh: &ConvShape, y: *mut f32, acc: &Acc, m0: u32, n0: u32, block: u32, tid: u32, stage: u32) {
+    let (warp, lane) = ((tid % WARPGROUP as u32) / 32, tid % 32);
+    let row_bytes = (Acc::N * 2) as u32;
+    let staged = stage + warp * 16 * row_bytes;
+    let at = |r: u32, u: u32| staged + r * row_bytes + (u ^ (r % 8)) * 16;
+    // Every warp's wgmmas on the stage retired (each warp waited for its own) before any
+    // warp's writes, and the block before's reads are done. SAFETY: the whole warpgroup.
+    unsafe { super::epilogue::staged_sync(tid) };
+    // stmatrix.x4: lanes 8i.. address matrix i's rows, matrix i = (row octet i % 2, column
+    // chunk j + i / 2), each thread's pair of a matrix its accumulator pair there.
+    let (octet, chunk) = ((lane / 8) % 2, lane / 16);
+    let r = 8 * octet + lane % 8;
+    unroll!(16: Acc::N / 16, jj => {
+        let j = 2 * jj;
+        let v = [
+            pack::<M>(acc[4 * j], acc[4 * j + 1]),
+            pack::<M>(acc[4 * j + 2], acc[4 * j + 3]),
+            pack::<M>(acc[4 * j + 4], acc[4 * j + 5]),
+            pack::<M>(acc[4 * j + 6], acc[4 * j + 7]),
+        ];
+        // SAFETY: this warp's 16 rows of the held stage; 16-byte aligned.
+        unsafe { stmatrix_x4(at(r, j as u32 + chunk), v) };
+    });
+    sync_warp();
+    // The read-back: `per` lanes a row, unit u of it (columns 8u..8u + 8 of the tile), so a
+    // lane's copy (64 columns, one image's) and place in it are fixed for the tile.
+    let per = (Acc::N / 8) as u32;
+    let (u, sub) = (lane % per, lane / per);
+    let (hw, k) = ((sh.p * sh.q) as u32, sh.k as u32);
+    let (n, pixel) = Planes::<BLOCK_M>::image_pixel(sh, n0 + 64 * (u / 8));
+    let inside = n < sh.n as u32 && 8 * (u % 8) < hw - pixel;
+    let base = n * k * hw + pixel + 8 * (u % 8);
+    let first = m0 + 64 * block + 16 * warp;
+    let y = y as *mut u16;
+    unroll!(16: 16 * Acc::N / 256, i => {
+        let r = sub + (32 / per) * i as u32;
+        // SAFETY: this warp's rows, written before `sync_warp`; 16-byte aligned.
+        let v = unsafe { ld_shared_u32x4(at(r, u)) };
+        let row = first + r;
+        if inside && row < k {
+            // SAFETY: channel row < K, 8 pixels of one image's plane from a multiple of 8
+            // (H*W one too), 16-byte aligned; this thread's alone.
+            unsafe { store_global_v4(y.add((row * hw + base) as usize) as *mut u32, v) };
+        }
+    });
+    // This warp's reads before its next block's writes.
+    sync_warp();
 }
 
 /// Bytes of one plane copy in shared memory: [`ROW_BYTES`]-byte rows of 64 pixels, one per
